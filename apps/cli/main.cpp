@@ -1,0 +1,177 @@
+// gpix: the command line tool.
+//   gpix devices [--json]
+//   gpix info <source> [--shape Z,Y,X] [--dtype T] [--device NAME] [--json]
+#include <QCommandLineParser>
+#include <QCoreApplication>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <cstdio>
+#include <string>
+
+#include "gpix/gpix.h"
+#include "gpix/samples.h"
+#include "json.h"
+
+namespace {
+
+using namespace gpix;
+
+void print(const QString& s) {
+  const QByteArray b = s.toUtf8();
+  std::fwrite(b.constData(), 1, static_cast<std::size_t>(b.size()), stdout);
+}
+
+void print_json(const QJsonObject& o) { print(QString::fromUtf8(QJsonDocument(o).toJson())); }
+
+QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
+
+int cmd_devices(const QCommandLineParser& p) {
+  const auto& devs = devices();
+  if (p.isSet("json")) {
+    QJsonObject o;
+    QJsonArray backends, list;
+    for (const auto& s : backend_status()) backends.append(cli::to_json(s));
+    for (const auto& d : devs) list.append(cli::to_json(d.info()));
+    o["backends"] = backends;
+    o["devices"] = list;
+    if (!devs.empty()) {
+      const DeviceChoice c = choose_device();
+      o["default"] = c.device.info().index;
+      o["default_reason"] = qs(c.reason);
+    }
+    print_json(o);
+    return 0;
+  }
+  print("Backends:\n");
+  for (const auto& s : backend_status()) {
+    print(QString("  %1 %2: %3\n")
+              .arg(qs(name(s.backend)), -7)
+              .arg(s.available ? "available" : "unavailable")
+              .arg(qs(s.detail)));
+  }
+  print("Devices:\n");
+  if (devs.empty()) print("  none\n");
+  for (const auto& d : devs) {
+    const DeviceInfo& i = d.info();
+    print(QString("  [%1] %2\n       %3, %4 compute units, %5 memory (largest allocation %6), "
+                  "fp64 %7, images %8\n       %9; driver %10\n")
+              .arg(i.index)
+              .arg(qs(d.label()), qs(name(i.type)))
+              .arg(i.compute_units)
+              .arg(qs(human_bytes(i.global_memory)), qs(human_bytes(i.max_allocation)))
+              .arg(i.fp64 ? "yes" : "no", i.images ? "yes" : "no")
+              .arg(qs(i.api_version), qs(i.driver_version)));
+  }
+  if (!devs.empty()) {
+    const DeviceChoice c = choose_device();
+    print(QString("Default: [%1] %2 (%3)\n").arg(c.device.info().index).arg(qs(c.device.label()), qs(c.reason)));
+  }
+  return 0;
+}
+
+// Reads a raw file of the given shape and dtype (native byte order, no header).
+HostArray read_raw(const QString& path, const QCommandLineParser& p) {
+  if (!p.isSet("shape") || !p.isSet("dtype")) {
+    throw InvalidArgument("a raw file needs --shape Z,Y,X (or Y,X or X) and --dtype (" +
+                          dtype_names() + "); file formats arrive with gpix_io");
+  }
+  std::vector<std::size_t> dims;
+  for (const QString& part : p.value("shape").split(',', Qt::SkipEmptyParts)) {
+    bool ok = false;
+    const qulonglong v = part.trimmed().toULongLong(&ok);
+    if (!ok) throw InvalidArgument("--shape must be numbers separated by commas, got '" + p.value("shape").toStdString() + "'");
+    dims.push_back(static_cast<std::size_t>(v));
+  }
+  const Shape shape{std::span<const std::size_t>(dims)};
+  const auto dtype = parse_dtype(p.value("dtype").toStdString());
+  if (!dtype) {
+    throw InvalidArgument("unknown dtype '" + p.value("dtype").toStdString() + "'; use one of " + dtype_names());
+  }
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) {
+    throw IoError("cannot open '" + path.toStdString() + "': " + f.errorString().toStdString(), path.toStdString());
+  }
+  HostArray h = HostArray::empty(shape, *dtype);
+  if (static_cast<std::size_t>(f.size()) != h.bytes()) {
+    throw IoError("'" + path.toStdString() + "' has " + std::to_string(f.size()) + " bytes but a " +
+                      shape.str() + " " + std::string(name(*dtype)) + " image needs " +
+                      std::to_string(h.bytes()),
+                  path.toStdString());
+  }
+  f.read(reinterpret_cast<char*>(h.data()), static_cast<qint64>(h.bytes()));
+  return h;
+}
+
+int cmd_info(const QCommandLineParser& p, const QStringList& args) {
+  if (args.size() < 2) {
+    throw InvalidArgument("usage: gpix info <source>, where source is 'sample', 'sample:NAME' "
+                          "or a raw file with --shape and --dtype");
+  }
+  const QString source = args[1];
+  HostArray host;
+  QString label = source;
+  if (source == "sample" || source.startsWith("sample:")) {
+    const std::string sname = source == "sample" ? sample_names().front() : source.mid(7).toStdString();
+    Sample s = sample(sname);
+    host = s.image;
+    label = "sample:" + qs(s.name);
+  } else {
+    host = read_raw(source, p);
+  }
+  const Device dev = p.isSet("device") ? select_device(p.value("device").toStdString()) : default_device();
+  const Array a = Array::push(host, dev);
+  const Card c = card(a);
+  if (p.isSet("json")) {
+    QJsonObject o = cli::to_json(c);
+    o["source"] = label;
+    print_json(o);
+  } else {
+    print("source: " + label + "\n" + qs(to_text(c)));
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  QCoreApplication app(argc, argv);
+  QCoreApplication::setApplicationName("gpix");
+  QCoreApplication::setApplicationVersion(GPIX_VERSION_STRING);
+  QCommandLineParser p;
+  p.setApplicationDescription(
+      "gpix: GPU image processing.\n\n"
+      "Commands:\n"
+      "  devices                 list every device of every backend\n"
+      "  info <source>           the metadata card of an image: 'sample', 'sample:NAME'\n"
+      "                          (" + qs([] {
+        std::string s;
+        for (const auto& n : gpix::sample_names()) s += (s.empty() ? "" : ", ") + n;
+        return s;
+      }()) + ") or a raw file with --shape and --dtype");
+  p.addHelpOption();
+  p.addVersionOption();
+  p.addPositionalArgument("command", "devices | info");
+  p.addOption({"json", "Print JSON for scripts."});
+  p.addOption({"device", "Device: index, name part, or cuda:/opencl: prefix and name part.", "NAME"});
+  p.addOption({"shape", "Shape of a raw file, z,y,x order.", "Z,Y,X"});
+  p.addOption({"dtype", "Pixel type of a raw file (u8 ... f64).", "T"});
+  p.process(app);
+  const QStringList args = p.positionalArguments();
+  if (args.isEmpty()) {
+    std::fputs(qPrintable(p.helpText()), stderr);
+    return 2;
+  }
+  try {
+    if (args[0] == "devices") return cmd_devices(p);
+    if (args[0] == "info") return cmd_info(p, args);
+    std::fprintf(stderr, "gpix: unknown command '%s'; the commands are: devices, info\n", qPrintable(args[0]));
+    return 2;
+  } catch (const gpix::InvalidArgument& e) {
+    std::fprintf(stderr, "gpix: %s\n", e.what());
+    return 2;
+  } catch (const gpix::Error& e) {
+    std::fprintf(stderr, "gpix: %s%s%s\n", e.what(), e.code().empty() ? "" : " [", e.code().empty() ? "" : (e.code() + "]").c_str());
+    return 1;
+  }
+}

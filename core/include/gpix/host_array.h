@@ -1,0 +1,70 @@
+#pragma once
+// Pixels in host memory with a shape and a dtype. Copies of a HostArray share their pixels
+// (like Array); clone() makes a deep copy.
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "gpix/dtype.h"
+#include "gpix/error.h"
+#include "gpix/shape.h"
+
+namespace gpix {
+
+class HostArray {
+ public:
+  HostArray() = default;
+  // Zero-filled, 64-byte aligned. Throws OutOfMemory if the host cannot provide it.
+  HostArray(const Shape& shape, DType dtype);
+  // Like the constructor but the contents are undefined (no zero pass).
+  static HostArray empty(const Shape& shape, DType dtype);
+
+  // Copies data (its size must equal shape.elements()) into a new HostArray.
+  template <Pixel T>
+  static HostArray from(std::span<const T> data, const Shape& shape) {
+    check_size(data.size(), shape);
+    HostArray h = empty(shape, dtype_of<T>);
+    std::memcpy(h.data(), data.data(), h.bytes());
+    return h;
+  }
+  template <Pixel T>
+  static HostArray from(const std::vector<T>& data, const Shape& shape) {
+    return from(std::span<const T>(data), shape);
+  }
+
+  bool valid() const noexcept { return data_ != nullptr; }
+  const Shape& shape() const noexcept { return shape_; }
+  DType dtype() const noexcept { return dtype_; }
+  std::size_t elements() const noexcept { return shape_.elements(); }
+  std::size_t bytes() const noexcept { return elements() * size_of(dtype_); }
+  std::byte* data() noexcept { return data_.get(); }
+  const std::byte* data() const noexcept { return data_.get(); }
+
+  // The pixels as T; throws UnsupportedDType when T is not the array's dtype.
+  template <Pixel T>
+  std::span<T> as() {
+    check_type(dtype_of<T>);
+    return {reinterpret_cast<T*>(data()), elements()};
+  }
+  template <Pixel T>
+  std::span<const T> as() const {
+    check_type(dtype_of<T>);
+    return {reinterpret_cast<const T*>(data()), elements()};
+  }
+
+  HostArray clone() const;
+
+ private:
+  struct NoInit {};
+  HostArray(const Shape& shape, DType dtype, NoInit);
+  static void check_size(std::size_t n, const Shape& shape);
+  void check_type(DType requested) const;
+
+  Shape shape_;
+  DType dtype_ = DType::u8;
+  std::shared_ptr<std::byte[]> data_;
+};
+
+}  // namespace gpix

@@ -1,0 +1,132 @@
+#pragma once
+// The internal backend interface. Each API (OpenCL, CUDA) implements DeviceImpl; nothing here
+// names an OpenCL or CUDA type, and nothing of it appears in a public header.
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gpix/device.h"
+
+namespace gpix::detail {
+
+// One device allocation of bytes() bytes.
+class Memory {
+ public:
+  explicit Memory(std::size_t bytes) : bytes_(bytes) {}
+  virtual ~Memory() = default;
+  Memory(const Memory&) = delete;
+  Memory& operator=(const Memory&) = delete;
+  std::size_t bytes() const noexcept { return bytes_; }
+
+ private:
+  std::size_t bytes_;
+};
+
+// One argument of a kernel launch: a device allocation or a scalar of up to 8 bytes.
+struct KernelArg {
+  const Memory* memory = nullptr;
+  std::array<std::byte, 8> value{};
+  std::size_t size = 0;
+
+  static KernelArg mem(const Memory& m) {
+    KernelArg a;
+    a.memory = &m;
+    return a;
+  }
+  template <class T>
+  static KernelArg scalar(T v) {
+    static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>);
+    KernelArg a;
+    std::memcpy(a.value.data(), &v, sizeof(T));
+    a.size = sizeof(T);
+    return a;
+  }
+};
+
+// Compile-time defines for a kernel build: {"T", "gpix_f32"} becomes -DT=gpix_f32.
+using Defines = std::vector<std::pair<std::string, std::string>>;
+
+// A kernel source (the dialect is prepended by the caller) and a stable hash of it.
+struct ProgramSource {
+  std::string name;  // for messages, e.g. "stats.kernel"
+  std::string text;
+  std::string hash;
+};
+
+// A compiled program's entry point, owned by the device's program cache.
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+};
+
+// Work size in OpenCL terms: global is the total number of work-items per axis (a multiple
+// of local), local the work-group size. Kernels bounds-check.
+struct Launch {
+  int dims = 1;
+  std::array<std::size_t, 3> global{1, 1, 1};
+  std::array<std::size_t, 3> local{1, 1, 1};
+};
+
+class DeviceImpl {
+ public:
+  explicit DeviceImpl(DeviceInfo info) : info_(std::move(info)) {}
+  virtual ~DeviceImpl() = default;
+  DeviceImpl(const DeviceImpl&) = delete;
+  DeviceImpl& operator=(const DeviceImpl&) = delete;
+
+  const DeviceInfo& info() const noexcept { return info_; }
+  void set_index(int i) { info_.index = i; }
+
+  // Allocation made resident at once, so that out-of-memory shows up here. Throws OutOfMemory.
+  virtual std::unique_ptr<Memory> allocate(std::size_t bytes) = 0;
+  // Blocking transfers.
+  virtual void write(Memory& dst, std::size_t offset, const void* src, std::size_t bytes) = 0;
+  virtual void read(const Memory& src, std::size_t offset, void* dst, std::size_t bytes) = 0;
+  virtual void copy(const Memory& src, std::size_t src_offset, Memory& dst,
+                    std::size_t dst_offset, std::size_t bytes) = 0;
+  // Repeats pattern (1, 2, 4 or 8 bytes) over [offset, offset + bytes).
+  virtual void fill(Memory& dst, std::size_t offset, std::size_t bytes, const void* pattern,
+                    std::size_t pattern_bytes) = 0;
+  virtual void launch(const Kernel& k, const Launch& l, std::span<const KernelArg> args) = 0;
+  virtual void finish() = 0;
+
+  // The kernel `name` of src built with defines, compiled once per device and cached.
+  // Throws CompileError with the build log.
+  const Kernel& kernel(const ProgramSource& src, std::string_view name, const Defines& defines);
+
+ protected:
+  // A built program that hands out its kernels.
+  class Program {
+   public:
+    virtual ~Program() = default;
+    virtual std::unique_ptr<Kernel> create_kernel(std::string_view name) = 0;
+  };
+  virtual std::unique_ptr<Program> build(const ProgramSource& src, const Defines& defines) = 0;
+
+ private:
+  DeviceInfo info_;
+  std::mutex cache_mutex_;
+  struct Entry {
+    std::unique_ptr<Program> program;
+    std::map<std::string, std::unique_ptr<Kernel>, std::less<>> kernels;
+  };
+  std::map<std::string, Entry, std::less<>> programs_;  // key: source hash + defines
+};
+
+// Every backend's devices, as the backends enumerate them.
+struct BackendDevices {
+  BackendStatus status;
+  std::vector<std::shared_ptr<DeviceImpl>> devices;
+};
+BackendDevices enumerate_opencl();
+BackendDevices enumerate_cuda();
+
+}  // namespace gpix::detail

@@ -1,0 +1,111 @@
+#include "backend/cuda/nvrtc.h"
+
+#include <nvrtc.h>
+
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+
+#include "backend/cuda/dynlib.h"
+#include "gpix/error.h"
+
+namespace gpix::detail {
+
+struct Nvrtc::Api {
+  DynLib lib;
+  decltype(&::nvrtcVersion) version = nullptr;
+  decltype(&::nvrtcCreateProgram) create = nullptr;
+  decltype(&::nvrtcDestroyProgram) destroy = nullptr;
+  decltype(&::nvrtcCompileProgram) compile = nullptr;
+  decltype(&::nvrtcGetProgramLogSize) log_size = nullptr;
+  decltype(&::nvrtcGetProgramLog) log = nullptr;
+  decltype(&::nvrtcGetCUBINSize) cubin_size = nullptr;
+  decltype(&::nvrtcGetCUBIN) cubin = nullptr;
+  decltype(&::nvrtcGetErrorString) error_string = nullptr;
+};
+
+Nvrtc::~Nvrtc() { delete api_; }
+
+const Nvrtc* Nvrtc::get(std::string* why) {
+  static std::string reason;
+  static const std::unique_ptr<Nvrtc> instance = [] {
+    std::vector<std::string> names;
+    if (const char* p = std::getenv("GPIX_NVRTC_PATH")) names.emplace_back(p);
+    for (const char* n : {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"}) {
+      names.emplace_back(n);
+    }
+    std::vector<std::string> folders;
+    if (const char* c = std::getenv("CUDA_PATH")) folders.push_back(std::string(c) + "/lib64");
+    folders.emplace_back("/usr/local/cuda/lib64");
+    folders.emplace_back("/usr/local/cuda/targets/x86_64-linux/lib");
+    auto api = std::make_unique<Api>();
+    api->lib = DynLib::open(names, folders, &reason);
+    if (!api->lib) {
+      reason = "NVRTC is missing: " + reason + "; install the CUDA toolkit's NVRTC or set GPIX_NVRTC_PATH";
+      return std::unique_ptr<Nvrtc>();
+    }
+    const auto& l = api->lib;
+    api->version = l.symbol<decltype(api->version)>("nvrtcVersion");
+    api->create = l.symbol<decltype(api->create)>("nvrtcCreateProgram");
+    api->destroy = l.symbol<decltype(api->destroy)>("nvrtcDestroyProgram");
+    api->compile = l.symbol<decltype(api->compile)>("nvrtcCompileProgram");
+    api->log_size = l.symbol<decltype(api->log_size)>("nvrtcGetProgramLogSize");
+    api->log = l.symbol<decltype(api->log)>("nvrtcGetProgramLog");
+    api->cubin_size = l.symbol<decltype(api->cubin_size)>("nvrtcGetCUBINSize");
+    api->cubin = l.symbol<decltype(api->cubin)>("nvrtcGetCUBIN");
+    api->error_string = l.symbol<decltype(api->error_string)>("nvrtcGetErrorString");
+    if (!api->version || !api->create || !api->destroy || !api->compile || !api->log_size ||
+        !api->log || !api->cubin_size || !api->cubin || !api->error_string) {
+      reason = api->lib.path() + " lacks NVRTC functions gpix needs (NVRTC 11.2 or newer is required)";
+      return std::unique_ptr<Nvrtc>();
+    }
+    std::unique_ptr<Nvrtc> n(new Nvrtc);
+    n->api_ = api.release();
+    return n;
+  }();
+  if (!instance && why) *why = reason;
+  return instance.get();
+}
+
+std::string Nvrtc::version() const {
+  int major = 0, minor = 0;
+  api_->version(&major, &minor);
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+std::vector<char> Nvrtc::compile(const ProgramSource& src, const Defines& defines, int arch) const {
+  nvrtcProgram prog = nullptr;
+  nvrtcResult r = api_->create(&prog, src.text.c_str(), src.name.c_str(), 0, nullptr, nullptr);
+  if (r != NVRTC_SUCCESS) {
+    throw CompileError("NVRTC could not create a program for " + src.name, {}, api_->error_string(r));
+  }
+  struct Guard {
+    const Api* a;
+    nvrtcProgram* p;
+    ~Guard() { a->destroy(p); }
+  } guard{api_, &prog};
+  std::vector<std::string> opts = {"--gpu-architecture=sm_" + std::to_string(arch), "--std=c++17",
+                                   "-default-device"};
+  for (const auto& [k, v] : defines) opts.push_back("-D" + k + "=" + v);
+  std::vector<const char*> argv;
+  for (const auto& o : opts) argv.push_back(o.c_str());
+  r = api_->compile(prog, static_cast<int>(argv.size()), argv.data());
+  if (r != NVRTC_SUCCESS) {
+    std::size_t n = 0;
+    api_->log_size(prog, &n);
+    std::string log(n, '\0');
+    api_->log(prog, log.data());
+    std::string joined;
+    for (const auto& o : opts) joined += (joined.empty() ? "" : " ") + o;
+    throw CompileError("NVRTC could not compile " + src.name + " with '" + joined +
+                           "'; the build log follows the message",
+                       log, api_->error_string(r));
+  }
+  std::size_t size = 0;
+  api_->cubin_size(prog, &size);
+  std::vector<char> cubin(size);
+  api_->cubin(prog, cubin.data());
+  return cubin;
+}
+
+}  // namespace gpix::detail

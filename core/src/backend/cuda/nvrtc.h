@@ -1,0 +1,31 @@
+#pragma once
+// NVRTC, loaded at run time. Compiles gpix kernels (dialect + source) to a cubin for one
+// architecture; works without a GPU or driver, which is how CI checks the CUDA side of every
+// kernel.
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace gpix::detail {
+
+class Nvrtc {
+ public:
+  // The process-wide NVRTC, or nullptr with *why saying what is missing. Honors
+  // GPIX_NVRTC_PATH (a file) and CUDA_PATH (a toolkit folder).
+  static const Nvrtc* get(std::string* why = nullptr);
+
+  // "13.0"
+  std::string version() const;
+  // The cubin for arch (e.g. 90 for sm_90). Throws CompileError with NVRTC's log.
+  std::vector<char> compile(const ProgramSource& src, const Defines& defines, int arch) const;
+
+  struct Api;
+  ~Nvrtc();
+
+ private:
+  Nvrtc() = default;
+  Api* api_ = nullptr;
+};
+
+}  // namespace gpix::detail

@@ -1,0 +1,199 @@
+#include "gpix/device.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <mutex>
+
+#include "backend/backend.h"
+#include "detail.h"
+#include "gpix/error.h"
+#include "util.h"
+
+namespace gpix {
+
+namespace detail {
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::string_view(v) != "0";
+}
+
+DeviceImpl& Access::impl(const Device& d) {
+  if (!d.impl_) throw InvalidArgument("a null gpix::Device was used; pick one with select_device()");
+  return *d.impl_;
+}
+
+const Kernel& DeviceImpl::kernel(const ProgramSource& src, std::string_view name,
+                                 const Defines& defines) {
+  std::string key = src.hash;
+  for (const auto& [k, v] : defines) key += ";" + k + "=" + v;
+  std::lock_guard lock(cache_mutex_);
+  auto it = programs_.find(key);
+  if (it == programs_.end()) {
+    Entry e;
+    e.program = build(src, defines);
+    it = programs_.emplace(std::move(key), std::move(e)).first;
+  }
+  auto& kernels = it->second.kernels;
+  auto kit = kernels.find(name);
+  if (kit == kernels.end()) {
+    kit = kernels.emplace(std::string(name), it->second.program->create_kernel(name)).first;
+  }
+  return *kit->second;
+}
+
+namespace {
+
+struct Registry {
+  std::vector<Device> devices;
+  std::vector<BackendStatus> status;
+};
+
+const Registry& registry() {
+  static const Registry r = [] {
+    Registry reg;
+    // CUDA first: where both backends see a card, the native API is listed (and ranked) first.
+    for (auto* enumerate : {&enumerate_cuda, &enumerate_opencl}) {
+      BackendDevices b;
+      try {
+        b = enumerate();
+      } catch (const std::exception& e) {
+        b.status.detail = std::string("failed to enumerate: ") + e.what();
+      }
+      reg.status.push_back(b.status);
+      for (auto& d : b.devices) {
+        d->set_index(static_cast<int>(reg.devices.size()));
+        reg.devices.push_back(Access::device(std::move(d)));
+      }
+    }
+    return reg;
+  }();
+  return r;
+}
+
+// Higher is better: GPUs first, then memory, then CUDA over OpenCL for the same card.
+auto rank(const Device& d) {
+  const DeviceInfo& i = d.info();
+  return std::tuple(i.type == DeviceType::gpu, i.type != DeviceType::cpu, i.global_memory,
+                    i.backend == Backend::cuda, -i.index);
+}
+
+std::string list_devices() {
+  std::string s;
+  for (const Device& d : devices()) {
+    s += "\n  [" + std::to_string(d.info().index) + "] " + d.label() + " (" +
+         std::string(name(d.info().type)) + ")";
+  }
+  if (s.empty()) s = " none";
+  return s;
+}
+
+std::mutex g_default_mutex;
+Device g_default;
+
+}  // namespace
+}  // namespace detail
+
+std::string_view name(Backend b) { return b == Backend::cuda ? "cuda" : "opencl"; }
+
+std::string_view name(DeviceType t) {
+  switch (t) {
+    case DeviceType::gpu: return "GPU";
+    case DeviceType::cpu: return "CPU";
+    case DeviceType::accelerator: return "accelerator";
+    case DeviceType::other: break;
+  }
+  return "other";
+}
+
+const DeviceInfo& Device::info() const { return detail::Access::impl(*this).info(); }
+
+std::string Device::label() const { return std::string(gpix::name(backend())) + ":" + info().name; }
+
+bool Device::supports_fp64() const {
+  return info().fp64 && !detail::env_flag("GPIX_DISABLE_FP64");
+}
+
+void Device::finish() const { detail::Access::impl(*this).finish(); }
+
+const std::vector<Device>& devices() { return detail::registry().devices; }
+
+const std::vector<BackendStatus>& backend_status() { return detail::registry().status; }
+
+DeviceChoice choose_device(std::string_view query) {
+  const auto& all = devices();
+  if (all.empty()) {
+    std::string why;
+    for (const auto& s : backend_status()) why += "\n  " + std::string(name(s.backend)) + ": " + s.detail;
+    throw DeviceError("no gpix device is available:" + why);
+  }
+  std::string q = detail::trim(query);
+  if (q.empty()) {
+    const Device best = *std::max_element(all.begin(), all.end(), [](const Device& a, const Device& b) {
+      return detail::rank(a) < detail::rank(b);
+    });
+    std::string reason = best.info().type == DeviceType::gpu
+                             ? "the GPU with the most memory"
+                             : "no GPU found, so the CPU device '" + best.name() +
+                                   "' is used: filters will run much slower than on a GPU";
+    return {best, reason};
+  }
+  // A plain index.
+  int index = -1;
+  auto [ptr, ec] = std::from_chars(q.data(), q.data() + q.size(), index);
+  if (ec == std::errc() && ptr == q.data() + q.size()) {
+    if (index < 0 || static_cast<std::size_t>(index) >= all.size()) {
+      throw DeviceError("there is no device with index " + q + "; the devices are:" +
+                        detail::list_devices());
+    }
+    return {all[static_cast<std::size_t>(index)], "device index " + q};
+  }
+  // Optional backend prefix.
+  std::optional<Backend> backend;
+  std::string needle = detail::lower(q);
+  for (Backend b : {Backend::cuda, Backend::opencl}) {
+    std::string prefix = std::string(name(b)) + ":";
+    if (needle.starts_with(prefix)) {
+      backend = b;
+      needle = needle.substr(prefix.size());
+    }
+  }
+  std::vector<Device> matches;
+  for (const Device& d : all) {
+    if (backend && d.backend() != *backend) continue;
+    if (detail::lower(d.name()).find(needle) != std::string::npos) matches.push_back(d);
+  }
+  if (matches.empty()) {
+    throw DeviceError("no device matches '" + q +
+                      "' (a case-insensitive part of the name, optionally prefixed with "
+                      "'cuda:' or 'opencl:', or an index); the devices are:" +
+                      detail::list_devices());
+  }
+  const Device best = *std::max_element(matches.begin(), matches.end(),
+                                        [](const Device& a, const Device& b) {
+                                          return detail::rank(a) < detail::rank(b);
+                                        });
+  std::string reason = "matches '" + q + "'";
+  if (matches.size() > 1) {
+    reason += " (" + std::to_string(matches.size()) + " devices match; the best ranked was taken)";
+  }
+  return {best, reason};
+}
+
+Device select_device(std::string_view query) {
+  DeviceChoice c = choose_device(query);
+  std::lock_guard lock(detail::g_default_mutex);
+  detail::g_default = c.device;
+  return c.device;
+}
+
+Device default_device() {
+  {
+    std::lock_guard lock(detail::g_default_mutex);
+    if (detail::g_default.valid()) return detail::g_default;
+  }
+  return select_device();
+}
+
+}  // namespace gpix

@@ -1,0 +1,50 @@
+#include "gpix/host_array.h"
+
+#include <new>
+
+#include "util.h"
+
+namespace gpix {
+
+HostArray::HostArray(const Shape& shape, DType dtype) : HostArray(shape, dtype, NoInit{}) {
+  std::memset(data(), 0, bytes());
+}
+
+HostArray HostArray::empty(const Shape& shape, DType dtype) { return {shape, dtype, NoInit{}}; }
+
+HostArray::HostArray(const Shape& shape, DType dtype, NoInit) : shape_(shape), dtype_(dtype) {
+  if (shape.empty()) throw InvalidArgument("a HostArray needs a shape of 1 to 3 dimensions");
+  const std::size_t n = bytes();
+  constexpr std::align_val_t kAlign{64};
+  std::byte* p = static_cast<std::byte*>(::operator new(n, kAlign, std::nothrow));
+  if (!p) {
+    throw OutOfMemory("cannot allocate " + human_bytes(n) + " of host memory for a " +
+                          shape.str() + " " + std::string(name(dtype)) + " array",
+                      n);
+  }
+  data_ = std::shared_ptr<std::byte[]>(p, [kAlign](std::byte* q) { ::operator delete(q, kAlign); });
+}
+
+void HostArray::check_size(std::size_t n, const Shape& shape) {
+  if (n != shape.elements()) {
+    throw InvalidArgument("the host data holds " + std::to_string(n) + " elements but the shape " +
+                          shape.str() + " needs " + std::to_string(shape.elements()));
+  }
+}
+
+void HostArray::check_type(DType requested) const {
+  if (requested != dtype_) {
+    throw UnsupportedDType("the host array holds " + std::string(name(dtype_)) +
+                           " pixels but was read as " + std::string(name(requested)) +
+                           "; use as<T>() with the matching type");
+  }
+}
+
+HostArray HostArray::clone() const {
+  if (!valid()) return {};
+  HostArray c = empty(shape_, dtype_);
+  std::memcpy(c.data(), data(), bytes());
+  return c;
+}
+
+}  // namespace gpix

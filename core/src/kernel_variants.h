@@ -1,0 +1,25 @@
+#pragma once
+// Every (kernel file, entry point, defines) combination the library can ask a backend to
+// build. CI compiles each of them with NVRTC, so the CUDA side of the dialect never breaks
+// unseen; each module that launches kernels adds its own list here.
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "gpix/dtype.h"
+
+namespace gpix::detail {
+
+struct KernelVariant {
+  std::string file;
+  std::string entry;
+  Defines defines;
+};
+
+std::vector<KernelVariant> all_kernel_variants();
+
+// Per module.
+Defines stats_defines(DType t, DType acc, std::size_t wg);
+void add_stats_variants(std::vector<KernelVariant>& out);
+
+}  // namespace gpix::detail

@@ -1,0 +1,166 @@
+#include "gpix/stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <vector>
+
+#include "detail.h"
+#include "kernel_variants.h"
+#include "programs.h"
+
+namespace gpix {
+namespace {
+
+using detail::Access;
+using detail::KernelArg;
+
+template <class T>
+Stats combine(const std::vector<T>& mins, const std::vector<T>& maxs, const auto& sums,
+              const std::vector<std::uint64_t>& nans, std::uint64_t n) {
+  Stats s;
+  for (auto c : nans) s.nan_count += c;
+  s.count = n - s.nan_count;
+  if constexpr (std::is_floating_point_v<T>) {
+    if (s.count == 0) {
+      s.min = std::numeric_limits<double>::quiet_NaN();
+      s.max = std::numeric_limits<double>::quiet_NaN();
+      s.sum = 0.0;
+      s.mean = std::numeric_limits<double>::quiet_NaN();
+      return s;
+    }
+  }
+  s.min = *std::min_element(mins.begin(), mins.end());
+  s.max = *std::max_element(maxs.begin(), maxs.end());
+  using Acc = typename std::decay_t<decltype(sums)>::value_type;
+  Acc total{};
+  for (auto v : sums) total += v;
+  s.sum = total;
+  s.mean = static_cast<double>(total) / static_cast<double>(s.count);
+  return s;
+}
+
+}  // namespace
+
+namespace detail {
+
+Defines stats_defines(DType t, DType acc, std::size_t wg) {
+  Defines d = {{"T", std::string(kernel_type(t))},
+               {"ACC", std::string(kernel_type(acc))},
+               {"IS_FLOAT", is_float(t) ? "1" : "0"},
+               {"WG", std::to_string(wg)}};
+  if (t == DType::f64 || acc == DType::f64) d.emplace_back("GPIX_NEED_FP64", "1");
+  return d;
+}
+
+void add_stats_variants(std::vector<KernelVariant>& out) {
+  for (DType t : kAllDTypes) {
+    if (is_float(t)) {
+      if (t == DType::f32) out.push_back({"stats.kernel", "stats_partial", stats_defines(t, DType::f32, 256)});
+      out.push_back({"stats.kernel", "stats_partial", stats_defines(t, DType::f64, 256)});
+    } else {
+      out.push_back({"stats.kernel", "stats_partial",
+                     stats_defines(t, is_signed(t) ? DType::i64 : DType::u64, 256)});
+    }
+  }
+}
+
+}  // namespace detail
+
+Stats stats(const Array& a) {
+  auto& impl = Access::impl(a);
+  auto& dev = *impl.device;
+  const DeviceInfo& info = dev.info();
+  const std::uint64_t n = a.elements();
+  std::size_t wg = 256;
+  while (wg > info.max_work_group && wg > 1) wg /= 2;
+  // Enough groups to fill the device, few enough that the partials stay a few kB.
+  const std::size_t max_groups = std::clamp<std::size_t>(info.compute_units * 8u, 16u, 4096u);
+  const std::size_t groups = std::min<std::size_t>((n + wg - 1) / wg, max_groups);
+
+  return visit_dtype(impl.dtype, [&](auto zero) -> Stats {
+    using T = decltype(zero);
+    constexpr bool kFloat = std::is_floating_point_v<T>;
+    const bool acc_double = kFloat && a.device().supports_fp64();
+    const DType acc_dtype = kFloat ? (acc_double ? DType::f64 : DType::f32)
+                                   : (std::is_signed_v<T> ? DType::i64 : DType::u64);
+    const detail::Defines defines = detail::stats_defines(impl.dtype, acc_dtype, wg);
+    const auto& kernel = dev.kernel(detail::program("stats.kernel"), "stats_partial", defines);
+
+    auto pmin = dev.allocate(groups * sizeof(T));
+    auto pmax = dev.allocate(groups * sizeof(T));
+    auto psum = dev.allocate(groups * size_of(acc_dtype));
+    auto pnan = dev.allocate(groups * sizeof(std::uint64_t));
+    const KernelArg args[] = {KernelArg::mem(*impl.memory), KernelArg::scalar<std::uint64_t>(n),
+                              KernelArg::mem(*pmin),        KernelArg::mem(*pmax),
+                              KernelArg::mem(*psum),        KernelArg::mem(*pnan)};
+    detail::Launch l;
+    l.global[0] = groups * wg;
+    l.local[0] = wg;
+    dev.launch(kernel, l, args);
+
+    std::vector<T> mins(groups), maxs(groups);
+    std::vector<std::uint64_t> nans(groups);
+    dev.read(*pmin, 0, mins.data(), groups * sizeof(T));
+    dev.read(*pmax, 0, maxs.data(), groups * sizeof(T));
+    dev.read(*pnan, 0, nans.data(), groups * sizeof(std::uint64_t));
+    auto read_sums = [&](auto acc_zero) {
+      std::vector<decltype(acc_zero)> sums(groups);
+      dev.read(*psum, 0, sums.data(), groups * sizeof(decltype(acc_zero)));
+      return combine<T>(mins, maxs, sums, nans, n);
+    };
+    if constexpr (kFloat) {
+      return acc_double ? read_sums(double{}) : read_sums(float{});
+    } else if constexpr (std::is_signed_v<T>) {
+      return read_sums(std::int64_t{});
+    } else {
+      return read_sums(std::uint64_t{});
+    }
+  });
+}
+
+std::string human_bytes(std::uint64_t bytes) {
+  static const char* units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+  if (bytes < 1000) return std::to_string(bytes) + " B";
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 999.95 && u < 5) {
+    v /= 1000.0;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v < 99.95 ? (v < 9.995 ? "%.2f %s" : "%.1f %s") : "%.0f %s", v,
+                units[u]);
+  return buf;
+}
+
+Card card(const Array& a) {
+  Card c;
+  c.shape = a.shape();
+  c.dtype = a.dtype();
+  c.bytes = a.bytes();
+  c.size = human_bytes(c.bytes);
+  c.stats = stats(a);
+  c.device = a.device().label();
+  c.kind = a.kind();
+  return c;
+}
+
+std::string to_text(const Card& c) {
+  std::string s;
+  s += "shape:  " + c.shape.str() + " (z, y, x)\n";
+  s += "dtype:  " + std::string(name(c.dtype)) + "\n";
+  s += "size:   " + c.size + " (" + std::to_string(c.bytes) + " bytes)\n";
+  s += "min:    " + c.stats.min.str() + "\n";
+  s += "max:    " + c.stats.max.str() + "\n";
+  char mean[64];
+  std::snprintf(mean, sizeof mean, "%.6g", c.stats.mean);
+  s += "mean:   " + std::string(mean) + "\n";
+  if (c.stats.nan_count) s += "NaN:    " + std::to_string(c.stats.nan_count) + " pixels\n";
+  s += "device: " + c.device + "\n";
+  s += "memory: " + std::string(name(c.kind)) + "\n";
+  return s;
+}
+
+}  // namespace gpix

@@ -1,0 +1,32 @@
+#pragma once
+// Small string helpers shared by core's sources.
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "gpix/stats.h"
+
+namespace gpix::detail {
+
+inline std::string trim(std::string_view s) {
+  while (!s.empty() && (s.back() == '\0' || std::isspace(static_cast<unsigned char>(s.back()))))
+    s.remove_suffix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  return std::string(s);
+}
+
+inline std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+inline std::string human(std::uint64_t bytes) { return human_bytes(bytes); }
+
+// Reads an environment switch: set and not "0".
+bool env_flag(const char* name);
+
+}  // namespace gpix::detail

@@ -1,0 +1,123 @@
+/* gpix kernel dialect: one kernel source compiles as OpenCL C 1.2 and as CUDA C++ (NVRTC).
+ *
+ * Write kernels with these names only:
+ *   GPIX_KERNEL void name(GPIX_GLOBAL T* out, ...)    entry point
+ *   GPIX_FUNC                                         helper function qualifier
+ *   GPIX_GLOBAL / GPIX_CONST_GLOBAL                   pointer address spaces
+ *   GPIX_LOCAL_ARRAY(type, name, n)                   work-group shared array, fixed size
+ *   gpix_global_id(d), gpix_local_id(d), gpix_group_id(d), gpix_local_size(d),
+ *   gpix_num_groups(d), gpix_global_size(d)           work-item indices (d = 0, 1, 2 = x, y, z)
+ *   gpix_barrier()                                    work-group barrier on local memory
+ *   gpix_u8 gpix_i8 gpix_u16 gpix_i16 gpix_u32 gpix_i32 gpix_u64 gpix_i64 gpix_f32 gpix_f64
+ *   gpix_index                                        64-bit unsigned index type
+ *   GPIX_INF_F32, GPIX_INF_F64, GPIX_NAN_F32, GPIX_NAN_F64
+ *   GPIX_LOWEST(T), GPIX_HIGHEST(T)                   limits of a gpix type name
+ *   gpix_isnan(x)
+ * Sizes and strides are kernel arguments, never compile-time constants, so a new image shape
+ * reuses the compiled program. */
+#ifndef GPIX_DIALECT_H
+#define GPIX_DIALECT_H
+
+#if defined(__OPENCL_VERSION__)
+/* ---------------------------------------------------------------- OpenCL C 1.2 */
+#if defined(GPIX_NEED_FP64)
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+#define GPIX_KERNEL __kernel
+#define GPIX_FUNC static inline
+#define GPIX_GLOBAL __global
+#define GPIX_CONST_GLOBAL __global const
+#define GPIX_LOCAL_ARRAY(type, name, n) __local type name[n]
+#define gpix_global_id(d) ((gpix_index)get_global_id(d))
+#define gpix_local_id(d) ((gpix_index)get_local_id(d))
+#define gpix_group_id(d) ((gpix_index)get_group_id(d))
+#define gpix_local_size(d) ((gpix_index)get_local_size(d))
+#define gpix_num_groups(d) ((gpix_index)get_num_groups(d))
+#define gpix_global_size(d) ((gpix_index)get_global_size(d))
+#define gpix_barrier() barrier(CLK_LOCAL_MEM_FENCE)
+typedef uchar gpix_u8;
+typedef char gpix_i8;
+typedef ushort gpix_u16;
+typedef short gpix_i16;
+typedef uint gpix_u32;
+typedef int gpix_i32;
+typedef ulong gpix_u64;
+typedef long gpix_i64;
+typedef float gpix_f32;
+#if defined(GPIX_NEED_FP64)
+typedef double gpix_f64;
+#endif
+typedef ulong gpix_index;
+#define GPIX_INF_F32 INFINITY
+#define GPIX_NAN_F32 NAN
+#define GPIX_INF_F64 ((double)INFINITY)
+#define GPIX_NAN_F64 ((double)NAN)
+
+#elif defined(__CUDACC__) || defined(__CUDACC_RTC__)
+/* ---------------------------------------------------------------- CUDA C++ (NVRTC) */
+#define GPIX_KERNEL extern "C" __global__
+#define GPIX_FUNC static __device__ __forceinline__
+#define GPIX_GLOBAL
+#define GPIX_CONST_GLOBAL const
+#define GPIX_LOCAL_ARRAY(type, name, n) __shared__ type name[n]
+typedef unsigned long long gpix_index;
+__device__ __forceinline__ gpix_index gpix__dim(const uint3& v, int d) {
+  return d == 0 ? v.x : (d == 1 ? v.y : v.z);
+}
+__device__ __forceinline__ gpix_index gpix__dim(const dim3& v, int d) {
+  return d == 0 ? v.x : (d == 1 ? v.y : v.z);
+}
+#define gpix_local_id(d) gpix__dim(threadIdx, d)
+#define gpix_group_id(d) gpix__dim(blockIdx, d)
+#define gpix_local_size(d) gpix__dim(blockDim, d)
+#define gpix_num_groups(d) gpix__dim(gridDim, d)
+#define gpix_global_id(d) (gpix_group_id(d) * gpix_local_size(d) + gpix_local_id(d))
+#define gpix_global_size(d) (gpix_num_groups(d) * gpix_local_size(d))
+#define gpix_barrier() __syncthreads()
+typedef unsigned char gpix_u8;
+typedef signed char gpix_i8;
+typedef unsigned short gpix_u16;
+typedef short gpix_i16;
+typedef unsigned int gpix_u32;
+typedef int gpix_i32;
+typedef unsigned long long gpix_u64;
+typedef long long gpix_i64;
+typedef float gpix_f32;
+typedef double gpix_f64;
+#define GPIX_INF_F32 __int_as_float(0x7f800000)
+#define GPIX_NAN_F32 __int_as_float(0x7fc00000)
+#define GPIX_INF_F64 __longlong_as_double(0x7ff0000000000000LL)
+#define GPIX_NAN_F64 __longlong_as_double(0x7ff8000000000000LL)
+
+#else
+#error "gpix kernels compile as OpenCL C or as CUDA C++ under NVRTC"
+#endif
+
+/* ---------------------------------------------------------------- both */
+#define gpix_isnan(x) ((x) != (x))
+#define GPIX_LOWEST_gpix_u8 ((gpix_u8)0)
+#define GPIX_HIGHEST_gpix_u8 ((gpix_u8)255)
+#define GPIX_LOWEST_gpix_i8 ((gpix_i8)(-128))
+#define GPIX_HIGHEST_gpix_i8 ((gpix_i8)127)
+#define GPIX_LOWEST_gpix_u16 ((gpix_u16)0)
+#define GPIX_HIGHEST_gpix_u16 ((gpix_u16)65535)
+#define GPIX_LOWEST_gpix_i16 ((gpix_i16)(-32768))
+#define GPIX_HIGHEST_gpix_i16 ((gpix_i16)32767)
+#define GPIX_LOWEST_gpix_u32 ((gpix_u32)0)
+#define GPIX_HIGHEST_gpix_u32 ((gpix_u32)0xffffffffu)
+#define GPIX_LOWEST_gpix_i32 ((gpix_i32)(-2147483647 - 1))
+#define GPIX_HIGHEST_gpix_i32 ((gpix_i32)2147483647)
+#define GPIX_LOWEST_gpix_u64 ((gpix_u64)0)
+#define GPIX_HIGHEST_gpix_u64 ((gpix_u64)0xffffffffffffffffull)
+#define GPIX_LOWEST_gpix_i64 ((gpix_i64)(-9223372036854775807ll - 1))
+#define GPIX_HIGHEST_gpix_i64 ((gpix_i64)9223372036854775807ll)
+#define GPIX_LOWEST_gpix_f32 (-GPIX_INF_F32)
+#define GPIX_HIGHEST_gpix_f32 GPIX_INF_F32
+#define GPIX_LOWEST_gpix_f64 (-GPIX_INF_F64)
+#define GPIX_HIGHEST_gpix_f64 GPIX_INF_F64
+#define GPIX_CAT_(a, b) a##b
+#define GPIX_CAT(a, b) GPIX_CAT_(a, b)
+#define GPIX_LOWEST(T) GPIX_CAT(GPIX_LOWEST_, T)
+#define GPIX_HIGHEST(T) GPIX_CAT(GPIX_HIGHEST_, T)
+
+#endif /* GPIX_DIALECT_H */

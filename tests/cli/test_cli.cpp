@@ -1,0 +1,114 @@
+// The gpix command line tool, run as a process; --json output checked field by field.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "common.h"
+#include "gpix/samples.h"
+
+using namespace gpix;
+
+namespace {
+struct Result {
+  int code;
+  QByteArray out, err;
+};
+Result run(const QStringList& args) {
+  QProcess p;
+  p.start(GPIX_CLI_PATH, args);
+  if (!p.waitForFinished(300000)) qFatal("gpix did not finish");
+  return {p.exitCode(), p.readAllStandardOutput(), p.readAllStandardError()};
+}
+}  // namespace
+
+class TestCli : public QObject {
+  Q_OBJECT
+ private slots:
+  void devices_json() {
+    const auto& devs = test::test_devices();
+    const Result r = run({"devices", "--json"});
+    QCOMPARE(r.code, 0);
+    const QJsonObject o = QJsonDocument::fromJson(r.out).object();
+    const QJsonArray list = o["devices"].toArray();
+    QCOMPARE(list.size(), static_cast<qsizetype>(devs.size()));
+    for (qsizetype i = 0; i < list.size(); ++i) {
+      const QJsonObject d = list[i].toObject();
+      const DeviceInfo& info = devs[static_cast<std::size_t>(i)].info();
+      QCOMPARE(d["name"].toString().toStdString(), info.name);
+      QCOMPARE(d["backend"].toString(), QString(name(info.backend).data()));
+      QCOMPARE(d["type"].toString(), QString(name(info.type).data()));
+      QCOMPARE(d["global_memory"].toInteger(), static_cast<qint64>(info.global_memory));
+      QCOMPARE(d["max_allocation"].toInteger(), static_cast<qint64>(info.max_allocation));
+      QCOMPARE(d["compute_units"].toInteger(), static_cast<qint64>(info.compute_units));
+      QCOMPARE(d["fp64"].toBool(), info.fp64);
+      QCOMPARE(d["images"].toBool(), info.images);
+    }
+    QCOMPARE(o["backends"].toArray().size(), 2);
+    if (!devs.empty()) QCOMPARE(o["default"].toInt(), choose_device().device.info().index);
+  }
+
+  void devices_text() {
+    const Result r = run({"devices"});
+    QCOMPARE(r.code, 0);
+    for (const auto& d : test::test_devices()) QVERIFY2(r.out.contains(d.name().c_str()), r.out);
+    QVERIFY(r.out.contains("cuda"));  // the CUDA line says why or what, even with no driver
+    QVERIFY(r.out.contains("Default:") || test::test_devices().empty());
+  }
+
+  void info_sample_json() {
+    if (test::test_devices().empty()) QSKIP("no device");
+    const Sample s = sample();
+    const auto px = s.image.as<std::uint16_t>();
+    const auto [mn, mx] = std::minmax_element(px.begin(), px.end());
+    const Result r = run({"info", "sample", "--json", "--device", "0"});
+    QVERIFY2(r.code == 0, r.err);
+    const QJsonObject o = QJsonDocument::fromJson(r.out).object();
+    QCOMPARE(o["shape"].toArray(), (QJsonArray{256, 256}));
+    QCOMPARE(o["dtype"].toString(), QString("uint16"));
+    QCOMPARE(o["bytes"].toInteger(), 131072);
+    QCOMPARE(o["size"].toString(), QString("131 kB"));
+    QCOMPARE(o["min"].toInteger(), static_cast<qint64>(*mn));
+    QCOMPARE(o["max"].toInteger(), static_cast<qint64>(*mx));
+    QCOMPARE(o["device"].toString().toStdString(), devices()[0].label());
+    QCOMPARE(o["memory"].toString(), QString("buffer"));
+    QCOMPARE(o["source"].toString(), QString("sample:nuclei_2d"));
+    const Result r3 = run({"info", "sample:nuclei_3d", "--json"});
+    QCOMPARE(QJsonDocument::fromJson(r3.out).object()["shape"].toArray(), (QJsonArray{32, 128, 128}));
+  }
+
+  void info_raw() {
+    if (test::test_devices().empty()) QSKIP("no device");
+    QTemporaryDir dir;
+    const auto data = test::random_values<float>(3 * 5 * 7);
+    const QString path = dir.filePath("x.raw");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(reinterpret_cast<const char*>(data.data()), static_cast<qint64>(data.size() * 4));
+    f.close();
+    const Result r = run({"info", path, "--shape", "3,5,7", "--dtype", "f32", "--json"});
+    QVERIFY2(r.code == 0, r.err);
+    const QJsonObject o = QJsonDocument::fromJson(r.out).object();
+    QCOMPARE(o["min"].toDouble(), static_cast<double>(*std::min_element(data.begin(), data.end())));
+    QCOMPARE(o["max"].toDouble(), static_cast<double>(*std::max_element(data.begin(), data.end())));
+    QCOMPARE(o["dtype"].toString(), QString("float32"));
+    // Text form.
+    const Result t = run({"info", path, "--shape", "3,5,7", "--dtype", "float32"});
+    QVERIFY(t.out.contains("shape:  3 x 5 x 7"));
+    // Errors: size mismatch (IoError, exit 1), missing --shape (usage, exit 2), bad device.
+    const Result bad = run({"info", path, "--shape", "3,5,8", "--dtype", "f32"});
+    QCOMPARE(bad.code, 1);
+    QVERIFY2(bad.err.contains("420 bytes") && bad.err.contains("needs 480"), bad.err);
+    QCOMPARE(run({"info", path}).code, 2);
+    const Result nodev = run({"info", "sample", "--device", "no-such-gpu"});
+    QCOMPARE(nodev.code, 1);
+    QVERIFY2(nodev.err.contains("no device matches 'no-such-gpu'"), nodev.err);
+    QCOMPARE(run({"frobnicate"}).code, 2);
+    QCOMPARE(run({"info", "sample:nope"}).code, 2);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "test_cli.moc"

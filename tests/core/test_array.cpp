@@ -1,0 +1,207 @@
+// Arrays on every device present: round trips of every dtype, create/empty/fill/zero/copy
+// and the error paths.
+#include <QTest>
+#include <cstdlib>
+
+#include "common.h"
+
+using namespace gpix;
+
+Q_DECLARE_METATYPE(gpix::DType)
+
+namespace {
+
+bool device_has(const Device& d, DType t) { return t != DType::f64 || d.supports_fp64(); }
+
+template <class T>
+void check_round_trip(const Device& dev, const Shape& shape) {
+  const auto data = test::random_bits<T>(shape.elements());
+  Array a = Array::push(data, shape, dev);
+  QCOMPARE(a.shape(), shape);
+  QCOMPARE(a.dtype(), dtype_of<T>);
+  QVERIFY(a.device() == dev);
+  QCOMPARE(a.kind(), MemoryKind::buffer);
+  // Bit-exact: compare bytes, so NaN payloads and -0 count.
+  const HostArray back = a.pull();
+  QCOMPARE(back.shape(), shape);
+  QCOMPARE(back.dtype(), dtype_of<T>);
+  QVERIFY(std::memcmp(back.data(), data.data(), back.bytes()) == 0);
+  const std::vector<T> typed = a.pull_as<T>();
+  QVERIFY(std::memcmp(typed.data(), data.data(), back.bytes()) == 0);
+}
+
+}  // namespace
+
+class TestArray : public QObject {
+  Q_OBJECT
+ private slots:
+  void round_trip_data() {
+    QTest::addColumn<int>("device");
+    QTest::addColumn<DType>("dtype");
+    for (const Device& d : test::test_devices()) {
+      for (DType t : kAllDTypes) {
+        QTest::newRow((test::row_name(d) + " " + QByteArray(name(t).data())).constData())
+            << d.info().index << t;
+      }
+    }
+  }
+  void round_trip() {
+    QFETCH(int, device);
+    QFETCH(DType, dtype);
+    const Device dev = devices()[static_cast<std::size_t>(device)];
+    if (!device_has(dev, dtype)) {
+      QVERIFY_THROWS_EXCEPTION(UnsupportedDType, Array::create(Shape{4}, dtype, dev));
+      return;
+    }
+    for (const Shape& s : test::odd_shapes()) {
+      visit_dtype(dtype, [&](auto z) { check_round_trip<decltype(z)>(dev, s); });
+    }
+    // Through HostArray too.
+    HostArray h(Shape{5, 3}, dtype);
+    const auto bits = test::random_bits<std::uint8_t>(h.bytes());
+    std::memcpy(h.data(), bits.data(), h.bytes());
+    const HostArray back = push(h, dev).pull();
+    QVERIFY(std::memcmp(back.data(), h.data(), h.bytes()) == 0);
+  }
+
+  void large_data() {
+    QTest::addColumn<int>("device");
+    for (const Device& d : test::test_devices()) QTest::newRow(test::row_name(d).constData()) << d.info().index;
+  }
+  void large() {
+    QFETCH(int, device);
+    const Device dev = devices()[static_cast<std::size_t>(device)];
+    // 64 MB of float32 with odd extents.
+    const Shape s{4099, 4093};
+    const auto data = test::random_bits<float>(s.elements());
+    QVERIFY(s.elements() * 4 >= 64u * 1000 * 1000);
+    Array a = Array::push(data, s, dev);
+    const auto back = a.pull_as<float>();
+    QVERIFY(std::memcmp(back.data(), data.data(), data.size() * 4) == 0);
+  }
+
+  void create_fill_zero_copy_data() { round_trip_data(); }
+  void create_fill_zero_copy() {
+    QFETCH(int, device);
+    QFETCH(DType, dtype);
+    const Device dev = devices()[static_cast<std::size_t>(device)];
+    if (!device_has(dev, dtype)) return;
+    visit_dtype(dtype, [&](auto z) {
+      using T = decltype(z);
+      const Shape s{7, 13, 5};
+      // empty() then poison, so that create() below must really zero.
+      Array junk = Array::empty(s, dtype, dev);
+      junk.fill(std::numeric_limits<T>::max());
+      junk = Array();
+      Array a = Array::create(s, dtype, dev);
+      for (T v : a.pull_as<T>()) QCOMPARE(v, T(0));
+
+      const T values[] = {std::numeric_limits<T>::max(), std::numeric_limits<T>::lowest(), T(42)};
+      for (T v : values) {
+        a.fill(v);
+        for (T got : a.pull_as<T>()) QCOMPARE(got, v);
+      }
+      if constexpr (std::is_floating_point_v<T>) {
+        a.fill(std::numeric_limits<double>::quiet_NaN());
+        for (T got : a.pull_as<T>()) QVERIFY(std::isnan(got));
+        // 0.1 has no exact float32; 2^64 - 1 has no exact float64.
+        const Scalar unfit = std::is_same_v<T, float> ? Scalar(0.1)
+                                                      : Scalar(std::numeric_limits<std::uint64_t>::max());
+        QVERIFY_THROWS_EXCEPTION(InvalidArgument, a.fill(unfit));
+      } else {
+        QVERIFY_THROWS_EXCEPTION(InvalidArgument, a.fill(1.5));
+        QVERIFY_THROWS_EXCEPTION(InvalidArgument, a.fill(std::nan("")));
+        if constexpr (sizeof(T) < 8) {
+          QVERIFY_THROWS_EXCEPTION(InvalidArgument, a.fill(static_cast<long long>(std::numeric_limits<T>::max()) + 1));
+        }
+      }
+      // A rejected fill leaves the contents alone.
+      a.fill(T(7));
+      const Scalar unfit = std::is_integral_v<T> ? Scalar(1.5)
+                           : std::is_same_v<T, float> ? Scalar(0.1)
+                                                      : Scalar(std::numeric_limits<std::uint64_t>::max());
+      QVERIFY_THROWS_EXCEPTION(InvalidArgument, a.fill(unfit));
+      for (T got : a.pull_as<T>()) QCOMPARE(got, T(7));
+
+      a.zero();
+      for (T got : a.pull_as<T>()) QCOMPARE(got, T(0));
+
+      const auto data = test::random_values<T>(s.elements());
+      a.write(data.data(), data.size() * sizeof(T));
+      Array b = a.copy();
+      QVERIFY(!b.same_memory(a));
+      Array alias = a;
+      QVERIFY(alias.same_memory(a));
+      a.fill(T(1));
+      QVERIFY(b.pull_as<T>() == data);  // the deep copy is independent
+      QCOMPARE(alias.pull_as<T>()[0], T(1));  // the handle copy is not
+      Array c = Array::empty(s, dtype, dev);
+      c.copy_from(b);
+      QVERIFY(c.pull_as<T>() == data);
+    });
+  }
+
+  void cross_device_copy() {
+    const auto& devs = test::test_devices();
+    const auto data = test::random_values<std::int32_t>(999);
+    for (const Device& from : devs) {
+      for (const Device& to : devs) {
+        Array a = Array::push(data, Shape{27, 37}, from);
+        Array b = Array::empty(Shape{27, 37}, DType::i32, to);
+        b.copy_from(a);
+        QVERIFY(b.pull_as<std::int32_t>() == data);
+      }
+    }
+  }
+
+  void errors_data() { large_data(); }
+  void errors() {
+    QFETCH(int, device);
+    const Device dev = devices()[static_cast<std::size_t>(device)];
+    Array a = Array::create(Shape{4, 4}, DType::u16, dev);
+    std::vector<std::uint16_t> wrong(15);
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, a.write(wrong.data(), wrong.size() * 2));
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, a.read(wrong.data(), wrong.size() * 2));
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, Array::push(wrong, Shape{4, 4}, dev));
+    QVERIFY_THROWS_EXCEPTION(UnsupportedDType, a.pull_as<std::int16_t>());
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, Array::create(Shape{2, 2, 2, 2}, DType::u8, dev));
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, Array::create(Shape{3, 0}, DType::u8, dev));
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, Array::create(Shape{}, DType::u8, dev));
+    Array other = Array::create(Shape{4, 5}, DType::u16, dev);
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, other.copy_from(a));
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, Array().shape());
+    // Larger than the device's largest allocation: a typed error that names the limit, and
+    // the device keeps working.
+    const std::uint64_t too_big = dev.info().max_allocation + 4096;
+    try {
+      Array::empty(Shape{too_big}, DType::u8, dev);
+      QFAIL("no exception");
+    } catch (const OutOfMemory& e) {
+      QCOMPARE(e.requested_bytes(), too_big);
+      QVERIFY2(std::string(e.what()).find("largest single allocation") != std::string::npos, e.what());
+    }
+    QCOMPARE(a.pull_as<std::uint16_t>()[0], std::uint16_t{0});
+  }
+
+  void no_fp64_data() { large_data(); }
+  void no_fp64() {
+    QFETCH(int, device);
+    const Device dev = devices()[static_cast<std::size_t>(device)];
+    qputenv("GPIX_DISABLE_FP64", "1");
+    QVERIFY(!dev.supports_fp64());
+    try {
+      Array::create(Shape{3, 3}, DType::f64, dev);
+      QFAIL("no exception");
+    } catch (const UnsupportedDType& e) {
+      QVERIFY2(std::string(e.what()).find("float64") != std::string::npos, e.what());
+    }
+    QVERIFY_THROWS_EXCEPTION(UnsupportedDType, Array::push(std::vector<double>(4), Shape{4}, dev));
+    // Other dtypes are unaffected.
+    QCOMPARE(Array::create(Shape{3}, DType::f32, dev).elements(), 3u);
+    qunsetenv("GPIX_DISABLE_FP64");
+    QCOMPARE(dev.supports_fp64(), dev.info().fp64);
+  }
+};
+
+QTEST_APPLESS_MAIN(TestArray)
+#include "test_array.moc"

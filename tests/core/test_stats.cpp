@@ -1,0 +1,171 @@
+// stats() on the device against a CPU reference, every dtype, odd shapes, NaN and Inf; and the
+// metadata card.
+#include <QTest>
+
+#include "common.h"
+
+using namespace gpix;
+
+Q_DECLARE_METATYPE(gpix::DType)
+
+namespace {
+
+struct Ref {
+  long double min = 0, max = 0, sum = 0;
+  std::uint64_t count = 0, nans = 0;
+};
+
+template <class T>
+Ref reference(const std::vector<T>& v) {
+  Ref r;
+  bool first = true;
+  for (T x : v) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (std::isnan(x)) {
+        ++r.nans;
+        continue;
+      }
+    }
+    const long double lx = static_cast<long double>(x);
+    if (first || lx < r.min) r.min = lx;
+    if (first || lx > r.max) r.max = lx;
+    first = false;
+    r.sum += lx;
+    ++r.count;
+  }
+  return r;
+}
+
+template <class T>
+void check(const Device& dev, const Shape& shape, bool specials) {
+  auto data = test::random_values<T>(shape.elements());
+  if constexpr (std::is_floating_point_v<T>) {
+    if (specials && data.size() >= 4) {
+      auto& r = test::rng();
+      data[r() % data.size()] = std::numeric_limits<T>::quiet_NaN();
+      data[r() % data.size()] = std::numeric_limits<T>::quiet_NaN();
+      data[r() % data.size()] = std::numeric_limits<T>::infinity();
+    }
+  }
+  const Ref ref = reference(data);
+  const Stats s = stats(Array::push(data, shape, dev));
+  const QByteArray where = QByteArray::fromStdString(shape.str() + " " + std::string(name(dtype_of<T>)));
+  QVERIFY2(s.count == ref.count, where);
+  QVERIFY2(s.nan_count == ref.nans, where);
+  // min and max are exact, in the array's own type.
+  QVERIFY2(static_cast<long double>(s.min.exact_as<T>()) == ref.min, where);
+  QVERIFY2(static_cast<long double>(s.max.exact_as<T>()) == ref.max, where);
+  if constexpr (std::is_integral_v<T>) {
+    // Integer sums are exact modulo 2^64 (two's complement for signed dtypes).
+    std::uint64_t expect = 0;
+    for (T x : data) {
+      if constexpr (std::is_signed_v<T>) expect += static_cast<std::uint64_t>(static_cast<std::int64_t>(x));
+      else expect += static_cast<std::uint64_t>(x);
+    }
+    const std::uint64_t got = s.sum.is_signed_int()
+                                  ? static_cast<std::uint64_t>(s.sum.exact_as<std::int64_t>())
+                                  : s.sum.exact_as<std::uint64_t>();
+    QVERIFY2(got == expect, where + " sum " + QByteArray::fromStdString(s.sum.str()));
+  } else {
+    const bool has_inf = std::isinf(static_cast<double>(ref.max));
+    if (has_inf) {
+      QVERIFY2(std::isinf(s.sum.as_double()), where);
+    } else {
+      // |sum| can be small through cancellation, so the tolerance scales with sum |x|.
+      long double abs_sum = 0;
+      for (T x : data) if (!std::isnan(x)) abs_sum += std::fabs(static_cast<long double>(x));
+      const double tol = (dev.supports_fp64() ? 1e-12 : 1e-5) * static_cast<double>(abs_sum) + 1e-30;
+      QVERIFY2(std::fabs(s.sum.as_double() - static_cast<double>(ref.sum)) <= tol,
+               where + " sum " + QByteArray::fromStdString(s.sum.str()));
+    }
+  }
+}
+
+}  // namespace
+
+class TestStats : public QObject {
+  Q_OBJECT
+ private slots:
+  void against_reference_data() {
+    QTest::addColumn<int>("device");
+    QTest::addColumn<DType>("dtype");
+    for (const Device& d : test::test_devices()) {
+      for (DType t : kAllDTypes) {
+        QTest::newRow((test::row_name(d) + " " + QByteArray(name(t).data())).constData())
+            << d.info().index << t;
+      }
+    }
+  }
+  void against_reference() {
+    QFETCH(int, device);
+    QFETCH(DType, dtype);
+    const Device dev = devices()[static_cast<std::size_t>(device)];
+    if (dtype == DType::f64 && !dev.supports_fp64()) QSKIP("no fp64 on this device");
+    auto shapes = test::odd_shapes();
+    shapes.push_back(Shape{1023, 1025});  // more elements than one pass of the work-groups
+    for (const Shape& s : shapes) {
+      for (bool specials : {false, true}) {
+        visit_dtype(dtype, [&](auto z) { check<decltype(z)>(dev, s, specials); });
+      }
+    }
+  }
+
+  void nan_rules_data() {
+    QTest::addColumn<int>("device");
+    for (const Device& d : test::test_devices()) QTest::newRow(test::row_name(d).constData()) << d.info().index;
+  }
+  void nan_rules() {
+    QFETCH(int, device);
+    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    // All NaN: min/max/mean NaN, sum 0, counts right.
+    Stats s = stats(Array::push(std::vector<float>(37, nan), Shape{37}, dev));
+    QVERIFY(std::isnan(s.min.as_double()) && std::isnan(s.max.as_double()) && std::isnan(s.mean));
+    QCOMPARE(s.sum.as_double(), 0.0);
+    QCOMPARE(s.count, 0u);
+    QCOMPARE(s.nan_count, 37u);
+    // +inf and -inf: min -inf, max +inf, sum NaN.
+    s = stats(Array::push(std::vector<float>{1.f, inf, -inf, nan, 2.f}, Shape{5}, dev));
+    QCOMPARE(s.min.as_double(), -static_cast<double>(inf));
+    QCOMPARE(s.max.as_double(), static_cast<double>(inf));
+    QVERIFY(std::isnan(s.sum.as_double()));
+    QCOMPARE(s.count, 4u);
+    QCOMPARE(s.nan_count, 1u);
+    // A single pixel.
+    s = stats(Array::push(std::vector<std::int8_t>{-7}, Shape{1, 1}, dev));
+    QCOMPARE(s.min.exact_as<std::int8_t>(), std::int8_t{-7});
+    QCOMPARE(s.max.exact_as<std::int8_t>(), std::int8_t{-7});
+    QCOMPARE(s.mean, -7.0);
+    // 64-bit extremes stay exact (no detour through double).
+    const std::uint64_t big = 18446744073709551615u;
+    s = stats(Array::push(std::vector<std::uint64_t>{big - 1, 3, big}, Shape{3}, dev));
+    QCOMPARE(s.max.exact_as<std::uint64_t>(), big);
+    QCOMPARE(s.min.exact_as<std::uint64_t>(), std::uint64_t{3});
+  }
+
+  void card_data() { nan_rules_data(); }
+  void card() {
+    QFETCH(int, device);
+    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const auto data = test::random_values<std::uint16_t>(128 * 128);
+    const Card c = gpix::card(Array::push(data, Shape{2, 128, 64}, dev));
+    QCOMPARE(c.shape, (Shape{2, 128, 64}));
+    QCOMPARE(c.dtype, DType::u16);
+    QCOMPARE(c.bytes, 32768u);
+    QCOMPARE(c.size, std::string("32.8 kB"));
+    QCOMPARE(c.device, dev.label());
+    QCOMPARE(c.kind, MemoryKind::buffer);
+    const Ref ref = reference(data);
+    QCOMPARE(static_cast<long double>(c.stats.min.as_double()), ref.min);
+    QCOMPARE(static_cast<long double>(c.stats.max.as_double()), ref.max);
+    const std::string text = to_text(c);
+    for (const char* key : {"shape:", "dtype:  uint16", "size:   32.8 kB", "min:", "max:", "device:", "memory: buffer"}) {
+      QVERIFY2(text.find(key) != std::string::npos, text.c_str());
+    }
+    QVERIFY(text.find(c.stats.max.str()) != std::string::npos);
+  }
+};
+
+QTEST_APPLESS_MAIN(TestStats)
+#include "test_stats.moc"

@@ -1,0 +1,91 @@
+// Every kernel variant the library can request compiles: under NVRTC for sm_80 and sm_90
+// (no GPU needed) and, on each device present, under its own compiler.
+#include <QTest>
+
+#if defined(GPIX_HAVE_CUDA)
+#include "backend/cuda/nvrtc.h"
+#endif
+#include "common.h"
+#include "detail.h"
+#include "kernel_variants.h"
+#include "programs.h"
+
+using namespace gpix;
+
+class TestKernelBuild : public QObject {
+  Q_OBJECT
+ private slots:
+  void nvrtc_all_variants() {
+#if !defined(GPIX_HAVE_CUDA)
+    QSKIP("built with GPIX_WITH_CUDA=OFF");
+#else
+    std::string why;
+    const detail::Nvrtc* nvrtc = detail::Nvrtc::get(&why);
+    if (!nvrtc) {
+      if (qEnvironmentVariableIsSet("GPIX_REQUIRE_NVRTC")) QFAIL(why.c_str());
+      QSKIP(why.c_str());
+    }
+    qInfo("NVRTC %s", nvrtc->version().c_str());
+    const auto variants = detail::all_kernel_variants();
+    QVERIFY(!variants.empty());
+    for (const auto& v : variants) {
+      for (int arch : {80, 90}) {
+        try {
+          const auto cubin = nvrtc->compile(detail::program(v.file), v.defines, arch);
+          QVERIFY(cubin.size() > 100);
+        } catch (const CompileError& e) {
+          QFAIL((std::string(e.what()) + "\n" + e.log()).c_str());
+        }
+      }
+    }
+#endif
+  }
+
+  void nvrtc_reports_errors() {
+#if !defined(GPIX_HAVE_CUDA)
+    QSKIP("built with GPIX_WITH_CUDA=OFF");
+#else
+    const detail::Nvrtc* nvrtc = detail::Nvrtc::get();
+    if (!nvrtc) QSKIP("no NVRTC");
+    detail::ProgramSource bad{"bad.kernel", "extern \"C\" __global__ void f() { undeclared(); }", "x"};
+    try {
+      nvrtc->compile(bad, {}, 90);
+      QFAIL("no exception");
+    } catch (const CompileError& e) {
+      QVERIFY2(e.log().find("undeclared") != std::string::npos, e.log().c_str());
+      QCOMPARE(e.code(), std::string("NVRTC_ERROR_COMPILATION"));
+    }
+#endif
+  }
+
+  void device_all_variants_data() {
+    QTest::addColumn<int>("device");
+    for (const Device& d : test::test_devices()) QTest::newRow(test::row_name(d).constData()) << d.info().index;
+  }
+  void device_all_variants() {
+    QFETCH(int, device);
+    const Device dev = devices()[static_cast<std::size_t>(device)];
+    auto& impl = detail::Access::impl(dev);
+    for (const auto& v : detail::all_kernel_variants()) {
+      bool needs_fp64 = false;
+      for (const auto& [k, val] : v.defines) needs_fp64 |= k == "GPIX_NEED_FP64";
+      if (needs_fp64 && !dev.supports_fp64()) continue;
+      try {
+        (void)impl.kernel(detail::program(v.file), v.entry, v.defines);
+      } catch (const CompileError& e) {
+        QFAIL((std::string(e.what()) + "\n" + e.log()).c_str());
+      }
+    }
+    // A compile error carries the device compiler's log.
+    detail::ProgramSource bad{"bad.kernel", detail::program("stats.kernel").text + "\n#error gpix-test-marker\n", "bad-hash"};
+    try {
+      (void)impl.kernel(bad, "stats_partial", {});
+      QFAIL("no exception");
+    } catch (const CompileError& e) {
+      QVERIFY2(e.log().find("gpix-test-marker") != std::string::npos, e.log().c_str());
+    }
+  }
+};
+
+QTEST_APPLESS_MAIN(TestKernelBuild)
+#include "test_kernel_build.moc"
