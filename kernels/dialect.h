@@ -120,4 +120,70 @@ typedef double gpix_f64;
 #define GPIX_LOWEST(T) GPIX_CAT(GPIX_LOWEST_, T)
 #define GPIX_HIGHEST(T) GPIX_CAT(GPIX_HIGHEST_, T)
 
+/* ---------------------------------------------------------------- conversions
+ * gpix_sat_<t>(x) converts a float or double x to type t: integers round half to even and
+ * saturate to the type's range, NaN becomes 0; floats convert as C does.
+ * gpix_clampd / gpix_clampf clamp. */
+#if defined(__OPENCL_VERSION__)
+#define gpix_rint(x) rint(x)
+#else
+#define gpix_rint(x) rint(x)
+#endif
+#define GPIX_SAT_INT(T, LO, HI)                                              \
+  GPIX_FUNC T gpix_sat_##T##_f(float x) {                                    \
+    if (x != x) return (T)0;                                                 \
+    x = gpix_rint(x);                                                        \
+    return x <= (float)(LO) ? (T)(LO) : (x >= (float)(HI) ? (T)(HI) : (T)x); \
+  }
+GPIX_SAT_INT(gpix_u8, 0, 255)
+GPIX_SAT_INT(gpix_i8, -128, 127)
+GPIX_SAT_INT(gpix_u16, 0, 65535)
+GPIX_SAT_INT(gpix_i16, -32768, 32767)
+#undef GPIX_SAT_INT
+#if defined(GPIX_NEED_FP64) || !defined(__OPENCL_VERSION__)
+#define GPIX_SAT_INT_D(T, LO, HI)                                              \
+  GPIX_FUNC T gpix_sat_##T##_d(double x) {                                     \
+    if (x != x) return (T)0;                                                   \
+    x = gpix_rint(x);                                                          \
+    return x <= (double)(LO) ? (T)(LO) : (x >= (double)(HI) ? (T)(HI) : (T)x); \
+  }
+GPIX_SAT_INT_D(gpix_u8, 0, 255)
+GPIX_SAT_INT_D(gpix_i8, -128, 127)
+GPIX_SAT_INT_D(gpix_u16, 0, 65535)
+GPIX_SAT_INT_D(gpix_i16, -32768, 32767)
+GPIX_SAT_INT_D(gpix_u32, 0, 4294967295.0)
+GPIX_SAT_INT_D(gpix_i32, -2147483648.0, 2147483647.0)
+#undef GPIX_SAT_INT_D
+/* 2^64 and 2^63 are exact doubles; the largest doubles below them convert exactly. */
+GPIX_FUNC gpix_u64 gpix_sat_gpix_u64_d(double x) {
+  if (x != x) return (gpix_u64)0;
+  x = gpix_rint(x);
+  return x <= 0.0 ? (gpix_u64)0
+                  : (x >= 18446744073709551616.0 ? GPIX_HIGHEST_gpix_u64 : (gpix_u64)x);
+}
+GPIX_FUNC gpix_i64 gpix_sat_gpix_i64_d(double x) {
+  if (x != x) return (gpix_i64)0;
+  x = gpix_rint(x);
+  return x < -9223372036854775808.0
+             ? GPIX_LOWEST_gpix_i64
+             : (x >= 9223372036854775808.0 ? GPIX_HIGHEST_gpix_i64 : (gpix_i64)x);
+}
+GPIX_FUNC gpix_f32 gpix_sat_gpix_f32_d(double x) {
+  return (gpix_f32)x;
+}
+GPIX_FUNC gpix_f64 gpix_sat_gpix_f64_d(double x) {
+  return x;
+}
+GPIX_FUNC gpix_f64 gpix_sat_gpix_f64_f(float x) {
+  return (gpix_f64)x;
+}
+#endif
+GPIX_FUNC gpix_f32 gpix_sat_gpix_f32_f(float x) {
+  return x;
+}
+/* gpix_sat(T, CT, x): convert x of compute type CT (gpix_f32 or gpix_f64) to T. */
+#define GPIX_SAT_SUFFIX_gpix_f32 _f
+#define GPIX_SAT_SUFFIX_gpix_f64 _d
+#define gpix_sat(T, CT, x) GPIX_CAT(GPIX_CAT(gpix_sat_, T), GPIX_CAT(GPIX_SAT_SUFFIX_, CT))(x)
+
 #endif /* GPIX_DIALECT_H */

@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 #include "detail.h"
 #include "gpix/error.h"
+#include "program_cache.h"
 #include "util.h"
 
 namespace gpix {
@@ -20,7 +21,8 @@ bool env_flag(const char* name) {
 }
 
 DeviceImpl& Access::impl(const Device& d) {
-  if (!d.impl_) throw InvalidArgument("a null gpix::Device was used; pick one with select_device()");
+  if (!d.impl_)
+    throw InvalidArgument("a null gpix::Device was used; pick one with select_device()");
   return *d.impl_;
 }
 
@@ -30,9 +32,29 @@ const Kernel& DeviceImpl::kernel(const ProgramSource& src, std::string_view name
   for (const auto& [k, v] : defines) key += ";" + k + "=" + v;
   std::lock_guard lock(cache_mutex_);
   auto it = programs_.find(key);
-  if (it == programs_.end()) {
+  if (it != programs_.end()) {
+    ++counters_.memory_hits;
+  } else {
+    // Everything that changes the binary is in the disk key.
+    const std::string disk_key = std::string(gpix::name(info_.backend)) + "|" + info_.name + "|" +
+                                 info_.compute_capability + "|" + info_.api_version + "|" +
+                                 info_.driver_version + "|" + key;
     Entry e;
-    e.program = build(src, defines);
+    bool rejected = false;
+    if (auto bin = cache_load(disk_key, &rejected)) {
+      e.program = load(*bin);
+      if (e.program) {
+        ++counters_.disk_hits;
+      } else {
+        rejected = true;
+      }
+    }
+    if (rejected) ++counters_.disk_rejected;
+    if (!e.program) {
+      e.program = build(src, defines);
+      ++counters_.compiles;
+      if (cache_store(disk_key, e.program->binary())) ++counters_.disk_writes;
+    }
     it = programs_.emplace(std::move(key), std::move(e)).first;
   }
   auto& kernels = it->second.kernels;
@@ -41,6 +63,16 @@ const Kernel& DeviceImpl::kernel(const ProgramSource& src, std::string_view name
     kit = kernels.emplace(std::string(name), it->second.program->create_kernel(name)).first;
   }
   return *kit->second;
+}
+
+DeviceImpl::CacheCounters DeviceImpl::cache_counters() {
+  std::lock_guard lock(cache_mutex_);
+  return counters_;
+}
+
+void DeviceImpl::clear_memory_cache() {
+  std::lock_guard lock(cache_mutex_);
+  programs_.clear();
 }
 
 namespace {
@@ -95,44 +127,61 @@ Device g_default;
 }  // namespace
 }  // namespace detail
 
-std::string_view name(Backend b) { return b == Backend::cuda ? "cuda" : "opencl"; }
+std::string_view name(Backend b) {
+  return b == Backend::cuda ? "cuda" : "opencl";
+}
 
 std::string_view name(DeviceType t) {
   switch (t) {
-    case DeviceType::gpu: return "GPU";
-    case DeviceType::cpu: return "CPU";
-    case DeviceType::accelerator: return "accelerator";
-    case DeviceType::other: break;
+    case DeviceType::gpu:
+      return "GPU";
+    case DeviceType::cpu:
+      return "CPU";
+    case DeviceType::accelerator:
+      return "accelerator";
+    case DeviceType::other:
+      break;
   }
   return "other";
 }
 
-const DeviceInfo& Device::info() const { return detail::Access::impl(*this).info(); }
+const DeviceInfo& Device::info() const {
+  return detail::Access::impl(*this).info();
+}
 
-std::string Device::label() const { return std::string(gpix::name(backend())) + ":" + info().name; }
+std::string Device::label() const {
+  return std::string(gpix::name(backend())) + ":" + info().name;
+}
 
 bool Device::supports_fp64() const {
   return info().fp64 && !detail::env_flag("GPIX_DISABLE_FP64");
 }
 
-void Device::finish() const { detail::Access::impl(*this).finish(); }
+void Device::finish() const {
+  detail::Access::impl(*this).finish();
+}
 
-const std::vector<Device>& devices() { return detail::registry().devices; }
+const std::vector<Device>& devices() {
+  return detail::registry().devices;
+}
 
-const std::vector<BackendStatus>& backend_status() { return detail::registry().status; }
+const std::vector<BackendStatus>& backend_status() {
+  return detail::registry().status;
+}
 
 DeviceChoice choose_device(std::string_view query) {
   const auto& all = devices();
   if (all.empty()) {
     std::string why;
-    for (const auto& s : backend_status()) why += "\n  " + std::string(name(s.backend)) + ": " + s.detail;
+    for (const auto& s : backend_status())
+      why += "\n  " + std::string(name(s.backend)) + ": " + s.detail;
     throw DeviceError("no gpix device is available:" + why);
   }
   std::string q = detail::trim(query);
   if (q.empty()) {
-    const Device best = *std::max_element(all.begin(), all.end(), [](const Device& a, const Device& b) {
-      return detail::rank(a) < detail::rank(b);
-    });
+    const Device best = *std::max_element(
+        all.begin(), all.end(),
+        [](const Device& a, const Device& b) { return detail::rank(a) < detail::rank(b); });
     std::string reason = best.info().type == DeviceType::gpu
                              ? "the GPU with the most memory"
                              : "no GPU found, so the CPU device '" + best.name() +
@@ -144,8 +193,8 @@ DeviceChoice choose_device(std::string_view query) {
   auto [ptr, ec] = std::from_chars(q.data(), q.data() + q.size(), index);
   if (ec == std::errc() && ptr == q.data() + q.size()) {
     if (index < 0 || static_cast<std::size_t>(index) >= all.size()) {
-      throw DeviceError("there is no device with index " + q + "; the devices are:" +
-                        detail::list_devices());
+      throw DeviceError("there is no device with index " + q +
+                        "; the devices are:" + detail::list_devices());
     }
     return {all[static_cast<std::size_t>(index)], "device index " + q};
   }
@@ -170,10 +219,9 @@ DeviceChoice choose_device(std::string_view query) {
                       "'cuda:' or 'opencl:', or an index); the devices are:" +
                       detail::list_devices());
   }
-  const Device best = *std::max_element(matches.begin(), matches.end(),
-                                        [](const Device& a, const Device& b) {
-                                          return detail::rank(a) < detail::rank(b);
-                                        });
+  const Device best = *std::max_element(
+      matches.begin(), matches.end(),
+      [](const Device& a, const Device& b) { return detail::rank(a) < detail::rank(b); });
   std::string reason = "matches '" + q + "'";
   if (matches.size() > 1) {
     reason += " (" + std::to_string(matches.size()) + " devices match; the best ranked was taken)";

@@ -5,6 +5,8 @@ namespace gpix::detail {
 std::vector<KernelVariant> all_kernel_variants() {
   std::vector<KernelVariant> v;
   add_stats_variants(v);
+  add_pointwise_variants(v);
+  add_convolve_variants(v);
   return v;
 }
 

@@ -21,5 +21,7 @@ std::vector<KernelVariant> all_kernel_variants();
 // Per module.
 Defines stats_defines(DType t, DType acc, std::size_t wg);
 void add_stats_variants(std::vector<KernelVariant>& out);
+void add_pointwise_variants(std::vector<KernelVariant>& out);
+void add_convolve_variants(std::vector<KernelVariant>& out);
 
 }  // namespace gpix::detail

@@ -30,18 +30,32 @@ const ProgramSource& program(std::string_view file) {
   return it->second;
 }
 
+std::string dialect_text() {
+  return std::string(embedded_kernels::files().front().data);
+}
+
 std::string_view kernel_type(DType t) {
   switch (t) {
-    case DType::u8: return "gpix_u8";
-    case DType::i8: return "gpix_i8";
-    case DType::u16: return "gpix_u16";
-    case DType::i16: return "gpix_i16";
-    case DType::u32: return "gpix_u32";
-    case DType::i32: return "gpix_i32";
-    case DType::u64: return "gpix_u64";
-    case DType::i64: return "gpix_i64";
-    case DType::f32: return "gpix_f32";
-    case DType::f64: break;
+    case DType::u8:
+      return "gpix_u8";
+    case DType::i8:
+      return "gpix_i8";
+    case DType::u16:
+      return "gpix_u16";
+    case DType::i16:
+      return "gpix_i16";
+    case DType::u32:
+      return "gpix_u32";
+    case DType::i32:
+      return "gpix_i32";
+    case DType::u64:
+      return "gpix_u64";
+    case DType::i64:
+      return "gpix_i64";
+    case DType::f32:
+      return "gpix_f32";
+    case DType::f64:
+      break;
   }
   return "gpix_f64";
 }

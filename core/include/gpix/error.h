@@ -62,12 +62,18 @@ class CompileError : public Error {
 // A file could not be read or written; path() names it.
 class IoError : public Error {
  public:
-  IoError(const std::string& message, std::string path)
-      : Error(message), path_(std::move(path)) {}
+  IoError(const std::string& message, std::string path) : Error(message), path_(std::move(path)) {}
   const std::string& path() const noexcept { return path_; }
 
  private:
   std::string path_;
+};
+
+// A long operation stopped because its cancel flag was set (RunOptions::cancel); the inputs
+// are untouched and no partial result is returned.
+class Cancelled : public Error {
+ public:
+  using Error::Error;
 };
 
 }  // namespace gpix

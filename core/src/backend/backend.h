@@ -3,6 +3,7 @@
 // names an OpenCL or CUDA type, and nothing of it appears in a public header.
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -90,17 +91,25 @@ class DeviceImpl {
   // Blocking transfers.
   virtual void write(Memory& dst, std::size_t offset, const void* src, std::size_t bytes) = 0;
   virtual void read(const Memory& src, std::size_t offset, void* dst, std::size_t bytes) = 0;
-  virtual void copy(const Memory& src, std::size_t src_offset, Memory& dst,
-                    std::size_t dst_offset, std::size_t bytes) = 0;
+  virtual void copy(const Memory& src, std::size_t src_offset, Memory& dst, std::size_t dst_offset,
+                    std::size_t bytes) = 0;
   // Repeats pattern (1, 2, 4 or 8 bytes) over [offset, offset + bytes).
   virtual void fill(Memory& dst, std::size_t offset, std::size_t bytes, const void* pattern,
                     std::size_t pattern_bytes) = 0;
   virtual void launch(const Kernel& k, const Launch& l, std::span<const KernelArg> args) = 0;
   virtual void finish() = 0;
 
-  // The kernel `name` of src built with defines, compiled once per device and cached.
-  // Throws CompileError with the build log.
+  // The kernel `name` of src built with defines, compiled once per device and cached in
+  // memory and on disk (program_cache.h). Throws CompileError with the build log.
   const Kernel& kernel(const ProgramSource& src, std::string_view name, const Defines& defines);
+
+  struct CacheCounters {
+    std::uint64_t memory_hits = 0, disk_hits = 0, compiles = 0, disk_rejected = 0, disk_writes = 0;
+  };
+  CacheCounters cache_counters();
+  // Drops the in-memory programs (kernels handed out before stay valid until the device dies
+  // only if nobody calls this while they are in use: tests and benchmarks only).
+  void clear_memory_cache();
 
  protected:
   // A built program that hands out its kernels.
@@ -108,12 +117,18 @@ class DeviceImpl {
    public:
     virtual ~Program() = default;
     virtual std::unique_ptr<Kernel> create_kernel(std::string_view name) = 0;
+    // The device binary for the disk cache; empty where the backend cannot provide one.
+    virtual std::vector<char> binary() const { return {}; }
   };
   virtual std::unique_ptr<Program> build(const ProgramSource& src, const Defines& defines) = 0;
+  // A program from a binary that binary() produced on this device and driver; nullptr when
+  // the backend rejects it (it is then rebuilt from source).
+  virtual std::unique_ptr<Program> load(const std::vector<char>& /*binary*/) { return nullptr; }
 
  private:
   DeviceInfo info_;
   std::mutex cache_mutex_;
+  CacheCounters counters_;
   struct Entry {
     std::unique_ptr<Program> program;
     std::map<std::string, std::unique_ptr<Kernel>, std::less<>> kernels;

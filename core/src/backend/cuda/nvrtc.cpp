@@ -24,7 +24,9 @@ struct Nvrtc::Api {
   decltype(&::nvrtcGetErrorString) error_string = nullptr;
 };
 
-Nvrtc::~Nvrtc() { delete api_; }
+Nvrtc::~Nvrtc() {
+  delete api_;
+}
 
 const Nvrtc* Nvrtc::get(std::string* why) {
   static std::string reason;
@@ -41,7 +43,8 @@ const Nvrtc* Nvrtc::get(std::string* why) {
     auto api = std::make_unique<Api>();
     api->lib = DynLib::open(names, folders, &reason);
     if (!api->lib) {
-      reason = "NVRTC is missing: " + reason + "; install the CUDA toolkit's NVRTC or set GPIX_NVRTC_PATH";
+      reason = "NVRTC is missing: " + reason +
+               "; install the CUDA toolkit's NVRTC or set GPIX_NVRTC_PATH";
       return std::unique_ptr<Nvrtc>();
     }
     const auto& l = api->lib;
@@ -56,7 +59,8 @@ const Nvrtc* Nvrtc::get(std::string* why) {
     api->error_string = l.symbol<decltype(api->error_string)>("nvrtcGetErrorString");
     if (!api->version || !api->create || !api->destroy || !api->compile || !api->log_size ||
         !api->log || !api->cubin_size || !api->cubin || !api->error_string) {
-      reason = api->lib.path() + " lacks NVRTC functions gpix needs (NVRTC 11.2 or newer is required)";
+      reason =
+          api->lib.path() + " lacks NVRTC functions gpix needs (NVRTC 11.2 or newer is required)";
       return std::unique_ptr<Nvrtc>();
     }
     std::unique_ptr<Nvrtc> n(new Nvrtc);
@@ -77,7 +81,8 @@ std::vector<char> Nvrtc::compile(const ProgramSource& src, const Defines& define
   nvrtcProgram prog = nullptr;
   nvrtcResult r = api_->create(&prog, src.text.c_str(), src.name.c_str(), 0, nullptr, nullptr);
   if (r != NVRTC_SUCCESS) {
-    throw CompileError("NVRTC could not create a program for " + src.name, {}, api_->error_string(r));
+    throw CompileError("NVRTC could not create a program for " + src.name, {},
+                       api_->error_string(r));
   }
   struct Guard {
     const Api* a;
@@ -85,7 +90,9 @@ std::vector<char> Nvrtc::compile(const ProgramSource& src, const Defines& define
     ~Guard() { a->destroy(p); }
   } guard{api_, &prog};
   std::vector<std::string> opts = {"--gpu-architecture=sm_" + std::to_string(arch), "--std=c++17",
-                                   "-default-device"};
+                                   "-default-device",
+                                   // Unused dialect helpers are expected in every program.
+                                   "-diag-suppress=177"};
   for (const auto& [k, v] : defines) opts.push_back("-D" + k + "=" + v);
   std::vector<const char*> argv;
   for (const auto& o : opts) argv.push_back(o.c_str());

@@ -44,7 +44,9 @@ class ClMemory final : public Memory {
   cl::Mem mem_;
 };
 
-cl_mem native(const Memory& m) { return static_cast<const ClMemory&>(m).get(); }
+cl_mem native(const Memory& m) {
+  return static_cast<const ClMemory&>(m).get();
+}
 
 class ClKernel final : public Kernel {
  public:
@@ -74,8 +76,7 @@ class ClDevice final : public DeviceImpl {
     // OpenCL allocates lazily; touching the last byte makes the buffer resident now, so
     // out-of-memory surfaces here and not in some later kernel.
     const unsigned char zero = 0;
-    err = clEnqueueFillBuffer(queue_.get(), mem.get(), &zero, 1, bytes - 1, 1, 0, nullptr,
-                              nullptr);
+    err = clEnqueueFillBuffer(queue_.get(), mem.get(), &zero, 1, bytes - 1, 1, 0, nullptr, nullptr);
     if (err == CL_SUCCESS) err = clFinish(queue_.get());
     if (err != CL_SUCCESS) throw_oom(bytes, err);
     return std::make_unique<ClMemory>(bytes, std::move(mem));
@@ -140,6 +141,21 @@ class ClDevice final : public DeviceImpl {
   class ClProgram final : public Program {
    public:
     explicit ClProgram(cl::ProgramHandle p) : p_(std::move(p)) {}
+    std::vector<char> binary() const override {
+      std::size_t size = 0;
+      if (clGetProgramInfo(p_.get(), CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) !=
+              CL_SUCCESS ||
+          size == 0) {
+        return {};
+      }
+      std::vector<char> bin(size);
+      unsigned char* ptr = reinterpret_cast<unsigned char*>(bin.data());
+      if (clGetProgramInfo(p_.get(), CL_PROGRAM_BINARIES, sizeof ptr, &ptr, nullptr) !=
+          CL_SUCCESS) {
+        return {};
+      }
+      return bin;
+    }
     std::unique_ptr<Kernel> create_kernel(std::string_view name) override {
       cl_int err = CL_SUCCESS;
       std::string n(name);
@@ -151,6 +167,17 @@ class ClDevice final : public DeviceImpl {
    private:
     cl::ProgramHandle p_;
   };
+
+  std::unique_ptr<Program> load(const std::vector<char>& bin) override {
+    const std::size_t size = bin.size();
+    const auto* ptr = reinterpret_cast<const unsigned char*>(bin.data());
+    cl_int status = CL_SUCCESS;
+    cl_int err = CL_SUCCESS;
+    cl::ProgramHandle p(clCreateProgramWithBinary(ctx_.get(), 1, &id_, &size, &ptr, &status, &err));
+    if (err != CL_SUCCESS || status != CL_SUCCESS) return nullptr;
+    if (clBuildProgram(p.get(), 1, &id_, nullptr, nullptr, nullptr) != CL_SUCCESS) return nullptr;
+    return std::make_unique<ClProgram>(std::move(p));
+  }
 
   std::unique_ptr<Program> build(const ProgramSource& src, const Defines& defines) override {
     const char* text = src.text.c_str();
@@ -176,12 +203,11 @@ class ClDevice final : public DeviceImpl {
 
  private:
   [[noreturn]] void throw_oom(std::size_t bytes, cl_int err) {
-    throw OutOfMemory("cannot allocate " + human(bytes) + " on '" + info().name +
-                          "': " + cl::error_name(err) + " (total memory " +
-                          human(info().global_memory) + ", largest allocation " +
-                          human(info().max_allocation) +
-                          "); free arrays, use smaller images or another device",
-                      bytes, cl::error_name(err));
+    throw OutOfMemory(
+        "cannot allocate " + human(bytes) + " on '" + info().name + "': " + cl::error_name(err) +
+            " (total memory " + human(info().global_memory) + ", largest allocation " +
+            human(info().max_allocation) + "); free arrays, use smaller images or another device",
+        bytes, cl::error_name(err));
   }
 
   cl_device_id id_;

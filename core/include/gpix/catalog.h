@@ -1,0 +1,104 @@
+#pragma once
+// The filter catalog: one descriptor per filter, read by the GUI (parameter forms), the CLI
+// (`gpix run NAME --param value`), the docs table and the tests. gpix::run() runs any entry;
+// each filter also has a typed C++ function (gpix/filters.h) with the same implementation.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "gpix/array.h"
+
+namespace gpix {
+
+enum class ParamType : std::uint8_t { integer, real, boolean, choice };
+std::string_view name(ParamType t);
+
+struct ParamSpec {
+  std::string name;  // snake_case, also the CLI flag: --sigma_x
+  ParamType type = ParamType::real;
+  double default_value = 0;  // boolean: 0/1; choice: unused (default_choice)
+  double min = 0;            // inclusive bounds for integer and real
+  double max = 0;
+  std::string unit;                  // "px", "" ...
+  std::vector<std::string> choices;  // choice only
+  std::string default_choice;        // choice only
+  std::string doc;
+};
+
+enum class InputKind : std::uint8_t { image, labels, binary };
+std::string_view name(InputKind k);
+
+struct InputSpec {
+  std::string name;  // "input", "mask", "labels", ...
+  InputKind kind = InputKind::image;
+  std::string doc;
+};
+
+enum class OutputKind : std::uint8_t { image, labels, binary, table };
+std::string_view name(OutputKind k);
+
+struct FilterInfo {
+  std::string name;      // "gaussian_blur"
+  std::string category;  // "Arithmetic", "Types", "Neighbourhood", "Segmentation",
+                         // "Geometry", "Projections", "Reductions"
+  std::string doc;       // one line, including the semantics (borders, rounding, ...)
+  std::vector<InputSpec> inputs;
+  std::vector<ParamSpec> params;
+  std::vector<int> dims;      // supported dimensionalities, e.g. {2, 3}
+  std::vector<DType> dtypes;  // accepted input dtypes
+  OutputKind output = OutputKind::image;
+  std::string output_dtype;  // the rule in words: "same as input", "float32", ...
+
+  const ParamSpec* param(std::string_view n) const;
+};
+
+// A parameter value as given: numbers for integer/real/boolean, text for choice.
+using ParamValue = std::variant<double, std::string>;
+using Params = std::map<std::string, ParamValue, std::less<>>;
+
+// A table result (reductions, histograms, label statistics): named columns, rows of values.
+struct Table {
+  std::vector<std::string> columns;
+  std::vector<std::vector<double>> rows;
+};
+
+// A filter's result: an array (image, labels, binary) or a table.
+struct Result {
+  Array array;
+  Table table;
+  bool is_table() const noexcept { return !array.valid(); }
+};
+
+// Progress and cancellation for long runs (the GUI's worker thread). Multi-pass filters
+// check `cancel` between passes and throw gpix::Cancelled; progress gets 0..1.
+struct RunOptions {
+  const std::atomic<bool>* cancel = nullptr;
+  std::function<void(double)> progress;
+};
+
+// Every filter, in catalog order (by category, then name).
+const std::vector<FilterInfo>& filters();
+// The descriptor of a filter; throws InvalidArgument naming the closest names.
+const FilterInfo& filter(std::string_view name);
+// Converts command-line/GUI text to a ParamValue using the spec (numbers, true/false,
+// choice names); throws InvalidArgument saying what is accepted.
+ParamValue parse_param(const ParamSpec& spec, std::string_view text);
+
+// Runs any catalog entry on inputs (all on one device) with params (missing ones take their
+// defaults). Checks everything first: unknown or out-of-range parameters, a wrong number of
+// inputs, an unsupported dtype or dimensionality each raise a typed error naming what
+// would work, before any device work starts. Inputs are never modified.
+Result run(std::string_view name, std::span<const Array> inputs, const Params& params = {},
+           const RunOptions& options = {});
+inline Result run(std::string_view name, const Array& input, const Params& params = {},
+                  const RunOptions& options = {}) {
+  return run(name, std::span<const Array>(&input, 1), params, options);
+}
+
+}  // namespace gpix

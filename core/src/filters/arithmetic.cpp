@@ -1,0 +1,366 @@
+// Arithmetic and type filters: pointwise operations on one or two images, through
+// kernels/pointwise.kernel.
+#include <cmath>
+
+#include "filters/launch.h"
+#include "filters/registry.h"
+#include "gpix/error.h"
+#include "gpix/stats.h"
+#include "kernel_variants.h"
+
+namespace gpix::detail {
+namespace {
+
+enum class OutRule { same, floating };
+
+DType output_dtype(DType in, OutRule rule) {
+  if (rule == OutRule::same) return in;
+  return in == DType::f64 ? DType::f64 : DType::f32;
+}
+
+Defines unary_defines(DType in, DType out, const std::string& op, bool raw) {
+  Defines d;
+  add_type_defines(d, {{"T_A", in}, {"T_OUT", out}, {"CT", compute_type({in, out})}});
+  d.emplace_back(raw ? "RAW_OP" : "OP", op);
+  return d;
+}
+
+Defines binary_defines(DType a, DType b, DType out, const std::string& op) {
+  Defines d;
+  add_type_defines(d, {{"T_A", a}, {"T_B", b}, {"T_OUT", out}, {"CT", compute_type({a, b, out})}});
+  d.emplace_back("OP", op);
+  return d;
+}
+
+void require_compute(const Array& a, DType ct, const std::string& what) {
+  if (ct == DType::f64)
+    require_dtype(a.device(), DType::f64,
+                  what + " on " + std::string(name(a.dtype())) + " (computed in float64)");
+}
+
+std::vector<KernelArg> scalars_for(DType ct, double b, double c, double d) {
+  if (ct == DType::f64) return {arg(b), arg(c), arg(d)};
+  return {arg(static_cast<float>(b)), arg(static_cast<float>(c)), arg(static_cast<float>(d))};
+}
+
+Array unary(const Array& in, DType out_t, const std::string& op, double b = 0, double c = 0,
+            double d = 0, bool raw = false) {
+  const DType ct = compute_type({in.dtype(), out_t});
+  require_compute(in, ct, "this operation");
+  Array out = empty_like(in, out_t);
+  std::vector<KernelArg> args = {arg(in), arg(out), arg<std::uint64_t>(in.elements())};
+  for (auto& s : scalars_for(ct, b, c, d)) args.push_back(s);
+  launch(in, "pointwise.kernel", "unary", unary_defines(in.dtype(), out_t, op, raw),
+         flat_grid(in.elements()), args);
+  return out;
+}
+
+Array binary(const Array& a, const Array& b, DType out_t, const std::string& op) {
+  if (!(a.shape() == b.shape())) {
+    throw InvalidArgument("the two images must have the same shape; got " + a.shape().str() +
+                          " and " + b.shape().str() + " (crop or resample one first)");
+  }
+  const DType ct = compute_type({a.dtype(), b.dtype(), out_t});
+  require_compute(a, ct, "this operation");
+  Array out = empty_like(a, out_t);
+  std::vector<KernelArg> args = {arg(a), arg(b), arg(out), arg<std::uint64_t>(a.elements())};
+  args.push_back(ct == DType::f64 ? arg(0.0) : arg(0.0f));
+  launch(a, "pointwise.kernel", "binary", binary_defines(a.dtype(), b.dtype(), out_t, op),
+         flat_grid(a.elements()), args);
+  return out;
+}
+
+struct BinaryOp {
+  const char* name;
+  const char* op;
+  const char* doc;
+};
+constexpr BinaryOp kBinary[] = {
+    {"add_images", "a+b",
+     "a + b pixel by pixel; the output has the first image's dtype and integers saturate"},
+    {"subtract_images", "a-b",
+     "a - b pixel by pixel; the output has the first image's dtype and integers saturate"},
+    {"multiply_images", "a*b",
+     "a * b pixel by pixel; the output has the first image's dtype and integers saturate"},
+    {"divide_images", "a/b",
+     "a / b pixel by pixel; integers round half to even and saturate, x/0 gives the dtype's max "
+     "(or min for "
+     "negative x, 0 for 0/0) in integers and inf/NaN in floats"},
+    {"minimum_images", "fmin(a,b)", "the smaller of a and b per pixel (a NaN loses to a number)"},
+    {"maximum_images", "fmax(a,b)", "the larger of a and b per pixel (a NaN loses to a number)"},
+};
+
+struct UnaryOp {
+  const char* name;
+  const char* op;
+  OutRule out;
+  const char* doc;
+};
+constexpr UnaryOp kUnary[] = {
+    {"absolute", "fabs(a)", OutRule::same,
+     "|a|; int8 -128 saturates to 127 (likewise for every signed integer dtype)"},
+    {"sqrt", "sqrt(a)", OutRule::floating,
+     "square root; float32 output for integer inputs (float64 stays); sqrt of a negative is NaN"},
+    {"exp", "exp(a)", OutRule::floating, "e^a; float32 output for integer inputs (float64 stays)"},
+    {"log", "log(a)", OutRule::floating,
+     "natural logarithm; float32 output for integer inputs; log(0) = -inf, log(<0) = NaN"},
+};
+
+// Exact integer-to-integer conversion with saturation, done in the integer types (a detour
+// through double would round 64-bit values).
+std::string int_convert_op(DType in, DType out) {
+  auto max_of = [](DType t) -> long double {
+    return std::ldexp(1.0L, static_cast<int>(size_of(t) * 8) - (is_signed(t) ? 1 : 0)) - 1;
+  };
+  std::string expr = "(T_OUT)x";
+  if (max_of(in) > max_of(out))
+    expr = "(x>(T_A)GPIX_HIGHEST(T_OUT)?GPIX_HIGHEST(T_OUT):" + expr + ")";
+  if (is_signed(in)) {
+    if (!is_signed(out)) {
+      expr = "(x<(T_A)0?(T_OUT)0:" + expr + ")";
+    } else if (size_of(out) < size_of(in)) {
+      expr = "(x<(T_A)GPIX_LOWEST(T_OUT)?GPIX_LOWEST(T_OUT):" + expr + ")";
+    }
+  }
+  return expr;
+}
+
+Result one(Array a) {
+  Result r;
+  r.array = std::move(a);
+  return r;
+}
+
+}  // namespace
+
+void register_arithmetic(Catalog& c) {
+  const auto in = image_input();
+  for (const auto& op : kBinary) {
+    FilterInfo info{
+        op.name,
+        "Arithmetic",
+        op.doc,
+        {image_input("a", "first image"), image_input("b", "second image, same shape, any dtype")},
+        {},
+        {1, 2, 3},
+        all_dtypes(),
+        OutputKind::image,
+        "same as the first input"};
+    const std::string expr = op.op;
+    c.add(info, [expr](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
+      return one(binary(x[0], x[1], x[0].dtype(), expr));
+    });
+  }
+  for (const auto& op : kUnary) {
+    FilterInfo info{op.name,
+                    "Arithmetic",
+                    op.doc,
+                    {in},
+                    {},
+                    {1, 2, 3},
+                    all_dtypes(),
+                    OutputKind::image,
+                    op.out == OutRule::same ? "same as input" : "float32 (float64 stays float64)"};
+    const std::string expr = op.op;
+    const OutRule rule = op.out;
+    c.add(info, [expr, rule](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
+      return one(unary(x[0], output_dtype(x[0].dtype(), rule), expr));
+    });
+  }
+  c.add({"add_scalar",
+         "Arithmetic",
+         "a + value; the output has the input's dtype and integers saturate",
+         {in},
+         {real_param("value", 1, -1e300, 1e300, "", "the number to add")},
+         {1, 2, 3},
+         all_dtypes(),
+         OutputKind::image,
+         "same as input"},
+        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
+          return one(unary(x[0], x[0].dtype(), "a+b", p.real("value")));
+        });
+  c.add({"multiply_scalar",
+         "Arithmetic",
+         "a * factor; the output has the input's dtype, integers round half to even and saturate",
+         {in},
+         {real_param("factor", 2, -1e300, 1e300, "", "the factor")},
+         {1, 2, 3},
+         all_dtypes(),
+         OutputKind::image,
+         "same as input"},
+        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
+          return one(unary(x[0], x[0].dtype(), "a*b", p.real("factor")));
+        });
+  c.add({"power",
+         "Arithmetic",
+         "a^exponent (C's pow); float32 output for integer inputs (float64 stays)",
+         {in},
+         {real_param("exponent", 2, -1e6, 1e6, "", "the exponent")},
+         {1, 2, 3},
+         all_dtypes(),
+         OutputKind::image,
+         "float32 (float64 stays float64)"},
+        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
+          return one(unary(x[0], output_dtype(x[0].dtype(), OutRule::floating), "pow(a,b)",
+                           p.real("exponent")));
+        });
+  c.add({"clip",
+         "Arithmetic",
+         "limits every pixel to [minimum, maximum]; NaN stays NaN in floats",
+         {in},
+         {real_param("minimum", 0, -1e300, 1e300, "", "lower limit"),
+          real_param("maximum", 255, -1e300, 1e300, "", "upper limit")},
+         {1, 2, 3},
+         all_dtypes(),
+         OutputKind::image,
+         "same as input"},
+        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
+          const double lo = p.real("minimum"), hi = p.real("maximum");
+          if (lo > hi) {
+            throw InvalidArgument("clip: minimum " + Scalar(lo).str() + " is above maximum " +
+                                  Scalar(hi).str());
+          }
+          return one(unary(x[0], x[0].dtype(), "(a!=a?a:(a<b?b:(a>c?c:a)))", lo, hi));
+        });
+  c.add({"invert",
+         "Arithmetic",
+         "inverts intensities as scikit-image's invert: dtype max - a for unsigned, -1 - a for "
+         "signed integers "
+         "(both exact, as bitwise not), 1 - a for floats",
+         {in},
+         {},
+         {1, 2, 3},
+         all_dtypes(),
+         OutputKind::image,
+         "same as input"},
+        [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
+          const DType t = x[0].dtype();
+          if (is_float(t)) return one(unary(x[0], t, "1-a"));
+          return one(unary(x[0], t, "~x", 0, 0, 0, /*raw=*/true));
+        });
+
+  // Types.
+  std::vector<std::string> dtype_choices;
+  for (DType t : kAllDTypes) dtype_choices.emplace_back(name(t));
+  c.add(
+      {"convert",
+       "Types",
+       "converts to another dtype: floats to integers round half to even and saturate (NaN -> 0), "
+       "wider integers saturate into narrower ones",
+       {in},
+       {choice_param("dtype", dtype_choices, "float32", "the output dtype")},
+       {1, 2, 3},
+       all_dtypes(),
+       OutputKind::image,
+       "the dtype parameter"},
+      [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
+        const DType out = *parse_dtype(p.choice("dtype"));
+        require_dtype(x[0].device(), out, "convert");
+        if (x[0].dtype() == out) return one(x[0].copy());
+        if (!is_float(x[0].dtype()) && !is_float(out)) {
+          return one(unary(x[0], out, int_convert_op(x[0].dtype(), out), 0, 0, 0, true));
+        }
+        return one(unary(x[0], out, "a"));
+      });
+  c.add({"rescale_intensity",
+         "Types",
+         "maps the image's [min, max] linearly onto [out_min, out_max] (as scikit-image's "
+         "rescale_intensity "
+         "with in_range='image'); a constant image maps to out_min; NaN stays NaN",
+         {in},
+         {real_param("out_min", 0, -1e300, 1e300, "", "value for the image minimum"),
+          real_param("out_max", 1, -1e300, 1e300, "", "value for the image maximum")},
+         {1, 2, 3},
+         all_dtypes(),
+         OutputKind::image,
+         "float32 (float64 stays float64)"},
+        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions& o) {
+          const Stats s = stats(x[0]);
+          checkpoint(o, 0.5, "rescale_intensity");
+          const double lo = s.min.as_double(), hi = s.max.as_double();
+          const double omin = p.real("out_min"), omax = p.real("out_max");
+          const double scale = hi > lo ? (omax - omin) / (hi - lo) : 0.0;
+          return one(unary(x[0], output_dtype(x[0].dtype(), OutRule::floating), "(a-b)*c+d", lo,
+                           scale, omin));
+        });
+}
+
+void add_pointwise_variants(std::vector<KernelVariant>& out) {
+  // Every dtype through the generic unary and binary paths with representative expressions;
+  // the expression set does not change what the dialect must support per type.
+  for (DType a : kAllDTypes) {
+    for (const auto& op : kUnary) {
+      out.push_back(
+          {"pointwise.kernel", "unary", unary_defines(a, output_dtype(a, op.out), op.op, false)});
+    }
+    out.push_back({"pointwise.kernel", "unary", unary_defines(a, a, "(a-b)*c+d", false)});
+    if (!is_float(a)) out.push_back({"pointwise.kernel", "unary", unary_defines(a, a, "~x", true)});
+    for (DType b : kAllDTypes) {
+      out.push_back({"pointwise.kernel", "binary", binary_defines(a, b, a, "a/b")});
+      if (a == b) continue;
+      if (!is_float(a) && !is_float(b)) {
+        out.push_back(
+            {"pointwise.kernel", "unary", unary_defines(a, b, int_convert_op(a, b), true)});
+      } else {
+        out.push_back({"pointwise.kernel", "unary", unary_defines(a, b, "a", false)});  // convert
+      }
+    }
+  }
+}
+
+}  // namespace gpix::detail
+
+namespace gpix {
+using detail::run_array;
+Array add_images(const Array& a, const Array& b) {
+  return run_array("add_images", {a, b});
+}
+Array subtract_images(const Array& a, const Array& b) {
+  return run_array("subtract_images", {a, b});
+}
+Array multiply_images(const Array& a, const Array& b) {
+  return run_array("multiply_images", {a, b});
+}
+Array divide_images(const Array& a, const Array& b) {
+  return run_array("divide_images", {a, b});
+}
+Array minimum_images(const Array& a, const Array& b) {
+  return run_array("minimum_images", {a, b});
+}
+Array maximum_images(const Array& a, const Array& b) {
+  return run_array("maximum_images", {a, b});
+}
+Array add_scalar(const Array& a, double value) {
+  return run_array("add_scalar", {a}, {{"value", value}});
+}
+Array multiply_scalar(const Array& a, double factor) {
+  return run_array("multiply_scalar", {a}, {{"factor", factor}});
+}
+Array absolute(const Array& a) {
+  return run_array("absolute", {a});
+}
+Array power(const Array& a, double exponent) {
+  return run_array("power", {a}, {{"exponent", exponent}});
+}
+Array sqrt(const Array& a) {
+  return run_array("sqrt", {a});
+}
+Array exp(const Array& a) {
+  return run_array("exp", {a});
+}
+Array log(const Array& a) {
+  return run_array("log", {a});
+}
+Array clip(const Array& a, double minimum, double maximum) {
+  return run_array("clip", {a}, {{"minimum", minimum}, {"maximum", maximum}});
+}
+Array invert(const Array& a) {
+  return run_array("invert", {a});
+}
+Array convert(const Array& a, DType dtype) {
+  return run_array("convert", {a}, {{"dtype", std::string(name(dtype))}});
+}
+Array rescale_intensity(const Array& a, double out_min, double out_max) {
+  return run_array("rescale_intensity", {a}, {{"out_min", out_min}, {"out_max", out_max}});
+}
+}  // namespace gpix

@@ -1,0 +1,52 @@
+#include "filters/launch.h"
+
+#include "gpix/error.h"
+
+namespace gpix::detail {
+
+Launch image_grid(const Shape& s) {
+  Launch l;
+  l.dims = 3;
+  if (s.ndim() == 3) {
+    l.local = {16, 4, 4};
+  } else if (s.ndim() == 2) {
+    l.local = {32, 8, 1};
+  } else {
+    l.local = {256, 1, 1};
+  }
+  l.global = {round_up(s.width(), l.local[0]), round_up(s.height(), l.local[1]),
+              round_up(s.depth(), l.local[2])};
+  return l;
+}
+
+Launch flat_grid(std::size_t n) {
+  Launch l;
+  l.local[0] = 256;
+  l.global[0] = round_up(n, 256);
+  return l;
+}
+
+void launch(const Array& on, std::string_view file, std::string_view entry, const Defines& defines,
+            const Launch& grid, const std::vector<KernelArg>& args) {
+  auto& dev = *Access::impl(on).device;
+  const Kernel& k = dev.kernel(program(file), entry, defines);
+  dev.launch(k, grid, args);
+}
+
+DType compute_type(std::initializer_list<DType> types) {
+  for (DType t : types) {
+    if (size_of(t) > 2 && t != DType::f32) return DType::f64;
+  }
+  return DType::f32;
+}
+
+void add_type_defines(Defines& d, std::initializer_list<std::pair<const char*, DType>> types) {
+  bool fp64 = false;
+  for (const auto& [k, t] : types) {
+    d.emplace_back(k, std::string(kernel_type(t)));
+    fp64 |= t == DType::f64;
+  }
+  if (fp64) d.emplace_back("GPIX_NEED_FP64", "1");
+}
+
+}  // namespace gpix::detail

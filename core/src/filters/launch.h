@@ -1,0 +1,49 @@
+#pragma once
+// Helpers for filter implementations: outputs, grids and launches.
+#include <initializer_list>
+#include <string_view>
+#include <vector>
+
+#include "backend/backend.h"
+#include "detail.h"
+#include "gpix/array.h"
+#include "programs.h"
+
+namespace gpix::detail {
+
+// A new array on a's device with a's shape and dtype t (contents undefined).
+inline Array empty_like(const Array& a, DType t) {
+  return Array::empty(a.shape(), t, a.device());
+}
+
+// Work-item grid over an image, x fastest: global rounded up to the work-group size, so
+// kernels bounds-check against width/height/depth.
+Launch image_grid(const Shape& s);
+// A flat grid over n elements (work-group size 256).
+Launch flat_grid(std::size_t n);
+
+inline KernelArg arg(const Array& a) {
+  return KernelArg::mem(*Access::impl(a).memory);
+}
+template <class T>
+KernelArg arg(T v) {
+  return KernelArg::scalar(v);
+}
+// width, height, depth as gpix_index (64-bit) arguments.
+inline void push_shape(std::vector<KernelArg>& args, const Shape& s) {
+  args.push_back(KernelArg::scalar<std::uint64_t>(s.width()));
+  args.push_back(KernelArg::scalar<std::uint64_t>(s.height()));
+  args.push_back(KernelArg::scalar<std::uint64_t>(s.depth()));
+}
+
+// Builds (cached) and launches file:entry on `on`'s device.
+void launch(const Array& on, std::string_view file, std::string_view entry, const Defines& defines,
+            const Launch& grid, const std::vector<KernelArg>& args);
+
+// The compute type for arithmetic on dtypes in/out: float for 8/16-bit integers and float32,
+// double for everything wider (which needs fp64 on the device: UnsupportedDType otherwise).
+DType compute_type(std::initializer_list<DType> types);
+// Adds T_IN/T_OUT/CT (and GPIX_NEED_FP64 when any of them is f64) to defines.
+void add_type_defines(Defines& d, std::initializer_list<std::pair<const char*, DType>> types);
+
+}  // namespace gpix::detail

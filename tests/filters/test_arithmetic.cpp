@@ -1,0 +1,264 @@
+// Reference tests for the "Arithmetic" and "Types" categories.
+#include "harness.h"
+
+using namespace gpix;
+using namespace gpix::test;
+
+namespace {
+
+// Compute type of the kernels: float for 8/16-bit integers and float32, double otherwise.
+bool wide(DType t) {
+  return size_of(t) > 2 && t != DType::f32;
+}
+
+// Unary reference: out = sat<O>(f(a)) computed in the kernel's compute type.
+template <class T, class O, class F>
+void unary_check(const char* fname, const Device& dev, const Shape& s, const Params& p, F f,
+                 double abs_tol, double rel_tol, bool extremes = true) {
+  auto [a, host] = push_random<T>(dev, s, extremes);
+  const Result r = run(fname, a, p);
+  QCOMPARE(r.array.dtype(), dtype_of<O>);
+  QCOMPARE(r.array.shape(), s);
+  std::vector<O> expect(host.size());
+  const bool use_double = wide(dtype_of<T>) || wide(dtype_of<O>);
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    expect[i] = use_double ? sat<O>(f(static_cast<double>(host[i])))
+                           : sat<O>(static_cast<double>(static_cast<float>(
+                                 f(static_cast<double>(static_cast<float>(host[i]))))));
+  }
+  compare(r.array.pull_as<O>(), expect, abs_tol, rel_tol, where(fname, dtype_of<T>, s));
+  // The input is untouched.
+  QVERIFY(a.template pull_as<T>() == host);
+}
+
+template <class F>
+void unary_same(const char* fname, const Device& dev, DType t, const Shape& s, const Params& p, F f,
+                double abs_tol = 0, double rel_tol = 1e-6) {
+  visit_dtype(t, [&](auto z) {
+    using T = decltype(z);
+    unary_check<T, T>(fname, dev, s, p, f, abs_tol, rel_tol);
+  });
+}
+
+template <class F>
+void unary_float(const char* fname, const Device& dev, DType t, const Shape& s, F f,
+                 double rel_tol) {
+  visit_dtype(t, [&](auto z) {
+    using T = decltype(z);
+    if constexpr (std::is_same_v<T, double>) {
+      unary_check<T, double>(fname, dev, s, {}, f, 0, 1e-12, false);
+    } else {
+      unary_check<T, float>(fname, dev, s, {}, f, 0, rel_tol, false);
+    }
+  });
+}
+
+template <class F>
+void binary_check(const char* fname, const Device& dev, DType t, const Shape& s, F f, DType second,
+                  double abs_tol = 0) {
+  visit_dtype(t, [&](auto za) {
+    using A = decltype(za);
+    visit_dtype(second, [&](auto zb) {
+      using B = decltype(zb);
+      auto [a, ha] = push_random<A>(dev, s);
+      auto [b, hb] = push_random<B>(dev, s);
+      const Array inputs[] = {a, b};
+      const Result r = run(fname, inputs);
+      QCOMPARE(r.array.dtype(), dtype_of<A>);
+      const bool use_double = wide(dtype_of<A>) || wide(dtype_of<B>);
+      std::vector<A> expect(ha.size());
+      for (std::size_t i = 0; i < ha.size(); ++i) {
+        if (use_double) {
+          expect[i] = sat<A>(f(static_cast<double>(ha[i]), static_cast<double>(hb[i])));
+        } else {
+          const float x = static_cast<float>(ha[i]), y = static_cast<float>(hb[i]);
+          expect[i] = sat<A>(static_cast<double>(static_cast<float>(f(x, y))));
+        }
+      }
+      compare(r.array.pull_as<A>(), expect, abs_tol, 1e-6, where(fname, dtype_of<A>, s));
+    });
+  });
+}
+
+// The second image's dtype cycles so that mixed-dtype pairs are covered across rows.
+DType partner(DType t) {
+  return kAllDTypes[(static_cast<std::size_t>(t) * 3 + 1) % kAllDTypes.size()];
+}
+DType usable_partner(const Device& d, DType t) {
+  DType p = partner(t);
+  return p == DType::f64 && !d.supports_fp64() ? DType::f32 : p;
+}
+
+GPIX_REFERENCE("add_images") {
+  binary_check(
+      "add_images", device, dtype, shape, [](auto a, auto b) { return a + b; }, dtype);
+  binary_check(
+      "add_images", device, dtype, shape, [](auto a, auto b) { return a + b; },
+      usable_partner(device, dtype));
+});
+GPIX_REFERENCE("subtract_images") {
+  binary_check(
+      "subtract_images", device, dtype, shape, [](auto a, auto b) { return a - b; },
+      usable_partner(device, dtype));
+});
+GPIX_REFERENCE("multiply_images") {
+  binary_check(
+      "multiply_images", device, dtype, shape, [](auto a, auto b) { return a * b; },
+      usable_partner(device, dtype));
+});
+GPIX_REFERENCE("divide_images") {
+  // Rounding of a quotient near .5 may differ by one ulp between compilers: +-1 for integers.
+  binary_check(
+      "divide_images", device, dtype, shape, [](auto a, auto b) { return a / b; },
+      usable_partner(device, dtype), 1);
+});
+GPIX_REFERENCE("minimum_images") {
+  binary_check(
+      "minimum_images", device, dtype, shape, [](auto a, auto b) { return std::fmin(a, b); },
+      usable_partner(device, dtype));
+});
+GPIX_REFERENCE("maximum_images") {
+  binary_check(
+      "maximum_images", device, dtype, shape, [](auto a, auto b) { return std::fmax(a, b); },
+      usable_partner(device, dtype));
+});
+GPIX_REFERENCE("add_scalar") {
+  unary_same("add_scalar", device, dtype, shape, {{"value", 7.5}},
+             [](double a) { return a + 7.5; });
+  unary_same("add_scalar", device, dtype, shape, {{"value", -300.0}},
+             [](double a) { return a - 300.0; });
+});
+GPIX_REFERENCE("multiply_scalar") {
+  unary_same("multiply_scalar", device, dtype, shape, {{"factor", -1.25}},
+             [](double a) { return a * -1.25; });
+});
+GPIX_REFERENCE("absolute") {
+  unary_same("absolute", device, dtype, shape, {}, [](double a) { return std::fabs(a); });
+});
+GPIX_REFERENCE("clip") {
+  unary_same("clip", device, dtype, shape, {{"minimum", -20.0}, {"maximum", 50.0}},
+             [](double a) { return std::isnan(a) ? a : std::min(std::max(a, -20.0), 50.0); });
+  // A minimum above the maximum is refused before any device work.
+  auto [a, h] = push_random<std::uint8_t>(device, Shape{3});
+  QVERIFY_THROWS_EXCEPTION(InvalidArgument, run("clip", a, {{"minimum", 5.0}, {"maximum", 1.0}}));
+});
+GPIX_REFERENCE("invert") {
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    auto [a, host] = push_random<T>(device, shape);
+    std::vector<T> expect(host.size());
+    for (std::size_t i = 0; i < host.size(); ++i) {
+      if constexpr (std::is_floating_point_v<T>)
+        expect[i] = static_cast<T>(1 - host[i]);
+      else if constexpr (std::is_unsigned_v<T>)
+        expect[i] = static_cast<T>(std::numeric_limits<T>::max() - host[i]);
+      else
+        expect[i] = static_cast<T>(-1 - host[i]);
+    }
+    compare(invert(a).template pull_as<T>(), expect, 0, 1e-6, where("invert", dtype, shape));
+  });
+});
+GPIX_REFERENCE("sqrt") {
+  unary_float(
+      "sqrt", device, dtype, shape, [](double a) { return std::sqrt(a); }, 1e-6);
+});
+GPIX_REFERENCE("exp") {
+  unary_float(
+      "exp", device, dtype, shape, [](double a) { return std::exp(a); }, 1e-5);
+});
+GPIX_REFERENCE("log") {
+  unary_float(
+      "log", device, dtype, shape, [](double a) { return std::log(a); }, 1e-5);
+});
+GPIX_REFERENCE("power") {
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    using O = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    unary_check<T, O>(
+        "power", device, shape, {{"exponent", 1.5}}, [](double a) { return std::pow(a, 1.5); }, 0,
+        std::is_same_v<O, double> ? 1e-12 : 2e-5, false);
+  });
+});
+GPIX_REFERENCE("convert") {
+  for (DType out : kAllDTypes) {
+    if (out == DType::f64 && !device.supports_fp64()) continue;
+    visit_dtype(dtype, [&](auto zi) {
+      using T = decltype(zi);
+      visit_dtype(out, [&](auto zo) {
+        using O = decltype(zo);
+        // Values with fractions for floats (round half to even), extremes to saturate.
+        auto [a, host] = push_random<T>(device, shape);
+        std::vector<O> expect(host.size());
+        for (std::size_t i = 0; i < host.size(); ++i) {
+          if constexpr (std::is_integral_v<T> && std::is_integral_v<O>) {
+            // Exact saturation for integer pairs.
+            const long double v = static_cast<long double>(host[i]);
+            expect[i] = v <= static_cast<long double>(std::numeric_limits<O>::lowest())
+                            ? std::numeric_limits<O>::lowest()
+                        : v >= static_cast<long double>(std::numeric_limits<O>::max())
+                            ? std::numeric_limits<O>::max()
+                            : static_cast<O>(host[i]);
+          } else {
+            expect[i] = sat<O>(static_cast<double>(host[i]));
+          }
+        }
+        const Array c = convert(a, out);
+        QCOMPARE(c.dtype(), out);
+        compare(c.pull_as<O>(), expect, 0, 1e-7,
+                where("convert", dtype, shape) + " to " + QByteArray(name(out).data()));
+      });
+    });
+  }
+});
+GPIX_REFERENCE("rescale_intensity") {
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    using O = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    auto [a, host] = push_random<T>(device, shape, false);
+    const auto [mn, mx] = std::minmax_element(host.begin(), host.end());
+    const double lo = static_cast<double>(*mn), hi = static_cast<double>(*mx);
+    std::vector<O> expect(host.size());
+    for (std::size_t i = 0; i < host.size(); ++i) {
+      expect[i] = static_cast<O>(
+          hi > lo ? (static_cast<double>(host[i]) - lo) / (hi - lo) * 2.0 - 1.0 : -1.0);
+    }
+    const Array r = rescale_intensity(a, -1, 1);
+    compare(r.pull_as<O>(), expect, 0, std::is_same_v<O, double> ? 1e-12 : 1e-5,
+            where("rescale_intensity", dtype, shape));
+  });
+});
+
+}  // namespace
+
+class TestArithmetic : public QObject {
+  Q_OBJECT
+ private slots:
+  void arithmetic_data() { add_rows("Arithmetic"); }
+  void arithmetic() { run_row(); }
+  void types_data() { add_rows("Types"); }
+  void types() { run_row(); }
+
+  void errors() {
+    const Device dev = test_devices().front();
+    auto [a, h] = push_random<std::uint8_t>(dev, Shape{4, 5});
+    auto [b, h2] = push_random<std::uint8_t>(dev, Shape{5, 4});
+    const Array pair[] = {a, b};
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, run("add_images", pair));  // shapes differ
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, run("add_images", a));     // one input of two
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, run("add_scalar", a, {{"valeu", 1.0}}));  // typo
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, run("add_scalar", a, {{"value", std::string("x")}}));
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument,
+                             run("convert", a, {{"dtype", std::string("complex64")}}));
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, run("no_such_filter", a));
+    try {
+      run("add_scalr", a);
+      QFAIL("no exception");
+    } catch (const InvalidArgument& e) {
+      QVERIFY2(std::string(e.what()).find("add_scalar") != std::string::npos, e.what());
+    }
+    QVERIFY(a.pull_as<std::uint8_t>() == h);
+  }
+};
+
+QTEST_APPLESS_MAIN(TestArithmetic)
+#include "test_arithmetic.moc"

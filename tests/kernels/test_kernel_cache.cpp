@@ -1,0 +1,150 @@
+// The program cache (memory and disk) and user kernels through gpix::execute.
+#include <QDir>
+#include <QFile>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "common.h"
+#include "gpix/kernel.h"
+#include "program_cache.h"
+
+using namespace gpix;
+
+namespace {
+const char* kScale = R"(
+GPIX_KERNEL void scale(GPIX_GLOBAL T* a, float f, gpix_index n) {
+  const gpix_index i = gpix_global_id(0);
+  if (i < n) a[i] = (T)(a[i] * f);
+}
+)";
+
+ProgramCacheStats delta(const ProgramCacheStats& a, const ProgramCacheStats& b) {
+  return {b.memory_hits - a.memory_hits, b.disk_hits - a.disk_hits, b.compiles - a.compiles,
+          b.disk_rejected - a.disk_rejected, b.disk_writes - a.disk_writes};
+}
+}  // namespace
+
+class TestKernelCache : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+
+ private slots:
+  void initTestCase() { qputenv("GPIX_CACHE_DIR", dir_.path().toUtf8()); }
+
+  void stable_hash() {
+    // Fixed values: the disk cache must find its files again in another process and build.
+    QCOMPARE(detail::stable_hash(""), 0xcbf29ce484222325ull);
+    QCOMPARE(detail::stable_hash("a"), 0xaf63dc4c8601ec8cull);
+    QVERIFY(detail::stable_hash("ab") != detail::stable_hash("ba"));
+  }
+
+  void execute_and_cache_data() {
+    QTest::addColumn<int>("device");
+    for (const Device& d : test::test_devices())
+      QTest::newRow(test::row_name(d).constData()) << d.info().index;
+  }
+  void execute_and_cache() {
+    QFETCH(int, device);
+    const Device dev = devices()[static_cast<std::size_t>(device)];
+    auto data = test::random_values<float>(1001);
+    Array a = Array::push(data, Shape{1001}, dev);
+    const KernelDefines defs = {
+        {"T", "gpix_f32"}, {"MARK", QByteArray::number(qulonglong(test::seed())).toStdString()}};
+
+    clear_memory_program_cache(dev);
+    auto s0 = program_cache_stats(dev);
+    execute(kScale, "scale", {1001}, {a, 2.0f, std::uint64_t{1001}}, defs, dev);
+    auto d1 = delta(s0, program_cache_stats(dev));
+    QCOMPARE(d1.compiles, 1u);              // a fresh MARK: never seen before
+    const bool disk = d1.disk_writes == 1;  // backends without binaries skip the disk
+    auto got = a.pull_as<float>();
+    for (std::size_t i = 0; i < data.size(); ++i) QCOMPARE(got[i], data[i] * 2.0f);
+
+    // Same source again: a memory hit.
+    auto s1 = program_cache_stats(dev);
+    execute(kScale, "scale", {1001}, {a, 0.5f, std::uint64_t{1001}}, defs, dev);
+    QCOMPARE(delta(s1, program_cache_stats(dev)).memory_hits, 1u);
+    QVERIFY(a.pull_as<float>() == data);
+
+    if (!disk) QSKIP("this backend writes no binaries to disk");
+    // A new process would find it on disk: simulate by dropping the memory cache.
+    clear_memory_program_cache(dev);
+    auto s2 = program_cache_stats(dev);
+    execute(kScale, "scale", {1001}, {a, 2.0f, std::uint64_t{1001}}, defs, dev);
+    auto d2 = delta(s2, program_cache_stats(dev));
+    QCOMPARE(d2.disk_hits, 1u);
+    QCOMPARE(d2.compiles, 0u);
+
+    // Corrupt every cache file: it is rejected, rebuilt and rewritten, never a crash.
+    for (const QString& f : QDir(dir_.path()).entryList({"*.bin"}, QDir::Files)) {
+      QFile file(dir_.filePath(f));
+      QVERIFY(file.open(QIODevice::ReadWrite));
+      QByteArray bytes = file.readAll();
+      bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x5a);
+      file.seek(0);
+      file.write(bytes);
+    }
+    clear_memory_program_cache(dev);
+    auto s3 = program_cache_stats(dev);
+    execute(kScale, "scale", {1001}, {a, 0.5f, std::uint64_t{1001}}, defs, dev);
+    auto d3 = delta(s3, program_cache_stats(dev));
+    QCOMPARE(d3.disk_rejected, 1u);
+    QCOMPARE(d3.compiles, 1u);
+    QCOMPARE(d3.disk_writes, 1u);
+    QVERIFY(a.pull_as<float>() == data);
+
+    // Truncated and foreign files too.
+    for (const QString& f : QDir(dir_.path()).entryList({"*.bin"}, QDir::Files)) {
+      QFile file(dir_.filePath(f));
+      QVERIFY(file.open(QIODevice::ReadWrite));
+      file.resize(file.size() / 3);
+    }
+    clear_memory_program_cache(dev);
+    auto s4 = program_cache_stats(dev);
+    execute(kScale, "scale", {1001}, {a, 2.0f, std::uint64_t{1001}}, defs, dev);
+    QCOMPARE(delta(s4, program_cache_stats(dev)).disk_rejected, 1u);
+
+    // A changed source is a different program: compiled, not loaded.
+    clear_memory_program_cache(dev);
+    auto s5 = program_cache_stats(dev);
+    const std::string changed = std::string(kScale) + "\n// changed\n";
+    execute(changed, "scale", {1001}, {a, 0.5f, std::uint64_t{1001}}, defs, dev);
+    auto d5 = delta(s5, program_cache_stats(dev));
+    QCOMPARE(d5.compiles, 1u);
+    QCOMPARE(d5.disk_hits, 0u);
+  }
+
+  void disk_cache_off() {
+    const Device dev = test::test_devices().front();
+    qputenv("GPIX_NO_DISK_CACHE", "1");
+    QVERIFY(program_cache_dir().empty());
+    Array a = Array::push(std::vector<float>{1, 2}, Shape{2}, dev);
+    clear_memory_program_cache(dev);
+    auto s = program_cache_stats(dev);
+    execute(kScale, "scale", {2}, {a, 3.0f, std::uint64_t{2}}, {{"T", "gpix_f32"}, {"OFF", "1"}},
+            dev);
+    auto d = delta(s, program_cache_stats(dev));
+    QCOMPARE(d.disk_writes, 0u);
+    QCOMPARE(d.disk_hits, 0u);
+    qunsetenv("GPIX_NO_DISK_CACHE");
+    QCOMPARE(a.pull_as<float>(), (std::vector<float>{3, 6}));
+  }
+
+  void user_kernel_errors() {
+    const Device dev = test::test_devices().front();
+    Array a = Array::push(std::vector<float>{1, 2}, Shape{2}, dev);
+    try {
+      execute("GPIX_KERNEL void broken(GPIX_GLOBAL float* a) { a[0] = undefined_thing; }", "broken",
+              {1}, {a}, {}, dev);
+      QFAIL("no exception");
+    } catch (const CompileError& e) {
+      QVERIFY2(e.log().find("undefined_thing") != std::string::npos, e.log().c_str());
+    }
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument,
+                             execute(kScale, "scale", {}, {a}, {{"T", "gpix_f32"}}, dev));
+    QCOMPARE(a.pull_as<float>(), (std::vector<float>{1, 2}));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestKernelCache)
+#include "test_kernel_cache.moc"
