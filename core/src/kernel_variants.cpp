@@ -5,6 +5,8 @@ namespace gpix::detail {
 std::vector<KernelVariant> all_kernel_variants() {
   std::vector<KernelVariant> v;
   add_stats_variants(v);
+  // The CUDA backend's 8-byte fill (the driver has memsets of 1, 2 and 4 bytes only).
+  v.push_back({"fill.kernel", "fill_u64", {}});
   return v;
 }
 
