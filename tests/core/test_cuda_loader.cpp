@@ -3,11 +3,14 @@
 // backend says why in one line and the OpenCL devices are still listed. ctest runs this
 // program several times; GPIX_TEST_CUDA_EXPECT says which case it sets up (see
 // tests/CMakeLists.txt). Also: CUDA error names and checks, and the CUDA RAII owners' logic.
+#include <dlfcn.h>
 #include <QTest>
 
 #include "backend/cuda/cuda_handles.h"
 #include "backend/cuda/driver.h"
 #include "common.h"
+#include "detail.h"
+#include "programs.h"
 
 using namespace gpix;
 
@@ -22,6 +25,56 @@ const BackendStatus& status_of(Backend b) {
     if (s.backend == b) return s;
   }
   qFatal("no status for a backend");
+}
+
+// tests/core/fake_cuda_device.c's state, read through the library gpix loaded.
+struct FakeState {
+  int depth = -1, retains = -1, streams = -1, modules = -1;
+  std::size_t allocated = 0;
+};
+FakeState fake_state() {
+  using Fn = void (*)(int*, int*, std::size_t*, int*, int*);
+  void* lib = dlopen(qgetenv("GPIX_CUDA_LIBRARY").constData(), RTLD_NOW | RTLD_NOLOAD);
+  FakeState st;
+  if (!lib) return st;
+  if (auto fn = reinterpret_cast<Fn>(dlsym(lib, "fake_cuda_state"))) {
+    fn(&st.depth, &st.retains, &st.allocated, &st.streams, &st.modules);
+  }
+  dlclose(lib);
+  return st;
+}
+
+template <class T>
+void fake_round_trip_fill(const Device& dev) {
+  const FakeState before = fake_state();
+  for (const Shape& s : test::odd_shapes()) {
+    const auto data = test::random_bits<T>(s.elements());
+    Array a = Array::push(data, s, dev);
+    const auto back = a.pull_as<T>();
+    QVERIFY(std::memcmp(back.data(), data.data(), data.size() * sizeof(T)) == 0);
+    QCOMPARE(fake_state().depth, 0);  // every push has its pop
+  }
+  Array a = Array::create(Shape{3, 5, 7}, dtype_of<T>, dev);
+  for (T v : a.pull_as<T>()) QCOMPARE(v, T(0));  // the fake poisons new memory
+  std::vector<T> values = {std::numeric_limits<T>::max(), std::numeric_limits<T>::lowest(), T(42)};
+  if constexpr (sizeof(T) == 8 && std::is_integral_v<T>)
+    values.push_back(static_cast<T>(0x0123456789abcdefULL));
+  for (T v : values) {
+    a.fill(v);
+    for (T got : a.pull_as<T>()) QVERIFY(std::memcmp(&got, &v, sizeof(T)) == 0);
+  }
+  a.zero();
+  for (T got : a.pull_as<T>()) QCOMPARE(got, T(0));
+  const auto data = test::random_values<T>(a.elements());
+  a.write(data.data(), data.size() * sizeof(T));
+  Array b = a.copy();
+  a.fill(T(1));
+  QVERIFY(b.pull_as<T>() == data);
+  a = Array();
+  b = Array();
+  const FakeState after = fake_state();
+  QCOMPARE(after.allocated, before.allocated);  // every allocation freed
+  QCOMPARE(after.depth, 0);
 }
 
 int g_released[4];
@@ -84,8 +137,10 @@ class TestCudaLoader : public QObject {
       }
       return;
     }
-    QVERIFY(!cuda.available);
-    QCOMPARE(n_cuda, std::size_t{0});
+    if (e != "fake_device") {
+      QVERIFY(!cuda.available);
+      QCOMPARE(n_cuda, std::size_t{0});
+    }
     if (e == "missing") {
       has(qgetenv("GPIX_CUDA_LIBRARY").constData());
       has("not found");
@@ -99,6 +154,8 @@ class TestCudaLoader : public QObject {
     } else if (e == "old") {
       has("CUDA 10.2");
       has("update the NVIDIA driver");
+    } else if (e == "fake_device") {
+      return;  // fake_device() below checks it
     } else if (e == "partial") {
       has("lacks functions");
       has("cuMemAlloc_v2");
@@ -106,6 +163,98 @@ class TestCudaLoader : public QObject {
     } else {
       QFAIL(("unknown GPIX_TEST_CUDA_EXPECT " + e).c_str());
     }
+  }
+
+  // The CUDA backend's own logic on tests/core/fake_cuda_device.c (host memory, no kernels
+  // but fill_u64): only in the ctest case that loads it.
+  void fake_device() {
+    if (expect() != "fake_device") QSKIP("runs in test_cuda_loader_fake_device");
+    const BackendStatus& st = status_of(Backend::cuda);
+    QVERIFY2(st.available, st.detail.c_str());
+    Device dev;
+    for (const Device& d : devices()) {
+      if (d.backend() == Backend::cuda) dev = d;
+    }
+    QVERIFY(dev.valid());
+    const DeviceInfo& i = dev.info();
+    QCOMPARE(i.name, std::string("gpix fake CUDA device"));
+    QCOMPARE(i.platform, std::string("CUDA"));
+    QCOMPARE(i.vendor, std::string("NVIDIA"));
+    QCOMPARE(i.type, DeviceType::gpu);
+    QCOMPARE(i.compute_capability, std::string("9.0"));
+    QCOMPARE(i.compute_units, 4u);
+    QCOMPARE(i.global_memory, std::uint64_t{256} << 20);
+    QCOMPARE(i.max_allocation, i.global_memory);
+    QCOMPARE(i.local_memory, std::uint64_t{49152});
+    QCOMPARE(i.max_work_group, std::size_t{1024});
+    QCOMPARE(i.api_version, std::string("CUDA 13.0"));
+    QVERIFY(i.fp64);
+    // The only GPU, so the default choice; cuda: selects it.
+    QVERIFY(choose_device().device == dev);
+    QVERIFY(choose_device("cuda:fake").device == dev);
+    QCOMPARE(fake_state().retains, 1);
+    QCOMPARE(fake_state().streams, 1);
+    QCOMPARE(fake_state().depth, 0);
+
+    for (DType t : kAllDTypes) {
+      visit_dtype(t, [&](auto z) { fake_round_trip_fill<decltype(z)>(dev); });
+    }
+    // Beyond the limit: refused before the driver is asked.
+    try {
+      (void)Array::empty(Shape{i.max_allocation + 4096}, DType::u8, dev);
+      QFAIL("no exception");
+    } catch (const OutOfMemory& e) {
+      QVERIFY2(std::string(e.what()).find("largest single allocation") != std::string::npos,
+               e.what());
+    }
+    // The driver runs out: OutOfMemory with the driver's code and free/total memory.
+    {
+      std::vector<Array> held;
+      try {
+        for (int k = 0; k < 8; ++k) held.push_back(Array::empty(Shape{100u << 20}, DType::u8, dev));
+        QFAIL("no exception");
+      } catch (const OutOfMemory& e) {
+        QCOMPARE(held.size(), std::size_t{2});
+        QCOMPARE(e.code(), std::string("CUDA_ERROR_OUT_OF_MEMORY"));
+        QCOMPARE(e.requested_bytes(), std::uint64_t{100} << 20);
+        QVERIFY2(std::string(e.what()).find("free") != std::string::npos, e.what());
+      }
+      QCOMPARE(fake_state().depth, 0);  // the throw popped the context too
+    }
+    QCOMPARE(fake_state().allocated, std::size_t{0});
+    // Cross-device copies with the OpenCL devices, both ways.
+    const auto data = test::random_values<std::int32_t>(999);
+    for (const Device& other : devices()) {
+      Array a = Array::push(data, Shape{27, 37}, dev);
+      Array b = Array::empty(Shape{27, 37}, DType::i32, other);
+      b.copy_from(a);
+      QVERIFY(b.pull_as<std::int32_t>() == data);
+      Array c = Array::empty(Shape{27, 37}, DType::i32, dev);
+      c.copy_from(b);
+      QVERIFY(c.pull_as<std::int32_t>() == data);
+    }
+    // Kernel lookup: a real NVRTC build (when NVRTC is here), loaded by the fake; an unknown
+    // name is a DeviceError that names it; a kernel the fake cannot run reports the driver's code.
+    auto& impl = detail::Access::impl(dev);
+    const detail::Defines defs = {
+        {"T", "gpix_f32"}, {"ACC", "gpix_f32"}, {"IS_FLOAT", "1"}, {"WG", "256"}};
+    const int modules = fake_state().modules;
+    try {
+      (void)impl.kernel(detail::program("stats.kernel"), "no_such_kernel", defs);
+      QFAIL("no exception");
+    } catch (const DeviceError& e) {
+      QVERIFY2(std::string(e.what()).find("no_such_kernel") != std::string::npos, e.what());
+      QCOMPARE(e.code(), std::string("CUDA_ERROR_NOT_FOUND"));
+    }
+    QCOMPARE(fake_state().modules, modules + 1);  // the program stays cached
+    try {
+      (void)stats(Array::push(std::vector<float>{1, 2, 3}, Shape{3}, dev));
+      QFAIL("no exception");
+    } catch (const DeviceError& e) {
+      QCOMPARE(e.code(), std::string("CUDA_ERROR_NOT_SUPPORTED"));
+      QVERIFY2(std::string(e.what()).find("stats_partial") != std::string::npos, e.what());
+    }
+    QCOMPARE(fake_state().depth, 0);
   }
 
   void error_names() {

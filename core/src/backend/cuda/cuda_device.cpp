@@ -321,16 +321,18 @@ class CudaDevice final : public DeviceImpl {
       ptx = true;
       r = drv().cuModuleLoadData(&m, bin.data());
     }
+    if (r != CUDA_SUCCESS && !is_load_failure(r)) {
+      check(r, "loading " + src.name + " on '" + info().name + "'");  // e.g. out of memory
+    }
     if (r != CUDA_SUCCESS) {
       const std::string name = cuda::error_name(r);
       std::string msg = "CUDA could not load " + src.name + " on '" + info().name +
                         "': " + first_failure + (ptx ? "the PTX" : "the cubin") + " failed with " +
                         name;
-      if (r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION || is_load_failure(r)) {
-        msg += " (NVRTC " + nvrtc_.version() + " is newer than the driver's CUDA " +
-               cuda::version_text(drv().version) +
-               "; update the NVIDIA driver or point GPIX_NVRTC_PATH to an NVRTC no newer than it)";
-      }
+      msg += " (the driver's CUDA " + cuda::version_text(drv().version) +
+             " cannot load what NVRTC " + nvrtc_.version() +
+             " produced; update the NVIDIA driver, or point GPIX_NVRTC_PATH to an NVRTC no "
+             "newer than the driver)";
       throw CompileError(msg, {}, name);
     }
     return std::make_unique<CuProgram>(ctx_, cuda::Module(m), std::move(bin), ptx);
