@@ -104,10 +104,21 @@ const Registry& registry() {
   return r;
 }
 
+// The memory of the card a device sits on: the most that any device of the same name and
+// type reports. CUDA and NVIDIA's OpenCL may report slightly different sizes for one card;
+// ranking both on the card's figure lets the CUDA tie-break below decide between them.
+std::uint64_t card_memory(const Device& d) {
+  std::uint64_t m = d.info().global_memory;
+  for (const Device& e : registry().devices) {
+    if (e.info().type == d.info().type && e.name() == d.name()) m = std::max(m, e.info().global_memory);
+  }
+  return m;
+}
+
 // Higher is better: GPUs first, then memory, then CUDA over OpenCL for the same card.
 auto rank(const Device& d) {
   const DeviceInfo& i = d.info();
-  return std::tuple(i.type == DeviceType::gpu, i.type != DeviceType::cpu, i.global_memory,
+  return std::tuple(i.type == DeviceType::gpu, i.type != DeviceType::cpu, card_memory(d),
                     i.backend == Backend::cuda, -i.index);
 }
 

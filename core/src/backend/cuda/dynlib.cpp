@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <string_view>
 #include <utility>
 
 namespace gpix::detail {
@@ -24,14 +25,19 @@ DynLib::~DynLib() {
 
 DynLib DynLib::open(const std::vector<std::string>& names, const std::vector<std::string>& folders,
                     std::string* why) {
-  std::string last_error;
+  // The first failure of a file that exists (wrong architecture, missing dependency) is worth
+  // reporting; "No such file" for each candidate is not.
+  std::string load_error;
   auto attempt = [&](const std::string& path) -> DynLib {
     DynLib lib;
     if (void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
       lib.handle_ = h;
       lib.path_ = path;
     } else if (const char* e = dlerror()) {
-      last_error = e;
+      if (load_error.empty() &&
+          std::string_view(e).find("No such file") == std::string_view::npos) {
+        load_error = e;
+      }
     }
     return lib;
   };
@@ -45,8 +51,8 @@ DynLib DynLib::open(const std::vector<std::string>& names, const std::vector<std
     }
   }
   if (why) {
-    *why = names.front() + " not found";
-    if (!last_error.empty()) *why += " (" + last_error + ")";
+    *why = load_error.empty() ? names.front() + " not found"
+                              : names.front() + " could not be loaded: " + load_error;
   }
   return {};
 }

@@ -16,7 +16,8 @@ class DynLib {
   ~DynLib();
 
   // Tries each name as given (the loader's search path), then inside each folder. On failure
-  // returns an empty DynLib and sets *why to what was tried and the loader's last message.
+  // returns an empty DynLib and sets *why to "<first name> not found", or, where a candidate
+  // exists but failed to load, "<first name> could not be loaded: <the loader's message>".
   static DynLib open(const std::vector<std::string>& names, const std::vector<std::string>& folders,
                      std::string* why);
 

@@ -22,6 +22,12 @@ struct Nvrtc::Api {
   decltype(&::nvrtcGetCUBINSize) cubin_size = nullptr;
   decltype(&::nvrtcGetCUBIN) cubin = nullptr;
   decltype(&::nvrtcGetErrorString) error_string = nullptr;
+  decltype(&::nvrtcGetPTXSize) ptx_size = nullptr;
+  decltype(&::nvrtcGetPTX) ptx = nullptr;
+  // Optional (NVRTC 11.2+).
+  decltype(&::nvrtcGetNumSupportedArchs) num_archs = nullptr;
+  decltype(&::nvrtcGetSupportedArchs) archs_list = nullptr;
+  std::vector<int> archs;
 };
 
 Nvrtc::~Nvrtc() {
@@ -57,11 +63,21 @@ const Nvrtc* Nvrtc::get(std::string* why) {
     api->cubin_size = l.symbol<decltype(api->cubin_size)>("nvrtcGetCUBINSize");
     api->cubin = l.symbol<decltype(api->cubin)>("nvrtcGetCUBIN");
     api->error_string = l.symbol<decltype(api->error_string)>("nvrtcGetErrorString");
+    api->ptx_size = l.symbol<decltype(api->ptx_size)>("nvrtcGetPTXSize");
+    api->ptx = l.symbol<decltype(api->ptx)>("nvrtcGetPTX");
+    api->num_archs = l.symbol<decltype(api->num_archs)>("nvrtcGetNumSupportedArchs");
+    api->archs_list = l.symbol<decltype(api->archs_list)>("nvrtcGetSupportedArchs");
     if (!api->version || !api->create || !api->destroy || !api->compile || !api->log_size ||
-        !api->log || !api->cubin_size || !api->cubin || !api->error_string) {
+        !api->log || !api->cubin_size || !api->cubin || !api->error_string || !api->ptx_size ||
+        !api->ptx) {
       reason =
           api->lib.path() + " lacks NVRTC functions gpix needs (NVRTC 11.2 or newer is required)";
       return std::unique_ptr<Nvrtc>();
+    }
+    int count = 0;
+    if (api->num_archs && api->archs_list && api->num_archs(&count) == NVRTC_SUCCESS && count > 0) {
+      api->archs.resize(static_cast<std::size_t>(count));
+      if (api->archs_list(api->archs.data()) != NVRTC_SUCCESS) api->archs.clear();
     }
     std::unique_ptr<Nvrtc> n(new Nvrtc);
     n->api_ = api.release();
@@ -77,7 +93,21 @@ std::string Nvrtc::version() const {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
+const std::vector<int>& Nvrtc::supported_archs() const {
+  return api_->archs;
+}
+
 std::vector<char> Nvrtc::compile(const ProgramSource& src, const Defines& defines, int arch) const {
+  return run(src, defines, "sm_" + std::to_string(arch), false);
+}
+
+std::vector<char> Nvrtc::compile_ptx(const ProgramSource& src, const Defines& defines,
+                                     int arch) const {
+  return run(src, defines, "compute_" + std::to_string(arch), true);
+}
+
+std::vector<char> Nvrtc::run(const ProgramSource& src, const Defines& defines,
+                             const std::string& gpu_arch, bool ptx) const {
   nvrtcProgram prog = nullptr;
   nvrtcResult r = api_->create(&prog, src.text.c_str(), src.name.c_str(), 0, nullptr, nullptr);
   if (r != NVRTC_SUCCESS) {
@@ -89,30 +119,38 @@ std::vector<char> Nvrtc::compile(const ProgramSource& src, const Defines& define
     nvrtcProgram* p;
     ~Guard() { a->destroy(p); }
   } guard{api_, &prog};
-  std::vector<std::string> opts = {"--gpu-architecture=sm_" + std::to_string(arch), "--std=c++17",
+  std::vector<std::string> opts = {"--gpu-architecture=" + gpu_arch, "--std=c++17",
                                    "-default-device",
                                    // Unused dialect helpers are expected in every program.
                                    "-diag-suppress=177"};
   for (const auto& [k, v] : defines) opts.push_back("-D" + k + "=" + v);
   std::vector<const char*> argv;
   for (const auto& o : opts) argv.push_back(o.c_str());
+  std::string joined;
+  for (const auto& o : opts) joined += (joined.empty() ? "" : " ") + o;
   r = api_->compile(prog, static_cast<int>(argv.size()), argv.data());
   if (r != NVRTC_SUCCESS) {
     std::size_t n = 0;
-    api_->log_size(prog, &n);
-    std::string log(n, '\0');
-    api_->log(prog, log.data());
-    std::string joined;
-    for (const auto& o : opts) joined += (joined.empty() ? "" : " ") + o;
-    throw CompileError("NVRTC could not compile " + src.name + " with '" + joined +
-                           "'; the build log follows the message",
+    std::string log;
+    if (api_->log_size(prog, &n) == NVRTC_SUCCESS && n > 0) {
+      log.assign(n, '\0');
+      if (api_->log(prog, log.data()) != NVRTC_SUCCESS) log.clear();
+      while (!log.empty() && log.back() == '\0') log.pop_back();
+    }
+    throw CompileError("NVRTC " + version() + " could not compile " + src.name + " with '" +
+                           joined + "'; the build log follows the message",
                        log, api_->error_string(r));
   }
   std::size_t size = 0;
-  api_->cubin_size(prog, &size);
-  std::vector<char> cubin(size);
-  api_->cubin(prog, cubin.data());
-  return cubin;
+  r = ptx ? api_->ptx_size(prog, &size) : api_->cubin_size(prog, &size);
+  std::vector<char> out(size);
+  if (r == NVRTC_SUCCESS) r = ptx ? api_->ptx(prog, out.data()) : api_->cubin(prog, out.data());
+  if (r != NVRTC_SUCCESS || size == 0) {
+    throw CompileError("NVRTC compiled " + src.name + " with '" + joined + "' but returned no " +
+                           (ptx ? "PTX" : "cubin"),
+                       {}, r != NVRTC_SUCCESS ? api_->error_string(r) : "");
+  }
+  return out;
 }
 
 }  // namespace gpix::detail
