@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Packs what the GPU machine needs to run gpix's test suites and benchmarks there: the built
+# programs (stripped), libgpix_core, the ctest files, and the Qt/ICU libraries the QtTest
+# suites need (the GPU machine has no Qt). Paths inside the archive are absolute build paths,
+# so RPATHs and ctest files work unchanged after `tar -xJf ... -C /`.
+#   scripts/pack-gpu.sh [build-dir]   ->   .carry/gpu.tar.xz
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=$(realpath "${1:-build}")
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+dest="$stage$build"
+mkdir -p "$dest/gpu-libs"
+copy() { mkdir -p "$dest/$(dirname "$1")"; cp -a "$build/$1" "$dest/$1"; }
+cd "$build"
+for f in bin/* tests/test_* tests/*.so core/libgpix_core.so*; do
+  [ -e "$f" ] && [ ! -d "$f" ] && copy "$f"
+done
+find . -name CTestTestfile.cmake | while read -r f; do copy "$f"; done
+find "$dest" -type f -executable -exec strip --strip-debug {} + 2>/dev/null || true
+# Shared libraries that Ubuntu 24.04 lacks or has in other versions.
+for exe in "$dest"/tests/test_* "$dest"/bin/*; do
+  ldd "$exe" 2>/dev/null | awk '/=> \//{print $3}'
+done | sort -u | grep -E 'libQt6|libicu|libdouble-conversion|libb2|libpcre2-16' |
+  while read -r lib; do cp -L "$lib" "$dest/gpu-libs/"; done
+cd - >/dev/null
+mkdir -p .carry
+tar -C "$stage" -cJf .carry/gpu.tar.xz "${build#/}"
+ls -la .carry/gpu.tar.xz
