@@ -1,6 +1,8 @@
 #include "gpix/host_array.h"
 
+#include <cstdint>
 #include <new>
+#include <string>
 
 #include "util.h"
 
@@ -10,7 +12,9 @@ HostArray::HostArray(const Shape& shape, DType dtype) : HostArray(shape, dtype, 
   std::memset(data(), 0, bytes());
 }
 
-HostArray HostArray::empty(const Shape& shape, DType dtype) { return {shape, dtype, NoInit{}}; }
+HostArray HostArray::empty(const Shape& shape, DType dtype) {
+  return {shape, dtype, NoInit{}};
+}
 
 HostArray::HostArray(const Shape& shape, DType dtype, NoInit) : shape_(shape), dtype_(dtype) {
   if (shape.empty()) throw InvalidArgument("a HostArray needs a shape of 1 to 3 dimensions");
@@ -18,8 +22,8 @@ HostArray::HostArray(const Shape& shape, DType dtype, NoInit) : shape_(shape), d
   constexpr std::align_val_t kAlign{64};
   std::byte* p = static_cast<std::byte*>(::operator new(n, kAlign, std::nothrow));
   if (!p) {
-    throw OutOfMemory("cannot allocate " + human_bytes(n) + " of host memory for a " +
-                          shape.str() + " " + std::string(name(dtype)) + " array",
+    throw OutOfMemory("cannot allocate " + human_bytes(n) + " of host memory for a " + shape.str() +
+                          " " + std::string(name(dtype)) + " array",
                       n);
   }
   data_ = std::shared_ptr<std::byte[]>(p, [kAlign](std::byte* q) { ::operator delete(q, kAlign); });
@@ -38,6 +42,23 @@ void HostArray::check_type(DType requested) const {
                            " pixels but was read as " + std::string(name(requested)) +
                            "; use as<T>() with the matching type");
   }
+}
+
+HostArray HostArray::wrap(std::byte* data, const Shape& shape, DType dtype,
+                          std::shared_ptr<void> owner) {
+  if (shape.empty()) throw InvalidArgument("a HostArray needs a shape of 1 to 3 dimensions");
+  if (!data) throw InvalidArgument("HostArray::wrap() was given a null pointer");
+  if (reinterpret_cast<std::uintptr_t>(data) % size_of(dtype) != 0) {
+    throw InvalidArgument("HostArray::wrap(): the " + std::string(name(dtype)) + " pixels at " +
+                          std::to_string(reinterpret_cast<std::uintptr_t>(data)) +
+                          " are not aligned to " + std::to_string(size_of(dtype)) +
+                          " bytes; copy them instead");
+  }
+  HostArray h;
+  h.shape_ = shape;
+  h.dtype_ = dtype;
+  h.data_ = std::shared_ptr<std::byte[]>(std::move(owner), data);
+  return h;
 }
 
 HostArray HostArray::clone() const {

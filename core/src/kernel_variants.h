@@ -21,5 +21,7 @@ std::vector<KernelVariant> all_kernel_variants();
 // Per module.
 Defines stats_defines(DType t, DType acc, std::size_t wg);
 void add_stats_variants(std::vector<KernelVariant>& out);
+Defines render_defines(DType t, bool contrast);
+void add_render_variants(std::vector<KernelVariant>& out);
 
 }  // namespace gpix::detail

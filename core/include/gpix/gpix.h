@@ -5,6 +5,7 @@
 #include "gpix/dtype.h"
 #include "gpix/error.h"
 #include "gpix/host_array.h"
+#include "gpix/render.h"
 #include "gpix/scalar.h"
 #include "gpix/shape.h"
 #include "gpix/stats.h"
