@@ -150,6 +150,14 @@ void add_render_variants(std::vector<KernelVariant>& out) {
 }  // namespace detail
 
 Array render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size_t slice) {
+  const Shape& s = a.shape();
+  Array out = Array::empty(Shape{s.height(), s.width()}, DType::u32, a.device());
+  render_rgba(a, lo, hi, lut, slice, out);
+  return out;
+}
+
+void render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size_t slice,
+                 Array& out) {
   auto& impl = Access::impl(a);
   const Shape& s = impl.shape;
   const bool contrast = lut.mode == Lut::Mode::contrast;
@@ -172,7 +180,11 @@ Array render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::siz
   auto& dev = *impl.device;
   const std::size_t n = s.width() * s.height();
   const Shape out_shape{s.height(), s.width()};
-  Array out = Array::empty(out_shape, DType::u32, a.device());
+  if (!out.valid() || out.shape() != out_shape || out.dtype() != DType::u32 ||
+      !(out.device() == a.device())) {
+    throw InvalidArgument("render_rgba(): the output must be a " + out_shape.str() +
+                          " uint32 array on '" + a.device().label() + "'");
+  }
   auto table = dev.allocate(sizeof(lut.table));
   dev.write(*table, 0, lut.table.data(), sizeof(lut.table));
   const std::uint64_t offset = slice * n;
@@ -212,7 +224,6 @@ Array render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::siz
   }
   // The table must outlive the launch; finishing here also makes errors show up in this call.
   dev.finish();
-  return out;
 }
 
 }  // namespace gpix

@@ -45,5 +45,9 @@ const Lut& lut(std::string_view name);
 // Throws InvalidArgument for a slice outside the array, 2D/1D arrays with slice != 0, hi < lo,
 // or non-finite limits.
 Array render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size_t slice = 0);
+// The same into an existing (height, width) u32 array on a's device (a viewer reuses one per
+// frame); throws InvalidArgument when out does not fit.
+void render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size_t slice,
+                 Array& out);
 
 }  // namespace gpix
