@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -564,6 +565,24 @@ void write(const fs::path& path, const HostArray& pixels, const Metadata& meta,
     fail(path, "cannot store a " + std::to_string(ndim) + "D image as " + format.name +
                    " (at most " + std::to_string(format.max_write_dims) +
                    "D); use TIFF, NRRD, MetaImage or NIfTI for stacks");
+  }
+  if (format.name == "NIfTI" && is_float(t)) {
+    // The nifti library replaces NaN and infinities by 0 when reading: refuse rather than lose
+    // them.
+    const bool finite = visit_dtype(t, [&](auto z) {
+      using T = decltype(z);
+      if constexpr (std::is_floating_point_v<T>) {
+        for (T v : pixels.as<T>()) {
+          if (!std::isfinite(v)) return false;
+        }
+      }
+      return true;
+    });
+    if (!finite) {
+      fail(path,
+           "holds NaN or infinite pixels, which NIfTI readers (the nifti library) turn into 0; "
+           "use NRRD or MetaImage to keep them");
+    }
   }
   const auto n = static_cast<std::size_t>(ndim);
   auto check_len = [&](const std::vector<double>& v, std::size_t want, const char* what) {
