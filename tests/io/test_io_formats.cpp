@@ -263,7 +263,15 @@ class TestIoFormats : public QObject {
     }
     const auto mpath = in(dir, "mono.png");
     QVERIFY(mono.save(QString::fromStdString(mpath.string()), "PNG"));
-    const io::Image bits = io::read(mpath);
+    // Qt writes 1-bit images with a two-entry palette: expanded to RGB by default (one
+    // channel gives 0 and 255), indices 0 and 1 with palette_indices.
+    QVERIFY_THROWS_EXCEPTION(IoError, io::read(mpath));
+    const io::Image ids = io::read(mpath, {.palette_indices = true});
+    for (int i = 0; i < 27; ++i) {
+      QCOMPARE(int(ids.pixels.as<std::uint8_t>()[static_cast<std::size_t>(i)]),
+               ((i % 9) * (i / 9)) % 2);
+    }
+    const io::Image bits = io::read(mpath, {.channels = io::Channels::channel});
     QCOMPARE(bits.pixels.dtype(), DType::u8);
     for (int i = 0; i < 27; ++i) {
       QCOMPARE(int(bits.pixels.as<std::uint8_t>()[static_cast<std::size_t>(i)]),
