@@ -24,6 +24,7 @@
 
 #include "gpix/error.h"
 #include "gpix/stats.h"
+#include "validate.h"
 
 namespace gpix::io {
 namespace fs = std::filesystem;
@@ -185,6 +186,7 @@ void check_input_file(const fs::path& p) {
 // The format that can actually read p, for messages about lying extensions.
 std::string sniff(const fs::path& p) {
   for (const auto& f : formats()) {
+    if (!detail::check_structure(f.name, p).empty()) continue;
     auto io = make_io(f.name);
     try {
       if (io->CanReadFile(str(p).c_str())) return f.name;
@@ -323,14 +325,17 @@ Image read(const fs::path& path, const ReadOptions& options) {
   const std::string p = nifti_link.file(path);
   auto io = make_io(format.name);
   try {
-    if (!io->CanReadFile(p.c_str())) {
+    // libpng and libjpeg abort or crash on some truncated files, even in CanReadFile: their
+    // structure is checked first.
+    const std::string broken = detail::check_structure(format.name, path);
+    if (!broken.empty() || !io->CanReadFile(p.c_str())) {
       const std::string actual = sniff(path);
-      if (!actual.empty()) {
+      if (!actual.empty() && actual != format.name) {
         fail(path, "is named like a " + format.name + " file but its content is " + actual +
                        "; rename it with the right extension");
       }
-      fail(path,
-           "is not a readable " + format.name + " file (corrupt, truncated or another format)");
+      fail(path, "is not a readable " + format.name + " file" +
+                     (broken.empty() ? " (corrupt, truncated or another format)" : ": " + broken));
     }
     io->SetFileName(p);
     io->SetExpandRGBPalette(!options.palette_indices);
@@ -411,6 +416,10 @@ Image read(const fs::path& path, const ReadOptions& options) {
     fail(path, "has a header that claims " + human_bytes(claimed) +
                    " of pixels but this machine has " + human_bytes(avail) +
                    " of memory available; the file is corrupt or too large to load whole");
+  }
+
+  if (const std::string why = detail::check_data_size(format.name, path, claimed); !why.empty()) {
+    fail(path, "is not a readable " + format.name + " file: " + why);
   }
 
   std::vector<std::size_t> zyx(ext.rbegin(), ext.rend());
