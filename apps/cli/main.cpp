@@ -29,13 +29,9 @@ void print(const QString& s) {
   std::fwrite(b.constData(), 1, static_cast<std::size_t>(b.size()), stdout);
 }
 
-void print_json(const QJsonObject& o) {
-  print(QString::fromUtf8(QJsonDocument(o).toJson()));
-}
+void print_json(const QJsonObject& o) { print(QString::fromUtf8(QJsonDocument(o).toJson())); }
 
-QString qs(std::string_view s) {
-  return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
-}
+QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
 
 int cmd_devices(const QCommandLineParser& p) {
   const auto& devs = devices();
@@ -76,9 +72,7 @@ int cmd_devices(const QCommandLineParser& p) {
   }
   if (!devs.empty()) {
     const DeviceChoice c = choose_device();
-    print(QString("Default: [%1] %2 (%3)\n")
-              .arg(c.device.info().index)
-              .arg(qs(c.device.label()), qs(c.reason)));
+    print(QString("Default: [%1] %2 (%3)\n").arg(c.device.info().index).arg(qs(c.device.label()), qs(c.reason)));
   }
   return 0;
 }
@@ -149,21 +143,17 @@ HostArray read_raw(const QString& path, const QCommandLineParser& p) {
   for (const QString& part : p.value("shape").split(',', Qt::SkipEmptyParts)) {
     bool ok = false;
     const qulonglong v = part.trimmed().toULongLong(&ok);
-    if (!ok)
-      throw InvalidArgument("--shape must be numbers separated by commas, got '" +
-                            p.value("shape").toStdString() + "'");
+    if (!ok) throw InvalidArgument("--shape must be numbers separated by commas, got '" + p.value("shape").toStdString() + "'");
     dims.push_back(static_cast<std::size_t>(v));
   }
   const Shape shape{std::span<const std::size_t>(dims)};
   const auto dtype = parse_dtype(p.value("dtype").toStdString());
   if (!dtype) {
-    throw InvalidArgument("unknown dtype '" + p.value("dtype").toStdString() + "'; use one of " +
-                          dtype_names());
+    throw InvalidArgument("unknown dtype '" + p.value("dtype").toStdString() + "'; use one of " + dtype_names());
   }
   QFile f(path);
   if (!f.open(QIODevice::ReadOnly)) {
-    throw IoError("cannot open '" + path.toStdString() + "': " + f.errorString().toStdString(),
-                  path.toStdString());
+    throw IoError("cannot open '" + path.toStdString() + "': " + f.errorString().toStdString(), path.toStdString());
   }
   HostArray h = HostArray::empty(shape, *dtype);
   if (static_cast<std::size_t>(f.size()) != h.bytes()) {
@@ -178,9 +168,8 @@ HostArray read_raw(const QString& path, const QCommandLineParser& p) {
 
 int cmd_info(const QCommandLineParser& p, const QStringList& args) {
   if (args.size() < 2) {
-    throw InvalidArgument(
-        "usage: gpix info <source>, where source is 'sample', 'sample:NAME' "
-        "or a raw file with --shape and --dtype");
+    throw InvalidArgument("usage: gpix info <source>, where source is 'sample', 'sample:NAME' "
+                          "or a raw file with --shape and --dtype");
   }
   const QString source = args[1];
   HostArray host;
@@ -188,8 +177,7 @@ int cmd_info(const QCommandLineParser& p, const QStringList& args) {
   QJsonObject file_meta;  // format, spacing, origin, direction of files read through gpix_io
   QString file_text;
   if (source == "sample" || source.startsWith("sample:")) {
-    const std::string sname =
-        source == "sample" ? sample_names().front() : source.mid(7).toStdString();
+    const std::string sname = source == "sample" ? sample_names().front() : source.mid(7).toStdString();
     Sample s = sample(sname);
     host = s.image;
     label = "sample:" + qs(s.name);
@@ -199,8 +187,7 @@ int cmd_info(const QCommandLineParser& p, const QStringList& args) {
   } else {
     read_file(source, p, host, file_meta, file_text);
   }
-  const Device dev =
-      p.isSet("device") ? select_device(p.value("device").toStdString()) : default_device();
+  const Device dev = p.isSet("device") ? select_device(p.value("device").toStdString()) : default_device();
   const Array a = Array::push(host, dev);
   const Card c = card(a);
   if (p.isSet("json")) {
@@ -238,19 +225,16 @@ int main(int argc, char** argv) {
       "  devices                 list every device of every backend\n"
       "  info <source>           the metadata card of an image: a file (TIFF, PNG, JPEG, NRRD,\n"
       "                          MetaImage, NIfTI), 'sample', 'sample:NAME'\n"
-      "                          (" +
-      qs([] {
+      "                          (" + qs([] {
         std::string s;
         for (const auto& n : gpix::sample_names()) s += (s.empty() ? "" : ", ") + n;
         return s;
-      }()) +
-      ") or a raw file with --shape and --dtype");
+      }()) + ") or a raw file with --shape and --dtype");
   p.addHelpOption();
   p.addVersionOption();
   p.addPositionalArgument("command", "devices | info");
   p.addOption({"json", "Print JSON for scripts."});
-  p.addOption(
-      {"device", "Device: index, name part, or cuda:/opencl: prefix and name part.", "NAME"});
+  p.addOption({"device", "Device: index, name part, or cuda:/opencl: prefix and name part.", "NAME"});
   p.addOption({"shape", "Shape of a raw file, z,y,x order.", "Z,Y,X"});
   p.addOption({"dtype", "Pixel type of a raw file (u8 ... f64).", "T"});
   p.addOption(
@@ -276,8 +260,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gpix: %s\n", e.what());
     return 2;
   } catch (const gpix::Error& e) {
-    std::fprintf(stderr, "gpix: %s%s%s\n", e.what(), e.code().empty() ? "" : " [",
-                 e.code().empty() ? "" : (e.code() + "]").c_str());
+    std::fprintf(stderr, "gpix: %s%s%s\n", e.what(), e.code().empty() ? "" : " [", e.code().empty() ? "" : (e.code() + "]").c_str());
     return 1;
   }
 }

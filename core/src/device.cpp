@@ -44,8 +44,9 @@ const Kernel& DeviceImpl::kernel(const ProgramSource& src, std::string_view name
 }
 
 std::unique_ptr<Memory> DeviceImpl::adopt(std::uint64_t, std::size_t, std::function<void()>) {
-  throw DeviceError("'" + info_.name + "' (" + std::string(name(info_.backend)) +
-                    ") cannot adopt memory allocated elsewhere; import host memory, or use a CUDA device");
+  throw DeviceError(
+      "'" + info_.name + "' (" + std::string(name(info_.backend)) +
+      ") cannot adopt memory allocated elsewhere; import host memory, or use a CUDA device");
 }
 
 namespace {

@@ -379,7 +379,8 @@ Image read(const fs::path& path, const ReadOptions& options) {
     switch (options.channels) {
       case Channels::error:
         fail(path, "holds " + what +
-                       "; choose what to read with ReadOptions::channels (gpix info --channels): luminance (RGB/RGBA "
+                       "; choose what to read with ReadOptions::channels (gpix info --channels): "
+                       "luminance (RGB/RGBA "
                        "to float32), channel N (one component), or split (components as the first "
                        "axis of a "
                        "3D stack; 2D files only)");

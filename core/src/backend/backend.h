@@ -96,8 +96,8 @@ class DeviceImpl {
   // Blocking transfers.
   virtual void write(Memory& dst, std::size_t offset, const void* src, std::size_t bytes) = 0;
   virtual void read(const Memory& src, std::size_t offset, void* dst, std::size_t bytes) = 0;
-  virtual void copy(const Memory& src, std::size_t src_offset, Memory& dst, std::size_t dst_offset,
-                    std::size_t bytes) = 0;
+  virtual void copy(const Memory& src, std::size_t src_offset, Memory& dst,
+                    std::size_t dst_offset, std::size_t bytes) = 0;
   // Repeats pattern (1, 2, 4 or 8 bytes) over [offset, offset + bytes).
   virtual void fill(Memory& dst, std::size_t offset, std::size_t bytes, const void* pattern,
                     std::size_t pattern_bytes) = 0;

@@ -61,7 +61,8 @@ struct DeviceImage {
 //    with several components is an error (gpix arrays have at most 3 dimensions).
 // Palette (indexed) PNG/TIFF files are expanded to RGB by ITK and then follow this policy;
 // set palette_indices to read the raw palette indices instead (u8 or u16).
-// 1-bit images are read as u8 with the values 0 and 1 ... see docs/ARCHITECTURE.md (IO).
+// 1-bit palette images (as Qt writes them) read as RGB with 0/255, or as u8 indices 0/1 with
+// palette_indices; 1-bit grayscale files are expanded to 8 bits by libpng/libtiff as ITK does.
 enum class Channels { error, luminance, channel, split };
 
 struct ReadOptions {
