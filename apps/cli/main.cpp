@@ -1,6 +1,7 @@
 // gpix: the command line tool.
 //   gpix devices [--json]
-//   gpix info <source> [--shape Z,Y,X] [--dtype T] [--device NAME] [--json]
+//   gpix info <source> [--shape Z,Y,X] [--dtype T] [--channels C] [--device NAME] [--json]
+// Each command is one function in kCommands below; adding a command is adding a row.
 #include <QCommandLineParser>
 #include <QCoreApplication>
 #include <QFile>
@@ -12,6 +13,12 @@
 #include "gpix/gpix.h"
 #include "gpix/samples.h"
 #include "json.h"
+#if GPIX_CLI_HAVE_IO
+#include <QJsonArray>
+#include <filesystem>
+
+#include "gpix/io.h"
+#endif
 
 namespace {
 
@@ -70,11 +77,67 @@ int cmd_devices(const QCommandLineParser& p) {
   return 0;
 }
 
+#if GPIX_CLI_HAVE_IO
+constexpr bool kHaveIo = true;
+
+QJsonArray numbers(const std::vector<double>& v) {
+  QJsonArray a;
+  for (double d : v) a.append(d);
+  return a;
+}
+
+QString joined(const std::vector<double>& v) {
+  QStringList parts;
+  for (double d : v) parts << QString::number(d, 'g', 10);
+  return parts.join(", ");
+}
+
+io::ReadOptions read_options(const QCommandLineParser& p) {
+  io::ReadOptions o;
+  if (!p.isSet("channels")) return o;
+  const QString c = p.value("channels");
+  bool is_index = false;
+  const int index = c.toInt(&is_index);
+  if (is_index) {
+    o.channels = io::Channels::channel;
+    o.channel = index;
+  } else if (c == "luminance") {
+    o.channels = io::Channels::luminance;
+  } else if (c == "split") {
+    o.channels = io::Channels::split;
+  } else if (c == "indices") {
+    o.palette_indices = true;
+  } else {
+    throw InvalidArgument("--channels takes luminance, split, indices or a channel number, not '" +
+                          c.toStdString() + "'");
+  }
+  return o;
+}
+
+// Reads an image file through gpix_io; its metadata goes to JSON and text.
+void read_file(const QString& source, const QCommandLineParser& p, HostArray& host,
+               QJsonObject& meta, QString& text) {
+  io::Image img = io::read(std::filesystem::u8path(source.toStdString()), read_options(p));
+  host = img.pixels;
+  meta["format"] = qs(img.format);
+  meta["file_components"] = img.file_components;
+  meta["spacing"] = numbers(img.meta.spacing);
+  meta["origin"] = numbers(img.meta.origin);
+  meta["direction"] = numbers(img.meta.direction);
+  text = "format: " + qs(img.format) + "\nspacing: " + joined(img.meta.spacing) +
+         " (z, y, x)\norigin: " + joined(img.meta.origin) + "\n";
+}
+#else
+constexpr bool kHaveIo = false;
+void read_file(const QString&, const QCommandLineParser&, HostArray&, QJsonObject&, QString&) {}
+#endif
+
 // Reads a raw file of the given shape and dtype (native byte order, no header).
 HostArray read_raw(const QString& path, const QCommandLineParser& p) {
   if (!p.isSet("shape") || !p.isSet("dtype")) {
     throw InvalidArgument("a raw file needs --shape Z,Y,X (or Y,X or X) and --dtype (" +
-                          dtype_names() + "); file formats arrive with gpix_io");
+                          dtype_names() +
+                          (kHaveIo ? ")" : "); this build has no gpix_io for file formats"));
   }
   std::vector<std::size_t> dims;
   for (const QString& part : p.value("shape").split(',', Qt::SkipEmptyParts)) {
@@ -111,13 +174,18 @@ int cmd_info(const QCommandLineParser& p, const QStringList& args) {
   const QString source = args[1];
   HostArray host;
   QString label = source;
+  QJsonObject file_meta;  // format, spacing, origin, direction of files read through gpix_io
+  QString file_text;
   if (source == "sample" || source.startsWith("sample:")) {
     const std::string sname = source == "sample" ? sample_names().front() : source.mid(7).toStdString();
     Sample s = sample(sname);
     host = s.image;
     label = "sample:" + qs(s.name);
-  } else {
+  } else if (p.isSet("shape") || p.isSet("dtype") || source.endsWith(".raw", Qt::CaseInsensitive) ||
+             !kHaveIo) {
     host = read_raw(source, p);
+  } else {
+    read_file(source, p, host, file_meta, file_text);
   }
   const Device dev = p.isSet("device") ? select_device(p.value("device").toStdString()) : default_device();
   const Array a = Array::push(host, dev);
@@ -125,12 +193,24 @@ int cmd_info(const QCommandLineParser& p, const QStringList& args) {
   if (p.isSet("json")) {
     QJsonObject o = cli::to_json(c);
     o["source"] = label;
+    for (auto it = file_meta.begin(); it != file_meta.end(); ++it) o[it.key()] = it.value();
     print_json(o);
   } else {
-    print("source: " + label + "\n" + qs(to_text(c)));
+    print("source: " + label + "\n" + file_text + qs(to_text(c)));
   }
   return 0;
 }
+
+int cmd_devices_args(const QCommandLineParser& p, const QStringList&) {
+  return cmd_devices(p);
+}
+
+struct Command {
+  const char* name;
+  int (*run)(const QCommandLineParser&, const QStringList&);
+};
+// `gpix run` and `gpix filters` join here once the filter catalog exists.
+const Command kCommands[] = {{"devices", &cmd_devices_args}, {"info", &cmd_info}};
 
 }  // namespace
 
@@ -143,7 +223,8 @@ int main(int argc, char** argv) {
       "gpix: GPU image processing.\n\n"
       "Commands:\n"
       "  devices                 list every device of every backend\n"
-      "  info <source>           the metadata card of an image: 'sample', 'sample:NAME'\n"
+      "  info <source>           the metadata card of an image: a file (TIFF, PNG, JPEG, NRRD,\n"
+      "                          MetaImage, NIfTI), 'sample', 'sample:NAME'\n"
       "                          (" + qs([] {
         std::string s;
         for (const auto& n : gpix::sample_names()) s += (s.empty() ? "" : ", ") + n;
@@ -156,6 +237,10 @@ int main(int argc, char** argv) {
   p.addOption({"device", "Device: index, name part, or cuda:/opencl: prefix and name part.", "NAME"});
   p.addOption({"shape", "Shape of a raw file, z,y,x order.", "Z,Y,X"});
   p.addOption({"dtype", "Pixel type of a raw file (u8 ... f64).", "T"});
+  p.addOption(
+      {"channels",
+       "RGB/RGBA/vector files: luminance, split, a channel number, or indices (palette files).",
+       "C"});
   p.process(app);
   const QStringList args = p.positionalArguments();
   if (args.isEmpty()) {
@@ -163,9 +248,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (args[0] == "devices") return cmd_devices(p);
-    if (args[0] == "info") return cmd_info(p, args);
-    std::fprintf(stderr, "gpix: unknown command '%s'; the commands are: devices, info\n", qPrintable(args[0]));
+    std::string names;
+    for (const Command& c : kCommands) {
+      if (args[0] == c.name) return c.run(p, args);
+      names += (names.empty() ? "" : ", ") + std::string(c.name);
+    }
+    std::fprintf(stderr, "gpix: unknown command '%s'; the commands are: %s\n", qPrintable(args[0]),
+                 names.c_str());
     return 2;
   } catch (const gpix::InvalidArgument& e) {
     std::fprintf(stderr, "gpix: %s\n", e.what());

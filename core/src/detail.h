@@ -24,6 +24,7 @@ struct Access {
   static const std::shared_ptr<DeviceImpl>& shared(const Device& d) { return d.impl_; }
   static Device device(std::shared_ptr<DeviceImpl> impl) { return Device(std::move(impl)); }
   static ArrayImpl& impl(const Array& a);
+  static const std::shared_ptr<ArrayImpl>& shared(const Array& a) { return a.impl_; }
   static Array array(std::shared_ptr<ArrayImpl> impl) { return Array(std::move(impl)); }
 };
 

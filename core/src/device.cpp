@@ -75,6 +75,12 @@ void DeviceImpl::clear_memory_cache() {
   programs_.clear();
 }
 
+std::unique_ptr<Memory> DeviceImpl::adopt(std::uint64_t, std::size_t, std::function<void()>) {
+  throw DeviceError(
+      "'" + info_.name + "' (" + std::string(name(info_.backend)) +
+      ") cannot adopt memory allocated elsewhere; import host memory, or use a CUDA device");
+}
+
 namespace {
 
 struct Registry {

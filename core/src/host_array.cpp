@@ -1,6 +1,8 @@
 #include "gpix/host_array.h"
 
+#include <cstdint>
 #include <new>
+#include <string>
 
 #include "util.h"
 
@@ -38,6 +40,23 @@ void HostArray::check_type(DType requested) const {
                            " pixels but was read as " + std::string(name(requested)) +
                            "; use as<T>() with the matching type");
   }
+}
+
+HostArray HostArray::wrap(std::byte* data, const Shape& shape, DType dtype,
+                          std::shared_ptr<void> owner) {
+  if (shape.empty()) throw InvalidArgument("a HostArray needs a shape of 1 to 3 dimensions");
+  if (!data) throw InvalidArgument("HostArray::wrap() was given a null pointer");
+  if (reinterpret_cast<std::uintptr_t>(data) % size_of(dtype) != 0) {
+    throw InvalidArgument("HostArray::wrap(): the " + std::string(name(dtype)) + " pixels at " +
+                          std::to_string(reinterpret_cast<std::uintptr_t>(data)) +
+                          " are not aligned to " + std::to_string(size_of(dtype)) +
+                          " bytes; copy them instead");
+  }
+  HostArray h;
+  h.shape_ = shape;
+  h.dtype_ = dtype;
+  h.data_ = std::shared_ptr<std::byte[]>(std::move(owner), data);
+  return h;
 }
 
 HostArray HostArray::clone() const {

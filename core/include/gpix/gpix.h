@@ -7,6 +7,7 @@
 #include "gpix/filters.h"
 #include "gpix/host_array.h"
 #include "gpix/kernel.h"
+#include "gpix/render.h"
 #include "gpix/scalar.h"
 #include "gpix/shape.h"
 #include "gpix/stats.h"

@@ -34,6 +34,13 @@ class HostArray {
     return from(std::span<const T>(data), shape);
   }
 
+  // Adopts pixels owned elsewhere, without copying: the HostArray (and its copies) keep owner
+  // alive and never free data themselves. data must be aligned to the dtype's size (it may be
+  // less aligned than the 64 bytes of gpix's own allocations). Throws InvalidArgument for a
+  // null or misaligned pointer.
+  static HostArray wrap(std::byte* data, const Shape& shape, DType dtype,
+                        std::shared_ptr<void> owner);
+
   bool valid() const noexcept { return data_ != nullptr; }
   const Shape& shape() const noexcept { return shape_; }
   DType dtype() const noexcept { return dtype_; }

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,6 +27,10 @@ class Memory {
   Memory(const Memory&) = delete;
   Memory& operator=(const Memory&) = delete;
   std::size_t bytes() const noexcept { return bytes_; }
+  // The allocation's address in the API's unified address space (a CUdeviceptr on CUDA), for
+  // exchange with other frameworks (DLPack). 0 where there is none: OpenCL buffers have no
+  // address outside their context.
+  virtual std::uint64_t native_pointer() const noexcept { return 0; }
 
  private:
   std::size_t bytes_;
@@ -98,6 +103,16 @@ class DeviceImpl {
                     std::size_t pattern_bytes) = 0;
   virtual void launch(const Kernel& k, const Launch& l, std::span<const KernelArg> args) = 0;
   virtual void finish() = 0;
+
+  // Interop (DLPack). The API's own device number (the CUDA ordinal), or -1 where the backend
+  // has no process-wide device numbering.
+  virtual int native_ordinal() const noexcept { return -1; }
+  // Wraps memory allocated by someone else at native_pointer-style address `pointer` of
+  // `bytes` bytes, without copying; `release` is called once when the Memory is destroyed.
+  // Throws (DeviceError by default: the backend cannot adopt foreign memory) without calling
+  // release, so the caller keeps ownership on failure.
+  virtual std::unique_ptr<Memory> adopt(std::uint64_t pointer, std::size_t bytes,
+                                        std::function<void()> release);
 
   // The kernel `name` of src built with defines, compiled once per device and cached in
   // memory and on disk (program_cache.h). Throws CompileError with the build log.

@@ -1,0 +1,53 @@
+#pragma once
+// The display path: an array (or one z slice of it) mapped to 8-bit RGBA on the device, so
+// a viewer pulls 4 bytes per pixel instead of the raw data.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpix/array.h"
+
+namespace gpix {
+
+// A 256-entry colour table. Each entry is one std::uint32_t whose bytes in memory are
+// R, G, B, A (QImage::Format_RGBA8888 order); rgba() builds one.
+struct Lut {
+  enum class Mode : std::uint8_t {
+    contrast,  // pixel -> entry floor((v - lo) * 256 / (hi - lo)), clamped to 0..255
+    labels,    // label id -> entry 0 for 0, else 1 + (id - 1) % 255; lo and hi are ignored
+  };
+  std::string name;
+  Mode mode = Mode::contrast;
+  std::array<std::uint32_t, 256> table{};
+
+  static Lut gray();
+  static Lut inverted_gray();
+  static Lut viridis();  // a perceptually ordered blue-green-yellow ramp in the style of viridis
+  // Distinct colours for label ids; entry 0 (background) is transparent black.
+  static Lut labels();
+};
+
+// The entry whose bytes in memory are r, g, b, a.
+std::uint32_t rgba(std::uint8_t r, std::uint8_t g, std::uint8_t b, std::uint8_t a = 255);
+
+// The built-in tables: gray, inverted_gray, viridis, labels.
+const std::vector<Lut>& builtin_luts();
+// A built-in table by name; throws InvalidArgument listing the names.
+const Lut& lut(std::string_view name);
+
+// Renders array `a` (its z slice `slice` when 3D) to a new (height, width) u32 array on the
+// same device, one RGBA pixel per element (bytes R, G, B, A; 1D arrays give height 1).
+// Contrast mode: every dtype; the arithmetic is float32 (float64 for f64 arrays) exactly as
+// documented on Lut::Mode, NaN pixels become transparent black (0). Labels mode: integer
+// dtypes only (UnsupportedDType otherwise).
+// Throws InvalidArgument for a slice outside the array, 2D/1D arrays with slice != 0, hi < lo,
+// or non-finite limits.
+Array render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size_t slice = 0);
+// The same into an existing (height, width) u32 array on a's device (a viewer reuses one per
+// frame); throws InvalidArgument when out does not fit.
+void render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size_t slice,
+                 Array& out);
+
+}  // namespace gpix

@@ -1,0 +1,122 @@
+#pragma once
+// gpix_io: image files through ITK. Reads and writes TIFF (multi-page as a 3D stack), PNG,
+// JPEG, NRRD, MetaImage and NIfTI, keeping spacing, origin and direction where the format has
+// them. Nothing of ITK appears here; see gpix/itk.h for itk::Image interop.
+//
+// Axis order: everything is in (z, y, x) order like gpix::Shape: spacing[0] is the spacing of
+// the first (slowest) axis. ITK's own order is (x, y, z); gpix reverses it on the way in and
+// out.
+//
+// Errors: every failure is a gpix::IoError whose path() is the file and whose message says
+// what was asked, what was found and what would work. A failed write leaves no file behind
+// (writes go to a temporary folder next to the target and are renamed into place).
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "gpix/array.h"
+#include "gpix/device.h"
+#include "gpix/host_array.h"
+
+namespace gpix::io {
+
+// Physical placement of the pixel grid, in (z, y, x) order. Empty vectors mean "not known"
+// (spacing 1, origin 0, identity direction) and are what formats without metadata give.
+struct Metadata {
+  std::vector<double> spacing;  // ndim entries, physical units per pixel
+  std::vector<double> origin;   // ndim entries, physical position of the first pixel
+  // ndim x ndim, row-major: direction[r * ndim + c] is ITK's matrix with rows (physical axes)
+  // and columns (index axes) both reversed into (z, y, x) order.
+  std::vector<double> direction;
+
+  // The values for an image of ndim dimensions, defaults filled in.
+  std::vector<double> spacing_or_default(int ndim) const;
+  std::vector<double> origin_or_default(int ndim) const;
+  std::vector<double> direction_or_default(int ndim) const;
+};
+
+// Pixels in host memory with their metadata.
+struct Image {
+  HostArray pixels;
+  Metadata meta;
+  std::string format;       // "TIFF", "PNG", ... (the reader that was used)
+  int file_components = 1;  // components per pixel in the file (3 for RGB) before the policy
+};
+
+// The same on a device.
+struct DeviceImage {
+  Array pixels;
+  Metadata meta;
+  std::string format;
+  int file_components = 1;
+};
+
+// What to do with files whose pixels have several components (RGB, RGBA, vectors). gpix
+// arrays hold one value per pixel, so the choice is never made silently:
+//  - error (default): IoError naming the file, its pixel type and these options.
+//  - luminance: RGB/RGBA only; float32 0.2126 R + 0.7152 G + 0.0722 B (Rec. 709 weights,
+//    alpha ignored, values not rescaled).
+//  - channel: one component, ReadOptions::channel (0 = R), in the file's dtype.
+//  - split: a 2D file becomes a 3D (components, y, x) stack in the file's dtype; a 3D file
+//    with several components is an error (gpix arrays have at most 3 dimensions).
+// Palette (indexed) PNG/TIFF files are expanded to RGB by ITK and then follow this policy;
+// set palette_indices to read the raw palette indices instead (u8 or u16).
+// 1-bit palette images (as Qt writes them) read as RGB with 0/255, or as u8 indices 0/1 with
+// palette_indices; 1-bit grayscale files are expanded to 8 bits by libpng/libtiff as ITK does.
+enum class Channels { error, luminance, channel, split };
+
+struct ReadOptions {
+  Channels channels = Channels::error;
+  int channel = 0;               // for Channels::channel
+  bool palette_indices = false;  // read palette files as their index values
+};
+
+struct WriteOptions {
+  bool compress = false;  // where the format supports lossless compression (NRRD, MHA, NII...)
+};
+
+// Which metadata a format keeps through write() and read().
+enum class Kept {
+  none,        // JPEG: spacing 1, origin 0, identity direction on reading
+  spacing_yx,  // TIFF, PNG: x and y spacing (as a resolution); z spacing, origin, direction lost
+  all,         // NRRD, MetaImage, NIfTI (NIfTI in float32 precision)
+};
+
+// The formats gpix reads and writes, as checked by tests/io/test_io_formats.cpp.
+struct Format {
+  std::string name;                     // "TIFF"
+  std::vector<std::string> extensions;  // {".tif", ".tiff"}
+  std::vector<DType> write_dtypes;      // dtypes write() accepts for this format
+  int min_write_dims = 1;               // 2 for TIFF, PNG and JPEG
+  int max_write_dims = 3;               // 2 for PNG and JPEG (ITK would drop other slices)
+  bool lossy = false;                   // JPEG
+  Kept metadata = Kept::all;
+};
+const std::vector<Format>& formats();
+// The format for a path's extension (case-insensitive, ".nii.gz" included). Throws IoError
+// for unknown extensions, listing the known ones.
+const Format& format_for(const std::filesystem::path& path);
+
+// Reads a file. Throws IoError (missing, folder, empty, truncated or corrupt file, content
+// that does not match the extension, unsupported pixel type such as complex or 4D, a header
+// that claims more memory than the machine has, multi-component pixels without a policy).
+Image read(const std::filesystem::path& path, const ReadOptions& options = {});
+// Reads a file straight into a device array: the file is decoded into one host buffer that is
+// pushed as is (no further host copies). Throws what read() and Array::push() throw.
+DeviceImage read_to_device(const std::filesystem::path& path,
+                           const Device& device = default_device(),
+                           const ReadOptions& options = {});
+
+// Writes pixels with metadata; the format comes from the extension. Throws IoError for an
+// unknown extension, a dtype or dimensionality the format cannot store (the message lists
+// what it can), or an unwritable path. The target is replaced only when the write succeeded.
+void write(const std::filesystem::path& path, const Image& image, const WriteOptions& options = {});
+void write(const std::filesystem::path& path, const HostArray& pixels, const Metadata& meta = {},
+           const WriteOptions& options = {});
+// Pulls a device array once into host memory and writes it.
+void write(const std::filesystem::path& path, const Array& pixels, const Metadata& meta = {},
+           const WriteOptions& options = {});
+void write(const std::filesystem::path& path, const DeviceImage& image,
+           const WriteOptions& options = {});
+
+}  // namespace gpix::io

@@ -1,0 +1,657 @@
+#include "gpix/io.h"
+
+#include <itkCommonEnums.h>
+#include <itkImageIOBase.h>
+#include <itkImageIORegion.h>
+#include <itkJPEGImageIO.h>
+#include <itkMetaImageIO.h>
+#include <itkNiftiImageIO.h>
+#include <itkNrrdImageIO.h>
+#include <itkPNGImageIO.h>
+#include <itkTIFFImageIO.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <system_error>
+
+#include "gpix/error.h"
+#include "gpix/stats.h"
+#include "validate.h"
+
+namespace gpix::io {
+namespace fs = std::filesystem;
+
+namespace {
+
+using Component = itk::IOComponentEnum;
+using PixelKind = itk::IOPixelEnum;
+
+std::string str(const fs::path& p) {
+  const auto u = p.u8string();
+  return {reinterpret_cast<const char*>(u.data()), u.size()};
+}
+
+std::string q(const fs::path& p) {
+  return "'" + str(p) + "'";
+}
+
+[[noreturn]] void fail(const fs::path& p, const std::string& why) {
+  throw IoError(q(p) + ": " + why, str(p));
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+const std::vector<DType> kAll(kAllDTypes.begin(), kAllDTypes.end());
+
+// What each ITK writer stores without loss, checked by tests/io/test_io_formats.cpp.
+std::vector<Format> make_formats() {
+  using enum DType;
+  using enum Kept;
+  return {
+      {"TIFF", {".tif", ".tiff"}, {u8, i8, u16, i16, f32}, 2, 3, false, spacing_yx},
+      {"PNG", {".png"}, {u8, u16}, 2, 2, false, spacing_yx},
+      {"JPEG", {".jpg", ".jpeg"}, {u8}, 2, 2, true, none},
+      {"NRRD", {".nrrd", ".nhdr"}, kAll, 1, 3, false, all},
+      {"MetaImage", {".mha", ".mhd"}, kAll, 1, 3, false, all},
+      {"NIfTI", {".nii", ".nii.gz"}, kAll, 1, 3, false, all},
+  };
+}
+
+itk::ImageIOBase::Pointer make_io(const std::string& format) {
+  if (format == "TIFF") return itk::TIFFImageIO::New().GetPointer();
+  if (format == "PNG") return itk::PNGImageIO::New().GetPointer();
+  if (format == "JPEG") return itk::JPEGImageIO::New().GetPointer();
+  if (format == "NRRD") return itk::NrrdImageIO::New().GetPointer();
+  if (format == "MetaImage") return itk::MetaImageIO::New().GetPointer();
+  return itk::NiftiImageIO::New().GetPointer();
+}
+
+std::string known_extensions() {
+  std::string s;
+  for (const auto& f : formats()) {
+    for (const auto& e : f.extensions) s += (s.empty() ? "" : " ") + e;
+  }
+  return s;
+}
+
+std::string dtype_list(const std::vector<DType>& ts) {
+  std::string s;
+  for (DType t : ts) s += (s.empty() ? "" : ", ") + std::string(name(t));
+  return s;
+}
+
+std::string itk_message(const itk::ExceptionObject& e) {
+  std::string d = e.GetDescription();
+  while (!d.empty() && (d.back() == '\n' || d.back() == ' ')) d.pop_back();
+  return d.empty() ? std::string(e.what()) : d;
+}
+
+// The dtype of an ITK component, by kind and size (ITK's LONG is 8 bytes on LP64 systems).
+std::optional<DType> to_dtype(Component c, std::size_t size) {
+  switch (c) {
+    case Component::UCHAR:
+      return DType::u8;
+    case Component::CHAR:
+      return DType::i8;
+    case Component::USHORT:
+      return DType::u16;
+    case Component::SHORT:
+      return DType::i16;
+    case Component::UINT:
+      return DType::u32;
+    case Component::INT:
+      return DType::i32;
+    case Component::ULONG:
+    case Component::ULONGLONG:
+      return size == 4 ? DType::u32 : DType::u64;
+    case Component::LONG:
+    case Component::LONGLONG:
+      return size == 4 ? DType::i32 : DType::i64;
+    case Component::FLOAT:
+      return DType::f32;
+    case Component::DOUBLE:
+      return DType::f64;
+    default:
+      return std::nullopt;
+  }
+}
+
+Component to_component(DType t) {
+  switch (t) {
+    case DType::u8:
+      return Component::UCHAR;
+    case DType::i8:
+      return Component::CHAR;
+    case DType::u16:
+      return Component::USHORT;
+    case DType::i16:
+      return Component::SHORT;
+    case DType::u32:
+      return Component::UINT;
+    case DType::i32:
+      return Component::INT;
+    case DType::u64:
+      return Component::ULONGLONG;
+    case DType::i64:
+      return Component::LONGLONG;
+    case DType::f32:
+      return Component::FLOAT;
+    case DType::f64:
+      break;
+  }
+  return Component::DOUBLE;
+}
+
+// Bytes the machine can still give: MemAvailable from /proc/meminfo, else physical memory.
+std::uint64_t available_memory() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  std::uint64_t kb = 0;
+  std::string unit;
+  while (f >> key >> kb >> unit) {
+    if (key == "MemAvailable:") return kb * 1024;
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0
+             ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page)
+             : std::numeric_limits<std::uint64_t>::max();
+}
+
+void check_input_file(const fs::path& p) {
+  std::error_code ec;
+  const auto st = fs::status(p, ec);
+  if (ec || !fs::exists(st)) fail(p, "no such file; check the path");
+  if (fs::is_directory(st)) fail(p, "is a folder, not an image file; give a file inside it");
+  if (!fs::is_regular_file(st)) fail(p, "is not a regular file (a device, pipe or socket)");
+  const auto size = fs::file_size(p, ec);
+  if (ec) fail(p, "cannot read its size: " + ec.message());
+  if (size == 0) fail(p, "is empty (0 bytes); it holds no image");
+  std::ifstream f(p, std::ios::binary);
+  if (!f) fail(p, std::string("cannot be opened for reading: ") + std::strerror(errno));
+}
+
+// The format that can actually read p, for messages about lying extensions.
+std::string sniff(const fs::path& p) {
+  for (const auto& f : formats()) {
+    if (!detail::check_structure(f.name, p).empty()) continue;
+    auto io = make_io(f.name);
+    try {
+      if (io->CanReadFile(str(p).c_str())) return f.name;
+    } catch (const itk::ExceptionObject&) {
+    }
+  }
+  return {};
+}
+
+std::vector<double> reversed(const std::vector<double>& v) {
+  return {v.rbegin(), v.rend()};
+}
+
+// Extracts one component, the luminance, or a (c, y, x) stack from interleaved pixels.
+template <class T>
+void apply_policy(const T* in, std::size_t n, int comps, const ReadOptions& o, HostArray& out) {
+  switch (o.channels) {
+    case Channels::channel: {
+      T* dst = out.as<T>().data();
+      for (std::size_t i = 0; i < n; ++i)
+        dst[i] = in[i * static_cast<std::size_t>(comps) + static_cast<std::size_t>(o.channel)];
+      break;
+    }
+    case Channels::split: {
+      T* dst = out.as<T>().data();
+      for (int c = 0; c < comps; ++c) {
+        for (std::size_t i = 0; i < n; ++i)
+          dst[static_cast<std::size_t>(c) * n + i] =
+              in[i * static_cast<std::size_t>(comps) + static_cast<std::size_t>(c)];
+      }
+      break;
+    }
+    case Channels::luminance: {
+      float* dst = out.as<float>().data();
+      for (std::size_t i = 0; i < n; ++i) {
+        const T* px = in + i * static_cast<std::size_t>(comps);
+        dst[i] = static_cast<float>(0.2126 * static_cast<double>(px[0]) +
+                                    0.7152 * static_cast<double>(px[1]) +
+                                    0.0722 * static_cast<double>(px[2]));
+      }
+      break;
+    }
+    case Channels::error:
+      break;
+  }
+}
+
+std::string pixel_kind_name(PixelKind k) {
+  return itk::ImageIOBase::GetPixelTypeAsString(k);
+}
+
+}  // namespace
+
+std::vector<double> Metadata::spacing_or_default(int ndim) const {
+  if (spacing.size() == static_cast<std::size_t>(ndim)) return spacing;
+  return std::vector<double>(static_cast<std::size_t>(ndim), 1.0);
+}
+std::vector<double> Metadata::origin_or_default(int ndim) const {
+  if (origin.size() == static_cast<std::size_t>(ndim)) return origin;
+  return std::vector<double>(static_cast<std::size_t>(ndim), 0.0);
+}
+std::vector<double> Metadata::direction_or_default(int ndim) const {
+  const auto n = static_cast<std::size_t>(ndim);
+  if (direction.size() == n * n) return direction;
+  std::vector<double> d(n * n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) d[i * n + i] = 1.0;
+  return d;
+}
+
+const std::vector<Format>& formats() {
+  static const std::vector<Format> f = make_formats();
+  return f;
+}
+
+const Format& format_for(const fs::path& path) {
+  const std::string name = lower(str(path.filename()));
+  const Format* best = nullptr;
+  std::size_t best_len = 0;
+  for (const auto& f : formats()) {
+    for (const auto& e : f.extensions) {
+      if (name.size() > e.size() && name.ends_with(e) && e.size() > best_len) {
+        best = &f;
+        best_len = e.size();
+      }
+    }
+  }
+  if (!best) {
+    const std::string ext = str(path.extension());
+    fail(path, (ext.empty() ? std::string("has no extension")
+                            : "has the unknown extension '" + ext + "'") +
+                   "; gpix reads and writes these: " + known_extensions());
+  }
+  return *best;
+}
+
+namespace {
+
+// The nifti library, asked for x.nii.gz, opens x.nii instead when both exist, which would
+// silently give the other file's pixels. Such files are read through a symbolic link in a
+// private folder where the link has no sibling.
+class NiftiLink {
+ public:
+  explicit NiftiLink(const fs::path& path) {
+    const std::string name = lower(str(path.filename()));
+    if (!name.ends_with(".nii.gz")) return;
+    std::error_code ec;
+    fs::path sibling = path;
+    sibling.replace_extension();  // drops ".gz"
+    if (!fs::exists(sibling, ec)) return;
+    std::string tmpl = str(fs::temp_directory_path(ec) / "gpix-nifti-XXXXXX");
+    if (!mkdtemp(tmpl.data()))
+      fail(path, std::string("cannot create a temporary folder: ") + std::strerror(errno));
+    dir_ = fs::u8path(tmpl);
+    link_ = dir_ / "image.nii.gz";
+    fs::create_symlink(fs::absolute(path, ec), link_, ec);
+    if (ec) fail(path, "cannot link it into a temporary folder: " + ec.message());
+  }
+  ~NiftiLink() {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+  NiftiLink(const NiftiLink&) = delete;
+  NiftiLink& operator=(const NiftiLink&) = delete;
+  std::string file(const fs::path& path) const { return link_.empty() ? str(path) : str(link_); }
+
+ private:
+  fs::path dir_, link_;
+};
+
+}  // namespace
+
+Image read(const fs::path& path, const ReadOptions& options) {
+  const Format& format = format_for(path);
+  check_input_file(path);
+  const NiftiLink nifti_link(path);
+  const std::string p = nifti_link.file(path);
+  auto io = make_io(format.name);
+  try {
+    // libpng and libjpeg abort or crash on some truncated files, even in CanReadFile: their
+    // structure is checked first.
+    const std::string broken = detail::check_structure(format.name, path);
+    if (!broken.empty() || !io->CanReadFile(p.c_str())) {
+      const std::string actual = sniff(path);
+      if (!actual.empty() && actual != format.name) {
+        fail(path, "is named like a " + format.name + " file but its content is " + actual +
+                       "; rename it with the right extension");
+      }
+      fail(path, "is not a readable " + format.name + " file" +
+                     (broken.empty() ? " (corrupt, truncated or another format)" : ": " + broken));
+    }
+    io->SetFileName(p);
+    io->SetExpandRGBPalette(!options.palette_indices);
+    io->ReadImageInformation();
+  } catch (const itk::ExceptionObject& e) {
+    fail(path, "cannot read the " + format.name + " header: " + itk_message(e));
+  }
+
+  // Dimensions in ITK order (x first); trailing extents of 1 beyond three are dropped (NIfTI
+  // writes 3D volumes as 4D with one time point on request).
+  const unsigned itk_dims = io->GetNumberOfDimensions();
+  std::vector<std::size_t> ext;
+  for (unsigned i = 0; i < itk_dims; ++i) ext.push_back(io->GetDimensions(i));
+  while (ext.size() > 3 && ext.back() == 1) ext.pop_back();
+  if (ext.empty() || ext.size() > 3) {
+    std::string dims;
+    for (auto e : ext) dims += (dims.empty() ? "" : " x ") + std::to_string(e);
+    fail(path, "has " + std::to_string(ext.size()) + " dimensions (" + dims +
+                   ", x first); gpix arrays have 1 to 3 dimensions");
+  }
+  const int ndim = static_cast<int>(ext.size());
+  for (auto e : ext) {
+    if (e == 0) fail(path, "has an axis of extent 0 in its header");
+  }
+
+  const PixelKind kind = io->GetPixelType();
+  const auto dtype = to_dtype(io->GetComponentType(), io->GetComponentSize());
+  if (!dtype || kind == PixelKind::COMPLEX || kind == PixelKind::SYMMETRICSECONDRANKTENSOR ||
+      kind == PixelKind::DIFFUSIONTENSOR3D || kind == PixelKind::MATRIX ||
+      kind == PixelKind::VARIABLESIZEMATRIX) {
+    fail(path, "holds " + pixel_kind_name(kind) + " pixels of " +
+                   itk::ImageIOBase::GetComponentTypeAsString(io->GetComponentType()) +
+                   "; gpix reads scalar pixels (" + dtype_names() +
+                   ") and RGB/RGBA/vector pixels through ReadOptions::channels");
+  }
+  const int comps = static_cast<int>(io->GetNumberOfComponents());
+  const bool rgb = kind == PixelKind::RGB || kind == PixelKind::RGBA || (comps == 3 || comps == 4);
+  if (comps > 1) {
+    const std::string what =
+        std::to_string(comps) + "-component " + pixel_kind_name(kind) + " pixels";
+    switch (options.channels) {
+      case Channels::error:
+        fail(path, "holds " + what +
+                       "; choose what to read with ReadOptions::channels (gpix info --channels): "
+                       "luminance (RGB/RGBA "
+                       "to float32), channel N (one component), or split (components as the first "
+                       "axis of a "
+                       "3D stack; 2D files only)");
+      case Channels::luminance:
+        if (!rgb || comps < 3) fail(path, "holds " + what + "; luminance needs RGB or RGBA pixels");
+        break;
+      case Channels::channel:
+        if (options.channel < 0 || options.channel >= comps) {
+          fail(path, "holds " + what + "; channel " + std::to_string(options.channel) +
+                         " does not exist (use 0 to " + std::to_string(comps - 1) + ")");
+        }
+        break;
+      case Channels::split:
+        if (ndim > 2)
+          fail(path,
+               "holds 3D " + what + "; split would need 4 dimensions: read one channel instead");
+        break;
+    }
+  }
+
+  // The size the header claims, checked before any allocation.
+  std::uint64_t elements = 1;
+  const std::uint64_t csize = size_of(*dtype);
+  const std::uint64_t limit =
+      std::numeric_limits<std::uint64_t>::max() / csize / static_cast<std::uint64_t>(comps);
+  for (auto e : ext) {
+    if (e > limit / elements)
+      fail(path, "has a header that claims more pixels than 64-bit sizes can count");
+    elements *= e;
+  }
+  const std::uint64_t claimed = elements * csize * static_cast<std::uint64_t>(comps);
+  const std::uint64_t avail = available_memory();
+  if (claimed > avail) {
+    fail(path, "has a header that claims " + human_bytes(claimed) +
+                   " of pixels but this machine has " + human_bytes(avail) +
+                   " of memory available; the file is corrupt or too large to load whole");
+  }
+
+  if (const std::string why = detail::check_data_size(format.name, path, claimed); !why.empty()) {
+    fail(path, "is not a readable " + format.name + " file: " + why);
+  }
+
+  std::vector<std::size_t> zyx(ext.rbegin(), ext.rend());
+  Image img;
+  img.format = format.name;
+  img.file_components = comps;
+  try {
+    itk::ImageIORegion region(itk_dims);
+    for (unsigned i = 0; i < itk_dims; ++i) {
+      region.SetIndex(i, 0);
+      region.SetSize(i, io->GetDimensions(i));
+    }
+    io->SetIORegion(region);
+    if (comps == 1) {
+      img.pixels = HostArray::empty(Shape(std::span<const std::size_t>(zyx)), *dtype);
+      io->Read(img.pixels.data());  // straight into the array: no staging copy
+    } else {
+      std::vector<std::byte> staging(static_cast<std::size_t>(claimed));
+      io->Read(staging.data());
+      const std::size_t n = static_cast<std::size_t>(elements);
+      if (options.channels == Channels::split)
+        zyx.insert(zyx.begin(), static_cast<std::size_t>(comps));
+      const DType out_t = options.channels == Channels::luminance ? DType::f32 : *dtype;
+      img.pixels = HostArray::empty(Shape(std::span<const std::size_t>(zyx)), out_t);
+      visit_dtype(*dtype, [&](auto z) {
+        using T = decltype(z);
+        apply_policy<T>(reinterpret_cast<const T*>(staging.data()), n, comps, options, img.pixels);
+      });
+    }
+  } catch (const itk::ExceptionObject& e) {
+    fail(path, "cannot read the " + format.name +
+                   " pixels (truncated or corrupt file?): " + itk_message(e));
+  } catch (const OutOfMemory& e) {
+    fail(path, std::string("does not fit in host memory: ") + e.what());
+  } catch (const std::bad_alloc&) {
+    fail(path, "does not fit in host memory (" + human_bytes(claimed) + ")");
+  }
+
+  // Metadata, reversed into (z, y, x) order; split stacks get a unit channel axis.
+  std::vector<double> sp, org, dir;
+  for (int i = 0; i < ndim; ++i) {
+    sp.push_back(io->GetSpacing(static_cast<unsigned>(i)));
+    org.push_back(io->GetOrigin(static_cast<unsigned>(i)));
+  }
+  const auto n = static_cast<std::size_t>(ndim);
+  dir.assign(n * n, 0.0);
+  for (std::size_t c = 0; c < n; ++c) {
+    const std::vector<double> col = io->GetDirection(static_cast<unsigned>(c));
+    for (std::size_t r = 0; r < n && r < col.size(); ++r)
+      dir[(n - 1 - r) * n + (n - 1 - c)] = col[r];
+  }
+  img.meta.spacing = reversed(sp);
+  img.meta.origin = reversed(org);
+  img.meta.direction = dir;
+  if (img.pixels.shape().ndim() != ndim) {
+    // split: the channel axis comes first, with unit spacing and no rotation.
+    const std::size_t m = n + 1;
+    img.meta.spacing.insert(img.meta.spacing.begin(), 1.0);
+    img.meta.origin.insert(img.meta.origin.begin(), 0.0);
+    std::vector<double> d(m * m, 0.0);
+    d[0] = 1.0;
+    for (std::size_t r = 0; r < n; ++r) {
+      for (std::size_t c = 0; c < n; ++c) d[(r + 1) * m + c + 1] = dir[r * n + c];
+    }
+    img.meta.direction = d;
+  }
+  return img;
+}
+
+DeviceImage read_to_device(const fs::path& path, const Device& device, const ReadOptions& options) {
+  Image img = read(path, options);
+  DeviceImage d;
+  d.pixels = Array::push(img.pixels, device);
+  d.meta = std::move(img.meta);
+  d.format = std::move(img.format);
+  d.file_components = img.file_components;
+  return d;
+}
+
+namespace {
+
+// A folder next to the target that takes the ITK output, renamed into place on success and
+// removed on failure, so that a failed write leaves nothing behind.
+class TempFolder {
+ public:
+  explicit TempFolder(const fs::path& target) : target_(target) {
+    fs::path parent = target.parent_path();
+    if (parent.empty()) parent = ".";
+    std::error_code ec;
+    const auto st = fs::status(parent, ec);
+    if (!fs::exists(st))
+      fail(target, "cannot be written: the folder " + q(parent) + " does not exist");
+    if (!fs::is_directory(st)) fail(target, "cannot be written: " + q(parent) + " is not a folder");
+    if (fs::is_directory(fs::status(target, ec)))
+      fail(target, "is a folder; give a file name to write");
+    std::string tmpl = str(parent / ".gpix-write-XXXXXX");
+    if (!mkdtemp(tmpl.data())) {
+      fail(target, std::string("cannot be written: creating a temporary folder in ") + q(parent) +
+                       " failed: " + std::strerror(errno));
+    }
+    dir_ = fs::u8path(tmpl);
+  }
+  ~TempFolder() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  TempFolder(const TempFolder&) = delete;
+  TempFolder& operator=(const TempFolder&) = delete;
+
+  fs::path file() const { return dir_ / target_.filename(); }
+
+  // Moves every file written into place, the named target last (side files such as the .raw
+  // of a .mhd first, so the header never points at missing data).
+  void commit() {
+    fs::path parent = target_.parent_path();
+    if (parent.empty()) parent = ".";
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(dir_)) files.push_back(e.path());
+    std::stable_partition(files.begin(), files.end(),
+                          [&](const fs::path& f) { return f.filename() != target_.filename(); });
+    for (const auto& f : files) {
+      std::error_code ec;
+      fs::rename(f, parent / f.filename(), ec);
+      if (ec) fail(target_, "cannot be moved into place: " + ec.message());
+    }
+  }
+
+ private:
+  fs::path target_;
+  fs::path dir_;
+};
+
+}  // namespace
+
+void write(const fs::path& path, const HostArray& pixels, const Metadata& meta,
+           const WriteOptions& options) {
+  const Format& format = format_for(path);
+  if (!pixels.valid()) fail(path, "cannot be written from an empty HostArray");
+  const DType t = pixels.dtype();
+  const int ndim = pixels.shape().ndim();
+  if (std::find(format.write_dtypes.begin(), format.write_dtypes.end(), t) ==
+      format.write_dtypes.end()) {
+    fail(path, "cannot store " + std::string(name(t)) + " pixels as " + format.name +
+                   "; it stores " + dtype_list(format.write_dtypes) +
+                   " (NRRD, MetaImage and NIfTI store every dtype)");
+  }
+  if (ndim < format.min_write_dims) {
+    fail(path, "cannot store a 1D image as " + format.name +
+                   "; give it the shape (1, x) or use NRRD, MetaImage or NIfTI");
+  }
+  if (ndim > format.max_write_dims) {
+    fail(path, "cannot store a " + std::to_string(ndim) + "D image as " + format.name +
+                   " (at most " + std::to_string(format.max_write_dims) +
+                   "D); use TIFF, NRRD, MetaImage or NIfTI for stacks");
+  }
+  if (format.name == "NIfTI" && is_float(t)) {
+    // The nifti library replaces NaN and infinities by 0 when reading: refuse rather than lose
+    // them.
+    const bool finite = visit_dtype(t, [&](auto z) {
+      using T = decltype(z);
+      if constexpr (std::is_floating_point_v<T>) {
+        for (T v : pixels.as<T>()) {
+          if (!std::isfinite(v)) return false;
+        }
+      }
+      return true;
+    });
+    if (!finite) {
+      fail(path,
+           "holds NaN or infinite pixels, which NIfTI readers (the nifti library) turn into 0; "
+           "use NRRD or MetaImage to keep them");
+    }
+  }
+  const auto n = static_cast<std::size_t>(ndim);
+  auto check_len = [&](const std::vector<double>& v, std::size_t want, const char* what) {
+    if (!v.empty() && v.size() != want) {
+      fail(path, std::string("cannot be written: the metadata has ") + std::to_string(v.size()) +
+                     " " + what + " values for a " + std::to_string(ndim) + "D image (needs " +
+                     std::to_string(want) + ")");
+    }
+  };
+  check_len(meta.spacing, n, "spacing");
+  check_len(meta.origin, n, "origin");
+  check_len(meta.direction, n * n, "direction");
+  const auto sp = reversed(meta.spacing_or_default(ndim));
+  const auto org = reversed(meta.origin_or_default(ndim));
+  const auto dir = meta.direction_or_default(ndim);
+
+  TempFolder tmp(path);
+  auto io = make_io(format.name);
+  try {
+    io->SetNumberOfDimensions(static_cast<unsigned>(ndim));
+    itk::ImageIORegion region(static_cast<unsigned>(ndim));
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto u = static_cast<unsigned>(i);
+      io->SetDimensions(
+          u, static_cast<itk::SizeValueType>(pixels.shape()[ndim - 1 - static_cast<int>(i)]));
+      io->SetSpacing(u, sp[i]);
+      io->SetOrigin(u, org[i]);
+      std::vector<double> col(n);
+      for (std::size_t r = 0; r < n; ++r) col[r] = dir[(n - 1 - r) * n + (n - 1 - i)];
+      io->SetDirection(u, col);
+      region.SetIndex(u, 0);
+      region.SetSize(u, io->GetDimensions(u));
+    }
+    io->SetComponentType(to_component(t));
+    io->SetPixelType(PixelKind::SCALAR);
+    io->SetNumberOfComponents(1);
+    io->SetIORegion(region);
+    io->SetUseCompression(options.compress);
+    io->SetFileName(str(tmp.file()));
+    io->Write(pixels.data());
+  } catch (const itk::ExceptionObject& e) {
+    fail(path, "cannot be written as " + format.name + ": " + itk_message(e));
+  }
+  tmp.commit();
+}
+
+void write(const fs::path& path, const Image& image, const WriteOptions& options) {
+  write(path, image.pixels, image.meta, options);
+}
+
+void write(const fs::path& path, const Array& pixels, const Metadata& meta,
+           const WriteOptions& options) {
+  format_for(path);  // an unknown extension fails before the transfer
+  if (!pixels.valid()) fail(path, "cannot be written from a null Array");
+  write(path, pixels.pull(), meta, options);
+}
+
+void write(const fs::path& path, const DeviceImage& image, const WriteOptions& options) {
+  write(path, image.pixels, image.meta, options);
+}
+
+}  // namespace gpix::io

@@ -1,0 +1,233 @@
+#include "validate.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <vector>
+
+namespace gpix::io::detail {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<unsigned char> slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+// The first n bytes (fewer for a shorter file).
+std::vector<unsigned char> head(const fs::path& p, std::size_t n) {
+  std::vector<unsigned char> b(n);
+  std::ifstream f(p, std::ios::binary);
+  f.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(n));
+  b.resize(static_cast<std::size_t>(f.gcount()));
+  return b;
+}
+
+std::uint32_t be32(const unsigned char* p) {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+         p[3];
+}
+
+std::string check_png(const fs::path& path) {
+  const auto b = slurp(path);
+  static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (b.size() < 8 || std::memcmp(b.data(), sig, 8) != 0)
+    return "it does not start with the PNG signature";
+  std::size_t pos = 8;
+  while (true) {
+    if (pos + 12 > b.size()) return "it is truncated (the file ends inside a chunk, before IEND)";
+    const std::uint32_t len = be32(&b[pos]);
+    if (len > b.size() - pos - 12) return "it is truncated (a chunk runs past the end of the file)";
+    const unsigned char* type = &b[pos + 4];
+    const uLong crc = crc32(0L, type, static_cast<uInt>(len + 4));
+    if (crc != be32(&b[pos + 8 + len])) {
+      return "it is corrupt (the CRC of the " +
+             std::string(reinterpret_cast<const char*>(type), 4) + " chunk is wrong)";
+    }
+    if (std::memcmp(type, "IEND", 4) == 0) return {};
+    pos += 12 + len;
+  }
+}
+
+std::string check_jpeg(const fs::path& path) {
+  const auto b = slurp(path);
+  if (b.size() < 4 || b[0] != 0xff || b[1] != 0xd8)
+    return "it does not start with the JPEG start-of-image marker";
+  std::size_t pos = 2;
+  while (true) {
+    while (pos < b.size() && b[pos] == 0xff && pos + 1 < b.size() && b[pos + 1] == 0xff)
+      ++pos;  // fill bytes
+    if (pos + 4 > b.size()) return "it is truncated (the file ends among the headers)";
+    if (b[pos] != 0xff) return "it is corrupt (a marker was expected among the headers)";
+    const unsigned char m = b[pos + 1];
+    const std::size_t len = (std::size_t{b[pos + 2]} << 8) | b[pos + 3];
+    if (len < 2 || pos + 2 + len > b.size())
+      return "it is truncated (a header segment runs past the end)";
+    pos += 2 + len;
+    if (m == 0xda) break;  // start of scan: entropy-coded data follows
+  }
+  // The compressed data ends with the end-of-image marker; trailing bytes after it are allowed.
+  for (std::size_t i = b.size() - 1; i > pos; --i) {
+    if (b[i - 1] == 0xff && b[i] == 0xd9) return {};
+  }
+  return "it is truncated (no end-of-image marker after the image data)";
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// MetaImage header fields (key = value lines up to ElementDataFile, which comes last).
+struct MetaHeader {
+  std::string data_file;
+  bool compressed = false;
+  std::optional<std::uint64_t> compressed_size;
+  std::uint64_t header_bytes = 0;  // up to and including the ElementDataFile line
+};
+
+MetaHeader parse_meta(const fs::path& path) {
+  MetaHeader h;
+  std::ifstream f(path, std::ios::binary);
+  std::string line;
+  std::uint64_t consumed = 0;
+  while (std::getline(f, line)) {
+    consumed += line.size() + 1;
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    auto trim = [](std::string s) {
+      while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+      std::size_t i = 0;
+      while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+      return s.substr(i);
+    };
+    const std::string key = lower(trim(line.substr(0, eq)));
+    const std::string value = trim(line.substr(eq + 1));
+    if (key == "compresseddata") h.compressed = lower(value) == "true";
+    if (key == "compresseddatasize") h.compressed_size = std::strtoull(value.c_str(), nullptr, 10);
+    if (key == "elementdatafile") {
+      h.data_file = value;
+      h.header_bytes = consumed;
+      break;
+    }
+  }
+  return h;
+}
+
+std::string check_meta(const fs::path& path, std::uint64_t data_bytes) {
+  const MetaHeader h = parse_meta(path);
+  std::error_code ec;
+  if (lower(h.data_file) == "local") {
+    const std::uint64_t size = fs::file_size(path, ec);
+    const std::uint64_t have = size > h.header_bytes ? size - h.header_bytes : 0;
+    const std::uint64_t want = h.compressed ? h.compressed_size.value_or(1) : data_bytes;
+    if (have < want) {
+      return "it is truncated: the header announces " + std::to_string(want) + " bytes of " +
+             (h.compressed ? "compressed " : "") + "data but the file holds " +
+             std::to_string(have);
+    }
+    return {};
+  }
+  // A detached data file (a list or pattern of files is left to MetaIO).
+  if (h.data_file.empty() || h.data_file.find(' ') != std::string::npos ||
+      h.data_file.find('%') != std::string::npos) {
+    return {};
+  }
+  const fs::path data = path.parent_path() / fs::u8path(h.data_file);
+  if (!fs::exists(data, ec)) return "its data file '" + h.data_file + "' does not exist";
+  const std::uint64_t have = fs::file_size(data, ec);
+  const std::uint64_t want = h.compressed ? h.compressed_size.value_or(1) : data_bytes;
+  if (have < want) {
+    return "its data file '" + h.data_file + "' is truncated: " + std::to_string(have) +
+           " bytes, " + std::to_string(want) + " expected";
+  }
+  return {};
+}
+
+// The data offset of a NIfTI-1 or NIfTI-2 header (host byte order or swapped).
+std::optional<std::uint64_t> nifti_offset(const unsigned char* h, std::size_t n) {
+  if (n < 348) return std::nullopt;
+  std::int32_t sizeof_hdr;
+  std::memcpy(&sizeof_hdr, h, 4);
+  const bool swapped = sizeof_hdr != 348 && sizeof_hdr != 540;
+  if (swapped)
+    sizeof_hdr =
+        static_cast<std::int32_t>(__builtin_bswap32(static_cast<std::uint32_t>(sizeof_hdr)));
+  if (sizeof_hdr == 348) {
+    std::uint32_t bits;
+    std::memcpy(&bits, h + 108, 4);
+    if (swapped) bits = __builtin_bswap32(bits);
+    float off;
+    std::memcpy(&off, &bits, 4);
+    return off < 352.0f ? 352u : static_cast<std::uint64_t>(off);
+  }
+  if (sizeof_hdr == 540 && n >= 540) {
+    std::uint64_t off;
+    std::memcpy(&off, h + 168, 8);
+    if (swapped) off = __builtin_bswap64(off);
+    return off;
+  }
+  return std::nullopt;
+}
+
+std::string check_nifti(const fs::path& path, std::uint64_t data_bytes) {
+  const std::string name = lower(path.filename().string());
+  std::error_code ec;
+  const std::uint64_t size = fs::file_size(path, ec);
+  if (name.ends_with(".gz")) {
+    // The decompressed header, and the size gzip records in its last 4 bytes (mod 2^32).
+    gzFile gz = gzopen(path.c_str(), "rb");
+    if (!gz) return "it cannot be opened as gzip";
+    unsigned char hdr[540] = {};
+    const int got = gzread(gz, hdr, sizeof hdr);
+    gzclose(gz);
+    const auto off = nifti_offset(hdr, got > 0 ? static_cast<std::size_t>(got) : 0);
+    if (!off) return "it is corrupt (no NIfTI header inside the gzip stream)";
+    if (size < 18) return "it is truncated (shorter than a gzip stream)";
+    unsigned char t[4];
+    std::ifstream f(path, std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(size - 4));
+    f.read(reinterpret_cast<char*>(t), 4);
+    const std::uint32_t isize =
+        static_cast<std::uint32_t>(t[0]) | (static_cast<std::uint32_t>(t[1]) << 8) |
+        (static_cast<std::uint32_t>(t[2]) << 16) | (static_cast<std::uint32_t>(t[3]) << 24);
+    if (!f || isize != static_cast<std::uint32_t>((*off + data_bytes) & 0xffffffffu)) {
+      return "it is truncated or corrupt: the gzip stream does not hold the " +
+             std::to_string(data_bytes) + " bytes of pixels the header announces";
+    }
+    return {};
+  }
+  if (name.ends_with(".hdr")) return {};
+  const auto b = head(path, 540);
+  const auto off = nifti_offset(b.data(), b.size());
+  if (!off) return "it is corrupt (no NIfTI header)";
+  if (size < *off + data_bytes) {
+    return "it is truncated: the header announces " + std::to_string(data_bytes) +
+           " bytes of pixels from byte " + std::to_string(*off) + " but the file has " +
+           std::to_string(size) + " bytes";
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string check_structure(const std::string& format, const fs::path& path) {
+  if (format == "PNG") return check_png(path);
+  if (format == "JPEG") return check_jpeg(path);
+  return {};
+}
+
+std::string check_data_size(const std::string& format, const fs::path& path,
+                            std::uint64_t data_bytes) {
+  if (format == "MetaImage") return check_meta(path, data_bytes);
+  if (format == "NIfTI") return check_nifti(path, data_bytes);
+  return {};
+}
+
+}  // namespace gpix::io::detail

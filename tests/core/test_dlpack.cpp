@@ -1,0 +1,194 @@
+// DLPack export and import on the host, with a counting deleter on every path, and the
+// device paths that work without CUDA (push of a CPU tensor, rejection of OpenCL export).
+#include <QTest>
+
+#include "common.h"
+#include "gpix/dlpack.h"
+
+using namespace gpix;
+
+Q_DECLARE_METATYPE(gpix::DType)
+
+namespace {
+
+// A producer's tensor over a vector it owns, counting deleter calls.
+struct Producer {
+  static inline int deleted = 0;
+  struct Ctx {
+    DLManagedTensor t{};
+    std::vector<std::byte> bytes;
+    std::vector<std::int64_t> shape, strides;
+  };
+  static DLManagedTensor* make(std::vector<std::byte> bytes, std::vector<std::int64_t> shape,
+                               DLDataType dt, std::vector<std::int64_t> strides = {},
+                               std::uint64_t offset = 0, DLDeviceType dev = kDLCPU) {
+    auto* c = new Ctx;
+    c->bytes = std::move(bytes);
+    c->shape = std::move(shape);
+    c->strides = std::move(strides);
+    c->t.dl_tensor.data = c->bytes.data();
+    c->t.dl_tensor.device = {dev, 0};
+    c->t.dl_tensor.ndim = static_cast<int>(c->shape.size());
+    c->t.dl_tensor.dtype = dt;
+    c->t.dl_tensor.shape = c->shape.data();
+    c->t.dl_tensor.strides = c->strides.empty() ? nullptr : c->strides.data();
+    c->t.dl_tensor.byte_offset = offset;
+    c->t.manager_ctx = c;
+    c->t.deleter = [](DLManagedTensor* self) {
+      ++deleted;
+      delete static_cast<Ctx*>(self->manager_ctx);
+    };
+    return &c->t;
+  }
+};
+
+std::vector<std::byte> random_bytes(std::size_t n) {
+  const auto v = test::random_bits<std::uint8_t>(n);
+  std::vector<std::byte> b(n);
+  std::memcpy(b.data(), v.data(), n);
+  return b;
+}
+
+}  // namespace
+
+class TestDlpack : public QObject {
+  Q_OBJECT
+ private slots:
+  void init() { Producer::deleted = 0; }
+
+  void dtypes() {
+    for (DType t : kAllDTypes)
+      QCOMPARE(from_dlpack_dtype(to_dlpack_dtype(t)), std::optional<DType>(t));
+    QVERIFY(!from_dlpack_dtype({kDLFloat, 16, 1}));
+    QVERIFY(!from_dlpack_dtype({kDLBfloat, 16, 1}));
+    QVERIFY(!from_dlpack_dtype({kDLComplex, 64, 1}));
+    QVERIFY(!from_dlpack_dtype({6, 8, 1}));  // kDLBool in DLPack 0.8+
+    QVERIFY(!from_dlpack_dtype({kDLFloat, 32, 4}));
+  }
+
+  void export_import_host_data() {
+    QTest::addColumn<DType>("dtype");
+    for (DType t : kAllDTypes) QTest::newRow(name(t).data()) << t;
+  }
+  void export_import_host() {
+    QFETCH(DType, dtype);
+    for (const Shape& s : test::odd_shapes()) {
+      HostArray h = HostArray::empty(s, dtype);
+      const auto bytes = random_bytes(h.bytes());
+      std::memcpy(h.data(), bytes.data(), h.bytes());
+      DLManagedTensor* t = to_dlpack(h);
+      QCOMPARE(t->dl_tensor.device.device_type, kDLCPU);
+      QCOMPARE(t->dl_tensor.ndim, s.ndim());
+      QCOMPARE(t->dl_tensor.data, static_cast<void*>(h.data()));  // shared, no copy
+      for (int i = 0; i < s.ndim(); ++i)
+        QCOMPARE(t->dl_tensor.shape[i], static_cast<std::int64_t>(s[i]));
+      QCOMPARE(t->dl_tensor.strides[s.ndim() - 1], std::int64_t{1});
+      // Copy import: same bytes, own memory; the export's deleter runs inside.
+      const HostArray back = host_from_dlpack(t, DlpackImport::copy);
+      QCOMPARE(back.shape(), s);
+      QCOMPARE(back.dtype(), dtype);
+      QVERIFY(back.data() != h.data());
+      QVERIFY(std::memcmp(back.data(), bytes.data(), back.bytes()) == 0);
+      // Wrap import: shares memory until the last HostArray copy dies.
+      DLManagedTensor* t2 = to_dlpack(h);
+      {
+        HostArray w = host_from_dlpack(t2, DlpackImport::wrap);
+        QCOMPARE(w.data(), h.data());
+      }
+    }
+  }
+
+  void import_counts_deleter() {
+    const std::vector<float> vals = test::random_values<float>(2 * 3 * 4 + 2);
+    std::vector<std::byte> bytes(vals.size() * 4);
+    std::memcpy(bytes.data(), vals.data(), bytes.size());
+    const DLDataType f32{kDLFloat, 32, 1};
+    {
+      // NULL strides, byte_offset of two elements.
+      const HostArray h = host_from_dlpack(Producer::make(bytes, {2, 3, 4}, f32, {}, 8));
+      QCOMPARE(Producer::deleted, 1);  // copy: at once
+      QCOMPARE(h.shape(), (Shape{2, 3, 4}));
+      QVERIFY(std::memcmp(h.data(), vals.data() + 2, h.bytes()) == 0);
+    }
+    {
+      // Explicit compact strides with an arbitrary stride on an extent-1 axis.
+      HostArray w = host_from_dlpack(Producer::make(bytes, {1, 3, 4}, f32, {99, 4, 1}, 4),
+                                     DlpackImport::wrap);
+      QCOMPARE(Producer::deleted, 1);  // wrap: still alive
+      QVERIFY(std::memcmp(w.data(), vals.data() + 1, w.bytes()) == 0);
+      HostArray copy_of_handle = w;
+      w = HostArray();
+      QCOMPARE(Producer::deleted, 1);
+      copy_of_handle = HostArray();
+      QCOMPARE(Producer::deleted, 2);
+    }
+    // Every rejection calls the deleter exactly once.
+    int expected = 2;
+    auto rejects = [&](auto exception_tag, DLManagedTensor* t) {
+      using E = decltype(exception_tag);
+      bool thrown = false;
+      try {
+        (void)host_from_dlpack(t, DlpackImport::wrap);
+      } catch (const E&) {
+        thrown = true;
+      }
+      QVERIFY(thrown);
+      QCOMPARE(Producer::deleted, ++expected);
+    };
+    rejects(InvalidArgument{""}, Producer::make(bytes, {2, 3, 4}, f32, {1, 2, 6}));  // column-major
+    rejects(InvalidArgument{""}, Producer::make(bytes, {2, 3, 2}, f32, {12, 4, 2}));    // a view
+    rejects(UnsupportedDType{""}, Producer::make(bytes, {2, 3}, {kDLFloat, 32, 4}));    // lanes
+    rejects(UnsupportedDType{""}, Producer::make(bytes, {2, 3}, {kDLFloat, 16, 1}));    // f16
+    rejects(UnsupportedDType{""}, Producer::make(bytes, {2, 3}, {kDLBfloat, 16, 1}));   // bf16
+    rejects(UnsupportedDType{""}, Producer::make(bytes, {2, 3}, {kDLComplex, 64, 1}));  // complex
+    rejects(UnsupportedDType{""}, Producer::make(bytes, {2, 3}, {6, 8, 1}));            // bool
+    rejects(InvalidArgument{""}, Producer::make(bytes, {2, 2, 2, 2}, f32));             // 4D
+    rejects(InvalidArgument{""}, Producer::make(bytes, {}, f32));                       // 0-d
+    rejects(InvalidArgument{""}, Producer::make(bytes, {3, 0}, f32));                   // empty
+    rejects(InvalidArgument{""}, Producer::make(bytes, {2, 3}, f32, {}, 0, kDLCUDA));   // device
+    rejects(InvalidArgument{""}, Producer::make(bytes, {2, 3}, f32, {}, 2));  // misaligned wrap
+    DLManagedTensor* null_data = Producer::make(bytes, {2}, f32);
+    null_data->dl_tensor.data = nullptr;
+    rejects(InvalidArgument{""}, null_data);
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, host_from_dlpack(nullptr));
+  }
+
+  void device_paths_data() {
+    QTest::addColumn<int>("device");
+    for (const Device& d : test::test_devices())
+      QTest::newRow(test::row_name(d).constData()) << d.info().index;
+  }
+  void device_paths() {
+    QFETCH(int, device);
+    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const auto vals = test::random_values<std::int16_t>(5 * 7);
+    std::vector<std::byte> bytes(vals.size() * 2);
+    std::memcpy(bytes.data(), vals.data(), bytes.size());
+    const Array a = array_from_dlpack(Producer::make(bytes, {5, 7}, {kDLInt, 16, 1}), dev);
+    QCOMPARE(Producer::deleted, 1);
+    QCOMPARE(a.shape(), (Shape{5, 7}));
+    QVERIFY(a.pull_as<std::int16_t>() == vals);
+    if (dev.backend() == Backend::opencl) {
+      QVERIFY_THROWS_EXCEPTION(InvalidArgument, to_dlpack(a));
+      // A CUDA tensor offered to an OpenCL device is refused, and freed.
+      QVERIFY_THROWS_EXCEPTION(
+          InvalidArgument,
+          array_from_dlpack(Producer::make(bytes, {5, 7}, {kDLInt, 16, 1}, {}, 0, kDLCUDA), dev));
+      QCOMPARE(Producer::deleted, 2);
+    } else {
+      // CUDA: export shares device memory, import wraps it back (deleter when the Array dies).
+      DLManagedTensor* t = to_dlpack(a);
+      QCOMPARE(t->dl_tensor.device.device_type, kDLCUDA);
+      {
+        const Array b = array_from_dlpack(t, dev);
+        QVERIFY(b.pull_as<std::int16_t>() == vals);
+      }
+    }
+    QVERIFY_THROWS_EXCEPTION(
+        InvalidArgument,
+        array_from_dlpack(Producer::make(bytes, {5, 7}, {kDLInt, 16, 1}, {}, 0, kDLMetal), dev));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestDlpack)
+#include "test_dlpack.moc"

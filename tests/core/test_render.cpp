@@ -1,0 +1,147 @@
+// render_rgba on every device and dtype against a CPU reference of the documented mapping.
+#include <QTest>
+
+#include "common.h"
+
+using namespace gpix;
+
+Q_DECLARE_METATYPE(gpix::DType)
+
+namespace {
+
+constexpr std::uint32_t kPoison = 0xdeadbeefu;
+
+// The documented mapping, computed on the host in the kernel's arithmetic type.
+template <class T>
+std::uint32_t ref_contrast(T v, double lo, double hi, const Lut& lut) {
+  using CT = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(v)) return 0;
+  }
+  const CT t = (static_cast<CT>(v) - static_cast<CT>(lo)) * static_cast<CT>(256.0 / (hi - lo));
+  int idx = 255;
+  if (!(t >= CT(0))) {
+    idx = 0;
+  } else if (t < CT(255)) {
+    idx = static_cast<int>(t);
+  }
+  return lut.table[static_cast<std::size_t>(idx)];
+}
+
+template <class T>
+std::uint32_t ref_label(T v, const Lut& lut) {
+  const auto id = static_cast<std::uint64_t>(v);
+  return id == 0 ? lut.table[0] : lut.table[1 + (id - 1) % 255];
+}
+
+template <class T>
+void check(const Device& dev, const Shape& s) {
+  auto data = test::random_values<T>(s.elements());
+  if constexpr (std::is_floating_point_v<T>) {
+    if (data.size() > 3) data[3] = std::numeric_limits<T>::quiet_NaN();
+  }
+  // Limits inside the data's range, so that both clamps and the ramp are exercised.
+  std::vector<double> sorted(data.begin(), data.end());
+  std::erase_if(sorted, [](double x) { return std::isnan(x); });
+  std::sort(sorted.begin(), sorted.end());
+  const double lo = sorted.empty() ? 0.0 : sorted[sorted.size() / 5];
+  const double hi = sorted.empty() ? 1.0 : sorted[sorted.size() * 4 / 5];
+  const Array a = Array::push(data, s, dev);
+  const std::size_t plane = s.width() * s.height();
+  for (std::size_t z = 0; z < s.depth(); ++z) {
+    for (const Lut& lut : builtin_luts()) {
+      if (lut.mode == Lut::Mode::labels && std::is_floating_point_v<T>) {
+        QVERIFY_THROWS_EXCEPTION(UnsupportedDType, render_rgba(a, lo, hi, lut, z));
+        continue;
+      }
+      Array out = Array::empty(Shape{s.height(), s.width()}, DType::u32, dev);
+      out.fill(kPoison);
+      render_rgba(a, lo, hi, lut, z, out);
+      const auto got = out.pull_as<std::uint32_t>();
+      for (std::size_t i = 0; i < plane; ++i) {
+        const T v = data[z * plane + i];
+        const std::uint32_t want =
+            lut.mode == Lut::Mode::labels ? ref_label(v, lut) : ref_contrast(v, lo, hi, lut);
+        if (got[i] != want) {
+          QFAIL(qPrintable(QString("%1 %2 z=%3 i=%4 value %5 lo %6 hi %7: got %8 want %9")
+                               .arg(lut.name.c_str(), s.str().c_str())
+                               .arg(z)
+                               .arg(i)
+                               .arg(static_cast<double>(v))
+                               .arg(lo)
+                               .arg(hi)
+                               .arg(got[i], 8, 16)
+                               .arg(want, 8, 16)));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+class TestRender : public QObject {
+  Q_OBJECT
+ private slots:
+  void luts() {
+    QCOMPARE(builtin_luts().size(), std::size_t{4});
+    const Lut& g = lut("gray");
+    const auto* b = reinterpret_cast<const std::uint8_t*>(&g.table[200]);
+    QCOMPARE(int(b[0]), 200);
+    QCOMPARE(int(b[1]), 200);
+    QCOMPARE(int(b[2]), 200);
+    QCOMPARE(int(b[3]), 255);
+    QCOMPARE(lut("inverted_gray").table[0], rgba(255, 255, 255));
+    const Lut& lab = lut("labels");
+    QCOMPARE(lab.table[0], rgba(0, 0, 0, 0));
+    for (std::size_t i = 1; i < 256; ++i) {
+      QVERIFY(lab.table[i] != lab.table[i - 1]);  // neighbours differ
+      QCOMPARE(reinterpret_cast<const std::uint8_t*>(&lab.table[i])[3], std::uint8_t{255});
+    }
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, lut("jet"));
+  }
+
+  void matches_reference_data() {
+    QTest::addColumn<int>("device");
+    QTest::addColumn<DType>("dtype");
+    for (const Device& d : test::test_devices()) {
+      for (DType t : kAllDTypes) {
+        QTest::newRow((test::row_name(d) + " " + QByteArray(name(t).data())).constData())
+            << d.info().index << t;
+      }
+    }
+  }
+  void matches_reference() {
+    QFETCH(int, device);
+    QFETCH(DType, dtype);
+    const Device dev = devices()[static_cast<std::size_t>(device)];
+    if (dtype == DType::f64 && !dev.supports_fp64()) QSKIP("no fp64 on this device");
+    for (const Shape& s : {Shape{1}, Shape{13}, Shape{1, 1}, Shape{31, 37}, Shape{17, 1},
+                           Shape{3, 5, 7}, Shape{2, 9, 1}}) {
+      visit_dtype(dtype, [&](auto z) { check<decltype(z)>(dev, s); });
+      if (QTest::currentTestFailed()) return;
+    }
+  }
+
+  void errors() {
+    const Device dev = test::test_devices().front();
+    const Array a = Array::push(test::random_values<float>(3 * 4 * 5), Shape{3, 4, 5}, dev);
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, render_rgba(a, 0, 1, lut("gray"), 3));
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, render_rgba(a, 2, 1, lut("gray")));
+    QVERIFY_THROWS_EXCEPTION(
+        InvalidArgument, render_rgba(a, 0, std::numeric_limits<double>::infinity(), lut("gray")));
+    Array wrong = Array::empty(Shape{4, 4}, DType::u32, dev);
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, render_rgba(a, 0, 1, lut("gray"), 0, wrong));
+    const Array flat = Array::push(test::random_values<float>(20), Shape{4, 5}, dev);
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, render_rgba(flat, 0, 1, lut("gray"), 1));
+    // lo == hi: a step at lo.
+    const Array step = Array::push(std::vector<std::int32_t>{-1, 0, 1}, Shape{3}, dev);
+    const auto got = render_rgba(step, 0, 0, lut("gray")).pull_as<std::uint32_t>();
+    QCOMPARE(got[0], rgba(0, 0, 0));
+    QCOMPARE(got[1], rgba(0, 0, 0));
+    QCOMPARE(got[2], rgba(255, 255, 255));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestRender)
+#include "test_render.moc"

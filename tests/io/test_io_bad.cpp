@@ -1,0 +1,230 @@
+// Bad input: every case is a gpix::IoError naming the file, no crash, and no file left behind.
+#include <itkImage.h>
+#include <itkImageFileWriter.h>
+#include <itkNrrdImageIO.h>
+#include <QDir>
+#include <QFile>
+#include <QTemporaryDir>
+#include <QTest>
+#include <fstream>
+
+#include "common.h"
+#include "gpix/io.h"
+
+using namespace gpix;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path in(const QTemporaryDir& d, const std::string& name) {
+  return fs::path(d.path().toStdString()) / name;
+}
+
+void put(const fs::path& p, const std::string& bytes) {
+  std::ofstream f(p, std::ios::binary);
+  f << bytes;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+// Expects an IoError about path whose message contains `words`.
+void expect_io_error(const std::function<void()>& f, const fs::path& path,
+                     const std::string& words) {
+  try {
+    f();
+  } catch (const IoError& e) {
+    QCOMPARE(e.path(), path.string());
+    QVERIFY2(std::string(e.what()).find(words) != std::string::npos, e.what());
+    return;
+  }
+  QFAIL(qPrintable(QString::fromStdString("no IoError for " + path.string())));
+}
+
+QStringList entries(const QTemporaryDir& d) {
+  return QDir(d.path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot);
+}
+
+}  // namespace
+
+class TestIoBad : public QObject {
+  Q_OBJECT
+ private slots:
+  void missing_folder_empty() {
+    QTemporaryDir dir;
+    expect_io_error([&] { io::read(in(dir, "none.tif")); }, in(dir, "none.tif"), "no such file");
+    QVERIFY(QDir(dir.path()).mkdir("stack.tif"));
+    expect_io_error([&] { io::read(in(dir, "stack.tif")); }, in(dir, "stack.tif"), "folder");
+    put(in(dir, "empty.png"), "");
+    expect_io_error([&] { io::read(in(dir, "empty.png")); }, in(dir, "empty.png"), "empty");
+    expect_io_error([&] { io::read(in(dir, "x.bmpq")); }, in(dir, "x.bmpq"), ".tif");
+  }
+
+  void truncated_and_corrupt_data() {
+    QTest::addColumn<QString>("ext");
+    for (const char* e : {".tif", ".png", ".jpg", ".nrrd", ".mha", ".nii", ".nii.gz"})
+      QTest::newRow(e) << QString(e);
+  }
+  void truncated_and_corrupt() {
+    QFETCH(QString, ext);
+    QTemporaryDir dir;
+    const auto good = in(dir, "good" + ext.toStdString());
+    const HostArray h =
+        HostArray::from(test::random_values<std::uint8_t>(3 * 40 * 50), Shape{40, 150});
+    io::write(good, h);
+    const std::string bytes = slurp(good);
+    // Truncated to a half, to the header only, and to a few bytes.
+    for (std::size_t keep :
+         {bytes.size() / 2, std::min<std::size_t>(bytes.size() / 8, 400), std::size_t{10}}) {
+      const auto p = in(dir, "cut" + std::to_string(keep) + ext.toStdString());
+      put(p, bytes.substr(0, keep));
+      expect_io_error([&] { io::read(p); }, p, "");
+    }
+    // Garbage with the right extension.
+    std::string junk(2000, '\0');
+    for (auto& c : junk) c = static_cast<char>(test::rng()());
+    const auto p = in(dir, "junk" + ext.toStdString());
+    put(p, junk);
+    expect_io_error([&] { io::read(p); }, p, "");
+  }
+
+  void lying_extension() {
+    QTemporaryDir dir;
+    const HostArray h = HostArray::from(test::random_values<std::uint8_t>(35), Shape{5, 7});
+    io::write(in(dir, "real.png"), h);
+    QVERIFY(QFile::rename(QString::fromStdString(in(dir, "real.png").string()),
+                          QString::fromStdString(in(dir, "fake.tif").string())));
+    expect_io_error([&] { io::read(in(dir, "fake.tif")); }, in(dir, "fake.tif"), "content is PNG");
+  }
+
+  void unsupported_pixels() {
+    QTemporaryDir dir;
+    // Complex pixels, written by ITK itself.
+    using C = itk::Image<std::complex<float>, 2>;
+    auto img = C::New();
+    C::SizeType size{{4, 3}};
+    img->SetRegions(C::RegionType(size));
+    img->Allocate();
+    img->FillBuffer(std::complex<float>(1, 2));
+    const auto cpath = in(dir, "complex.nrrd");
+    auto w = itk::ImageFileWriter<C>::New();
+    w->SetImageIO(itk::NrrdImageIO::New());
+    w->SetInput(img);
+    w->SetFileName(cpath.string());
+    w->Update();
+    expect_io_error([&] { io::read(cpath); }, cpath, "complex");
+    expect_io_error([&] { io::read(cpath, {.channels = io::Channels::channel}); }, cpath,
+                    "complex");
+    // 4D, a MetaImage header with its data.
+    const auto p4 = in(dir, "four.mha");
+    put(p4,
+        "ObjectType = Image\nNDims = 4\nDimSize = 2 2 2 2\nElementType = "
+        "MET_UCHAR\nElementDataFile = LOCAL\n" +
+            std::string(16, '\1'));
+    expect_io_error([&] { io::read(p4); }, p4, "4 dimensions");
+    // Vector pixels with 2 components: only channel/split can read them.
+    const auto pv = in(dir, "vec.mha");
+    put(pv,
+        "ObjectType = Image\nNDims = 2\nDimSize = 3 2\nElementNumberOfChannels = 2\nElementType = "
+        "MET_SHORT\n"
+        "ElementDataFile = LOCAL\n" +
+            std::string(24, '\2'));
+    expect_io_error([&] { io::read(pv); }, pv, "channels");
+    expect_io_error([&] { io::read(pv, {.channels = io::Channels::luminance}); }, pv,
+                    "luminance needs RGB");
+    QCOMPARE(io::read(pv, {.channels = io::Channels::channel, .channel = 1}).pixels.shape(),
+             (Shape{2, 3}));
+  }
+
+  void huge_header() {
+    QTemporaryDir dir;
+    const auto p = in(dir, "huge.mhd");
+    put(in(dir, "huge.raw"), std::string(64, '\0'));
+    put(p,
+        "ObjectType = Image\nNDims = 3\nDimSize = 100000 100000 100000\nElementType = MET_UCHAR\n"
+        "ElementDataFile = huge.raw\n");
+    expect_io_error([&] { io::read(p); }, p, "claims");
+    const auto q = in(dir, "overflow.mha");
+    put(q,
+        "ObjectType = Image\nNDims = 3\nDimSize = 4000000000 4000000000 4000000000\nElementType = "
+        "MET_DOUBLE\n"
+        "ElementDataFile = LOCAL\n");
+    expect_io_error([&] { io::read(q); }, q, "");
+  }
+
+  void unwritable() {
+    QTemporaryDir dir;
+    const HostArray h = HostArray::from(test::random_values<std::uint16_t>(35), Shape{5, 7});
+    put(in(dir, "file"), "x");
+    expect_io_error([&] { io::write(in(dir, "file") / "out.tif", h); }, in(dir, "file") / "out.tif",
+                    "not a folder");
+    expect_io_error([&] { io::write(in(dir, "no/such/out.tif"), h); }, in(dir, "no/such/out.tif"),
+                    "does not exist");
+    QVERIFY(QDir(dir.path()).mkdir("taken.nrrd"));
+    expect_io_error([&] { io::write(in(dir, "taken.nrrd"), h); }, in(dir, "taken.nrrd"), "folder");
+    expect_io_error(
+        [&] {
+          io::write(in(dir, "out.png"),
+                    HostArray::from(test::random_values<float>(35), Shape{5, 7}));
+        },
+        in(dir, "out.png"), "uint8, uint16");
+    expect_io_error(
+        [&] {
+          io::write(in(dir, "out.png"),
+                    HostArray::from(test::random_values<std::uint8_t>(70), Shape{2, 5, 7}));
+        },
+        in(dir, "out.png"), "2D");
+    HostArray nan = HostArray::from(
+        std::vector<float>{1.0f, std::numeric_limits<float>::quiet_NaN()}, Shape{2});
+    expect_io_error([&] { io::write(in(dir, "nan.nii"), nan); }, in(dir, "nan.nii"), "NaN");
+    // A failed write replaces nothing and leaves nothing behind.
+    io::write(in(dir, "keep.tif"), h);
+    const std::string before = slurp(in(dir, "keep.tif"));
+    expect_io_error(
+        [&] {
+          io::write(in(dir, "keep.tif"),
+                    HostArray::from(test::random_values<double>(35), Shape{5, 7}));
+        },
+        in(dir, "keep.tif"), "float64");
+    QCOMPARE(slurp(in(dir, "keep.tif")), before);
+    QCOMPARE(entries(dir), (QStringList{"file", "keep.tif", "taken.nrrd"}));
+  }
+
+  // ITK itself fails mid-write (a header path the TIFF writer cannot take): no partial output.
+  void failed_itk_write_leaves_nothing() {
+    QTemporaryDir dir;
+    const HostArray h = HostArray::from(test::random_values<std::uint8_t>(35), Shape{5, 7});
+    io::Metadata bad;
+    bad.direction = {0, 0, 0, 0};  // singular: ITK refuses it
+    try {
+      io::write(in(dir, "dir.nrrd"), h, bad);
+    } catch (const IoError&) {
+    }
+    for (const QString& e : entries(dir)) QVERIFY2(!e.startsWith(".gpix-write"), qPrintable(e));
+  }
+
+  void non_ascii_paths() {
+    QTemporaryDir dir;
+    const fs::path folder = in(dir, "Übersicht 顕微鏡");
+    fs::create_directory(folder);
+    const HostArray h =
+        HostArray::from(test::random_bits<std::uint16_t>(3 * 5 * 7), Shape{3, 5, 7});
+    for (const char* name : {"Zellkerne_α.tif", "日本.nrrd", "ñandú.mha", "café.nii.gz", "ß.png"}) {
+      const fs::path p = folder / fs::u8path(name);
+      const HostArray img = std::string(name).ends_with(".png")
+                                ? HostArray::from(test::random_bits<std::uint16_t>(35), Shape{5, 7})
+                                : h;
+      io::write(p, img);
+      QVERIFY(fs::exists(p));
+      const io::Image back = io::read(p);
+      QVERIFY(std::memcmp(back.pixels.data(), img.data(), img.bytes()) == 0);
+    }
+    expect_io_error([&] { io::read(folder / fs::u8path("fehlt_ü.tif")); },
+                    folder / fs::u8path("fehlt_ü.tif"), "no such");
+  }
+};
+
+QTEST_GUILESS_MAIN(TestIoBad)
+#include "test_io_bad.moc"

@@ -1,0 +1,296 @@
+// Round trips write -> read for every format, extension and dtype gpix_io claims, 2D and 3D,
+// comparing pixels and the metadata each format keeps; device reads and writes; the RGB,
+// palette and 1-bit policies on files written by Qt.
+#include <QImage>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "common.h"
+#include "gpix/io.h"
+
+using namespace gpix;
+
+Q_DECLARE_METATYPE(gpix::DType)
+
+namespace {
+
+std::filesystem::path in(const QTemporaryDir& d, const std::string& name) {
+  return std::filesystem::path(d.path().toStdString()) / name;
+}
+
+template <class T>
+HostArray random_host(const Shape& s, bool smooth, bool finite) {
+  if (smooth) {  // JPEG is lossy: a gentle ramp survives it within a few grey levels
+    std::vector<T> v(s.elements());
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] = static_cast<T>(40 + (i % s.width()) * 7 % 150);
+    return HostArray::from(v, s);
+  }
+  // NIfTI's reader turns NaN and infinities into 0, so gpix refuses to write them there.
+  if (finite) return HostArray::from(test::random_values<T>(s.elements()), s);
+  return HostArray::from(test::random_bits<T>(s.elements()), s);
+}
+
+io::Metadata random_meta(int ndim) {
+  std::uniform_real_distribution<double> sp(0.1, 5.0), org(-100.0, 100.0);
+  io::Metadata m;
+  for (int i = 0; i < ndim; ++i) {
+    m.spacing.push_back(sp(test::rng()));
+    m.origin.push_back(org(test::rng()));
+  }
+  // A 90 degree rotation of the two fastest axes (determinant +1, as NIfTI needs).
+  const auto n = static_cast<std::size_t>(ndim);
+  m.direction.assign(n * n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) m.direction[i * n + i] = 1.0;
+  if (n >= 2) {
+    const std::size_t a = n - 2, b = n - 1;
+    m.direction[a * n + a] = 0;
+    m.direction[b * n + b] = 0;
+    m.direction[a * n + b] = -1;
+    m.direction[b * n + a] = 1;
+  }
+  return m;
+}
+
+bool close(double a, double b, double rel) {
+  return std::abs(a - b) <= rel * std::max(1.0, std::abs(b));
+}
+
+void compare_meta(const io::Format& f, const io::Metadata& want, const io::Metadata& got,
+                  int ndim) {
+  const auto n = static_cast<std::size_t>(ndim);
+  QCOMPARE(got.spacing.size(), n);
+  QCOMPARE(got.origin.size(), n);
+  QCOMPARE(got.direction.size(), n * n);
+  const double rel =
+      f.name == "NIfTI" ? 1e-5 : (f.name == "TIFF" || f.name == "PNG" ? 1e-3 : 1e-12);
+  switch (f.metadata) {
+    case io::Kept::all:
+      for (std::size_t i = 0; i < n; ++i) {
+        QVERIFY2(close(got.spacing[i], want.spacing[i], rel),
+                 qPrintable(QString::number(got.spacing[i])));
+        QVERIFY2(close(got.origin[i], want.origin[i], rel),
+                 qPrintable(QString::number(got.origin[i])));
+      }
+      for (std::size_t i = 0; i < n * n; ++i)
+        QVERIFY(close(got.direction[i], want.direction[i], 1e-6));
+      break;
+    case io::Kept::spacing_yx:
+      for (std::size_t i = n - 2; i < n; ++i) {
+        QVERIFY2(close(got.spacing[i], want.spacing[i], rel),
+                 qPrintable(QString("%1 vs %2").arg(got.spacing[i]).arg(want.spacing[i])));
+      }
+      for (double o : got.origin) QCOMPARE(o, 0.0);
+      break;
+    case io::Kept::none:  // JPEG: a density in whole dots per inch, not a spacing to rely on
+      break;
+  }
+}
+
+}  // namespace
+
+class TestIoFormats : public QObject {
+  Q_OBJECT
+ private slots:
+  void round_trip_data() {
+    QTest::addColumn<QString>("ext");
+    QTest::addColumn<DType>("dtype");
+    for (const auto& f : io::formats()) {
+      for (const auto& e : f.extensions) {
+        for (DType t : f.write_dtypes) {
+          QTest::newRow((e + " " + std::string(name(t))).c_str()) << QString::fromStdString(e) << t;
+        }
+      }
+    }
+  }
+  void round_trip() {
+    QFETCH(QString, ext);
+    QFETCH(DType, dtype);
+    QTemporaryDir dir;
+    const auto path = in(dir, "image" + ext.toStdString());
+    const io::Format& f = io::format_for(path);
+    std::vector<Shape> shapes = {Shape{13, 17}, Shape{1, 5}, Shape{7, 1}};
+    if (f.max_write_dims == 3)
+      shapes.insert(shapes.end(), {Shape{3, 5, 7}, Shape{1, 4, 6}, Shape{2, 1, 1}});
+    if (f.min_write_dims == 1) shapes.push_back(Shape{9});
+    for (const Shape& s : shapes) {
+      const HostArray h = visit_dtype(
+          dtype, [&](auto z) { return random_host<decltype(z)>(s, f.lossy, f.name == "NIfTI"); });
+      const io::Metadata meta = random_meta(s.ndim());
+      io::write(path, h, meta);
+      const io::Image back = io::read(path);
+      // A single-slice stack is a single-page TIFF, which reads back as 2D.
+      const Shape want = f.name == "TIFF" && s.ndim() == 3 && s[0] == 1 ? Shape{s[1], s[2]} : s;
+      QVERIFY2(back.pixels.shape() == want,
+               qPrintable(QString::fromStdString(back.pixels.shape().str() + " vs " + want.str())));
+      QCOMPARE(back.pixels.dtype(), dtype);
+      QCOMPARE(back.format, f.name);
+      if (f.lossy) {
+        const auto a = h.as<std::uint8_t>();
+        const auto b = back.pixels.as<std::uint8_t>();
+        for (std::size_t i = 0; i < a.size(); ++i) QVERIFY(std::abs(int(a[i]) - int(b[i])) <= 16);
+      } else {
+        QVERIFY2(std::memcmp(back.pixels.data(), h.data(), h.bytes()) == 0,
+                 qPrintable(QString::fromStdString(s.str())));
+      }
+      if (want == s) compare_meta(f, meta, back.meta, s.ndim());
+      if (QTest::currentTestFailed()) return;
+      // Nothing but the image (and a detached header's data file) is left in the folder.
+      const auto entries =
+          QDir(dir.path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot);
+      QVERIFY2(entries.size() == 1 || (entries.size() == 2 && (ext == ".mhd" || ext == ".nhdr")),
+               qPrintable(entries.join(",")));
+    }
+  }
+
+  void compressed() {
+    QTemporaryDir dir;
+    for (const char* ext : {".nrrd", ".mha", ".nii.gz"}) {
+      const auto path = in(dir, std::string("c") + ext);
+      const HostArray h =
+          HostArray::from(test::random_bits<std::uint16_t>(4 * 9 * 11), Shape{4, 9, 11});
+      io::write(path, h, {}, {.compress = true});
+      const io::Image back = io::read(path);
+      QVERIFY(std::memcmp(back.pixels.data(), h.data(), h.bytes()) == 0);
+    }
+  }
+
+  // x.nii.gz next to an x.nii: the nifti library alone would read x.nii.
+  void nifti_sibling() {
+    QTemporaryDir dir;
+    const HostArray a = HostArray::from(test::random_values<float>(35), Shape{5, 7});
+    const HostArray b = HostArray::from(test::random_values<float>(35), Shape{5, 7});
+    io::write(in(dir, "x.nii"), a);
+    io::write(in(dir, "x.nii.gz"), b);
+    QVERIFY(std::memcmp(io::read(in(dir, "x.nii.gz")).pixels.data(), b.data(), b.bytes()) == 0);
+    QVERIFY(std::memcmp(io::read(in(dir, "x.nii")).pixels.data(), a.data(), a.bytes()) == 0);
+  }
+
+  void device_data() {
+    QTest::addColumn<int>("device");
+    for (const Device& d : test::test_devices())
+      QTest::newRow(test::row_name(d).constData()) << d.info().index;
+  }
+  void device() {
+    QFETCH(int, device);
+    const Device dev = devices()[static_cast<std::size_t>(device)];
+    QTemporaryDir dir;
+    const auto path = in(dir, "stack.tif");
+    const Shape s{3, 11, 13};
+    const auto vals = test::random_bits<std::uint16_t>(s.elements());
+    const Array a = Array::push(vals, s, dev);
+    io::Metadata meta;
+    meta.spacing = {1.0, 0.5, 0.25};
+    io::write(path, a, meta);
+    const io::DeviceImage d = io::read_to_device(path, dev);
+    QVERIFY(d.pixels.device() == dev);
+    QCOMPARE(d.pixels.shape(), s);
+    QVERIFY(d.pixels.pull_as<std::uint16_t>() == vals);
+    QVERIFY(close(d.meta.spacing[2], 0.25, 1e-6));
+    io::write(in(dir, "again.nrrd"), d);
+    QVERIFY(io::read(in(dir, "again.nrrd")).pixels.as<std::uint16_t>().size() == vals.size());
+  }
+
+  void rgb_policy() {
+    QTemporaryDir dir;
+    QImage im(7, 5, QImage::Format_ARGB32);
+    auto& r = test::rng();
+    for (int y = 0; y < im.height(); ++y) {
+      for (int x = 0; x < im.width(); ++x) im.setPixel(x, y, static_cast<QRgb>(r()) | 0x01000000u);
+    }
+    for (bool alpha : {false, true}) {
+      const QImage src = alpha ? im : im.convertToFormat(QImage::Format_RGB32);
+      const auto path = in(dir, alpha ? "rgba.png" : "rgb.png");
+      QVERIFY(src.save(QString::fromStdString(path.string()), "PNG"));
+      const int comps = alpha ? 4 : 3;
+      try {
+        io::read(path);
+        QFAIL("an RGB file read without a policy");
+      } catch (const IoError& e) {
+        QVERIFY2(std::string(e.what()).find("luminance") != std::string::npos, e.what());
+        QCOMPARE(e.path(), path.string());
+      }
+      const io::Image g = io::read(path, {.channels = io::Channels::channel, .channel = 1});
+      QCOMPARE(g.file_components, comps);
+      QCOMPARE(g.pixels.shape(), (Shape{5, 7}));
+      const io::Image split = io::read(path, {.channels = io::Channels::split});
+      QCOMPARE(split.pixels.shape(), (Shape{static_cast<std::size_t>(comps), 5, 7}));
+      QCOMPARE(split.meta.spacing.size(), std::size_t{3});
+      const io::Image lum = io::read(path, {.channels = io::Channels::luminance});
+      QCOMPARE(lum.pixels.dtype(), DType::f32);
+      const auto sp = split.pixels.as<std::uint8_t>();
+      for (int y = 0; y < 5; ++y) {
+        for (int x = 0; x < 7; ++x) {
+          const QRgb p = src.pixel(x, y);
+          const std::size_t i = static_cast<std::size_t>(y * 7 + x);
+          QCOMPARE(int(g.pixels.as<std::uint8_t>()[i]), qGreen(p));
+          QCOMPARE(int(sp[i]), qRed(p));
+          QCOMPARE(int(sp[35 + i]), qGreen(p));
+          QCOMPARE(int(sp[70 + i]), qBlue(p));
+          if (alpha) QCOMPARE(int(sp[105 + i]), qAlpha(p));
+          QCOMPARE(lum.pixels.as<float>()[i],
+                   static_cast<float>(0.2126 * qRed(p) + 0.7152 * qGreen(p) + 0.0722 * qBlue(p)));
+        }
+      }
+      QVERIFY_THROWS_EXCEPTION(
+          IoError, io::read(path, {.channels = io::Channels::channel, .channel = comps}));
+    }
+  }
+
+  void palette_and_one_bit() {
+    QTemporaryDir dir;
+    QImage pal(6, 4, QImage::Format_Indexed8);
+    pal.setColorTable({qRgb(10, 20, 30), qRgb(200, 100, 50), qRgb(0, 255, 0)});
+    for (int y = 0; y < 4; ++y) {
+      for (int x = 0; x < 6; ++x) pal.setPixel(x, y, static_cast<uint>((x + y) % 3));
+    }
+    const auto ppath = in(dir, "palette.png");
+    QVERIFY(pal.save(QString::fromStdString(ppath.string()), "PNG"));
+    // Expanded to RGB by default, so the RGB policy applies.
+    QVERIFY_THROWS_EXCEPTION(IoError, io::read(ppath));
+    const io::Image red = io::read(ppath, {.channels = io::Channels::channel, .channel = 0});
+    QCOMPARE(int(red.pixels.as<std::uint8_t>()[1]), 200);
+    const io::Image idx = io::read(ppath, {.palette_indices = true});
+    QCOMPARE(idx.pixels.dtype(), DType::u8);
+    for (int i = 0; i < 24; ++i)
+      QCOMPARE(int(idx.pixels.as<std::uint8_t>()[static_cast<std::size_t>(i)]),
+               (i % 6 + i / 6) % 3);
+
+    QImage mono(9, 3, QImage::Format_Mono);
+    mono.setColorTable({qRgb(0, 0, 0), qRgb(255, 255, 255)});
+    for (int y = 0; y < 3; ++y) {
+      for (int x = 0; x < 9; ++x) mono.setPixel(x, y, static_cast<uint>((x * y) % 2));
+    }
+    const auto mpath = in(dir, "mono.png");
+    QVERIFY(mono.save(QString::fromStdString(mpath.string()), "PNG"));
+    // Qt writes 1-bit images with a two-entry palette: expanded to RGB by default (one
+    // channel gives 0 and 255), indices 0 and 1 with palette_indices.
+    QVERIFY_THROWS_EXCEPTION(IoError, io::read(mpath));
+    const io::Image ids = io::read(mpath, {.palette_indices = true});
+    for (int i = 0; i < 27; ++i) {
+      QCOMPARE(int(ids.pixels.as<std::uint8_t>()[static_cast<std::size_t>(i)]),
+               ((i % 9) * (i / 9)) % 2);
+    }
+    const io::Image bits = io::read(mpath, {.channels = io::Channels::channel});
+    QCOMPARE(bits.pixels.dtype(), DType::u8);
+    for (int i = 0; i < 27; ++i) {
+      QCOMPARE(int(bits.pixels.as<std::uint8_t>()[static_cast<std::size_t>(i)]),
+               ((i % 9) * (i / 9)) % 2 ? 255 : 0);
+    }
+  }
+
+  void formats_table() {
+    QCOMPARE(io::format_for("a/b.TIF").name, std::string("TIFF"));
+    QCOMPARE(io::format_for("x.nii.gz").name, std::string("NIfTI"));
+    QCOMPARE(io::format_for("x.mhd").name, std::string("MetaImage"));
+    try {
+      io::format_for("photo.bmpx");
+      QFAIL("unknown extension accepted");
+    } catch (const IoError& e) {
+      QVERIFY(std::string(e.what()).find(".nrrd") != std::string::npos);
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TestIoFormats)
+#include "test_io_formats.moc"
