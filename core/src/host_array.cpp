@@ -2,6 +2,7 @@
 
 #include <new>
 
+#include "detail.h"
 #include "util.h"
 
 namespace gpix {
@@ -25,6 +26,20 @@ HostArray::HostArray(const Shape& shape, DType dtype, NoInit) : shape_(shape), d
   data_ = std::shared_ptr<std::byte[]>(p, [kAlign](std::byte* q) { ::operator delete(q, kAlign); });
 }
 
+HostArray HostArray::pinned(const Shape& shape, DType dtype, const Device& device) {
+  if (shape.empty()) throw InvalidArgument("a HostArray needs a shape of 1 to 3 dimensions");
+  auto& dev = detail::Access::impl(device);
+  const std::size_t n = shape.elements() * size_of(dtype);
+  std::shared_ptr<detail::HostMemory> mem = dev.allocate_host(n);
+  HostArray h;
+  h.shape_ = shape;
+  h.dtype_ = dtype;
+  auto* p = static_cast<std::byte*>(mem->data());
+  h.data_ = std::shared_ptr<std::byte[]>(p, [mem](std::byte*) mutable { mem.reset(); });
+  h.pinned_for_ = device;
+  return h;
+}
+
 void HostArray::check_size(std::size_t n, const Shape& shape) {
   if (n != shape.elements()) {
     throw InvalidArgument("the host data holds " + std::to_string(n) + " elements but the shape " +
@@ -42,7 +57,7 @@ void HostArray::check_type(DType requested) const {
 
 HostArray HostArray::clone() const {
   if (!valid()) return {};
-  HostArray c = empty(shape_, dtype_);
+  HostArray c = is_pinned() ? pinned(shape_, dtype_, pinned_for_) : empty(shape_, dtype_);
   std::memcpy(c.data(), data(), bytes());
   return c;
 }

@@ -21,5 +21,7 @@ std::vector<KernelVariant> all_kernel_variants();
 // Per module.
 Defines stats_defines(DType t, DType acc, std::size_t wg);
 void add_stats_variants(std::vector<KernelVariant>& out);
+Defines resample_defines(DType t, int dims);
+void add_resample_variants(std::vector<KernelVariant>& out);
 
 }  // namespace gpix::detail
