@@ -53,8 +53,8 @@ Box check_box(const Shape& shape, const std::vector<std::size_t>& origin,
     if (origin[i] >= dim || extent[i] > dim - origin[i]) {
       throw OutOfRange(std::string(what) + ": origin " + dims_str(origin) + " + extent " +
                        dims_str(extent) + " reaches past the " + shape.str() +
-                       " array along axis " + std::to_string(i) + " (size " +
-                       std::to_string(dim) + "); there at most " +
+                       " array along axis " + std::to_string(i) + " (size " + std::to_string(dim) +
+                       "); there at most " +
                        (origin[i] < dim ? std::to_string(dim - origin[i]) + " pixels fit"
                                         : "the origin must be below " + std::to_string(dim)));
     }
@@ -78,12 +78,14 @@ detail::ImageFormat image_format(const Shape& s, DType t) {
   return f;
 }
 
-constexpr DType kImageDTypes[] = {DType::u8, DType::i8, DType::u16, DType::i16,
+constexpr DType kImageDTypes[] = {DType::u8,  DType::i8,  DType::u16, DType::i16,
                                   DType::u32, DType::i32, DType::f32};
 
 }  // namespace
 
-std::string_view name(MemoryKind k) { return k == MemoryKind::image ? "image" : "buffer"; }
+std::string_view name(MemoryKind k) {
+  return k == MemoryKind::image ? "image" : "buffer";
+}
 
 Array Array::empty(const Shape& shape, DType dtype, const Device& device) {
   if (shape.empty()) throw InvalidArgument("an array needs a shape of 1 to 3 dimensions");
@@ -123,7 +125,8 @@ Array Array::empty_image(const Shape& shape, DType dtype, const Device& device) 
   if (!dev.image_supported(dtype, f.dims)) {
     std::string ok;
     for (DType t : kImageDTypes) {
-      if (dev.image_supported(t, f.dims)) ok += (ok.empty() ? "" : " ") + std::string(short_name(t));
+      if (dev.image_supported(t, f.dims))
+        ok += (ok.empty() ? "" : " ") + std::string(short_name(t));
     }
     throw UnsupportedDType("a " + std::to_string(f.dims) + "D image of " +
                            std::string(name(dtype)) + " is not available on '" + device.name() +
@@ -167,7 +170,9 @@ HostArray Array::pull() const {
   return h;
 }
 
-HostArray empty_like(const Array& a) { return HostArray::pinned(a.shape(), a.dtype(), a.device()); }
+HostArray empty_like(const Array& a) {
+  return HostArray::pinned(a.shape(), a.dtype(), a.device());
+}
 
 void Array::write(const void* src, std::size_t nbytes) {
   auto& a = Access::impl(*this);
@@ -228,9 +233,9 @@ void Array::write_region(const Region& region, const HostArray& src) {
       src.shape() != shape_of(region.extent)) {
     throw InvalidArgument("write_region: the source must be a " + std::string(name(a.dtype)) +
                           " HostArray of the region's extent " + dims_str(region.extent) +
-                          (src.valid() ? ", not " + src.shape().str() + " " +
-                                             std::string(name(src.dtype()))
-                                       : ", not an empty HostArray"));
+                          (src.valid()
+                               ? ", not " + src.shape().str() + " " + std::string(name(src.dtype()))
+                               : ", not an empty HostArray"));
   }
   const std::size_t row = b.w * a.element_bytes();
   a.device
@@ -259,8 +264,9 @@ Mapping Array::map(MapMode mode) {
   auto impl = impl_;
   auto& a = Access::impl(*this);
   if (a.kind == MemoryKind::image) {
-    throw InvalidArgument("map() works on buffer arrays; pull() the image or copy it with "
-                          "to_buffer() first");
+    throw InvalidArgument(
+        "map() works on buffer arrays; pull() the image or copy it with "
+        "to_buffer() first");
   }
   const std::size_t n = a.span_bytes();
   void* p = a.device->map(*a.memory, 0, n, static_cast<detail::MapAccess>(mode));
@@ -338,15 +344,33 @@ void Array::zero() {
   a.device->fill(*a.memory, 0, n, &z, n % 4 == 0 ? 4 : 1);
 }
 
-const Shape& Array::shape() const { return Access::impl(*this).shape; }
-DType Array::dtype() const { return Access::impl(*this).dtype; }
-Device Array::device() const { return Access::device(Access::impl(*this).device); }
-MemoryKind Array::kind() const { return Access::impl(*this).kind; }
-const Shape& Array::padded_shape() const { return Access::impl(*this).padded; }
-std::size_t Array::row_pitch() const { return Access::impl(*this).row_pitch(); }
-std::size_t Array::slice_pitch() const { return Access::impl(*this).slice_pitch(); }
-bool Array::is_contiguous() const { return Access::impl(*this).contiguous(); }
-bool Array::is_view() const { return Access::impl(*this).view; }
+const Shape& Array::shape() const {
+  return Access::impl(*this).shape;
+}
+DType Array::dtype() const {
+  return Access::impl(*this).dtype;
+}
+Device Array::device() const {
+  return Access::device(Access::impl(*this).device);
+}
+MemoryKind Array::kind() const {
+  return Access::impl(*this).kind;
+}
+const Shape& Array::padded_shape() const {
+  return Access::impl(*this).padded;
+}
+std::size_t Array::row_pitch() const {
+  return Access::impl(*this).row_pitch();
+}
+std::size_t Array::slice_pitch() const {
+  return Access::impl(*this).slice_pitch();
+}
+bool Array::is_contiguous() const {
+  return Access::impl(*this).contiguous();
+}
+bool Array::is_view() const {
+  return Access::impl(*this).view;
+}
 bool Array::same_memory(const Array& other) const noexcept {
   return impl_ && other.impl_ && impl_->memory == other.impl_->memory;
 }
@@ -364,8 +388,8 @@ void Array::check_dtype(DType requested) const {
 namespace {
 
 std::string size_mismatch(const ArrayImpl& a, std::size_t nbytes) {
-  return "the host buffer has " + std::to_string(nbytes) + " bytes but the " + a.shape.str() +
-         " " + std::string(name(a.dtype)) + " array has " +
+  return "the host buffer has " + std::to_string(nbytes) + " bytes but the " + a.shape.str() + " " +
+         std::string(name(a.dtype)) + " array has " +
          std::to_string(a.shape.elements() * a.element_bytes());
 }
 
@@ -391,12 +415,12 @@ Event push_async(const HostArray& src, Array& dst, const Queue& queue,
                  const std::vector<Event>& after) {
   auto& a = Access::impl(dst);
   if (!src.valid() || src.shape() != a.shape || src.dtype() != a.dtype) {
-    throw InvalidArgument("push_async: the HostArray must have the array's shape " +
-                          a.shape.str() + " and dtype " + std::string(name(a.dtype)));
+    throw InvalidArgument("push_async: the HostArray must have the array's shape " + a.shape.str() +
+                          " and dtype " + std::string(name(a.dtype)));
   }
   auto s = detail::submission(a.device, queue, after);
-  auto e = a.device->write_rect(*s.queue, *a.memory, a.at(), src.data(), dense(a), a.whole(),
-                                s.span());
+  auto e =
+      a.device->write_rect(*s.queue, *a.memory, a.at(), src.data(), dense(a), a.whole(), s.span());
   return detail::make_event(std::move(e), a.device, {Access::keep(src), Access::shared(dst)});
 }
 
@@ -414,13 +438,13 @@ Event pull_async(const Array& src, HostArray& dst, const Queue& queue,
                  const std::vector<Event>& after) {
   auto& a = Access::impl(src);
   if (!dst.valid() || dst.shape() != a.shape || dst.dtype() != a.dtype) {
-    throw InvalidArgument("pull_async: the HostArray must have the array's shape " +
-                          a.shape.str() + " and dtype " + std::string(name(a.dtype)) +
+    throw InvalidArgument("pull_async: the HostArray must have the array's shape " + a.shape.str() +
+                          " and dtype " + std::string(name(a.dtype)) +
                           " (HostArray::empty or empty_like(array) make one)");
   }
   auto s = detail::submission(a.device, queue, after);
-  auto e = a.device->read_rect(*s.queue, *a.memory, a.at(), dst.data(), dense(a), a.whole(),
-                               s.span());
+  auto e =
+      a.device->read_rect(*s.queue, *a.memory, a.at(), dst.data(), dense(a), a.whole(), s.span());
   return detail::make_event(std::move(e), a.device, {Access::keep(dst), Access::shared(src)});
 }
 
@@ -441,8 +465,8 @@ Event copy_async(const Array& src, Array& dst, const Queue& queue,
     detail::copy_box(s, s.at(), d, d.at(), s.whole());
     return {};
   }
-  auto e = detail::copy_box_async(*d.device, *sub.queue, s, s.at(), d, d.at(), s.whole(),
-                                  sub.span());
+  auto e =
+      detail::copy_box_async(*d.device, *sub.queue, s, s.at(), d, d.at(), s.whole(), sub.span());
   return detail::make_event(std::move(e), d.device, {Access::shared(src), Access::shared(dst)});
 }
 

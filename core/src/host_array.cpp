@@ -11,7 +11,9 @@ HostArray::HostArray(const Shape& shape, DType dtype) : HostArray(shape, dtype, 
   std::memset(data(), 0, bytes());
 }
 
-HostArray HostArray::empty(const Shape& shape, DType dtype) { return {shape, dtype, NoInit{}}; }
+HostArray HostArray::empty(const Shape& shape, DType dtype) {
+  return {shape, dtype, NoInit{}};
+}
 
 HostArray::HostArray(const Shape& shape, DType dtype, NoInit) : shape_(shape), dtype_(dtype) {
   if (shape.empty()) throw InvalidArgument("a HostArray needs a shape of 1 to 3 dimensions");
@@ -19,8 +21,8 @@ HostArray::HostArray(const Shape& shape, DType dtype, NoInit) : shape_(shape), d
   constexpr std::align_val_t kAlign{64};
   std::byte* p = static_cast<std::byte*>(::operator new(n, kAlign, std::nothrow));
   if (!p) {
-    throw OutOfMemory("cannot allocate " + human_bytes(n) + " of host memory for a " +
-                          shape.str() + " " + std::string(name(dtype)) + " array",
+    throw OutOfMemory("cannot allocate " + human_bytes(n) + " of host memory for a " + shape.str() +
+                          " " + std::string(name(dtype)) + " array",
                       n);
   }
   data_ = std::shared_ptr<std::byte[]>(p, [kAlign](std::byte* q) { ::operator delete(q, kAlign); });

@@ -15,8 +15,10 @@ Defines resample_defines(DType t, int dims) {
 }
 
 void add_resample_variants(std::vector<KernelVariant>& out) {
-  for (DType t : {DType::u8, DType::i8, DType::u16, DType::i16, DType::u32, DType::i32, DType::f32}) {
-    for (int dims : {2, 3}) out.push_back({"resample.kernel", "resample", resample_defines(t, dims)});
+  for (DType t :
+       {DType::u8, DType::i8, DType::u16, DType::i16, DType::u32, DType::i32, DType::f32}) {
+    for (int dims : {2, 3})
+      out.push_back({"resample.kernel", "resample", resample_defines(t, dims)});
   }
 }
 
@@ -41,15 +43,16 @@ Array resample(const Array& image, const Array& coords, Sampler sampler) {
     throw InvalidArgument("resample(): image and coords live on different devices; copy one");
   }
   if (sampler.filter == Sampler::Filter::linear && img.dtype != DType::f32) {
-    throw UnsupportedDType("linear sampling needs an f32 image (OpenCL and CUDA interpolate "
-                           "float formats only), not " + std::string(name(img.dtype)) +
-                           "; use nearest, or convert the image to f32");
+    throw UnsupportedDType(
+        "linear sampling needs an f32 image (OpenCL and CUDA interpolate "
+        "float formats only), not " +
+        std::string(name(img.dtype)) + "; use nearest, or convert the image to f32");
   }
   auto& dev = *img.device;
   const std::size_t n = c.shape[0];
   Array out = Array::empty(Shape{n}, img.dtype, image.device());
-  const auto& kernel =
-      dev.kernel(detail::program("resample.kernel"), "resample", detail::resample_defines(img.dtype, dims));
+  const auto& kernel = dev.kernel(detail::program("resample.kernel"), "resample",
+                                  detail::resample_defines(img.dtype, dims));
   detail::SamplerDesc sd;
   sd.linear = sampler.filter == Sampler::Filter::linear;
   sd.normalized = sampler.coordinates == Sampler::Coordinates::normalized;

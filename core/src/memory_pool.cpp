@@ -55,15 +55,14 @@ void MemoryPool::throw_oom(std::size_t bytes, const std::string& what, const std
                            const std::string& code) {
   const DeviceInfo& info = device_.info();
   MemoryStats s = stats();
-  throw OutOfMemory("cannot allocate " + human(bytes) + " for " + what + " on '" + info.name +
-                        "': " + reason + ". gpix holds " + human(s.bytes_in_use) +
-                        " in use and " + human(s.bytes_cached) + " cached (peak " +
-                        human(s.peak_bytes_in_use) + "); the device has " +
-                        human(info.global_memory) + " in total and allows at most " +
-                        human(info.max_allocation) + " in one allocation" +
-                        (s.limit ? "; gpix's memory limit is " + human(s.limit) : "") +
-                        ". Free arrays, call gpix::trim(), use smaller images or another device",
-                    bytes, code);
+  throw OutOfMemory(
+      "cannot allocate " + human(bytes) + " for " + what + " on '" + info.name + "': " + reason +
+          ". gpix holds " + human(s.bytes_in_use) + " in use and " + human(s.bytes_cached) +
+          " cached (peak " + human(s.peak_bytes_in_use) + "); the device has " +
+          human(info.global_memory) + " in total and allows at most " + human(info.max_allocation) +
+          " in one allocation" + (s.limit ? "; gpix's memory limit is " + human(s.limit) : "") +
+          ". Free arrays, call gpix::trim(), use smaller images or another device",
+      bytes, code);
 }
 
 std::unique_ptr<Memory> MemoryPool::device_allocate(
@@ -71,10 +70,9 @@ std::unique_ptr<Memory> MemoryPool::device_allocate(
     const std::function<std::unique_ptr<Memory>()>& make) {
   const DeviceInfo& info = device_.info();
   if (bytes > info.max_allocation) {
-    throw_oom(bytes, what,
-              "that is more than its largest single allocation (" + human(info.max_allocation) +
-                  ")",
-              {});
+    throw_oom(
+        bytes, what,
+        "that is more than its largest single allocation (" + human(info.max_allocation) + ")", {});
   }
   for (int attempt = 0; attempt < 2; ++attempt) {
     {
@@ -100,7 +98,8 @@ std::unique_ptr<Memory> MemoryPool::device_allocate(
         std::lock_guard lock(mutex_);
         ++stats_.failed_allocations;
       }
-      if (attempt == 1) throw_oom(bytes, what, std::string("the device refused: ") + e.what(), e.code());
+      if (attempt == 1)
+        throw_oom(bytes, what, std::string("the device refused: ") + e.what(), e.code());
       trim();  // give the cache back and retry once
     }
   }
@@ -141,9 +140,8 @@ std::shared_ptr<Memory> MemoryPool::allocate(std::size_t bytes) {
     stats_.bytes_in_use += block->bytes();
     stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
   }
-  return std::shared_ptr<Memory>(block.release(), [pool = shared_from_this()](Memory* m) {
-    pool->give_back(m, true);
-  });
+  return std::shared_ptr<Memory>(
+      block.release(), [pool = shared_from_this()](Memory* m) { pool->give_back(m, true); });
 }
 
 std::shared_ptr<Memory> MemoryPool::allocate_image(const ImageFormat& f) {
@@ -156,9 +154,8 @@ std::shared_ptr<Memory> MemoryPool::allocate_image(const ImageFormat& f) {
     stats_.bytes_in_use += block->bytes();
     stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
   }
-  return std::shared_ptr<Memory>(block.release(), [pool = shared_from_this()](Memory* m) {
-    pool->give_back(m, false);
-  });
+  return std::shared_ptr<Memory>(
+      block.release(), [pool = shared_from_this()](Memory* m) { pool->give_back(m, false); });
 }
 
 void MemoryPool::give_back(Memory* m, bool cache) {
@@ -176,9 +173,13 @@ namespace gpix {
 
 using detail::Access;
 
-MemoryStats memory_stats(const Device& device) { return Access::impl(device).pool().stats(); }
+MemoryStats memory_stats(const Device& device) {
+  return Access::impl(device).pool().stats();
+}
 
-void trim(const Device& device) { Access::impl(device).pool().trim(); }
+void trim(const Device& device) {
+  Access::impl(device).pool().trim();
+}
 
 void set_memory_limit(const Device& device, std::uint64_t bytes) {
   Access::impl(device).pool().set_limit(bytes);

@@ -37,8 +37,8 @@ class MemoryPool : public std::enable_shared_from_this<MemoryPool> {
   std::unique_ptr<Memory> device_allocate(std::size_t bytes, const std::string& what,
                                           const std::function<std::unique_ptr<Memory>()>& make);
   void give_back(Memory* m, bool cache);
-  [[noreturn]] void throw_oom(std::size_t bytes, const std::string& what,
-                              const std::string& reason, const std::string& code);
+  [[noreturn]] void throw_oom(std::size_t bytes, const std::string& what, const std::string& reason,
+                              const std::string& code);
   std::vector<std::unique_ptr<Memory>> take_cache();  // under mutex_
 
   DeviceImpl& device_;

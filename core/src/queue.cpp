@@ -11,7 +11,9 @@ void Event::wait() const {
   if (s_) s_->event->wait();
 }
 
-bool Event::done() const { return !s_ || s_->event->done(); }
+bool Event::done() const {
+  return !s_ || s_->event->done();
+}
 
 Event Event::user(const Device& device) {
   auto& dev = Access::impl(device);

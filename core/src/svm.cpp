@@ -17,7 +17,9 @@ struct SharedBuffer::State {
   }
 };
 
-bool supports_svm(const Device& device) { return Access::impl(device).svm_supported(); }
+bool supports_svm(const Device& device) {
+  return Access::impl(device).svm_supported();
+}
 
 SharedBuffer SharedBuffer::allocate(std::size_t bytes, const Device& device) {
   auto& dev = Access::impl(device);
@@ -43,12 +45,16 @@ SharedBuffer SharedBuffer::allocate(std::size_t bytes, const Device& device) {
   return b;
 }
 
-std::size_t SharedBuffer::bytes() const { return s_ ? s_->bytes : 0; }
+std::size_t SharedBuffer::bytes() const {
+  return s_ ? s_->bytes : 0;
+}
 Device SharedBuffer::device() const {
   if (!s_) throw InvalidArgument("a null SharedBuffer was used");
   return Access::device(s_->device);
 }
-void* SharedBuffer::data() const { return s_ ? s_->ptr : nullptr; }
+void* SharedBuffer::data() const {
+  return s_ ? s_->ptr : nullptr;
+}
 
 Mapping SharedBuffer::map(MapMode mode) {
   if (!s_) throw InvalidArgument("a null SharedBuffer was used");

@@ -49,7 +49,9 @@ class StagingRing {
     return state_ == State::ready;
   }
   std::size_t chunk_bytes() const { return chunks_[0]->bytes(); }
-  std::byte* chunk(int k) { return static_cast<std::byte*>(chunks_[static_cast<std::size_t>(k)]->data()); }
+  std::byte* chunk(int k) {
+    return static_cast<std::byte*>(chunks_[static_cast<std::size_t>(k)]->data());
+  }
   std::mutex mutex;
 
  private:
@@ -76,7 +78,9 @@ bool want_staging(std::size_t bytes) {
   return !env_flag("GPIX_NO_STAGING") && bytes >= env_mb("GPIX_STAGING_MIN_MB", 16u << 20);
 }
 
-Pitched linear(std::size_t offset, std::size_t bytes) { return Pitched{{offset, 0, 0}, bytes, bytes}; }
+Pitched linear(std::size_t offset, std::size_t bytes) {
+  return Pitched{{offset, 0, 0}, bytes, bytes};
+}
 
 // Host -> contiguous device range, pipelined through the ring. The ring's lock is held.
 void staged_write(DeviceImpl& dev, StagingRing& r, Memory& dst, std::size_t offset,
@@ -128,8 +132,9 @@ Pitched dense_host(const ArrayImpl& a) {
 
 // A contiguous buffer copy of a on the same device (a itself when it already is one).
 std::shared_ptr<ArrayImpl> contiguous_copy(const ArrayImpl& a) {
-  auto c = std::make_shared<ArrayImpl>(a.device, a.device->pool().allocate(a.shape.elements() * a.element_bytes()),
-                                       a.shape, a.dtype);
+  auto c = std::make_shared<ArrayImpl>(
+      a.device, a.device->pool().allocate(a.shape.elements() * a.element_bytes()), a.shape,
+      a.dtype);
   QueueImpl& q = a.device->default_queue();
   copy_box_async(*a.device, q, a, a.at(), *c, c->at(), a.whole(), {})->wait();
   return c;
@@ -262,7 +267,8 @@ void copy_box(const ArrayImpl& src, const Pitched& s, ArrayImpl& dst, const Pitc
   std::vector<std::byte> host(e[0] * e[1] * e[2]);
   const Pitched h{{0, 0, 0}, e[0], e[0] * e[1]};
   src.device->read_rect(src.device->default_queue(), *src.memory, s, host.data(), h, e, {})->wait();
-  dst.device->write_rect(dst.device->default_queue(), *dst.memory, d, host.data(), h, e, {})->wait();
+  dst.device->write_rect(dst.device->default_queue(), *dst.memory, d, host.data(), h, e, {})
+      ->wait();
 }
 
 Submission submission(const std::shared_ptr<DeviceImpl>& dev, const Queue& q,
@@ -272,8 +278,8 @@ Submission submission(const std::shared_ptr<DeviceImpl>& dev, const Queue& q,
   if (q.valid()) {
     const auto& qs = Access::state(q);
     if (qs->device != dev) {
-      throw InvalidArgument("a queue of '" + qs->device->info().name +
-                            "' was given for work on '" + dev->info().name +
+      throw InvalidArgument("a queue of '" + qs->device->info().name + "' was given for work on '" +
+                            dev->info().name +
                             "'; use a queue of the array's device (Queue::create(array.device()))");
     }
     s.queue = qs->queue;

@@ -112,7 +112,8 @@ class Array {
   // (UnsupportedDType names them otherwise); UnsupportedFeature where the device has no
   // images. Contents undefined. push/pull/copy/fill work as on buffers; kernels read it
   // through a Sampler (image.h).
-  static Array empty_image(const Shape& shape, DType dtype, const Device& device = default_device());
+  static Array empty_image(const Shape& shape, DType dtype,
+                           const Device& device = default_device());
   // A copy of this array as an image / as a contiguous buffer.
   Array to_image() const;
   Array to_buffer() const;
@@ -208,7 +209,9 @@ inline Array create(const Shape& shape, DType dtype, const Device& device = defa
 inline Array push(const HostArray& host, const Device& device = default_device()) {
   return Array::push(host, device);
 }
-inline HostArray pull(const Array& a) { return a.pull(); }
+inline HostArray pull(const Array& a) {
+  return a.pull();
+}
 
 // A pinned HostArray (HostArray::pinned) with a's shape and dtype, on a's device: the
 // fastest host side for a's pushes and pulls. Contents undefined.

@@ -9,14 +9,14 @@
 namespace gpix {
 
 struct MemoryStats {
-  std::uint64_t bytes_in_use = 0;       // held by live arrays and temporaries (size classes)
-  std::uint64_t bytes_cached = 0;       // freed blocks kept for reuse
-  std::uint64_t peak_bytes_in_use = 0;  // highest bytes_in_use so far
-  std::uint64_t allocations = 0;        // requests served (from the cache or the device)
-  std::uint64_t cache_hits = 0;         // requests served from the cache
-  std::uint64_t device_allocations = 0; // requests that reached the device's allocator
-  std::uint64_t failed_allocations = 0; // device allocator failures (each retried once)
-  std::uint64_t limit = 0;              // set_memory_limit(); 0 = none
+  std::uint64_t bytes_in_use = 0;        // held by live arrays and temporaries (size classes)
+  std::uint64_t bytes_cached = 0;        // freed blocks kept for reuse
+  std::uint64_t peak_bytes_in_use = 0;   // highest bytes_in_use so far
+  std::uint64_t allocations = 0;         // requests served (from the cache or the device)
+  std::uint64_t cache_hits = 0;          // requests served from the cache
+  std::uint64_t device_allocations = 0;  // requests that reached the device's allocator
+  std::uint64_t failed_allocations = 0;  // device allocator failures (each retried once)
+  std::uint64_t limit = 0;               // set_memory_limit(); 0 = none
 };
 
 // gpix's accounting for device's pool.
@@ -31,11 +31,11 @@ void trim(const Device& device);
 void set_memory_limit(const Device& device, std::uint64_t bytes);
 
 struct MemoryReport {
-  MemoryStats gpix;            // gpix's own accounting
-  bool device_known = false;   // whether the API reports free memory (CUDA yes, OpenCL no)
+  MemoryStats gpix;           // gpix's own accounting
+  bool device_known = false;  // whether the API reports free memory (CUDA yes, OpenCL no)
   std::uint64_t device_free = 0;
   std::uint64_t device_total = 0;  // from the API where known, else DeviceInfo::global_memory
-  std::string note;            // e.g. "OpenCL has no query for free memory"
+  std::string note;                // e.g. "OpenCL has no query for free memory"
 };
 
 // What is known about device's memory. Never throws for a valid device.

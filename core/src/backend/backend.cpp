@@ -15,21 +15,31 @@ void DeviceImpl::not_implemented(std::string_view what) const {
                     "GPIX_NOT_IMPLEMENTED");
 }
 
-QueueImpl& DeviceImpl::default_queue() { not_implemented("queues"); }
-std::unique_ptr<QueueImpl> DeviceImpl::create_queue() { not_implemented("queues"); }
-void DeviceImpl::finish(QueueImpl&) { not_implemented("queues"); }
-std::shared_ptr<EventImpl> DeviceImpl::marker(QueueImpl&, Waits) { not_implemented("events"); }
-std::shared_ptr<EventImpl> DeviceImpl::user_event() { not_implemented("user events"); }
-std::shared_ptr<EventImpl> DeviceImpl::write_rect(QueueImpl&, Memory&, const Pitched&,
-                                                  const void*, const Pitched&, Extent, Waits) {
+QueueImpl& DeviceImpl::default_queue() {
+  not_implemented("queues");
+}
+std::unique_ptr<QueueImpl> DeviceImpl::create_queue() {
+  not_implemented("queues");
+}
+void DeviceImpl::finish(QueueImpl&) {
+  not_implemented("queues");
+}
+std::shared_ptr<EventImpl> DeviceImpl::marker(QueueImpl&, Waits) {
+  not_implemented("events");
+}
+std::shared_ptr<EventImpl> DeviceImpl::user_event() {
+  not_implemented("user events");
+}
+std::shared_ptr<EventImpl> DeviceImpl::write_rect(QueueImpl&, Memory&, const Pitched&, const void*,
+                                                  const Pitched&, Extent, Waits) {
   not_implemented("asynchronous and region writes");
 }
 std::shared_ptr<EventImpl> DeviceImpl::read_rect(QueueImpl&, const Memory&, const Pitched&, void*,
                                                  const Pitched&, Extent, Waits) {
   not_implemented("asynchronous and region reads");
 }
-std::shared_ptr<EventImpl> DeviceImpl::copy_rect(QueueImpl&, const Memory&, const Pitched&,
-                                                 Memory&, const Pitched&, Extent, Waits) {
+std::shared_ptr<EventImpl> DeviceImpl::copy_rect(QueueImpl&, const Memory&, const Pitched&, Memory&,
+                                                 const Pitched&, Extent, Waits) {
   not_implemented("asynchronous and region copies");
 }
 std::shared_ptr<EventImpl> DeviceImpl::fill_async(QueueImpl&, Memory&, std::size_t, std::size_t,
@@ -46,19 +56,33 @@ std::unique_ptr<HostMemory> DeviceImpl::allocate_host(std::size_t) {
 void* DeviceImpl::map(Memory&, std::size_t, std::size_t, MapAccess) {
   not_implemented("mapping");
 }
-void DeviceImpl::unmap(Memory&, void*) { not_implemented("mapping"); }
+void DeviceImpl::unmap(Memory&, void*) {
+  not_implemented("mapping");
+}
 std::unique_ptr<Memory> DeviceImpl::allocate_image(const ImageFormat&) {
   not_implemented("image objects");
 }
-bool DeviceImpl::image_supported(DType, int) { return false; }
-NativeMemoryInfo DeviceImpl::native_memory_info() { return {}; }
-bool DeviceImpl::svm_supported() { return false; }
-void* DeviceImpl::svm_allocate(std::size_t) { not_implemented("shared virtual memory"); }
-void DeviceImpl::svm_free(void*) { not_implemented("shared virtual memory"); }
+bool DeviceImpl::image_supported(DType, int) {
+  return false;
+}
+NativeMemoryInfo DeviceImpl::native_memory_info() {
+  return {};
+}
+bool DeviceImpl::svm_supported() {
+  return false;
+}
+void* DeviceImpl::svm_allocate(std::size_t) {
+  not_implemented("shared virtual memory");
+}
+void DeviceImpl::svm_free(void*) {
+  not_implemented("shared virtual memory");
+}
 void DeviceImpl::svm_map(void*, std::size_t, MapAccess) {
   not_implemented("shared virtual memory");
 }
-void DeviceImpl::svm_unmap(void*) { not_implemented("shared virtual memory"); }
+void DeviceImpl::svm_unmap(void*) {
+  not_implemented("shared virtual memory");
+}
 void DeviceImpl::svm_copy_to(Memory&, std::size_t, const void*, std::size_t) {
   not_implemented("shared virtual memory");
 }

@@ -2,10 +2,10 @@
 // The internal backend interface. Each API (OpenCL, CUDA) implements DeviceImpl; nothing here
 // names an OpenCL or CUDA type, and nothing of it appears in a public header.
 #include <array>
-#include <cstdint>
-#include <functional>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -94,8 +94,7 @@ using Extent = std::array<std::size_t, 3>;  // x bytes, y rows, z slices
 // Whether the box extent at p occupies one contiguous byte range (then a plain linear
 // transfer of extent[0] * extent[1] * extent[2] bytes at p.offset(0, 0, 0) does the job).
 inline bool is_dense(const Pitched& p, const Extent& e) {
-  return (e[1] == 1 || p.row_pitch == e[0]) &&
-         (e[2] == 1 || p.slice_pitch == e[0] * e[1]);
+  return (e[1] == 1 || p.row_pitch == e[0]) && (e[2] == 1 || p.slice_pitch == e[0] * e[1]);
 }
 
 // How an image is read by kernels (public gpix::Sampler has the same fields).
@@ -193,8 +192,8 @@ class DeviceImpl {
   // Blocking transfers.
   virtual void write(Memory& dst, std::size_t offset, const void* src, std::size_t bytes) = 0;
   virtual void read(const Memory& src, std::size_t offset, void* dst, std::size_t bytes) = 0;
-  virtual void copy(const Memory& src, std::size_t src_offset, Memory& dst,
-                    std::size_t dst_offset, std::size_t bytes) = 0;
+  virtual void copy(const Memory& src, std::size_t src_offset, Memory& dst, std::size_t dst_offset,
+                    std::size_t bytes) = 0;
   // Repeats pattern (1, 2, 4 or 8 bytes) over [offset, offset + bytes).
   virtual void fill(Memory& dst, std::size_t offset, std::size_t bytes, const void* pattern,
                     std::size_t pattern_bytes) = 0;
@@ -278,8 +277,7 @@ class DeviceImpl {
   virtual void svm_map(void* p, std::size_t bytes, MapAccess access);
   virtual void svm_unmap(void* p);
   // Blocking copy between SVM and a buffer.
-  virtual void svm_copy_to(Memory& dst, std::size_t dst_offset, const void* svm,
-                           std::size_t bytes);
+  virtual void svm_copy_to(Memory& dst, std::size_t dst_offset, const void* svm, std::size_t bytes);
   virtual void svm_copy_from(const Memory& src, std::size_t src_offset, void* svm,
                              std::size_t bytes);
 

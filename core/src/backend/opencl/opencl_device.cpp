@@ -1,8 +1,8 @@
 // The OpenCL backend: one context and one in-order queue per device.
 #include <algorithm>
 #include <array>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,8 +55,12 @@ class ClMemory final : public Memory {
   int dims_ = 0;
 };
 
-cl_mem native(const Memory& m) { return static_cast<const ClMemory&>(m).get(); }
-const ClMemory& cl_memory(const Memory& m) { return static_cast<const ClMemory&>(m); }
+cl_mem native(const Memory& m) {
+  return static_cast<const ClMemory&>(m).get();
+}
+const ClMemory& cl_memory(const Memory& m) {
+  return static_cast<const ClMemory&>(m);
+}
 
 class ClQueue final : public QueueImpl {
  public:
@@ -67,7 +71,9 @@ class ClQueue final : public QueueImpl {
   cl::Queue q_;
 };
 
-cl_command_queue native(QueueImpl& q) { return static_cast<ClQueue&>(q).get(); }
+cl_command_queue native(QueueImpl& q) {
+  return static_cast<ClQueue&>(q).get();
+}
 
 class ClEvent final : public EventImpl {
  public:
@@ -106,7 +112,9 @@ std::vector<cl_event> wait_list(Waits waits) {
   return v;
 }
 
-std::shared_ptr<EventImpl> wrap(cl_event e) { return std::make_shared<ClEvent>(e, false); }
+std::shared_ptr<EventImpl> wrap(cl_event e) {
+  return std::make_shared<ClEvent>(e, false);
+}
 
 class ClHostMemory final : public HostMemory {
  public:
@@ -127,14 +135,22 @@ class ClHostMemory final : public HostMemory {
 
 cl_channel_type channel_type(DType t) {
   switch (t) {
-    case DType::u8: return CL_UNSIGNED_INT8;
-    case DType::i8: return CL_SIGNED_INT8;
-    case DType::u16: return CL_UNSIGNED_INT16;
-    case DType::i16: return CL_SIGNED_INT16;
-    case DType::u32: return CL_UNSIGNED_INT32;
-    case DType::i32: return CL_SIGNED_INT32;
-    case DType::f32: return CL_FLOAT;
-    default: return 0;
+    case DType::u8:
+      return CL_UNSIGNED_INT8;
+    case DType::i8:
+      return CL_SIGNED_INT8;
+    case DType::u16:
+      return CL_UNSIGNED_INT16;
+    case DType::i16:
+      return CL_SIGNED_INT16;
+    case DType::u32:
+      return CL_UNSIGNED_INT32;
+    case DType::i32:
+      return CL_SIGNED_INT32;
+    case DType::f32:
+      return CL_FLOAT;
+    default:
+      return 0;
   }
 }
 
@@ -178,8 +194,8 @@ class ClDevice final : public DeviceImpl {
     // OpenCL allocates lazily; touching the last byte makes the buffer resident now, so
     // out-of-memory surfaces here and not in some later kernel.
     const unsigned char zero = 0;
-    err = clEnqueueFillBuffer(default_.get(), mem.get(), &zero, 1, bytes - 1, 1, 0, nullptr,
-                              nullptr);
+    err =
+        clEnqueueFillBuffer(default_.get(), mem.get(), &zero, 1, bytes - 1, 1, 0, nullptr, nullptr);
     if (err == CL_SUCCESS) err = clFinish(default_.get());
     if (err != CL_SUCCESS) throw_oom(bytes, err);
     return std::make_unique<ClMemory>(bytes, std::move(mem));
@@ -210,8 +226,8 @@ class ClDevice final : public DeviceImpl {
   void fill(Memory& dst, std::size_t offset, std::size_t bytes, const void* pattern,
             std::size_t pattern_bytes) override {
     std::lock_guard lock(mutex_);
-    cl::check(clEnqueueFillBuffer(default_.get(), native(dst), pattern, pattern_bytes, offset, bytes,
-                                  0, nullptr, nullptr),
+    cl::check(clEnqueueFillBuffer(default_.get(), native(dst), pattern, pattern_bytes, offset,
+                                  bytes, 0, nullptr, nullptr),
               "filling " + human(bytes) + " on '" + info().name + "'");
   }
 
@@ -280,9 +296,8 @@ class ClDevice final : public DeviceImpl {
     return wrap(e);
   }
 
-  std::shared_ptr<EventImpl> read_rect(QueueImpl& q, const Memory& src, const Pitched& s,
-                                       void* dst, const Pitched& d, Extent ext,
-                                       Waits waits) override {
+  std::shared_ptr<EventImpl> read_rect(QueueImpl& q, const Memory& src, const Pitched& s, void* dst,
+                                       const Pitched& d, Extent ext, Waits waits) override {
     const auto w = wait_list(waits);
     const cl_uint nw = static_cast<cl_uint>(w.size());
     const cl_event* wp = w.empty() ? nullptr : w.data();
@@ -321,8 +336,8 @@ class ClDevice final : public DeviceImpl {
       const auto& di = cl_memory(dst);
       const auto so = pixels(si, s, ext, true), dorg = pixels(di, d, ext, true),
                  r = pixels(si, s, ext, false);
-      err = clEnqueueCopyImage(native(q), si.get(), di.get(), so.data(), dorg.data(), r.data(),
-                               nw, wp, &e);
+      err = clEnqueueCopyImage(native(q), si.get(), di.get(), so.data(), dorg.data(), r.data(), nw,
+                               wp, &e);
     } else if (src.is_image()) {
       const auto& si = cl_memory(src);
       const auto so = pixels(si, s, ext, true), r = pixels(si, s, ext, false);
@@ -350,10 +365,10 @@ class ClDevice final : public DeviceImpl {
                                         std::size_t pattern_bytes, Waits waits) override {
     const auto w = wait_list(waits);
     cl_event e = nullptr;
-    cl::check(clEnqueueFillBuffer(native(q), native(dst), pattern, pattern_bytes, offset, bytes,
-                                  static_cast<cl_uint>(w.size()), w.empty() ? nullptr : w.data(),
-                                  &e),
-              "filling " + human(bytes) + " on '" + info().name + "'");
+    cl::check(
+        clEnqueueFillBuffer(native(q), native(dst), pattern, pattern_bytes, offset, bytes,
+                            static_cast<cl_uint>(w.size()), w.empty() ? nullptr : w.data(), &e),
+        "filling " + human(bytes) + " on '" + info().name + "'");
     return wrap(e);
   }
 
@@ -368,8 +383,8 @@ class ClDevice final : public DeviceImpl {
   // ---- pinned host memory and mapping
   std::unique_ptr<HostMemory> allocate_host(std::size_t bytes) override {
     cl_int err = CL_SUCCESS;
-    cl::Mem mem(
-        clCreateBuffer(ctx_.get(), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, nullptr, &err));
+    cl::Mem mem(clCreateBuffer(ctx_.get(), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes,
+                               nullptr, &err));
     if (err != CL_SUCCESS) throw_oom(bytes, err, "pinned host memory");
     void* p = clEnqueueMapBuffer(default_.get(), mem.get(), CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
                                  bytes, 0, nullptr, nullptr, &err);
@@ -448,9 +463,9 @@ class ClDevice final : public DeviceImpl {
   }
   void svm_free(void* p) override { clsvm::free(ctx_.get(), p); }
   void svm_map(void* p, std::size_t bytes, MapAccess access) override {
-    cl::check(clsvm::map(default_.get(), p, bytes, access != MapAccess::write,
-                         access != MapAccess::read),
-              "mapping shared virtual memory on '" + info().name + "'");
+    cl::check(
+        clsvm::map(default_.get(), p, bytes, access != MapAccess::write, access != MapAccess::read),
+        "mapping shared virtual memory on '" + info().name + "'");
   }
   void svm_unmap(void* p) override {
     cl::check(clsvm::unmap(default_.get(), p),
@@ -461,8 +476,8 @@ class ClDevice final : public DeviceImpl {
     // Coarse-grain SVM is host-visible only while mapped.
     void* p = const_cast<void*>(svm);
     svm_map(p, bytes, MapAccess::read);
-    cl_int err = clEnqueueWriteBuffer(default_.get(), native(dst), CL_TRUE, dst_offset, bytes, p,
-                                      0, nullptr, nullptr);
+    cl_int err = clEnqueueWriteBuffer(default_.get(), native(dst), CL_TRUE, dst_offset, bytes, p, 0,
+                                      nullptr, nullptr);
     svm_unmap(p);
     cl::check(err, "copying shared virtual memory to an array on '" + info().name + "'");
   }
@@ -537,10 +552,9 @@ class ClDevice final : public DeviceImpl {
       }
       cl::check(err, "setting kernel argument " + std::to_string(i));
     }
-    cl::check(clEnqueueNDRangeKernel(q, kernel, static_cast<cl_uint>(l.dims), nullptr,
-                                     l.global.data(), l.local.data(),
-                                     static_cast<cl_uint>(w.size()), w.empty() ? nullptr : w.data(),
-                                     e),
+    cl::check(clEnqueueNDRangeKernel(
+                  q, kernel, static_cast<cl_uint>(l.dims), nullptr, l.global.data(), l.local.data(),
+                  static_cast<cl_uint>(w.size()), w.empty() ? nullptr : w.data(), e),
               "launching a kernel on '" + info().name + "'");
   }
 

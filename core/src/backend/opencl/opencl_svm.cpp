@@ -29,7 +29,9 @@ void* alloc(cl_context ctx, std::size_t bytes) {
   return clSVMAlloc(ctx, CL_MEM_READ_WRITE, bytes, 0);
 }
 
-void free(cl_context ctx, void* p) { clSVMFree(ctx, p); }
+void free(cl_context ctx, void* p) {
+  clSVMFree(ctx, p);
+}
 
 cl_int map(cl_command_queue q, void* p, std::size_t bytes, bool read, bool write) {
   cl_map_flags flags = 0;

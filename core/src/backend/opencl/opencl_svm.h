@@ -11,6 +11,6 @@ bool svm_coarse_grain(cl_device_id device);
 void* alloc(cl_context ctx, std::size_t bytes);  // nullptr on failure
 void free(cl_context ctx, void* p);
 cl_int map(cl_command_queue q, void* p, std::size_t bytes, bool read, bool write);  // blocking
-cl_int unmap(cl_command_queue q, void* p);  // blocking
+cl_int unmap(cl_command_queue q, void* p);                                          // blocking
 
 }  // namespace gpix::detail::clsvm
