@@ -13,6 +13,12 @@
  *   GPIX_INF_F32, GPIX_INF_F64, GPIX_NAN_F32, GPIX_NAN_F64
  *   GPIX_LOWEST(T), GPIX_HIGHEST(T)                   limits of a gpix type name
  *   gpix_isnan(x)
+ *   GPIX_IMAGE2D(name), GPIX_IMAGE3D(name)            a sampled image parameter (one logical
+ *                                                     argument: KernelArg::image on the host)
+ *   gpix_read_image2d(T, name, x, y)                  one pixel of type T (u8 i8 u16 i16 u32
+ *   gpix_read_image3d(T, name, x, y, z)               i32 f32) at float coordinates through
+ *                                                     the image's sampler (OpenCL read_image*,
+ *                                                     CUDA tex2D/tex3D on a texture object)
  * Sizes and strides are kernel arguments, never compile-time constants, so a new image shape
  * reuses the compiled program. */
 #ifndef GPIX_DIALECT_H
@@ -50,6 +56,21 @@ typedef double gpix_f64;
 typedef ulong gpix_index;
 #define GPIX_INF_F32 INFINITY
 #define GPIX_NAN_F32 NAN
+/* An image parameter is the image and its sampler (two native arguments). */
+#define GPIX_IMAGE2D(name) __read_only image2d_t name, sampler_t name##_sampler
+#define GPIX_IMAGE3D(name) __read_only image3d_t name, sampler_t name##_sampler
+#define GPIX_IMGREAD_gpix_u8 read_imageui
+#define GPIX_IMGREAD_gpix_u16 read_imageui
+#define GPIX_IMGREAD_gpix_u32 read_imageui
+#define GPIX_IMGREAD_gpix_i8 read_imagei
+#define GPIX_IMGREAD_gpix_i16 read_imagei
+#define GPIX_IMGREAD_gpix_i32 read_imagei
+#define GPIX_IMGREAD_gpix_f32 read_imagef
+/* (The coordinate parameters are not called x: .x below is the vector component.) */
+#define gpix_read_image2d(T, img, cx, cy) \
+  ((T)GPIX_CAT(GPIX_IMGREAD_, T)(img, img##_sampler, (float2)((cx), (cy))).x)
+#define gpix_read_image3d(T, img, cx, cy, cz) \
+  ((T)GPIX_CAT(GPIX_IMGREAD_, T)(img, img##_sampler, (float4)((cx), (cy), (cz), 0.0f)).x)
 #define GPIX_INF_F64 ((double)INFINITY)
 #define GPIX_NAN_F64 ((double)NAN)
 
@@ -84,6 +105,11 @@ typedef unsigned long long gpix_u64;
 typedef long long gpix_i64;
 typedef float gpix_f32;
 typedef double gpix_f64;
+/* An image parameter is a texture object made from the array and the sampler. */
+#define GPIX_IMAGE2D(name) cudaTextureObject_t name
+#define GPIX_IMAGE3D(name) cudaTextureObject_t name
+#define gpix_read_image2d(T, img, x, y) tex2D<T>((img), (x), (y))
+#define gpix_read_image3d(T, img, x, y, z) tex3D<T>((img), (x), (y), (z))
 #define GPIX_INF_F32 __int_as_float(0x7f800000)
 #define GPIX_NAN_F32 __int_as_float(0x7fc00000)
 #define GPIX_INF_F64 __longlong_as_double(0x7ff0000000000000LL)

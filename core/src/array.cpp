@@ -1,9 +1,11 @@
 #include "gpix/array.h"
 
+#include <cstring>
 #include <vector>
 
 #include "detail.h"
 #include "gpix/error.h"
+#include "memory_pool.h"
 #include "programs.h"
 #include "util.h"
 
@@ -17,17 +19,136 @@ ArrayImpl& Access::impl(const Array& a) {
 }  // namespace detail
 
 using detail::Access;
+using detail::ArrayImpl;
 
-std::string_view name(MemoryKind k) { return k == MemoryKind::image ? "image" : "buffer"; }
+namespace {
+
+std::string dims_str(const std::vector<std::size_t>& v) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + ")";
+}
+
+// A checked box in (z, y, x) with missing leading axes as origin 0, extent 1.
+struct Box {
+  std::size_t z = 0, y = 0, x = 0, d = 1, h = 1, w = 1;
+};
+
+Box check_box(const Shape& shape, const std::vector<std::size_t>& origin,
+              const std::vector<std::size_t>& extent, std::string_view what) {
+  const auto nd = static_cast<std::size_t>(shape.ndim());
+  if (origin.size() != nd || extent.size() != nd) {
+    throw InvalidArgument(std::string(what) + ": origin " + dims_str(origin) + " and extent " +
+                          dims_str(extent) + " need one entry per axis of the " + shape.str() +
+                          " array (" + std::to_string(nd) + ", in z, y, x order)");
+  }
+  std::size_t o[3] = {0, 0, 0}, e[3] = {1, 1, 1};
+  for (std::size_t i = 0; i < nd; ++i) {
+    const std::size_t dim = shape[static_cast<int>(i)];
+    if (extent[i] == 0) {
+      throw InvalidArgument(std::string(what) + ": extent " + dims_str(extent) +
+                            " is empty along axis " + std::to_string(i) +
+                            "; every extent must be at least 1");
+    }
+    if (origin[i] >= dim || extent[i] > dim - origin[i]) {
+      throw OutOfRange(std::string(what) + ": origin " + dims_str(origin) + " + extent " +
+                       dims_str(extent) + " reaches past the " + shape.str() +
+                       " array along axis " + std::to_string(i) + " (size " + std::to_string(dim) +
+                       "); there at most " +
+                       (origin[i] < dim ? std::to_string(dim - origin[i]) + " pixels fit"
+                                        : "the origin must be below " + std::to_string(dim)));
+    }
+    o[3 - nd + i] = origin[i];
+    e[3 - nd + i] = extent[i];
+  }
+  return Box{o[0], o[1], o[2], e[0], e[1], e[2]};
+}
+
+Shape shape_of(const std::vector<std::size_t>& extent) {
+  return Shape(std::span<const std::size_t>(extent.data(), extent.size()));
+}
+
+detail::ImageFormat image_format(const Shape& s, DType t) {
+  detail::ImageFormat f;
+  f.dims = s.ndim() == 3 ? 3 : 2;
+  f.width = s.width();
+  f.height = s.height();
+  f.depth = s.depth();
+  f.dtype = t;
+  return f;
+}
+
+constexpr DType kImageDTypes[] = {DType::u8,  DType::i8,  DType::u16, DType::i16,
+                                  DType::u32, DType::i32, DType::f32};
+
+}  // namespace
+
+std::string_view name(MemoryKind k) {
+  return k == MemoryKind::image ? "image" : "buffer";
+}
 
 Array Array::empty(const Shape& shape, DType dtype, const Device& device) {
   if (shape.empty()) throw InvalidArgument("an array needs a shape of 1 to 3 dimensions");
   detail::require_dtype(device, dtype, "an array of " + shape.str() + " pixels");
   auto& dev = Access::impl(device);
   const std::size_t nbytes = shape.elements() * size_of(dtype);
-  auto mem = dev.allocate(nbytes);
-  return Array(std::make_shared<detail::ArrayImpl>(Access::shared(device), std::move(mem), shape,
-                                                   dtype));
+  auto mem = dev.pool().allocate(nbytes);
+  return Array(std::make_shared<ArrayImpl>(Access::shared(device), std::move(mem), shape, dtype));
+}
+
+Array Array::padded(const Shape& shape, const Shape& padded_shape, DType dtype,
+                    const Device& device) {
+  if (shape.empty()) throw InvalidArgument("an array needs a shape of 1 to 3 dimensions");
+  bool fits = padded_shape.ndim() == shape.ndim();
+  for (int i = 0; fits && i < shape.ndim(); ++i) fits = padded_shape[i] >= shape[i];
+  if (!fits) {
+    throw InvalidArgument("padded_shape " + padded_shape.str() + " must have the " +
+                          std::to_string(shape.ndim()) + " dims of shape " + shape.str() +
+                          " and be at least as large along each");
+  }
+  detail::require_dtype(device, dtype, "an array of " + shape.str() + " pixels");
+  auto& dev = Access::impl(device);
+  auto mem = dev.pool().allocate(padded_shape.elements() * size_of(dtype));
+  auto impl = std::make_shared<ArrayImpl>(Access::shared(device), std::move(mem), shape, dtype);
+  impl->padded = padded_shape;
+  return Array(std::move(impl));
+}
+
+Array Array::empty_image(const Shape& shape, DType dtype, const Device& device) {
+  if (shape.empty()) throw InvalidArgument("an image needs a shape of 1 to 3 dimensions");
+  auto& dev = Access::impl(device);
+  if (!device.info().images) {
+    throw UnsupportedFeature("'" + device.name() +
+                             "' has no image support; use a buffer array or another device");
+  }
+  const detail::ImageFormat f = image_format(shape, dtype);
+  if (!dev.image_supported(dtype, f.dims)) {
+    std::string ok;
+    for (DType t : kImageDTypes) {
+      if (dev.image_supported(t, f.dims))
+        ok += (ok.empty() ? "" : " ") + std::string(short_name(t));
+    }
+    throw UnsupportedDType("a " + std::to_string(f.dims) + "D image of " +
+                           std::string(name(dtype)) + " is not available on '" + device.name() +
+                           "'; image dtypes there: " + (ok.empty() ? "none" : ok) +
+                           " (one channel; gpix maps u8 i8 u16 i16 u32 i32 f32)");
+  }
+  auto mem = dev.pool().allocate_image(f);
+  auto impl = std::make_shared<ArrayImpl>(Access::shared(device), std::move(mem), shape, dtype);
+  impl->kind = MemoryKind::image;
+  return Array(std::move(impl));
+}
+
+Array Array::to_image() const {
+  Array img = empty_image(shape(), dtype(), device());
+  img.copy_from(*this);
+  return img;
+}
+
+Array Array::to_buffer() const {
+  Array b = empty(shape(), dtype(), device());
+  b.copy_from(*this);
+  return b;
 }
 
 Array Array::create(const Shape& shape, DType dtype, const Device& device) {
@@ -39,7 +160,7 @@ Array Array::create(const Shape& shape, DType dtype, const Device& device) {
 Array Array::push(const HostArray& host, const Device& device) {
   if (!host.valid()) throw InvalidArgument("push() was given an empty HostArray");
   Array a = empty(host.shape(), host.dtype(), device);
-  a.write(host.data(), host.bytes());
+  detail::write_all(*a.impl_, host.data(), host.is_pinned());
   return a;
 }
 
@@ -47,6 +168,10 @@ HostArray Array::pull() const {
   HostArray h = HostArray::empty(shape(), dtype());
   read(h.data(), h.bytes());
   return h;
+}
+
+HostArray empty_like(const Array& a) {
+  return HostArray::pinned(a.shape(), a.dtype(), a.device());
 }
 
 void Array::write(const void* src, std::size_t nbytes) {
@@ -57,7 +182,7 @@ void Array::write(const void* src, std::size_t nbytes) {
                           std::to_string(bytes()));
   }
   if (!src) throw InvalidArgument("write() was given a null host pointer");
-  a.device->write(*a.memory, 0, src, nbytes);
+  detail::write_all(a, src, false);
 }
 
 void Array::read(void* dst, std::size_t nbytes) const {
@@ -68,7 +193,105 @@ void Array::read(void* dst, std::size_t nbytes) const {
                           std::to_string(bytes()));
   }
   if (!dst) throw InvalidArgument("read() was given a null host pointer");
-  a.device->read(*a.memory, 0, dst, nbytes);
+  detail::read_all(a, dst, false);
+}
+
+void Array::write(const HostArray& src) {
+  auto& a = Access::impl(*this);
+  if (!src.valid() || src.shape() != a.shape || src.dtype() != a.dtype) {
+    throw InvalidArgument("write(): the HostArray must have the array's shape " + a.shape.str() +
+                          " and dtype " + std::string(name(a.dtype)));
+  }
+  detail::write_all(a, src.data(), src.is_pinned());
+}
+
+void Array::read(HostArray& dst) const {
+  auto& a = Access::impl(*this);
+  if (!dst.valid() || dst.shape() != a.shape || dst.dtype() != a.dtype) {
+    throw InvalidArgument("read(): the HostArray must have the array's shape " + a.shape.str() +
+                          " and dtype " + std::string(name(a.dtype)));
+  }
+  detail::read_all(a, dst.data(), dst.is_pinned());
+}
+
+HostArray Array::read_region(const Region& region) const {
+  auto& a = Access::impl(*this);
+  const Box b = check_box(a.shape, region.origin, region.extent, "read_region");
+  HostArray h = HostArray::empty(shape_of(region.extent), a.dtype);
+  const std::size_t row = b.w * a.element_bytes();
+  a.device
+      ->read_rect(a.device->default_queue(), *a.memory, a.at(b.z, b.y, b.x), h.data(),
+                  detail::Pitched{{0, 0, 0}, row, row * b.h}, a.extent(b.d, b.h, b.w), {})
+      ->wait();
+  return h;
+}
+
+void Array::write_region(const Region& region, const HostArray& src) {
+  auto& a = Access::impl(*this);
+  const Box b = check_box(a.shape, region.origin, region.extent, "write_region");
+  if (!src.valid() || src.dtype() != a.dtype || src.elements() != b.d * b.h * b.w ||
+      src.shape() != shape_of(region.extent)) {
+    throw InvalidArgument("write_region: the source must be a " + std::string(name(a.dtype)) +
+                          " HostArray of the region's extent " + dims_str(region.extent) +
+                          (src.valid()
+                               ? ", not " + src.shape().str() + " " + std::string(name(src.dtype()))
+                               : ", not an empty HostArray"));
+  }
+  const std::size_t row = b.w * a.element_bytes();
+  a.device
+      ->write_rect(a.device->default_queue(), *a.memory, a.at(b.z, b.y, b.x), src.data(),
+                   detail::Pitched{{0, 0, 0}, row, row * b.h}, a.extent(b.d, b.h, b.w), {})
+      ->wait();
+}
+
+void copy_region(const Array& src, const std::vector<std::size_t>& src_origin, Array& dst,
+                 const std::vector<std::size_t>& dst_origin,
+                 const std::vector<std::size_t>& extent) {
+  auto& s = Access::impl(src);
+  auto& d = Access::impl(dst);
+  if (s.dtype != d.dtype) {
+    throw InvalidArgument("copy_region: source is " + std::string(name(s.dtype)) +
+                          " but destination is " + std::string(name(d.dtype)) +
+                          "; dtypes must match");
+  }
+  const Box sb = check_box(s.shape, src_origin, extent, "copy_region (source)");
+  const Box db = check_box(d.shape, dst_origin, extent, "copy_region (destination)");
+  detail::copy_box(s, s.at(sb.z, sb.y, sb.x), d, d.at(db.z, db.y, db.x),
+                   s.extent(sb.d, sb.h, sb.w));
+}
+
+Mapping Array::map(MapMode mode) {
+  auto impl = impl_;
+  auto& a = Access::impl(*this);
+  if (a.kind == MemoryKind::image) {
+    throw InvalidArgument(
+        "map() works on buffer arrays; pull() the image or copy it with "
+        "to_buffer() first");
+  }
+  const std::size_t n = a.span_bytes();
+  void* p = a.device->map(*a.memory, 0, n, static_cast<detail::MapAccess>(mode));
+  return Mapping(static_cast<std::byte*>(p), n, a.dtype,
+                 [impl, p] { impl->device->unmap(*impl->memory, p); });
+}
+
+Array Array::reshape(const Shape& new_shape, bool* copied) const {
+  auto& a = Access::impl(*this);
+  if (new_shape.elements() != a.shape.elements()) {
+    throw InvalidArgument("cannot reshape a " + a.shape.str() + " array (" +
+                          std::to_string(a.shape.elements()) + " pixels) to " + new_shape.str() +
+                          " (" + std::to_string(new_shape.elements()) + " pixels)");
+  }
+  if (a.contiguous()) {
+    auto v = std::make_shared<ArrayImpl>(a.device, a.memory, new_shape, a.dtype);
+    v->view = true;
+    if (copied) *copied = false;
+    return Array(std::move(v));
+  }
+  Array c = to_buffer();
+  Access::impl(c).shape = new_shape;
+  Access::impl(c).padded = new_shape;
+  if (copied) *copied = true;
+  return c;
 }
 
 Array Array::copy() const {
@@ -86,14 +309,11 @@ void Array::copy_from(const Array& src) {
                           " array; shapes and dtypes must match");
   }
   if (same_memory(src)) return;
-  if (s.device == d.device) {
+  if (s.device == d.device && s.contiguous() && d.contiguous()) {
     d.device->copy(*s.memory, 0, *d.memory, 0, bytes());
     return;
   }
-  // Different devices: staged through host memory.
-  std::vector<std::byte> staging(bytes());
-  s.device->read(*s.memory, 0, staging.data(), staging.size());
-  d.device->write(*d.memory, 0, staging.data(), staging.size());
+  detail::copy_box(s, s.at(), d, d.at(), s.whole());
 }
 
 void Array::fill(Scalar value) {
@@ -101,25 +321,59 @@ void Array::fill(Scalar value) {
   visit_dtype(a.dtype, [&](auto zero) {
     using T = decltype(zero);
     const T v = value.exact_as<T>();
-    a.device->fill(*a.memory, 0, bytes(), &v, sizeof(T));
+    if (a.kind == MemoryKind::image) {
+      std::vector<T> host(a.shape.elements(), v);
+      detail::write_all(a, host.data(), false);
+      return;
+    }
+    // The padding is filled too: its contents are undefined anyway.
+    a.device->fill(*a.memory, 0, a.span_bytes(), &v, sizeof(T));
   });
 }
 
 void Array::zero() {
   auto& a = Access::impl(*this);
+  if (a.kind == MemoryKind::image) {
+    std::vector<std::byte> host(a.shape.elements() * a.element_bytes());
+    detail::write_all(a, host.data(), false);
+    return;
+  }
   const std::uint32_t z = 0;
   // A 4-byte pattern is faster where the size allows it.
-  if (bytes() % 4 == 0) {
-    a.device->fill(*a.memory, 0, bytes(), &z, 4);
-  } else {
-    a.device->fill(*a.memory, 0, bytes(), &z, 1);
-  }
+  const std::size_t n = a.span_bytes();
+  a.device->fill(*a.memory, 0, n, &z, n % 4 == 0 ? 4 : 1);
 }
 
-const Shape& Array::shape() const { return Access::impl(*this).shape; }
-DType Array::dtype() const { return Access::impl(*this).dtype; }
-Device Array::device() const { return Access::device(Access::impl(*this).device); }
-MemoryKind Array::kind() const { return Access::impl(*this).kind; }
+const Shape& Array::shape() const {
+  return Access::impl(*this).shape;
+}
+DType Array::dtype() const {
+  return Access::impl(*this).dtype;
+}
+Device Array::device() const {
+  return Access::device(Access::impl(*this).device);
+}
+MemoryKind Array::kind() const {
+  return Access::impl(*this).kind;
+}
+const Shape& Array::padded_shape() const {
+  return Access::impl(*this).padded;
+}
+std::size_t Array::row_pitch() const {
+  return Access::impl(*this).row_pitch();
+}
+std::size_t Array::slice_pitch() const {
+  return Access::impl(*this).slice_pitch();
+}
+bool Array::is_contiguous() const {
+  return Access::impl(*this).contiguous();
+}
+bool Array::is_view() const {
+  return Access::impl(*this).view;
+}
+bool Array::same_memory(const Array& other) const noexcept {
+  return impl_ && other.impl_ && impl_->memory == other.impl_->memory;
+}
 
 void Array::check_dtype(DType requested) const {
   if (requested != dtype()) {
@@ -127,6 +381,107 @@ void Array::check_dtype(DType requested) const {
                            " pixels but was pulled as " + std::string(name(requested)) +
                            "; use pull_as<T>() with the matching type, or pull()");
   }
+}
+
+// ---- asynchronous transfers
+
+namespace {
+
+std::string size_mismatch(const ArrayImpl& a, std::size_t nbytes) {
+  return "the host buffer has " + std::to_string(nbytes) + " bytes but the " + a.shape.str() + " " +
+         std::string(name(a.dtype)) + " array has " +
+         std::to_string(a.shape.elements() * a.element_bytes());
+}
+
+detail::Pitched dense(const ArrayImpl& a) {
+  const std::size_t row = a.shape.width() * a.element_bytes();
+  return detail::Pitched{{0, 0, 0}, row, row * a.shape.height()};
+}
+
+}  // namespace
+
+Event push_async(const void* src, std::size_t nbytes, Array& dst, const Queue& queue,
+                 const std::vector<Event>& after) {
+  auto& a = Access::impl(dst);
+  if (nbytes != dst.bytes()) throw InvalidArgument("push_async: " + size_mismatch(a, nbytes));
+  if (!src) throw InvalidArgument("push_async was given a null host pointer");
+  auto s = detail::submission(a.device, queue, after);
+  auto e = a.device->write_rect(*s.queue, *a.memory, a.at(), src, dense(a), a.whole(), s.span());
+  // The destination stays allocated until the transfer is done, even if dst is dropped.
+  return detail::make_event(std::move(e), a.device, {Access::shared(dst)});
+}
+
+Event push_async(const HostArray& src, Array& dst, const Queue& queue,
+                 const std::vector<Event>& after) {
+  auto& a = Access::impl(dst);
+  if (!src.valid() || src.shape() != a.shape || src.dtype() != a.dtype) {
+    throw InvalidArgument("push_async: the HostArray must have the array's shape " + a.shape.str() +
+                          " and dtype " + std::string(name(a.dtype)));
+  }
+  auto s = detail::submission(a.device, queue, after);
+  auto e =
+      a.device->write_rect(*s.queue, *a.memory, a.at(), src.data(), dense(a), a.whole(), s.span());
+  return detail::make_event(std::move(e), a.device, {Access::keep(src), Access::shared(dst)});
+}
+
+Event pull_async(const Array& src, void* dst, std::size_t nbytes, const Queue& queue,
+                 const std::vector<Event>& after) {
+  auto& a = Access::impl(src);
+  if (nbytes != src.bytes()) throw InvalidArgument("pull_async: " + size_mismatch(a, nbytes));
+  if (!dst) throw InvalidArgument("pull_async was given a null host pointer");
+  auto s = detail::submission(a.device, queue, after);
+  auto e = a.device->read_rect(*s.queue, *a.memory, a.at(), dst, dense(a), a.whole(), s.span());
+  return detail::make_event(std::move(e), a.device, {Access::shared(src)});
+}
+
+Event pull_async(const Array& src, HostArray& dst, const Queue& queue,
+                 const std::vector<Event>& after) {
+  auto& a = Access::impl(src);
+  if (!dst.valid() || dst.shape() != a.shape || dst.dtype() != a.dtype) {
+    throw InvalidArgument("pull_async: the HostArray must have the array's shape " + a.shape.str() +
+                          " and dtype " + std::string(name(a.dtype)) +
+                          " (HostArray::empty or empty_like(array) make one)");
+  }
+  auto s = detail::submission(a.device, queue, after);
+  auto e =
+      a.device->read_rect(*s.queue, *a.memory, a.at(), dst.data(), dense(a), a.whole(), s.span());
+  return detail::make_event(std::move(e), a.device, {Access::keep(dst), Access::shared(src)});
+}
+
+Event copy_async(const Array& src, Array& dst, const Queue& queue,
+                 const std::vector<Event>& after) {
+  auto& s = Access::impl(src);
+  auto& d = Access::impl(dst);
+  if (s.shape != d.shape || s.dtype != d.dtype) {
+    throw InvalidArgument("copy_async: cannot copy a " + s.shape.str() + " " +
+                          std::string(name(s.dtype)) + " array into a " + d.shape.str() + " " +
+                          std::string(name(d.dtype)) + " array; shapes and dtypes must match");
+  }
+  auto sub = detail::submission(d.device, queue, after);
+  if (s.device != d.device) {
+    // Staged through the host before returning (documented): wait for the queue's earlier
+    // work and the events first, so the order is kept.
+    d.device->marker(*sub.queue, sub.span())->wait();
+    detail::copy_box(s, s.at(), d, d.at(), s.whole());
+    return {};
+  }
+  auto e =
+      detail::copy_box_async(*d.device, *sub.queue, s, s.at(), d, d.at(), s.whole(), sub.span());
+  return detail::make_event(std::move(e), d.device, {Access::shared(src), Access::shared(dst)});
+}
+
+Event fill_async(Array& dst, Scalar value, const Queue& queue, const std::vector<Event>& after) {
+  auto& a = Access::impl(dst);
+  if (a.kind == MemoryKind::image) {
+    throw InvalidArgument("fill_async works on buffer arrays; use fill() on an image");
+  }
+  return visit_dtype(a.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    const T v = value.exact_as<T>();
+    auto s = detail::submission(a.device, queue, after);
+    auto e = a.device->fill_async(*s.queue, *a.memory, 0, a.span_bytes(), &v, sizeof(T), s.span());
+    return detail::make_event(std::move(e), a.device, {Access::shared(dst)});
+  });
 }
 
 }  // namespace gpix

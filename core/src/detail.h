@@ -1,22 +1,58 @@
 #pragma once
 // Internal access to the implementation behind the public handles.
 #include <memory>
+#include <vector>
 
 #include "backend/backend.h"
 #include "gpix/array.h"
 #include "gpix/device.h"
+#include "gpix/queue.h"
 
 namespace gpix::detail {
 
+// An array: a (shared) allocation and its layout. The usable shape sits at the origin of an
+// allocation of `padded` extents (== shape unless padded); images are never padded.
 class ArrayImpl {
  public:
-  ArrayImpl(std::shared_ptr<DeviceImpl> dev, std::unique_ptr<Memory> mem, Shape s, DType t)
-      : device(std::move(dev)), memory(std::move(mem)), shape(s), dtype(t) {}
+  ArrayImpl(std::shared_ptr<DeviceImpl> dev, std::shared_ptr<Memory> mem, Shape s, DType t)
+      : device(std::move(dev)), memory(std::move(mem)), shape(s), padded(s), dtype(t) {}
   std::shared_ptr<DeviceImpl> device;
-  std::unique_ptr<Memory> memory;
+  std::shared_ptr<Memory> memory;
   Shape shape;
+  Shape padded;
   DType dtype;
   MemoryKind kind = MemoryKind::buffer;
+  bool view = false;
+
+  std::size_t element_bytes() const { return size_of(dtype); }
+  std::size_t row_pitch() const { return padded.width() * element_bytes(); }
+  std::size_t slice_pitch() const { return row_pitch() * padded.height(); }
+  // Bytes spanned by the whole allocation as laid out (without the pool's rounding).
+  std::size_t span_bytes() const { return slice_pitch() * padded.depth(); }
+  bool contiguous() const { return kind == MemoryKind::buffer && padded == shape; }
+  // The box starting at (z, y, x) = origin, for the backend's pitched transfers.
+  Pitched at(std::size_t z = 0, std::size_t y = 0, std::size_t x = 0) const {
+    return Pitched{{x * element_bytes(), y, z}, row_pitch(), slice_pitch()};
+  }
+  // The backend extent of a (depth, height, width) box.
+  Extent extent(std::size_t d, std::size_t h, std::size_t w) const {
+    return {w * element_bytes(), h, d};
+  }
+  Extent whole() const { return extent(shape.depth(), shape.height(), shape.width()); }
+};
+
+// The state behind gpix::Event: the backend's event, its device, and what it keeps alive.
+struct EventState {
+  std::shared_ptr<EventImpl> event;
+  std::shared_ptr<DeviceImpl> device;
+  std::vector<std::shared_ptr<const void>> keep;
+};
+
+class QueueState {
+ public:
+  std::shared_ptr<DeviceImpl> device;
+  std::unique_ptr<QueueImpl> owned;  // null for the device's default queue
+  QueueImpl* queue = nullptr;
 };
 
 struct Access {
@@ -26,6 +62,48 @@ struct Access {
   static ArrayImpl& impl(const Array& a);
   static const std::shared_ptr<ArrayImpl>& shared(const Array& a) { return a.impl_; }
   static Array array(std::shared_ptr<ArrayImpl> impl) { return Array(std::move(impl)); }
+  // The HostArray's pixels as an owner, to keep them alive behind an async transfer.
+  static std::shared_ptr<const void> keep(const HostArray& h) { return h.data_; }
+  static const std::shared_ptr<EventState>& state(const Event& e) { return e.s_; }
+  static Event event(std::shared_ptr<EventState> s) {
+    Event e;
+    e.s_ = std::move(s);
+    return e;
+  }
+  static const std::shared_ptr<QueueState>& state(const Queue& q) { return q.s_; }
+  static Queue queue(std::shared_ptr<QueueState> s) {
+    Queue q;
+    q.s_ = std::move(s);
+    return q;
+  }
 };
+
+// ---- transfers (transfer.cpp)
+
+// Whole-array blocking transfers between contiguous host memory and any array (padded,
+// image). host_pinned: the host memory is page-locked, so no staging.
+void write_all(ArrayImpl& a, const void* src, bool host_pinned);
+void read_all(const ArrayImpl& a, void* dst, bool host_pinned);
+// Blocking copy of a box between any two arrays (any devices, kinds, padding).
+void copy_box(const ArrayImpl& src, const Pitched& s, ArrayImpl& dst, const Pitched& d,
+              const Extent& e);
+
+// The submission context of an async call: the queue and the events to wait for (events of
+// other devices have been waited for on the host already).
+struct Submission {
+  DeviceImpl* device = nullptr;
+  QueueImpl* queue = nullptr;
+  std::vector<EventImpl*> waits;
+  Waits span() const { return {waits.data(), waits.size()}; }
+};
+Submission submission(const std::shared_ptr<DeviceImpl>& dev, const Queue& q,
+                      const std::vector<Event>& after);
+Event make_event(std::shared_ptr<EventImpl> e, std::shared_ptr<DeviceImpl> dev,
+                 std::vector<std::shared_ptr<const void>> keep = {});
+
+// Async box copy on one device; temporaries it needs are kept alive by the event.
+std::shared_ptr<EventImpl> copy_box_async(DeviceImpl& dev, QueueImpl& q, const ArrayImpl& src,
+                                          const Pitched& s, ArrayImpl& dst, const Pitched& d,
+                                          const Extent& e, Waits waits);
 
 }  // namespace gpix::detail

@@ -4,6 +4,7 @@
 #include <new>
 #include <string>
 
+#include "detail.h"
 #include "util.h"
 
 namespace gpix {
@@ -12,7 +13,9 @@ HostArray::HostArray(const Shape& shape, DType dtype) : HostArray(shape, dtype, 
   std::memset(data(), 0, bytes());
 }
 
-HostArray HostArray::empty(const Shape& shape, DType dtype) { return {shape, dtype, NoInit{}}; }
+HostArray HostArray::empty(const Shape& shape, DType dtype) {
+  return {shape, dtype, NoInit{}};
+}
 
 HostArray::HostArray(const Shape& shape, DType dtype, NoInit) : shape_(shape), dtype_(dtype) {
   if (shape.empty()) throw InvalidArgument("a HostArray needs a shape of 1 to 3 dimensions");
@@ -20,11 +23,25 @@ HostArray::HostArray(const Shape& shape, DType dtype, NoInit) : shape_(shape), d
   constexpr std::align_val_t kAlign{64};
   std::byte* p = static_cast<std::byte*>(::operator new(n, kAlign, std::nothrow));
   if (!p) {
-    throw OutOfMemory("cannot allocate " + human_bytes(n) + " of host memory for a " +
-                          shape.str() + " " + std::string(name(dtype)) + " array",
+    throw OutOfMemory("cannot allocate " + human_bytes(n) + " of host memory for a " + shape.str() +
+                          " " + std::string(name(dtype)) + " array",
                       n);
   }
   data_ = std::shared_ptr<std::byte[]>(p, [kAlign](std::byte* q) { ::operator delete(q, kAlign); });
+}
+
+HostArray HostArray::pinned(const Shape& shape, DType dtype, const Device& device) {
+  if (shape.empty()) throw InvalidArgument("a HostArray needs a shape of 1 to 3 dimensions");
+  auto& dev = detail::Access::impl(device);
+  const std::size_t n = shape.elements() * size_of(dtype);
+  std::shared_ptr<detail::HostMemory> mem = dev.allocate_host(n);
+  HostArray h;
+  h.shape_ = shape;
+  h.dtype_ = dtype;
+  auto* p = static_cast<std::byte*>(mem->data());
+  h.data_ = std::shared_ptr<std::byte[]>(p, [mem](std::byte*) mutable { mem.reset(); });
+  h.pinned_for_ = device;
+  return h;
 }
 
 void HostArray::check_size(std::size_t n, const Shape& shape) {
@@ -61,7 +78,7 @@ HostArray HostArray::wrap(std::byte* data, const Shape& shape, DType dtype,
 
 HostArray HostArray::clone() const {
   if (!valid()) return {};
-  HostArray c = empty(shape_, dtype_);
+  HostArray c = is_pinned() ? pinned(shape_, dtype_, pinned_for_) : empty(shape_, dtype_);
   std::memcpy(c.data(), data(), bytes());
   return c;
 }

@@ -10,6 +10,7 @@ std::vector<KernelVariant> all_kernel_variants() {
   // The CUDA backend's 8-byte fill (the driver has memsets of 1, 2 and 4 bytes only).
   v.push_back({"fill.kernel", "fill_u64", {}});
   add_render_variants(v);
+  add_resample_variants(v);
   return v;
 }
 

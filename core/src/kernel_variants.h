@@ -25,5 +25,7 @@ void add_pointwise_variants(std::vector<KernelVariant>& out);
 void add_convolve_variants(std::vector<KernelVariant>& out);
 Defines render_defines(DType t, bool contrast);
 void add_render_variants(std::vector<KernelVariant>& out);
+Defines resample_defines(DType t, int dims);
+void add_resample_variants(std::vector<KernelVariant>& out);
 
 }  // namespace gpix::detail

@@ -8,6 +8,7 @@
 
 #include "detail.h"
 #include "kernel_variants.h"
+#include "memory_pool.h"
 #include "programs.h"
 
 namespace gpix {
@@ -69,6 +70,7 @@ void add_stats_variants(std::vector<KernelVariant>& out) {
 }  // namespace detail
 
 Stats stats(const Array& a) {
+  if (a.kind() == MemoryKind::image) return stats(a.to_buffer());
   auto& impl = Access::impl(a);
   auto& dev = *impl.device;
   const DeviceInfo& info = dev.info();
@@ -88,11 +90,16 @@ Stats stats(const Array& a) {
     const detail::Defines defines = detail::stats_defines(impl.dtype, acc_dtype, wg);
     const auto& kernel = dev.kernel(detail::program("stats.kernel"), "stats_partial", defines);
 
-    auto pmin = dev.allocate(groups * sizeof(T));
-    auto pmax = dev.allocate(groups * sizeof(T));
-    auto psum = dev.allocate(groups * size_of(acc_dtype));
-    auto pnan = dev.allocate(groups * sizeof(std::uint64_t));
+    auto pmin = dev.pool().allocate(groups * sizeof(T));
+    auto pmax = dev.pool().allocate(groups * sizeof(T));
+    auto psum = dev.pool().allocate(groups * size_of(acc_dtype));
+    auto pnan = dev.pool().allocate(groups * sizeof(std::uint64_t));
+    const std::uint64_t w = impl.contiguous() ? n : impl.shape.width();
     const KernelArg args[] = {KernelArg::mem(*impl.memory), KernelArg::scalar<std::uint64_t>(n),
+                              KernelArg::scalar<std::uint64_t>(w),
+                              KernelArg::scalar<std::uint64_t>(impl.shape.height()),
+                              KernelArg::scalar<std::uint64_t>(impl.padded.width()),
+                              KernelArg::scalar<std::uint64_t>(impl.padded.width() * impl.padded.height()),
                               KernelArg::mem(*pmin),        KernelArg::mem(*pmax),
                               KernelArg::mem(*psum),        KernelArg::mem(*pnan)};
     detail::Launch l;

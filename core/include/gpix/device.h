@@ -33,6 +33,7 @@ struct DeviceInfo {
   std::size_t max_work_group = 0;   // work-items per work-group
   bool fp64 = false;                // double precision supported
   bool images = false;              // image objects / textures supported
+  bool svm = false;                 // coarse-grain shared virtual memory (OpenCL 2.0+)
   std::string api_version;          // "OpenCL 3.0 PoCL ..." / "CUDA 13.0"
   std::string driver_version;
   std::string compute_capability;   // "9.0" on CUDA, empty on OpenCL

@@ -25,6 +25,18 @@ class InvalidArgument : public Error {
   using Error::Error;
 };
 
+// A region (origin + extent) reaches outside the array it names.
+class OutOfRange : public InvalidArgument {
+ public:
+  using InvalidArgument::InvalidArgument;
+};
+
+// The device or its backend lacks a capability (shared virtual memory, image objects).
+class UnsupportedFeature : public Error {
+ public:
+  using Error::Error;
+};
+
 // The operation does not support this dtype, or the device cannot hold it (f64 without fp64).
 class UnsupportedDType : public Error {
  public:

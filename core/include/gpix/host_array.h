@@ -1,12 +1,19 @@
 #pragma once
 // Pixels in host memory with a shape and a dtype. Copies of a HostArray share their pixels
 // (like Array); clone() makes a deep copy.
+//
+// Two kinds: ordinary (pageable) memory, and pinned (page-locked) memory from a device
+// (HostArray::pinned, gpix::empty_like), which the device reads and writes directly by DMA:
+// pushes and pulls from it take the fastest path, and the async transfers keep it alive
+// until they complete. Large transfers from ordinary memory are staged through a small ring
+// of pinned chunks by gpix itself.
 #include <cstddef>
 #include <cstring>
 #include <memory>
 #include <span>
 #include <vector>
 
+#include "gpix/device.h"
 #include "gpix/dtype.h"
 #include "gpix/error.h"
 #include "gpix/shape.h"
@@ -20,6 +27,14 @@ class HostArray {
   HostArray(const Shape& shape, DType dtype);
   // Like the constructor but the contents are undefined (no zero pass).
   static HostArray empty(const Shape& shape, DType dtype);
+  // Page-locked memory of device (OpenCL: a CL_MEM_ALLOC_HOST_PTR buffer kept mapped; CUDA:
+  // cuMemHostAlloc). Contents undefined. Throws OutOfMemory when the host cannot lock that
+  // much memory. Any device may transfer from it; device's transfers are the fastest.
+  static HostArray pinned(const Shape& shape, DType dtype, const Device& device = default_device());
+
+  // Whether the memory is pinned, and for which device (null device when pageable).
+  bool is_pinned() const noexcept { return pinned_for_.valid(); }
+  const Device& pinned_device() const noexcept { return pinned_for_; }
 
   // Copies data (its size must equal shape.elements()) into a new HostArray.
   template <Pixel T>
@@ -72,6 +87,8 @@ class HostArray {
   Shape shape_;
   DType dtype_ = DType::u8;
   std::shared_ptr<std::byte[]> data_;
+  Device pinned_for_;
+  friend struct detail::Access;
 };
 
 }  // namespace gpix

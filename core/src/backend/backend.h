@@ -16,13 +16,17 @@
 #include <vector>
 
 #include "gpix/device.h"
+#include "gpix/dtype.h"
 
 namespace gpix::detail {
 
-// One device allocation of bytes() bytes.
+class MemoryPool;
+
+// One device allocation of bytes() bytes: a linear buffer, or (is_image()) an image object
+// made by DeviceImpl::allocate_image(), whose bytes() is width * height * depth * element size.
 class Memory {
  public:
-  explicit Memory(std::size_t bytes) : bytes_(bytes) {}
+  explicit Memory(std::size_t bytes, bool image = false) : bytes_(bytes), image_(image) {}
   virtual ~Memory() = default;
   Memory(const Memory&) = delete;
   Memory& operator=(const Memory&) = delete;
@@ -31,20 +35,116 @@ class Memory {
   // exchange with other frameworks (DLPack). 0 where there is none: OpenCL buffers have no
   // address outside their context.
   virtual std::uint64_t native_pointer() const noexcept { return 0; }
+  bool is_image() const noexcept { return image_; }
 
  private:
   std::size_t bytes_;
+  bool image_;
+};
+
+// Page-locked host memory from DeviceImpl::allocate_host(): data() stays valid and mapped
+// for the object's life, and transfers from/to it take the device's fast (DMA) path.
+class HostMemory {
+ public:
+  HostMemory(void* data, std::size_t bytes) : data_(data), bytes_(bytes) {}
+  virtual ~HostMemory() = default;
+  HostMemory(const HostMemory&) = delete;
+  HostMemory& operator=(const HostMemory&) = delete;
+  void* data() const noexcept { return data_; }
+  std::size_t bytes() const noexcept { return bytes_; }
+
+ private:
+  void* data_;
+  std::size_t bytes_;
+};
+
+// A point in time on a queue (cl_event / CUevent). Backends wrap their native event; a
+// completed-at-creation event is fine for work that finished synchronously.
+class EventImpl {
+ public:
+  virtual ~EventImpl() = default;
+  // Blocks until the work is done. Throws DeviceError when it failed.
+  virtual void wait() = 0;
+  // Non-blocking: whether the work is done (failed work counts as done).
+  virtual bool done() = 0;
+  // Only for events from DeviceImpl::user_event(): marks the event complete so that work
+  // waiting on it may start. Throws InvalidArgument on other events.
+  virtual void complete() = 0;
+};
+using Waits = std::span<EventImpl* const>;
+
+// An ordered stream of work on one device (an in-order cl_command_queue / a CUstream).
+// Work on one queue runs in submission order; work on different queues is ordered only
+// through events.
+class QueueImpl {
+ public:
+  virtual ~QueueImpl() = default;
+};
+
+// A box inside a pitched 3D layout, in BYTES along x, rows along y, slices along z.
+// Buffers and host memory use row_pitch/slice_pitch (bytes); for an image Memory the pitches
+// are ignored and origin[0] / extent[0] are still bytes (element size * pixels), as in
+// cuMemcpy3D's srcXInBytes/WidthInBytes.
+struct Pitched {
+  std::array<std::size_t, 3> origin{};  // x bytes, y rows, z slices
+  std::size_t row_pitch = 0;
+  std::size_t slice_pitch = 0;
+  std::size_t offset(std::size_t x, std::size_t y, std::size_t z) const {
+    return (origin[0] + x) + (origin[1] + y) * row_pitch + (origin[2] + z) * slice_pitch;
+  }
+};
+using Extent = std::array<std::size_t, 3>;  // x bytes, y rows, z slices
+
+// Whether the box extent at p occupies one contiguous byte range (then a plain linear
+// transfer of extent[0] * extent[1] * extent[2] bytes at p.offset(0, 0, 0) does the job).
+inline bool is_dense(const Pitched& p, const Extent& e) {
+  return (e[1] == 1 || p.row_pitch == e[0]) && (e[2] == 1 || p.slice_pitch == e[0] * e[1]);
+}
+
+// How an image is read by kernels (public gpix::Sampler has the same fields).
+struct SamplerDesc {
+  bool linear = false;      // false: nearest
+  bool normalized = false;  // coordinates in [0, 1] instead of pixels
+  friend bool operator==(const SamplerDesc&, const SamplerDesc&) = default;
+};
+
+// An image object's format: CL_R / a one-channel CUDA array of element_bytes-sized pixels.
+struct ImageFormat {
+  int dims = 2;  // 2 or 3
+  std::size_t width = 1, height = 1, depth = 1;
+  DType dtype{};  // u8 i8 u16 i16 u32 i32 f32 (image_channel_type() says which exist)
+};
+
+enum class MapAccess : std::uint8_t { read = 1, write = 2, read_write = 3 };
+
+// gpix's accounting and, where the API reports it, the device's own free/total.
+struct NativeMemoryInfo {
+  bool known = false;  // false on OpenCL, which has no query for free memory
+  std::uint64_t free = 0;
+  std::uint64_t total = 0;
 };
 
 // One argument of a kernel launch: a device allocation or a scalar of up to 8 bytes.
 struct KernelArg {
   const Memory* memory = nullptr;
+  // For an image Memory read through a sampler: one logical argument of the dialect's
+  // GPIX_IMAGE2D/GPIX_IMAGE3D (OpenCL: image + sampler_t, two native arguments; CUDA: one
+  // texture object made from the array and the sampler).
+  bool sampled = false;
+  SamplerDesc sampler{};
   std::array<std::byte, 8> value{};
   std::size_t size = 0;
 
   static KernelArg mem(const Memory& m) {
     KernelArg a;
     a.memory = &m;
+    return a;
+  }
+  static KernelArg image(const Memory& m, SamplerDesc s) {
+    KernelArg a;
+    a.memory = &m;
+    a.sampled = true;
+    a.sampler = s;
     return a;
   }
   template <class T>
@@ -116,6 +216,98 @@ class DeviceImpl {
 
   // The kernel `name` of src built with defines, compiled once per device and cached in
   // memory and on disk (program_cache.h). Throws CompileError with the build log.
+  // ---- Added for issue 3 (memory management). Every addition has a default that throws
+  // DeviceError with code "GPIX_NOT_IMPLEMENTED" naming the backend, so a backend builds
+  // before it implements them; OpenCL implements all of them. Semantics are backend-neutral:
+  // the CUDA column in the comments says which primitive is meant.
+
+  // The queue that the blocking calls above use (CUDA: the device's primary stream).
+  virtual QueueImpl& default_queue();
+  // A new independent queue (CUDA: cuStreamCreate(CU_STREAM_NON_BLOCKING)).
+  virtual std::unique_ptr<QueueImpl> create_queue();
+  // Blocks until all work on q is done (CUDA: cuStreamSynchronize).
+  virtual void finish(QueueImpl& q);
+  // An event that completes when everything submitted to q so far and every event in waits
+  // has completed (OpenCL: clEnqueueMarkerWithWaitList; CUDA: cuStreamWaitEvent for each
+  // wait, then cuEventRecord).
+  virtual std::shared_ptr<EventImpl> marker(QueueImpl& q, Waits waits);
+  // An event that completes only when EventImpl::complete() is called from the host
+  // (OpenCL: clCreateUserEvent; CUDA: cuStreamWaitValue32 on a pinned flag, or a host
+  // function that blocks on it, on a private stream followed by cuEventRecord).
+  virtual std::shared_ptr<EventImpl> user_event();
+
+  // Asynchronous pitched 3D transfers on q that start after every event in waits (and after
+  // earlier work on q). The host pointer must stay valid and untouched until the returned
+  // event completes. Either Memory may be an image (see Pitched). extent is never empty.
+  // OpenCL: clEnqueue{Write,Read,Copy}BufferRect, {Write,Read,Copy}Image, CopyBufferToImage,
+  // CopyImageToBuffer (for those two the buffer side is tightly packed: row_pitch ==
+  // extent[0], slice_pitch == extent[0] * extent[1]; callers guarantee it).
+  // CUDA: cuMemcpy3DAsync (CU_MEMORYTYPE_HOST / DEVICE / ARRAY).
+  virtual std::shared_ptr<EventImpl> write_rect(QueueImpl& q, Memory& dst, const Pitched& d,
+                                                const void* src, const Pitched& s, Extent extent,
+                                                Waits waits);
+  virtual std::shared_ptr<EventImpl> read_rect(QueueImpl& q, const Memory& src, const Pitched& s,
+                                               void* dst, const Pitched& d, Extent extent,
+                                               Waits waits);
+  virtual std::shared_ptr<EventImpl> copy_rect(QueueImpl& q, const Memory& src, const Pitched& s,
+                                               Memory& dst, const Pitched& d, Extent extent,
+                                               Waits waits);
+  // Asynchronous fill of a linear byte range of a buffer, like fill() (CUDA: cuMemsetD8/16/32
+  // Async, or a small kernel for 8-byte patterns).
+  virtual std::shared_ptr<EventImpl> fill_async(QueueImpl& q, Memory& dst, std::size_t offset,
+                                                std::size_t bytes, const void* pattern,
+                                                std::size_t pattern_bytes, Waits waits);
+  // A kernel launch on q after waits (CUDA: cuLaunchKernel on the stream).
+  virtual std::shared_ptr<EventImpl> launch_async(QueueImpl& q, const Kernel& k, const Launch& l,
+                                                  std::span<const KernelArg> args, Waits waits);
+
+  // Page-locked host memory of bytes bytes, usable by every queue of this device; throws
+  // OutOfMemory. OpenCL: a CL_MEM_ALLOC_HOST_PTR buffer kept mapped (the pinned path on
+  // NVIDIA's OpenCL); CUDA: cuMemHostAlloc(CU_MEMHOSTALLOC_PORTABLE).
+  virtual std::unique_ptr<HostMemory> allocate_host(std::size_t bytes);
+
+  // Maps [offset, offset + bytes) of a buffer into host memory, blocking; the pointer stays
+  // valid until unmap(). read: holds the current contents; write: the contents are undefined
+  // and whatever is written reaches the device at unmap(); read_write both. unmap() blocks
+  // until the device sees the writes. OpenCL: clEnqueueMapBuffer/UnmapMemObject; CUDA:
+  // a pinned staging block plus cuMemcpyDtoH at map and cuMemcpyHtoD at unmap.
+  virtual void* map(Memory& m, std::size_t offset, std::size_t bytes, MapAccess access);
+  virtual void unmap(Memory& m, void* ptr);
+
+  // An image object of the given format, made resident like allocate(). Throws
+  // UnsupportedDType when the device has no such format (image_supported() says first).
+  // OpenCL: clCreateImage (CL_R, one channel type per dtype); CUDA: cuArray3DCreate.
+  virtual std::unique_ptr<Memory> allocate_image(const ImageFormat& f);
+  // Whether allocate_image() can make a one-channel image of dtype t with dims 2 or 3.
+  virtual bool image_supported(DType t, int dims);
+
+  // The API's own view of free and total memory (CUDA: cuMemGetInfo); OpenCL reports none.
+  virtual NativeMemoryInfo native_memory_info();
+
+  // Shared virtual memory (OpenCL 2.0 coarse-grain SVM; CUDA: cuMemAllocManaged). Whether
+  // this device can allocate it, and the calls. svm_map/svm_unmap bracket host access
+  // (coarse-grain SVM needs them; managed memory needs only a synchronize).
+  virtual bool svm_supported();
+  virtual void* svm_allocate(std::size_t bytes);
+  virtual void svm_free(void* p);
+  virtual void svm_map(void* p, std::size_t bytes, MapAccess access);
+  virtual void svm_unmap(void* p);
+  // Blocking copy between SVM and a buffer.
+  virtual void svm_copy_to(Memory& dst, std::size_t dst_offset, const void* svm, std::size_t bytes);
+  virtual void svm_copy_from(const Memory& src, std::size_t src_offset, void* svm,
+                             std::size_t bytes);
+
+  // The device's memory pool (core/src/memory_pool.h); every allocation of arrays and
+  // temporaries goes through it. Created on first use. Backends do not override this.
+  MemoryPool& pool();
+  // Objects kept alive until event e completes (a HostArray behind an async transfer).
+  // Released by later calls of retain()/collect() once e is done, or at finish. Backends do
+  // not override this: it polls EventImpl::done() and needs no completion callback.
+  void retain(std::shared_ptr<EventImpl> e, std::shared_ptr<const void> keep);
+  void collect(bool wait_all = false);
+
+  // The kernel `name` of src built with defines, compiled once per device and cached.
+  // Throws CompileError with the build log.
   const Kernel& kernel(const ProgramSource& src, std::string_view name, const Defines& defines);
 
   struct CacheCounters {
@@ -149,6 +341,12 @@ class DeviceImpl {
     std::map<std::string, std::unique_ptr<Kernel>, std::less<>> kernels;
   };
   std::map<std::string, Entry, std::less<>> programs_;  // key: source hash + defines
+
+  [[noreturn]] void not_implemented(std::string_view what) const;
+  std::once_flag pool_once_;
+  std::shared_ptr<MemoryPool> pool_;
+  std::mutex retain_mutex_;
+  std::vector<std::pair<std::shared_ptr<EventImpl>, std::shared_ptr<const void>>> retained_;
 };
 
 // Every backend's devices, as the backends enumerate them.

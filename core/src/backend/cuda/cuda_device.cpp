@@ -73,6 +73,7 @@ struct Target {
 
 class CudaDevice final : public DeviceImpl {
  public:
+  using DeviceImpl::finish;  // the per-queue overload keeps its default until implemented
   CudaDevice(DeviceInfo info, std::shared_ptr<const Context> ctx, cuda::Stream stream,
              const Nvrtc& nvrtc, Target target)
       : DeviceImpl(std::move(info)),

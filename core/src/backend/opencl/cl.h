@@ -19,6 +19,7 @@ using Mem = UniqueHandle<cl_mem, &clReleaseMemObject>;
 using ProgramHandle = UniqueHandle<cl_program, &clReleaseProgram>;
 using KernelHandle = UniqueHandle<cl_kernel, &clReleaseKernel>;
 using EventHandle = UniqueHandle<cl_event, &clReleaseEvent>;
+using Sampler = UniqueHandle<cl_sampler, &clReleaseSampler>;
 
 // "CL_INVALID_WORK_GROUP_SIZE" for -54; "CL_ERROR(-9999)" for codes it does not know.
 std::string error_name(cl_int code);

@@ -1,12 +1,16 @@
 // The OpenCL backend: one context and one in-order queue per device.
 #include <algorithm>
+#include <array>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
 #include "backend/opencl/cl.h"
+#include "backend/opencl/opencl_svm.h"
 #include "gpix/error.h"
+#include "memory_pool.h"
 #include "util.h"
 
 namespace gpix::detail {
@@ -38,14 +42,123 @@ std::string platform_string(cl_platform_id p, cl_platform_info what) {
 class ClMemory final : public Memory {
  public:
   ClMemory(std::size_t bytes, cl::Mem mem) : Memory(bytes), mem_(std::move(mem)) {}
+  // An image of element_bytes-sized pixels with dims 2 or 3.
+  ClMemory(std::size_t bytes, cl::Mem mem, std::size_t element_bytes, int dims)
+      : Memory(bytes, true), mem_(std::move(mem)), element_(element_bytes), dims_(dims) {}
   cl_mem get() const noexcept { return mem_.get(); }
+  std::size_t element_bytes() const noexcept { return element_; }
+  int dims() const noexcept { return dims_; }
 
  private:
   cl::Mem mem_;
+  std::size_t element_ = 1;
+  int dims_ = 0;
 };
 
 cl_mem native(const Memory& m) {
   return static_cast<const ClMemory&>(m).get();
+}
+const ClMemory& cl_memory(const Memory& m) {
+  return static_cast<const ClMemory&>(m);
+}
+
+class ClQueue final : public QueueImpl {
+ public:
+  explicit ClQueue(cl::Queue q) : q_(std::move(q)) {}
+  cl_command_queue get() const noexcept { return q_.get(); }
+
+ private:
+  cl::Queue q_;
+};
+
+cl_command_queue native(QueueImpl& q) {
+  return static_cast<ClQueue&>(q).get();
+}
+
+class ClEvent final : public EventImpl {
+ public:
+  ClEvent(cl_event e, bool user) : e_(e), user_(user) {}
+  cl_event get() const noexcept { return e_.get(); }
+  void wait() override {
+    const cl_event e = e_.get();
+    cl_int err = clWaitForEvents(1, &e);
+    cl_int status = CL_COMPLETE;
+    clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+    if (status < 0) err = status;
+    cl::check(err, "waiting for an event");
+  }
+  bool done() override {
+    cl_int status = CL_COMPLETE;
+    cl::check(clGetEventInfo(e_.get(), CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                             nullptr),
+              "querying an event");
+    return status <= CL_COMPLETE;  // CL_COMPLETE is 0; failures are negative
+  }
+  void complete() override {
+    if (!user_) throw InvalidArgument("complete() is only for user events (Event::user())");
+    cl::check(clSetUserEventStatus(e_.get(), CL_COMPLETE), "completing a user event");
+  }
+
+ private:
+  cl::EventHandle e_;
+  bool user_;
+};
+
+// The wait list of events, all of this device (core waits on the host for others).
+std::vector<cl_event> wait_list(Waits waits) {
+  std::vector<cl_event> v;
+  v.reserve(waits.size());
+  for (EventImpl* e : waits) v.push_back(static_cast<ClEvent*>(e)->get());
+  return v;
+}
+
+std::shared_ptr<EventImpl> wrap(cl_event e) {
+  return std::make_shared<ClEvent>(e, false);
+}
+
+class ClHostMemory final : public HostMemory {
+ public:
+  ClHostMemory(void* p, std::size_t bytes, cl::Mem mem, cl_command_queue q)
+      : HostMemory(p, bytes), mem_(std::move(mem)), q_(q) {
+    clRetainCommandQueue(q_);
+  }
+  ~ClHostMemory() override {
+    clEnqueueUnmapMemObject(q_, mem_.get(), data(), 0, nullptr, nullptr);
+    clFinish(q_);
+    clReleaseCommandQueue(q_);
+  }
+
+ private:
+  cl::Mem mem_;
+  cl_command_queue q_;
+};
+
+cl_channel_type channel_type(DType t) {
+  switch (t) {
+    case DType::u8:
+      return CL_UNSIGNED_INT8;
+    case DType::i8:
+      return CL_SIGNED_INT8;
+    case DType::u16:
+      return CL_UNSIGNED_INT16;
+    case DType::i16:
+      return CL_SIGNED_INT16;
+    case DType::u32:
+      return CL_UNSIGNED_INT32;
+    case DType::i32:
+      return CL_SIGNED_INT32;
+    case DType::f32:
+      return CL_FLOAT;
+    default:
+      return 0;
+  }
+}
+
+std::array<std::size_t, 3> pixels(const ClMemory& img, const Pitched& p, const Extent& e,
+                                  bool origin) {
+  const std::size_t es = img.element_bytes();
+  if (origin) return {p.origin[0] / es, p.origin[1], p.origin[2]};
+  return {e[0] / es, e[1], e[2]};
 }
 
 class ClKernel final : public Kernel {
@@ -60,7 +173,12 @@ class ClKernel final : public Kernel {
 class ClDevice final : public DeviceImpl {
  public:
   ClDevice(DeviceInfo info, cl_device_id id, cl::Context ctx, cl::Queue queue)
-      : DeviceImpl(std::move(info)), id_(id), ctx_(std::move(ctx)), queue_(std::move(queue)) {}
+      : DeviceImpl(std::move(info)), id_(id), ctx_(std::move(ctx)), default_(std::move(queue)) {}
+  ~ClDevice() override {
+    // Cached blocks go back while the context and queues still exist.
+    collect(true);
+    pool().trim();
+  }
 
   std::unique_ptr<Memory> allocate(std::size_t bytes) override {
     if (bytes > info().max_allocation) {
@@ -76,22 +194,23 @@ class ClDevice final : public DeviceImpl {
     // OpenCL allocates lazily; touching the last byte makes the buffer resident now, so
     // out-of-memory surfaces here and not in some later kernel.
     const unsigned char zero = 0;
-    err = clEnqueueFillBuffer(queue_.get(), mem.get(), &zero, 1, bytes - 1, 1, 0, nullptr, nullptr);
-    if (err == CL_SUCCESS) err = clFinish(queue_.get());
+    err =
+        clEnqueueFillBuffer(default_.get(), mem.get(), &zero, 1, bytes - 1, 1, 0, nullptr, nullptr);
+    if (err == CL_SUCCESS) err = clFinish(default_.get());
     if (err != CL_SUCCESS) throw_oom(bytes, err);
     return std::make_unique<ClMemory>(bytes, std::move(mem));
   }
 
   void write(Memory& dst, std::size_t offset, const void* src, std::size_t bytes) override {
     std::lock_guard lock(mutex_);
-    cl::check(clEnqueueWriteBuffer(queue_.get(), native(dst), CL_TRUE, offset, bytes, src, 0,
+    cl::check(clEnqueueWriteBuffer(default_.get(), native(dst), CL_TRUE, offset, bytes, src, 0,
                                    nullptr, nullptr),
               "writing " + human(bytes) + " to '" + info().name + "'");
   }
 
   void read(const Memory& src, std::size_t offset, void* dst, std::size_t bytes) override {
     std::lock_guard lock(mutex_);
-    cl::check(clEnqueueReadBuffer(queue_.get(), native(src), CL_TRUE, offset, bytes, dst, 0,
+    cl::check(clEnqueueReadBuffer(default_.get(), native(src), CL_TRUE, offset, bytes, dst, 0,
                                   nullptr, nullptr),
               "reading " + human(bytes) + " from '" + info().name + "'");
   }
@@ -99,7 +218,7 @@ class ClDevice final : public DeviceImpl {
   void copy(const Memory& src, std::size_t src_offset, Memory& dst, std::size_t dst_offset,
             std::size_t bytes) override {
     std::lock_guard lock(mutex_);
-    cl::check(clEnqueueCopyBuffer(queue_.get(), native(src), native(dst), src_offset, dst_offset,
+    cl::check(clEnqueueCopyBuffer(default_.get(), native(src), native(dst), src_offset, dst_offset,
                                   bytes, 0, nullptr, nullptr),
               "copying " + human(bytes) + " on '" + info().name + "'");
   }
@@ -107,34 +226,268 @@ class ClDevice final : public DeviceImpl {
   void fill(Memory& dst, std::size_t offset, std::size_t bytes, const void* pattern,
             std::size_t pattern_bytes) override {
     std::lock_guard lock(mutex_);
-    cl::check(clEnqueueFillBuffer(queue_.get(), native(dst), pattern, pattern_bytes, offset, bytes,
-                                  0, nullptr, nullptr),
+    cl::check(clEnqueueFillBuffer(default_.get(), native(dst), pattern, pattern_bytes, offset,
+                                  bytes, 0, nullptr, nullptr),
               "filling " + human(bytes) + " on '" + info().name + "'");
   }
 
   void launch(const Kernel& k, const Launch& l, std::span<const KernelArg> args) override {
-    cl_kernel kernel = static_cast<const ClKernel&>(k).get();
-    // clSetKernelArg is not thread-safe on one kernel object, so argument setting and the
-    // enqueue happen under one lock.
-    std::lock_guard lock(mutex_);
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      cl_int err;
-      if (args[i].memory) {
-        cl_mem m = native(*args[i].memory);
-        err = clSetKernelArg(kernel, static_cast<cl_uint>(i), sizeof(cl_mem), &m);
-      } else {
-        err = clSetKernelArg(kernel, static_cast<cl_uint>(i), args[i].size, args[i].value.data());
-      }
-      cl::check(err, "setting kernel argument " + std::to_string(i));
-    }
-    cl::check(clEnqueueNDRangeKernel(queue_.get(), kernel, static_cast<cl_uint>(l.dims), nullptr,
-                                     l.global.data(), l.local.data(), 0, nullptr, nullptr),
-              "launching a kernel on '" + info().name + "'");
+    enqueue_kernel(default_.get(), k, l, args, {}, nullptr);
   }
 
   void finish() override {
-    std::lock_guard lock(mutex_);
-    cl::check(clFinish(queue_.get()), "waiting for '" + info().name + "'");
+    cl::check(clFinish(default_.get()), "waiting for '" + info().name + "'");
+    collect();
+  }
+
+  // ---- queues and events
+  QueueImpl& default_queue() override { return default_; }
+  std::unique_ptr<QueueImpl> create_queue() override {
+    cl_int err = CL_SUCCESS;
+    cl::Queue q(clCreateCommandQueue(ctx_.get(), id_, 0, &err));
+    cl::check(err, "creating a queue on '" + info().name + "'");
+    return std::make_unique<ClQueue>(std::move(q));
+  }
+  void finish(QueueImpl& q) override {
+    cl::check(clFinish(native(q)), "waiting for a queue of '" + info().name + "'");
+    collect();
+  }
+  std::shared_ptr<EventImpl> marker(QueueImpl& q, Waits waits) override {
+    const auto w = wait_list(waits);
+    cl_event e = nullptr;
+    cl::check(clEnqueueMarkerWithWaitList(native(q), static_cast<cl_uint>(w.size()),
+                                          w.empty() ? nullptr : w.data(), &e),
+              "enqueueing a marker on '" + info().name + "'");
+    return wrap(e);
+  }
+  std::shared_ptr<EventImpl> user_event() override {
+    cl_int err = CL_SUCCESS;
+    cl_event e = clCreateUserEvent(ctx_.get(), &err);
+    cl::check(err, "creating a user event on '" + info().name + "'");
+    return std::make_shared<ClEvent>(e, true);
+  }
+
+  // ---- pitched transfers
+  std::shared_ptr<EventImpl> write_rect(QueueImpl& q, Memory& dst, const Pitched& d,
+                                        const void* src, const Pitched& s, Extent ext,
+                                        Waits waits) override {
+    const auto w = wait_list(waits);
+    const cl_uint nw = static_cast<cl_uint>(w.size());
+    const cl_event* wp = w.empty() ? nullptr : w.data();
+    const auto* host = static_cast<const std::byte*>(src) + s.offset(0, 0, 0);
+    cl_event e = nullptr;
+    cl_int err;
+    if (dst.is_image()) {
+      const auto& img = cl_memory(dst);
+      const auto o = pixels(img, d, ext, true), r = pixels(img, d, ext, false);
+      err = clEnqueueWriteImage(native(q), img.get(), CL_FALSE, o.data(), r.data(),
+                                ext[1] > 1 || ext[2] > 1 ? s.row_pitch : 0,
+                                ext[2] > 1 ? s.slice_pitch : 0, host, nw, wp, &e);
+    } else if (is_dense(d, ext) && is_dense(s, ext)) {
+      err = clEnqueueWriteBuffer(native(q), native(dst), CL_FALSE, d.offset(0, 0, 0),
+                                 ext[0] * ext[1] * ext[2], host, nw, wp, &e);
+    } else {
+      const std::size_t zero[3] = {0, 0, 0};
+      err = clEnqueueWriteBufferRect(native(q), native(dst), CL_FALSE, d.origin.data(), zero,
+                                     ext.data(), d.row_pitch, d.slice_pitch, s.row_pitch,
+                                     s.slice_pitch, host, nw, wp, &e);
+    }
+    cl::check(err, "writing " + human(ext[0] * ext[1] * ext[2]) + " to '" + info().name + "'");
+    return wrap(e);
+  }
+
+  std::shared_ptr<EventImpl> read_rect(QueueImpl& q, const Memory& src, const Pitched& s, void* dst,
+                                       const Pitched& d, Extent ext, Waits waits) override {
+    const auto w = wait_list(waits);
+    const cl_uint nw = static_cast<cl_uint>(w.size());
+    const cl_event* wp = w.empty() ? nullptr : w.data();
+    auto* host = static_cast<std::byte*>(dst) + d.offset(0, 0, 0);
+    cl_event e = nullptr;
+    cl_int err;
+    if (src.is_image()) {
+      const auto& img = cl_memory(src);
+      const auto o = pixels(img, s, ext, true), r = pixels(img, s, ext, false);
+      err = clEnqueueReadImage(native(q), img.get(), CL_FALSE, o.data(), r.data(),
+                               ext[1] > 1 || ext[2] > 1 ? d.row_pitch : 0,
+                               ext[2] > 1 ? d.slice_pitch : 0, host, nw, wp, &e);
+    } else if (is_dense(d, ext) && is_dense(s, ext)) {
+      err = clEnqueueReadBuffer(native(q), native(src), CL_FALSE, s.offset(0, 0, 0),
+                                ext[0] * ext[1] * ext[2], host, nw, wp, &e);
+    } else {
+      const std::size_t zero[3] = {0, 0, 0};
+      err = clEnqueueReadBufferRect(native(q), native(src), CL_FALSE, s.origin.data(), zero,
+                                    ext.data(), s.row_pitch, s.slice_pitch, d.row_pitch,
+                                    d.slice_pitch, host, nw, wp, &e);
+    }
+    cl::check(err, "reading " + human(ext[0] * ext[1] * ext[2]) + " from '" + info().name + "'");
+    return wrap(e);
+  }
+
+  std::shared_ptr<EventImpl> copy_rect(QueueImpl& q, const Memory& src, const Pitched& s,
+                                       Memory& dst, const Pitched& d, Extent ext,
+                                       Waits waits) override {
+    const auto w = wait_list(waits);
+    const cl_uint nw = static_cast<cl_uint>(w.size());
+    const cl_event* wp = w.empty() ? nullptr : w.data();
+    cl_event e = nullptr;
+    cl_int err;
+    if (src.is_image() && dst.is_image()) {
+      const auto& si = cl_memory(src);
+      const auto& di = cl_memory(dst);
+      const auto so = pixels(si, s, ext, true), dorg = pixels(di, d, ext, true),
+                 r = pixels(si, s, ext, false);
+      err = clEnqueueCopyImage(native(q), si.get(), di.get(), so.data(), dorg.data(), r.data(), nw,
+                               wp, &e);
+    } else if (src.is_image()) {
+      const auto& si = cl_memory(src);
+      const auto so = pixels(si, s, ext, true), r = pixels(si, s, ext, false);
+      err = clEnqueueCopyImageToBuffer(native(q), si.get(), native(dst), so.data(), r.data(),
+                                       d.offset(0, 0, 0), nw, wp, &e);
+    } else if (dst.is_image()) {
+      const auto& di = cl_memory(dst);
+      const auto dorg = pixels(di, d, ext, true), r = pixels(di, d, ext, false);
+      err = clEnqueueCopyBufferToImage(native(q), native(src), di.get(), s.offset(0, 0, 0),
+                                       dorg.data(), r.data(), nw, wp, &e);
+    } else if (is_dense(d, ext) && is_dense(s, ext)) {
+      err = clEnqueueCopyBuffer(native(q), native(src), native(dst), s.offset(0, 0, 0),
+                                d.offset(0, 0, 0), ext[0] * ext[1] * ext[2], nw, wp, &e);
+    } else {
+      err = clEnqueueCopyBufferRect(native(q), native(src), native(dst), s.origin.data(),
+                                    d.origin.data(), ext.data(), s.row_pitch, s.slice_pitch,
+                                    d.row_pitch, d.slice_pitch, nw, wp, &e);
+    }
+    cl::check(err, "copying " + human(ext[0] * ext[1] * ext[2]) + " on '" + info().name + "'");
+    return wrap(e);
+  }
+
+  std::shared_ptr<EventImpl> fill_async(QueueImpl& q, Memory& dst, std::size_t offset,
+                                        std::size_t bytes, const void* pattern,
+                                        std::size_t pattern_bytes, Waits waits) override {
+    const auto w = wait_list(waits);
+    cl_event e = nullptr;
+    cl::check(
+        clEnqueueFillBuffer(native(q), native(dst), pattern, pattern_bytes, offset, bytes,
+                            static_cast<cl_uint>(w.size()), w.empty() ? nullptr : w.data(), &e),
+        "filling " + human(bytes) + " on '" + info().name + "'");
+    return wrap(e);
+  }
+
+  std::shared_ptr<EventImpl> launch_async(QueueImpl& q, const Kernel& k, const Launch& l,
+                                          std::span<const KernelArg> args, Waits waits) override {
+    const auto w = wait_list(waits);
+    cl_event e = nullptr;
+    enqueue_kernel(native(q), k, l, args, w, &e);
+    return wrap(e);
+  }
+
+  // ---- pinned host memory and mapping
+  std::unique_ptr<HostMemory> allocate_host(std::size_t bytes) override {
+    cl_int err = CL_SUCCESS;
+    cl::Mem mem(clCreateBuffer(ctx_.get(), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes,
+                               nullptr, &err));
+    if (err != CL_SUCCESS) throw_oom(bytes, err, "pinned host memory");
+    void* p = clEnqueueMapBuffer(default_.get(), mem.get(), CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                                 bytes, 0, nullptr, nullptr, &err);
+    if (err != CL_SUCCESS || !p) throw_oom(bytes, err, "pinned host memory");
+    return std::make_unique<ClHostMemory>(p, bytes, std::move(mem), default_.get());
+  }
+
+  void* map(Memory& m, std::size_t offset, std::size_t bytes, MapAccess access) override {
+    cl_map_flags flags = 0;
+    if (access == MapAccess::read) flags = CL_MAP_READ;
+    if (access == MapAccess::write) flags = CL_MAP_WRITE_INVALIDATE_REGION;
+    if (access == MapAccess::read_write) flags = CL_MAP_READ | CL_MAP_WRITE;
+    cl_int err = CL_SUCCESS;
+    void* p = clEnqueueMapBuffer(default_.get(), native(m), CL_TRUE, flags, offset, bytes, 0,
+                                 nullptr, nullptr, &err);
+    cl::check(err, "mapping " + human(bytes) + " of '" + info().name + "'");
+    return p;
+  }
+  void unmap(Memory& m, void* ptr) override {
+    cl_int err = clEnqueueUnmapMemObject(default_.get(), native(m), ptr, 0, nullptr, nullptr);
+    if (err == CL_SUCCESS) err = clFinish(default_.get());
+    cl::check(err, "unmapping an array of '" + info().name + "'");
+  }
+
+  // ---- images
+  bool image_supported(DType t, int dims) override {
+    const cl_channel_type ct = channel_type(t);
+    if (!info().images || ct == 0 || (dims != 2 && dims != 3)) return false;
+    std::lock_guard lock(formats_mutex_);
+    auto& formats = dims == 2 ? formats2_ : formats3_;
+    if (!formats) {
+      const cl_mem_object_type type = dims == 2 ? CL_MEM_OBJECT_IMAGE2D : CL_MEM_OBJECT_IMAGE3D;
+      cl_uint n = 0;
+      clGetSupportedImageFormats(ctx_.get(), CL_MEM_READ_WRITE, type, 0, nullptr, &n);
+      std::vector<cl_image_format> f(n);
+      if (n) clGetSupportedImageFormats(ctx_.get(), CL_MEM_READ_WRITE, type, n, f.data(), nullptr);
+      formats = std::move(f);
+    }
+    return std::any_of(formats->begin(), formats->end(), [&](const cl_image_format& f) {
+      return f.image_channel_order == CL_R && f.image_channel_data_type == ct;
+    });
+  }
+
+  std::unique_ptr<Memory> allocate_image(const ImageFormat& f) override {
+    if (!image_supported(f.dtype, f.dims)) {
+      throw UnsupportedDType("'" + info().name + "' has no one-channel " + std::to_string(f.dims) +
+                             "D image format for " + std::string(name(f.dtype)));
+    }
+    const cl_image_format format{CL_R, channel_type(f.dtype)};
+    cl_image_desc desc{};
+    desc.image_type = f.dims == 2 ? CL_MEM_OBJECT_IMAGE2D : CL_MEM_OBJECT_IMAGE3D;
+    desc.image_width = f.width;
+    desc.image_height = f.height;
+    desc.image_depth = f.dims == 3 ? f.depth : 1;
+    const std::size_t es = size_of(f.dtype);
+    const std::size_t bytes = f.width * f.height * f.depth * es;
+    cl_int err = CL_SUCCESS;
+    cl::Mem mem(clCreateImage(ctx_.get(), CL_MEM_READ_WRITE, &format, &desc, nullptr, &err));
+    if (err != CL_SUCCESS) throw_oom(bytes, err, "an image");
+    // Resident at once, as allocate(): write the last pixel.
+    const std::size_t origin[3] = {f.width - 1, f.height - 1, f.dims == 3 ? f.depth - 1 : 0};
+    const std::size_t region[3] = {1, 1, 1};
+    const std::uint64_t zero = 0;
+    err = clEnqueueWriteImage(default_.get(), mem.get(), CL_TRUE, origin, region, 0, 0, &zero, 0,
+                              nullptr, nullptr);
+    if (err != CL_SUCCESS) throw_oom(bytes, err, "an image");
+    return std::make_unique<ClMemory>(bytes, std::move(mem), es, f.dims);
+  }
+
+  // ---- shared virtual memory
+  bool svm_supported() override { return info().svm; }
+  void* svm_allocate(std::size_t bytes) override {
+    void* p = clsvm::alloc(ctx_.get(), bytes);
+    if (!p) throw_oom(bytes, CL_OUT_OF_RESOURCES, "shared virtual memory");
+    return p;
+  }
+  void svm_free(void* p) override { clsvm::free(ctx_.get(), p); }
+  void svm_map(void* p, std::size_t bytes, MapAccess access) override {
+    cl::check(
+        clsvm::map(default_.get(), p, bytes, access != MapAccess::write, access != MapAccess::read),
+        "mapping shared virtual memory on '" + info().name + "'");
+  }
+  void svm_unmap(void* p) override {
+    cl::check(clsvm::unmap(default_.get(), p),
+              "unmapping shared virtual memory on '" + info().name + "'");
+  }
+  void svm_copy_to(Memory& dst, std::size_t dst_offset, const void* svm,
+                   std::size_t bytes) override {
+    // Coarse-grain SVM is host-visible only while mapped.
+    void* p = const_cast<void*>(svm);
+    svm_map(p, bytes, MapAccess::read);
+    cl_int err = clEnqueueWriteBuffer(default_.get(), native(dst), CL_TRUE, dst_offset, bytes, p, 0,
+                                      nullptr, nullptr);
+    svm_unmap(p);
+    cl::check(err, "copying shared virtual memory to an array on '" + info().name + "'");
+  }
+  void svm_copy_from(const Memory& src, std::size_t src_offset, void* svm,
+                     std::size_t bytes) override {
+    svm_map(svm, bytes, MapAccess::write);
+    cl_int err = clEnqueueReadBuffer(default_.get(), native(src), CL_TRUE, src_offset, bytes, svm,
+                                     0, nullptr, nullptr);
+    svm_unmap(svm);
+    cl::check(err, "copying an array to shared virtual memory on '" + info().name + "'");
   }
 
  protected:
@@ -202,18 +555,65 @@ class ClDevice final : public DeviceImpl {
   }
 
  private:
-  [[noreturn]] void throw_oom(std::size_t bytes, cl_int err) {
-    throw OutOfMemory(
-        "cannot allocate " + human(bytes) + " on '" + info().name + "': " + cl::error_name(err) +
-            " (total memory " + human(info().global_memory) + ", largest allocation " +
-            human(info().max_allocation) + "); free arrays, use smaller images or another device",
-        bytes, cl::error_name(err));
+  void enqueue_kernel(cl_command_queue q, const Kernel& k, const Launch& l,
+                      std::span<const KernelArg> args, const std::vector<cl_event>& w,
+                      cl_event* e) {
+    cl_kernel kernel = static_cast<const ClKernel&>(k).get();
+    // clSetKernelArg is not thread-safe on one kernel object, so argument setting and the
+    // enqueue happen under one lock.
+    std::lock_guard lock(mutex_);
+    cl_uint index = 0;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      cl_int err;
+      if (args[i].memory) {
+        cl_mem m = native(*args[i].memory);
+        err = clSetKernelArg(kernel, index++, sizeof(cl_mem), &m);
+        if (err == CL_SUCCESS && args[i].sampled) {
+          // The dialect's GPIX_IMAGE2D/3D parameter is an image and a sampler_t.
+          cl_sampler smp = sampler(args[i].sampler);
+          err = clSetKernelArg(kernel, index++, sizeof(cl_sampler), &smp);
+        }
+      } else {
+        err = clSetKernelArg(kernel, index++, args[i].size, args[i].value.data());
+      }
+      cl::check(err, "setting kernel argument " + std::to_string(i));
+    }
+    cl::check(clEnqueueNDRangeKernel(
+                  q, kernel, static_cast<cl_uint>(l.dims), nullptr, l.global.data(), l.local.data(),
+                  static_cast<cl_uint>(w.size()), w.empty() ? nullptr : w.data(), e),
+              "launching a kernel on '" + info().name + "'");
+  }
+
+  // One sampler per description, made on first use (under mutex_).
+  cl_sampler sampler(const SamplerDesc& d) {
+    const int key = (d.linear ? 1 : 0) | (d.normalized ? 2 : 0);
+    auto& s = samplers_[static_cast<std::size_t>(key)];
+    if (!s) {
+      cl_int err = CL_SUCCESS;
+      s = cl::Sampler(clCreateSampler(ctx_.get(), d.normalized ? CL_TRUE : CL_FALSE,
+                                      CL_ADDRESS_CLAMP_TO_EDGE,
+                                      d.linear ? CL_FILTER_LINEAR : CL_FILTER_NEAREST, &err));
+      cl::check(err, "creating a sampler on '" + info().name + "'");
+    }
+    return s.get();
+  }
+
+  [[noreturn]] void throw_oom(std::size_t bytes, cl_int err, const char* what = "a buffer") {
+    throw OutOfMemory("cannot allocate " + human(bytes) + " for " + what + " on '" + info().name +
+                          "': " + cl::error_name(err) + " (total memory " +
+                          human(info().global_memory) + ", largest allocation " +
+                          human(info().max_allocation) +
+                          "); free arrays, use smaller images or another device",
+                      bytes, cl::error_name(err));
   }
 
   cl_device_id id_;
   cl::Context ctx_;
-  cl::Queue queue_;
+  ClQueue default_;
   std::mutex mutex_;
+  std::array<cl::Sampler, 4> samplers_;
+  std::mutex formats_mutex_;
+  std::optional<std::vector<cl_image_format>> formats2_, formats3_;
 };
 
 DeviceType to_type(cl_device_type t) {
@@ -263,6 +663,7 @@ BackendDevices enumerate_opencl() {
       info.max_work_group = device_value<std::size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE);
       info.fp64 = device_value<cl_device_fp_config>(id, CL_DEVICE_DOUBLE_FP_CONFIG) != 0;
       info.images = device_value<cl_bool>(id, CL_DEVICE_IMAGE_SUPPORT) == CL_TRUE;
+      info.svm = clsvm::svm_coarse_grain(id);
       info.api_version = device_string(id, CL_DEVICE_VERSION);
       info.driver_version = device_string(id, CL_DRIVER_VERSION);
       cl_context_properties props[] = {CL_CONTEXT_PLATFORM,

@@ -1,0 +1,733 @@
+// Memory management on every device present: queues and events, pinned and staged
+// transfers, mapping, regions, padding, reshape views, the pool and out-of-memory recovery,
+// image objects with samplers, cross-device copies and shared virtual memory.
+#include <QTest>
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "common.h"
+
+using namespace gpix;
+
+Q_DECLARE_METATYPE(gpix::DType)
+
+namespace {
+
+Device dev_at(int i) {
+  return devices()[static_cast<std::size_t>(i)];
+}
+
+template <class T>
+HostArray host_random(const Shape& s) {
+  const auto v = test::random_bits<T>(s.elements());
+  return HostArray::from(v, s);
+}
+
+bool same_bytes(const HostArray& a, const HostArray& b) {
+  return a.bytes() == b.bytes() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
+}
+
+// Random origin and extent (z, y, x) inside shape, biased to touch the edges.
+void random_box(const Shape& s, std::vector<std::size_t>& o, std::vector<std::size_t>& e) {
+  o.clear();
+  e.clear();
+  auto& r = test::rng();
+  for (std::size_t dim : s.dims()) {
+    std::size_t org = r() % dim;
+    if (r() % 4 == 0) org = 0;
+    if (r() % 4 == 0) org = dim - 1;
+    std::size_t ext = 1 + r() % (dim - org);
+    if (r() % 3 == 0) ext = dim - org;  // reach the far edge
+    o.push_back(org);
+    e.push_back(ext);
+  }
+}
+
+// Element index of (z, y, x) in a dense array of shape s (missing axes = 0).
+std::size_t index3(const Shape& s, std::size_t z, std::size_t y, std::size_t x) {
+  return (z * s.height() + y) * s.width() + x;
+}
+
+// Pads a box to 3 axes (z, y, x).
+std::array<std::size_t, 3> three(const std::vector<std::size_t>& v, std::size_t fill) {
+  std::array<std::size_t, 3> out{fill, fill, fill};
+  for (std::size_t i = 0; i < v.size(); ++i) out[3 - v.size() + i] = v[i];
+  return out;
+}
+
+// CPU reference of copy_region on dense host copies (bytes of element size es).
+void ref_copy(const HostArray& src, const std::vector<std::size_t>& so, HostArray& dst,
+              const std::vector<std::size_t>& dorg, const std::vector<std::size_t>& ext) {
+  const std::size_t es = size_of(src.dtype());
+  const auto s3 = three(so, 0), d3 = three(dorg, 0), e3 = three(ext, 1);
+  for (std::size_t z = 0; z < e3[0]; ++z)
+    for (std::size_t y = 0; y < e3[1]; ++y)
+      for (std::size_t x = 0; x < e3[2]; ++x)
+        std::memcpy(dst.data() + es * index3(dst.shape(), d3[0] + z, d3[1] + y, d3[2] + x),
+                    src.data() + es * index3(src.shape(), s3[0] + z, s3[1] + y, s3[2] + x), es);
+}
+
+Shape padded_of(const Shape& s) {
+  std::vector<std::size_t> p(s.dims().begin(), s.dims().end());
+  auto& r = test::rng();
+  for (auto& d : p) d += r() % 5;
+  p.back() += 3;  // always some row padding
+  return Shape(std::span<const std::size_t>(p.data(), p.size()));
+}
+
+// Arrays of several layouts holding the same host pixels.
+enum class Layout { contiguous, padded, image };
+Array make(const HostArray& h, Layout l, const Device& d) {
+  Array a;
+  if (l == Layout::contiguous) a = Array::empty(h.shape(), h.dtype(), d);
+  if (l == Layout::padded) a = Array::padded(h.shape(), padded_of(h.shape()), h.dtype(), d);
+  if (l == Layout::image) a = Array::empty_image(h.shape(), h.dtype(), d);
+  a.fill(0);  // poison the padding too, with something not in h (mostly)
+  a.write(h);
+  return a;
+}
+
+bool can_image(const Device& d, DType t) {
+  try {
+    Array::empty_image(Shape{2, 2}, t, d);
+    Array::empty_image(Shape{2, 2, 2}, t, d);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+class TestMemory : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() {
+    // Small staging chunks so that the pipeline runs through many chunks on small arrays.
+    qputenv("GPIX_STAGING_CHUNK_MB", "1");
+    qputenv("GPIX_STAGING_MIN_MB", "1");
+    qInfo("%zu device(s)", test::test_devices().size());
+  }
+
+  void devices_data() {
+    QTest::addColumn<int>("device");
+    for (const Device& d : test::test_devices())
+      QTest::newRow(test::row_name(d).constData()) << d.info().index;
+  }
+
+  // ---------------------------------------------------------------- queues and events
+  void async_chain_data() { devices_data(); }
+  void async_chain() {
+    QFETCH(int, device);
+    const Device dev = dev_at(device);
+    const Shape s{37, 41};
+    HostArray in = host_random<std::uint16_t>(s);
+    Queue q1 = Queue::create(dev), q2 = Queue::create(dev);
+    Array a = Array::empty(s, DType::u16, dev), b = Array::empty(s, DType::u16, dev);
+    Array c = Array::padded(s, Shape{40, 64}, DType::u16, dev);
+    // push (q1) -> fill b (q2, after push) -> copy a into padded c (q2) -> copy c into b
+    // (q1, after q2's copy) -> pull (q2, after that). Each step on another queue, so only
+    // the events order them.
+    Event e1 = push_async(in, a, q1);
+    Event e2 = fill_async(b, 7, q2, {e1});
+    Event e3 = copy_async(a, c, q2, {e2});
+    Event e4 = copy_async(c, b, q1, {e3});
+    HostArray out = HostArray::pinned(s, DType::u16, dev);
+    std::memset(out.data(), 0xEE, out.bytes());
+    Event e5 = pull_async(b, out, q2, {e4});
+    e5.wait();
+    QVERIFY(e5.done() && e1.done());
+    QVERIFY(same_bytes(out, in));
+    q1.finish();
+    q2.finish();
+    Queue::default_for(dev).finish();
+    // A marker after everything.
+    Event m = q1.marker({e5});
+    m.wait();
+    QVERIFY(m.done());
+    // The queue of another device, or the wrong sizes, are typed errors.
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, push_async(in.data(), in.bytes() - 1, a, q1));
+    HostArray wrong(Shape{3}, DType::u16);
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, pull_async(a, wrong, q1));
+  }
+
+  // A pull that forgets to wait for the push reads stale data, deterministically: the push
+  // is held back on q1 by a user event, the pull runs on q2. The same pull with the wait
+  // reads the new data. This shows the ordering test above can fail.
+  void missing_wait_is_caught_data() { devices_data(); }
+  void missing_wait_is_caught() {
+    QFETCH(int, device);
+    const Device dev = dev_at(device);
+    const Shape s{5, 17, 9};
+    HostArray in = host_random<std::int32_t>(s);
+    Array a = Array::empty(s, DType::i32, dev);
+    a.fill(-123456);  // poison
+    Queue q1 = Queue::create(dev), q2 = Queue::create(dev);
+    Event gate = Event::user(dev);
+    Event pushed = push_async(in, a, q1, {gate});
+    QVERIFY(!pushed.done());
+
+    HostArray wrong = HostArray::empty(s, DType::i32);
+    pull_async(a, wrong, q2).wait();  // the missing wait
+    for (std::int32_t v : wrong.as<std::int32_t>()) QCOMPARE(v, -123456);
+
+    HostArray right = HostArray::empty(s, DType::i32);
+    Event pulled = pull_async(a, right, q2, {pushed});
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    QVERIFY(!pulled.done());  // held back by the gate through the push
+    gate.complete();
+    pulled.wait();
+    QVERIFY(same_bytes(right, in));
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, pushed.complete());
+  }
+
+  // HostArrays handed to async transfers stay alive after the caller drops them.
+  void async_keeps_host_alive_data() { devices_data(); }
+  void async_keeps_host_alive() {
+    QFETCH(int, device);
+    const Device dev = dev_at(device);
+    const Shape s{3, 333, 77};
+    Array a = Array::empty(s, DType::f32, dev);
+    std::vector<float> expect;
+    {
+      Event gate = Event::user(dev);
+      Queue q = Queue::create(dev);
+      {
+        HostArray h = HostArray::pinned(s, DType::f32, dev);
+        const auto v = test::random_bits<float>(s.elements());
+        std::memcpy(h.data(), v.data(), h.bytes());
+        expect = v;
+        push_async(h, a, q, {gate});  // event and HostArray dropped at once
+      }
+      gate.complete();
+      q.finish();
+    }
+    const auto back = a.pull_as<float>();
+    QVERIFY(std::memcmp(back.data(), expect.data(), back.size() * 4) == 0);
+  }
+
+  // ---------------------------------------------------------------- pinned and staged
+  void pinned_and_staged_data() { devices_data(); }
+  void pinned_and_staged() {
+    QFETCH(int, device);
+    const Device dev = dev_at(device);
+    // ~5.3 MB: several 1 MB chunks and a ragged last one.
+    const Shape s{3, 701, 631};
+    for (int staged = 0; staged < 2; ++staged) {
+      if (!staged) qputenv("GPIX_NO_STAGING", "1");
+      HostArray in = host_random<std::uint32_t>(s);
+      Array a = Array::empty(s, DType::u32, dev);
+      a.write(in);  // pageable: staged (or plain)
+      HostArray out = HostArray::empty(s, DType::u32);
+      std::memset(out.data(), 0, out.bytes());
+      a.read(out);
+      QVERIFY(same_bytes(out, in));
+      // pinned both ways
+      HostArray p = empty_like(a);
+      QVERIFY(p.is_pinned());
+      QVERIFY(p.pinned_device() == dev);
+      std::memset(p.data(), 0, p.bytes());
+      a.read(p);
+      QVERIFY(same_bytes(p, in));
+      HostArray p2 = HostArray::pinned(s, DType::u32, dev);
+      std::memcpy(p2.data(), host_random<std::uint32_t>(s).data(), p2.bytes());
+      Array b = Array::push(p2, dev);
+      QVERIFY(same_bytes(b.pull(), p2));
+      QVERIFY(p2.clone().is_pinned());
+      qunsetenv("GPIX_NO_STAGING");
+    }
+  }
+
+  // ---------------------------------------------------------------- mapping
+  void mapping_data() { devices_data(); }
+  void mapping() {
+    QFETCH(int, device);
+    const Device dev = dev_at(device);
+    const Shape s{13, 29};
+    const auto v = test::random_values<double>(s.elements());
+    std::vector<float> data(v.begin(), v.end());
+    Array a = Array::create(s, DType::f32, dev);
+    {
+      Mapping m = a.map(MapMode::write);
+      auto span = m.as<float>();
+      QCOMPARE(span.size(), data.size());
+      std::copy(data.begin(), data.end(), span.begin());
+      QVERIFY_THROWS_EXCEPTION(UnsupportedDType, m.as<std::int32_t>());
+      Mapping moved = std::move(m);  // the move carries the unmap
+      QVERIFY(!m.valid());
+      QVERIFY(moved.valid());
+    }
+    QVERIFY(a.pull_as<float>() == data);
+    {
+      Mapping m = a.map(MapMode::read_write);
+      for (float& x : m.as<float>()) x = -x;
+    }
+    for (std::size_t i = 0; i < data.size(); ++i) QCOMPARE(a.pull_as<float>()[i], -data[i]);
+    {
+      const Mapping m = a.map(MapMode::read);
+      QCOMPARE(m.as<float>()[5], -data[5]);
+    }
+    // A padded array maps its whole allocation, rows row_pitch() apart.
+    Array p = Array::padded(s, Shape{15, 32}, DType::f32, dev);
+    p.write(data.data(), data.size() * 4);
+    {
+      Mapping m = p.map(MapMode::read);
+      QCOMPARE(m.bytes(), p.slice_pitch());
+      const auto span = m.as<float>();
+      for (std::size_t y = 0; y < s[0]; ++y)
+        for (std::size_t x = 0; x < s[1]; ++x)
+          QCOMPARE(span[y * p.row_pitch() / 4 + x], data[y * s[1] + x]);
+    }
+    if (can_image(dev, DType::f32)) {
+      Array img = Array::empty_image(s, DType::f32, dev);
+      QVERIFY_THROWS_EXCEPTION(InvalidArgument, img.map(MapMode::read));
+    }
+  }
+
+  // ---------------------------------------------------------------- regions
+  void regions_data() {
+    QTest::addColumn<int>("device");
+    QTest::addColumn<DType>("dtype");
+    for (const Device& d : test::test_devices()) {
+      for (DType t : {DType::u8, DType::i16, DType::f32, DType::f64, DType::u64}) {
+        QTest::newRow((test::row_name(d) + " " + QByteArray(name(t).data())).constData())
+            << d.info().index << t;
+      }
+    }
+  }
+  void regions() {
+    QFETCH(int, device);
+    QFETCH(DType, dtype);
+    const Device dev = dev_at(device);
+    if (dtype == DType::f64 && !dev.supports_fp64()) return;
+    const std::vector<Layout> layouts =
+        can_image(dev, dtype) ? std::vector{Layout::contiguous, Layout::padded, Layout::image}
+                              : std::vector{Layout::contiguous, Layout::padded};
+    const std::vector<std::pair<Shape, Shape>> pairs = {{Shape{1, 1}, Shape{3, 2}},
+                                                        {Shape{17, 23}, Shape{9, 31}},
+                                                        {Shape{5, 7, 9}, Shape{3, 11, 4}},
+                                                        {Shape{1, 13, 1}, Shape{2, 2, 2}},
+                                                        {Shape{19}, Shape{7}}};
+    for (const auto& [ss, ds] : pairs) {
+      for (Layout sl : layouts) {
+        for (Layout dl : layouts) {
+          visit_dtype(dtype, [&](auto z) {
+            using T = decltype(z);
+            HostArray sh = host_random<T>(ss), dh = host_random<T>(ds);
+            Array sa = make(sh, sl, dev), da = make(dh, dl, dev);
+            for (int trial = 0; trial < 4; ++trial) {
+              std::vector<std::size_t> so, se, dorg, de;
+              random_box(ss, so, se);
+              random_box(ds, dorg, de);
+              std::vector<std::size_t> ext(se.size());
+              for (std::size_t i = 0; i < ext.size(); ++i) ext[i] = std::min(se[i], de[i]);
+              // read_region
+              HostArray got = sa.read_region({so, ext});
+              HostArray want(Shape(std::span<const std::size_t>(ext.data(), ext.size())), dtype);
+              ref_copy(sh, so, want, std::vector<std::size_t>(ext.size(), 0), ext);
+              QVERIFY(same_bytes(got, want));
+              // copy_region between arrays of different shapes and layouts
+              copy_region(sa, so, da, dorg, ext);
+              ref_copy(sh, so, dh, dorg, ext);
+              QVERIFY2(same_bytes(da.pull(), dh), "copy_region");
+              // write_region
+              HostArray patch =
+                  host_random<T>(Shape(std::span<const std::size_t>(ext.data(), ext.size())));
+              da.write_region({dorg, ext}, patch);
+              ref_copy(patch, std::vector<std::size_t>(ext.size(), 0), dh, dorg, ext);
+              QVERIFY2(same_bytes(da.pull(), dh), "write_region");
+            }
+          });
+        }
+      }
+    }
+    // Typed errors, and nothing changes.
+    Array a = Array::create(Shape{4, 6}, dtype, dev);
+    const HostArray before = a.pull();
+    try {
+      (void)a.read_region({{2, 3}, {3, 1}});
+      QFAIL("no exception");
+    } catch (const OutOfRange& e) {
+      QVERIFY2(std::string(e.what()).find("axis 0") != std::string::npos, e.what());
+    }
+    QVERIFY_THROWS_EXCEPTION(OutOfRange, a.read_region({{0, 6}, {1, 1}}));
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, a.read_region({{0}, {1}}));
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, a.read_region({{0, 0}, {0, 1}}));
+    QVERIFY_THROWS_EXCEPTION(OutOfRange,
+                             a.write_region({{1, 1}, {2, 6}}, HostArray(Shape{2, 6}, dtype)));
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument,
+                             a.write_region({{1, 1}, {2, 2}}, HostArray(Shape{2, 3}, dtype)));
+    Array b = Array::create(Shape{2, 2}, dtype, dev);
+    QVERIFY_THROWS_EXCEPTION(OutOfRange, copy_region(a, {0, 0}, b, {1, 1}, {2, 2}));
+    QVERIFY(same_bytes(a.pull(), before));
+  }
+
+  // ---------------------------------------------------------------- padding
+  void padded_data() { regions_data(); }
+  void padded() {
+    QFETCH(int, device);
+    QFETCH(DType, dtype);
+    const Device dev = dev_at(device);
+    if (dtype == DType::f64 && !dev.supports_fp64()) return;
+    for (const Shape& s : test::odd_shapes()) {
+      visit_dtype(dtype, [&](auto z) {
+        using T = decltype(z);
+        const Shape ps = padded_of(s);
+        Array p = Array::padded(s, ps, dtype, dev);
+        QCOMPARE(p.padded_shape(), ps);
+        QCOMPARE(p.row_pitch(), ps.width() * sizeof(T));
+        QCOMPARE(p.slice_pitch(), ps.width() * ps.height() * sizeof(T));
+        QVERIFY(!p.is_contiguous());
+        QCOMPARE(p.bytes(), s.elements() * sizeof(T));
+        // Fill the padding with extremes so stats would see it if it read there.
+        p.fill(std::numeric_limits<T>::max());
+        auto data = test::random_values<T>(s.elements());
+        for (auto& v : data) {
+          if (v == std::numeric_limits<T>::max()) v = T(1);
+        }
+        p.write(data.data(), data.size() * sizeof(T));
+        QVERIFY(p.pull_as<T>() == data);
+        const Stats st = stats(p);
+        Stats ref = stats(Array::push(data, s, dev));
+        QCOMPARE(st.min, ref.min);
+        QCOMPARE(st.max, ref.max);
+        QCOMPARE(st.count, ref.count);
+        QCOMPARE(st.sum, ref.sum);
+        // copies in and out of padded layouts
+        Array c = p.copy();
+        QVERIFY(c.is_contiguous());
+        QVERIFY(c.pull_as<T>() == data);
+        Array p2 = Array::padded(s, padded_of(s), dtype, dev);
+        p2.copy_from(p);
+        QVERIFY(p2.pull_as<T>() == data);
+        p2.zero();
+        for (T v : p2.pull_as<T>()) QCOMPARE(v, T(0));
+        p2.fill(T(3));
+        for (T v : p2.pull_as<T>()) QCOMPARE(v, T(3));
+      });
+    }
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, Array::padded(Shape{4, 4}, Shape{4, 3}, dtype, dev));
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, Array::padded(Shape{4, 4}, Shape{4}, dtype, dev));
+  }
+
+  // ---------------------------------------------------------------- reshape
+  void reshape_data() { devices_data(); }
+  void reshape() {
+    QFETCH(int, device);
+    const Device dev = dev_at(device);
+    const auto data = test::random_values<std::int16_t>(3 * 5 * 7);
+    Array a = Array::push(data, Shape{3, 5, 7}, dev);
+    bool copied = true;
+    Array v = a.reshape(Shape{15, 7}, &copied);
+    QVERIFY(!copied);
+    QVERIFY(v.is_view());
+    QVERIFY(!a.is_view());
+    QVERIFY(v.same_memory(a));
+    QCOMPARE(v.shape(), (Shape{15, 7}));
+    QVERIFY(v.pull_as<std::int16_t>() == data);
+    v.fill(std::int16_t{9});  // writes through the view
+    for (auto x : a.pull_as<std::int16_t>()) QCOMPARE(x, std::int16_t{9});
+    a.write(data.data(), data.size() * 2);
+    // padded: a copy, and it says so
+    Array p = Array::padded(Shape{3, 5, 7}, Shape{4, 6, 8}, DType::i16, dev);
+    p.copy_from(a);
+    Array r = p.reshape(Shape{105}, &copied);
+    QVERIFY(copied);
+    QVERIFY(!r.is_view());
+    QVERIFY(!r.same_memory(p));
+    QVERIFY(r.pull_as<std::int16_t>() == data);
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, a.reshape(Shape{104}));
+  }
+
+  // ---------------------------------------------------------------- pool
+  void pool_data() { devices_data(); }
+  void pool() {
+    QFETCH(int, device);
+    const Device dev = dev_at(device);
+    trim(dev);
+    const MemoryStats s0 = memory_stats(dev);
+    QCOMPARE(s0.bytes_cached, 0u);
+    const Shape s{123, 457};
+    const auto data = test::random_values<float>(s.elements());
+    {
+      Array a = Array::push(data, s, dev);
+      const MemoryStats s1 = memory_stats(dev);
+      QCOMPARE(s1.allocations, s0.allocations + 1);
+      QCOMPARE(s1.device_allocations, s0.device_allocations + 1);
+      QVERIFY(s1.bytes_in_use >= s0.bytes_in_use + a.bytes());
+      QVERIFY(s1.peak_bytes_in_use >= s1.bytes_in_use);
+    }
+    const MemoryStats s2 = memory_stats(dev);
+    QCOMPARE(s2.bytes_in_use, s0.bytes_in_use);
+    QVERIFY(s2.bytes_cached >= s.elements() * 4);
+    {
+      // Same size again: the cached block, no new device allocation. Its old contents are
+      // there (empty() does not clear), and create() must clear them.
+      Array b = Array::empty(s, DType::f32, dev);
+      const MemoryStats s3 = memory_stats(dev);
+      QCOMPARE(s3.cache_hits, s2.cache_hits + 1);
+      QCOMPARE(s3.device_allocations, s2.device_allocations);
+      QCOMPARE(s3.bytes_cached, s2.bytes_cached - (s3.bytes_in_use - s2.bytes_in_use));
+    }
+    {
+      Array c = Array::create(s, DType::f32, dev);
+      for (float x : c.pull_as<float>()) QCOMPARE(x, 0.0f);
+    }
+    trim(dev);
+    QCOMPARE(memory_stats(dev).bytes_cached, 0u);
+    const MemoryReport r = memory_report(dev);
+    QCOMPARE(r.gpix.bytes_in_use, memory_stats(dev).bytes_in_use);
+    if (!r.device_known) QVERIFY(!r.note.empty());
+    QVERIFY(r.device_total > 0);
+  }
+
+  // Allocate past the limit until OutOfMemory, free, keep working; nothing already allocated
+  // is corrupted. Bounded by a gpix memory limit (PoCL's memory is the host's).
+  void out_of_memory_data() { devices_data(); }
+  void out_of_memory() {
+    QFETCH(int, device);
+    const Device dev = dev_at(device);
+    trim(dev);
+    const std::uint64_t limit = memory_stats(dev).bytes_in_use + 48u * 1024 * 1024;
+    set_memory_limit(dev, limit);
+    std::vector<Array> held;
+    std::vector<std::vector<std::uint32_t>> contents;
+    const Shape s{1024, 1031};  // ~4.1 MB
+    bool hit = false;
+    for (int i = 0; i < 100 && !hit; ++i) {
+      try {
+        contents.push_back(test::random_values<std::uint32_t>(s.elements()));
+        held.push_back(Array::push(contents.back(), s, dev));
+      } catch (const OutOfMemory& e) {
+        contents.pop_back();
+        hit = true;
+        const std::string m = e.what();
+        QVERIFY2(m.find("in use") != std::string::npos && m.find("limit") != std::string::npos,
+                 e.what());
+        QVERIFY(e.requested_bytes() >= 4u * 1024 * 1031);
+      }
+    }
+    QVERIFY(hit);
+    QVERIFY(held.size() >= 8);
+    // Repeatedly: still out of memory, nothing broken.
+    for (int i = 0; i < 3; ++i)
+      QVERIFY_THROWS_EXCEPTION(OutOfMemory, Array::empty(s, DType::u32, dev));
+    // Free half, allocate again: the freed blocks come back.
+    for (std::size_t i = 0; i < held.size(); i += 2) held[i] = Array();
+    Array again = Array::create(s, DType::u32, dev);
+    QCOMPARE(stats(again).max, Scalar(std::uint32_t{0}));
+    for (std::size_t i = 1; i < held.size(); i += 2)
+      QVERIFY(held[i].pull_as<std::uint32_t>() == contents[i]);
+    set_memory_limit(dev, 0);
+    // The device's own limit: larger than its largest allocation.
+    const std::uint64_t too_big = dev.info().max_allocation + 1;
+    try {
+      Array::empty(Shape{too_big}, DType::u8, dev);
+      QFAIL("no exception");
+    } catch (const OutOfMemory& e) {
+      QVERIFY2(std::string(e.what()).find("largest single allocation") != std::string::npos,
+               e.what());
+    }
+    for (std::size_t i = 1; i < held.size(); i += 2)
+      QVERIFY(held[i].pull_as<std::uint32_t>() == contents[i]);
+  }
+
+  // ---------------------------------------------------------------- images
+  void images_data() {
+    QTest::addColumn<int>("device");
+    QTest::addColumn<DType>("dtype");
+    for (const Device& d : test::test_devices()) {
+      for (DType t : kAllDTypes) {
+        QTest::newRow((test::row_name(d) + " " + QByteArray(name(t).data())).constData())
+            << d.info().index << t;
+      }
+    }
+  }
+  void images() {
+    QFETCH(int, device);
+    QFETCH(DType, dtype);
+    const Device dev = dev_at(device);
+    if (!dev.info().images) {
+      QVERIFY_THROWS_EXCEPTION(UnsupportedFeature, Array::empty_image(Shape{4, 4}, dtype, dev));
+      return;
+    }
+    const bool mapped = dtype != DType::u64 && dtype != DType::i64 && dtype != DType::f64;
+    if (!mapped) {
+      try {
+        Array::empty_image(Shape{4, 4}, dtype, dev);
+        QFAIL("no exception");
+      } catch (const UnsupportedDType& e) {
+        QVERIFY2(std::string(e.what()).find("u8") != std::string::npos, e.what());
+      }
+      return;
+    }
+    if (!can_image(dev, dtype)) QSKIP("the device has no one-channel image of this dtype");
+    auto& r = test::rng();
+    for (const Shape& s : {Shape{1, 1}, Shape{13}, Shape{17, 23}, Shape{1, 9}, Shape{5, 7, 9},
+                           Shape{1, 1, 3}, Shape{6, 1, 4}}) {
+      visit_dtype(dtype, [&](auto z) {
+        using T = decltype(z);
+        HostArray h = host_random<T>(s);
+        if constexpr (std::is_floating_point_v<T>)
+          h = HostArray::from(test::random_values<T>(s.elements()), s);
+        Array img = Array::empty_image(s, dtype, dev);
+        QCOMPARE(img.kind(), MemoryKind::image);
+        img.write(h);
+        QVERIFY(same_bytes(img.pull(), h));  // bit-exact round trip
+        Array buf = img.to_buffer();
+        QVERIFY(same_bytes(buf.pull(), h));
+        QVERIFY(same_bytes(buf.to_image().pull(), h));
+        // Sampling at random points, inside and outside (clamp to edge).
+        const int dims = s.ndim() == 3 ? 3 : 2;
+        const std::size_t ext[3] = {s.width(), s.height(), s.depth()};
+        const std::size_t n = 97;
+        for (int mode = 0; mode < 3; ++mode) {
+          const bool linear = mode == 2;
+          const bool normalized = mode == 1;
+          if (linear && dtype != DType::f32) {
+            QVERIFY_THROWS_EXCEPTION(
+                UnsupportedDType,
+                resample(img,
+                         Array::create(Shape{1, static_cast<std::size_t>(dims)}, DType::f32, dev),
+                         Sampler{Sampler::Filter::linear, Sampler::Coordinates::pixel}));
+            continue;
+          }
+          std::vector<float> coords(n * static_cast<std::size_t>(dims));
+          std::vector<double> want(n);
+          for (std::size_t i = 0; i < n; ++i) {
+            std::size_t idx[3];
+            double lin_w[3][2];
+            std::size_t lin_i[3][2];
+            for (int a = 0; a < dims; ++a) {
+              const auto e = static_cast<double>(ext[a]);
+              // Away from pixel borders for nearest (rounding there is implementation's).
+              double c = std::floor(static_cast<double>(r() % (ext[a] + 4)) - 2.0) + 0.1 +
+                         0.8 * static_cast<double>(r() % 1000) / 1000.0;
+              coords[i * static_cast<std::size_t>(dims) + static_cast<std::size_t>(a)] =
+                  static_cast<float>(normalized ? c / e : c);
+              idx[a] = static_cast<std::size_t>(std::clamp(std::floor(c), 0.0, e - 1));
+              const double u = c - 0.5, f = std::floor(u);
+              lin_w[a][1] = u - f;
+              lin_w[a][0] = 1 - lin_w[a][1];
+              lin_i[a][0] = static_cast<std::size_t>(std::clamp(f, 0.0, e - 1));
+              lin_i[a][1] = static_cast<std::size_t>(std::clamp(f + 1, 0.0, e - 1));
+            }
+            const auto px = h.as<T>();
+            auto at = [&](std::size_t x, std::size_t y, std::size_t zz) {
+              return static_cast<double>(px[(zz * ext[1] + y) * ext[0] + x]);
+            };
+            if (!linear) {
+              want[i] = at(idx[0], idx[1], dims == 3 ? idx[2] : 0);
+            } else {
+              double acc = 0;
+              for (int c3 = 0; c3 < (dims == 3 ? 2 : 1); ++c3)
+                for (int c2 = 0; c2 < 2; ++c2)
+                  for (int c1 = 0; c1 < 2; ++c1)
+                    acc += lin_w[0][c1] * lin_w[1][c2] * (dims == 3 ? lin_w[2][c3] : 1.0) *
+                           at(lin_i[0][c1], lin_i[1][c2], dims == 3 ? lin_i[2][c3] : 0);
+              want[i] = acc;
+            }
+          }
+          Array ca = Array::push(coords, Shape{n, static_cast<std::size_t>(dims)}, dev);
+          Sampler smp{linear ? Sampler::Filter::linear : Sampler::Filter::nearest,
+                      normalized ? Sampler::Coordinates::normalized : Sampler::Coordinates::pixel};
+          const auto got = resample(img, ca, smp).template pull_as<T>();
+          for (std::size_t i = 0; i < n; ++i) {
+            // GPUs interpolate with 8-9 bit fixed-point weights: 1% of the data's range.
+            const double tol = linear ? 20.0 : 0.0;
+            if (std::abs(static_cast<double>(got[i]) - want[i]) > tol) {
+              QFAIL(qPrintable(QString("mode %1 shape %2 point %3: got %4 want %5")
+                                   .arg(mode)
+                                   .arg(QString::fromStdString(s.str()))
+                                   .arg(i)
+                                   .arg(static_cast<double>(got[i]))
+                                   .arg(want[i])));
+            }
+          }
+        }
+        // stats() of an image reads it through a buffer copy.
+        QCOMPARE(stats(img).count, static_cast<std::uint64_t>(s.elements()));
+        img.fill(T(5));
+        for (T v : img.template pull_as<T>()) QCOMPARE(v, T(5));
+      });
+    }
+    Array img = Array::empty_image(Shape{4, 4}, dtype, dev);
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument,
+                             resample(img, Array::create(Shape{4, 3}, DType::f32, dev)));
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument,
+                             resample(Array::create(Shape{4, 4}, dtype, dev),
+                                      Array::create(Shape{4, 2}, DType::f32, dev)));
+  }
+
+  // ---------------------------------------------------------------- devices
+  void cross_device() {
+    const auto& devs = test::test_devices();
+    if (devs.size() < 2)
+      qInfo("one device: copies to itself only (ctest runs a two-device PoCL pass)");
+    const Shape s{5, 301, 233};  // ~1.4 MB of u32: more than one 1 MB staging chunk
+    for (const Device& from : devs) {
+      for (const Device& to : devs) {
+        HostArray h = host_random<std::uint32_t>(s);
+        for (int layout = 0; layout < 2; ++layout) {
+          Array a = layout ? Array::padded(s, Shape{6, 302, 256}, DType::u32, from)
+                           : Array::empty(s, DType::u32, from);
+          a.write(h);
+          Array b = layout ? Array::empty(s, DType::u32, to)
+                           : Array::padded(s, Shape{5, 305, 240}, DType::u32, to);
+          b.copy_from(a);
+          QVERIFY(same_bytes(b.pull(), h));
+          Array c = Array::empty(s, DType::u32, to);
+          Event e = copy_async(a, c, Queue::create(to));
+          e.wait();
+          QVERIFY(same_bytes(c.pull(), h));
+          // a region between the devices
+          HostArray want = c.pull();
+          copy_region(a, {1, 7, 3}, c, {0, 100, 200}, {4, 33, 33});
+          ref_copy(h, {1, 7, 3}, want, {0, 100, 200}, {4, 33, 33});
+          QVERIFY(same_bytes(c.pull(), want));
+        }
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- SVM
+  void shared_virtual_memory_data() { devices_data(); }
+  void shared_virtual_memory() {
+    QFETCH(int, device);
+    const Device dev = dev_at(device);
+    QCOMPARE(supports_svm(dev), dev.info().svm);
+    if (!dev.info().svm) {
+      try {
+        SharedBuffer::allocate(64, dev);
+        QFAIL("no exception");
+      } catch (const UnsupportedFeature& e) {
+        QCOMPARE(e.code(), std::string("GPIX_NO_SVM"));
+      }
+      return;
+    }
+    const Shape s{33, 17};
+    const auto data = test::random_values<std::int32_t>(s.elements());
+    SharedBuffer b = SharedBuffer::allocate(s.elements() * 4, dev);
+    QVERIFY(b.data() != nullptr);
+    {
+      Mapping m = b.map(MapMode::write);
+      std::memcpy(m.data(), data.data(), b.bytes());
+    }
+    Array a = Array::empty(s, DType::i32, dev);
+    b.copy_to(a);
+    QVERIFY(a.pull_as<std::int32_t>() == data);
+    a.fill(-5);
+    b.copy_from(a);
+    {
+      const Mapping m = b.map(MapMode::read);
+      const auto* p = reinterpret_cast<const std::int32_t*>(m.data());
+      for (std::size_t i = 0; i < s.elements(); ++i) QCOMPARE(p[i], -5);
+    }
+    Array wrong = Array::empty(Shape{3}, DType::i32, dev);
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, b.copy_to(wrong));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestMemory)
+#include "test_memory.moc"
