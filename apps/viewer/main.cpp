@@ -43,6 +43,8 @@ int main(int argc, char** argv) {
   p.addOption({QStringLiteral("screenshot"),
                QStringLiteral("Save a screenshot of the window to FILE and quit."),
                QStringLiteral("FILE")});
+  p.addOption({QStringLiteral("screenshot-dock"),
+               QStringLiteral("With --screenshot: grab only this dock."), QStringLiteral("ID")});
   p.process(app);
 
   MainWindow w;
@@ -94,13 +96,19 @@ int main(int argc, char** argv) {
     w.view()->set_slice(p.value(QStringLiteral("slice")).toInt());
   if (p.isSet(QStringLiteral("screenshot"))) {
     const QString out = p.value(QStringLiteral("screenshot"));
+    QWidget* target = &w;
+    if (p.isSet(QStringLiteral("screenshot-dock"))) {
+      target = w.findChild<QDockWidget*>(QStringLiteral("dock_") +
+                                         p.value(QStringLiteral("screenshot-dock")));
+      if (!target) target = &w;
+    }
     // Wait for filters to finish and the window to settle, then grab it.
     auto* timer = new QTimer(&w);
-    QObject::connect(timer, &QTimer::timeout, &w, [&w, filters, out, timer] {
+    QObject::connect(timer, &QTimer::timeout, &w, [&w, target, filters, out, timer] {
       if (filters && filters->busy()) return;
       timer->stop();
-      QTimer::singleShot(300, &w, [&w, out] {
-        const bool ok = w.grab().save(out);
+      QTimer::singleShot(300, &w, [target, out] {
+        const bool ok = target->grab().save(out);
         std::fprintf(stderr, "gpix-viewer: %s %s\n", ok ? "saved" : "could not save",
                      qPrintable(out));
         QApplication::exit(ok ? 0 : 1);

@@ -62,16 +62,18 @@ MainWindow::MainWindow(QSettings* settings, QWidget* parent) : QMainWindow(paren
   slice_ = new QSlider(Qt::Horizontal);
   slice_->setObjectName(QStringLiteral("slice_slider"));
   slice_label_ = new QLabel;
-  slice_row->addWidget(new QLabel(tr("Slice")));
+  auto* slice_title = new QLabel(tr("Slice"));
+  slice_row->addWidget(slice_title);
   slice_row->addWidget(slice_, 1);
   slice_row->addWidget(slice_label_);
   v->addLayout(slice_row);
   setCentralWidget(central);
-  auto update_slices = [this](int depth) {
+  auto update_slices = [this, slice_title](int depth) {
     slice_->setRange(0, depth - 1);
     const bool stack = depth > 1;
     slice_->setVisible(stack);
     slice_label_->setVisible(stack);
+    slice_title->setVisible(stack);
     slice_label_->setText(QStringLiteral("%1 / %2").arg(view_->slice()).arg(depth - 1));
   };
   connect(view_, &gpix::ui::ImageView::depth_changed, this, update_slices);

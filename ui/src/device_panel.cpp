@@ -25,6 +25,7 @@ DevicePanel::DevicePanel(gpix::plugin::HostContext& host, QWidget* parent)
   auto* scroll = new QScrollArea;
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);  // labels wrap instead
   auto* inner = new QWidget;
   auto* layout = new QVBoxLayout(inner);
   layout->setContentsMargins(0, 0, 0, 0);

@@ -98,6 +98,7 @@ void ImageView::set_zoom(double zoom, QPointF anchor) {
   zoom_ = zoom;
   offset_ = anchor - img * zoom_;
   fitted_ = true;
+  auto_fit_ = false;  // the user chose a zoom: keep it when the window resizes
   emit zoom_changed(zoom_);
   update();
 }
@@ -108,6 +109,7 @@ void ImageView::fit() {
   zoom_ = std::min(width() / double(s.width()), height() / double(s.height()));
   offset_ = QPointF((width() - s.width() * zoom_) / 2, (height() - s.height() * zoom_) / 2);
   fitted_ = true;
+  auto_fit_ = true;
   emit zoom_changed(zoom_);
   update();
 }
@@ -199,6 +201,7 @@ void ImageView::mousePressEvent(QMouseEvent* e) {
 void ImageView::mouseMoveEvent(QMouseEvent* e) {
   if (panning_) {
     offset_ += e->position() - last_mouse_;
+    auto_fit_ = false;
     last_mouse_ = e->position();
     update();
   }
@@ -211,7 +214,7 @@ void ImageView::mouseReleaseEvent(QMouseEvent*) {
 }
 
 void ImageView::resizeEvent(QResizeEvent*) {
-  if (!fitted_) fit();
+  if (!fitted_ || auto_fit_) fit();
 }
 
 }  // namespace gpix::ui

@@ -59,6 +59,7 @@ class ImageView : public QWidget {
   int slice_ = 0;
   int depth_ = 1;
   bool fitted_ = false;
+  bool auto_fit_ = true;  // follow the widget's size until the user zooms or pans
   bool panning_ = false;
   QPointF last_mouse_;
 };
