@@ -1,0 +1,120 @@
+// gpix-viewer: the reference host. With no file it opens the embedded sample image.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QDockWidget>
+#include <QTimer>
+
+#include "gpix/basic_host.h"
+#include "gpix/device.h"
+#include "gpix/error.h"
+#include "gpix/ui/filter_panel.h"
+#include "gpix/version.h"
+#include "main_window.h"
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setApplicationName(QStringLiteral("gpix-viewer"));
+  QApplication::setOrganizationName(QStringLiteral("gpix"));
+  QApplication::setApplicationVersion(QStringLiteral(GPIX_VERSION_STRING));
+  QCommandLineParser p;
+  p.setApplicationDescription(QStringLiteral(
+      "gpix-viewer: view images and run gpix filters on any GPU.\n"
+      "FILE may be an image (*.raw, *.png, ...) or sample[:NAME]; with none, the sample opens."));
+  p.addHelpOption();
+  p.addVersionOption();
+  p.addPositionalArgument(QStringLiteral("files"), QStringLiteral("Images to open."),
+                          QStringLiteral("[FILE...]"));
+  p.addOption({QStringLiteral("device"),
+               QStringLiteral("Device: index, name part, or cuda:/opencl: prefix."),
+               QStringLiteral("NAME")});
+  p.addOption({QStringLiteral("filter"), QStringLiteral("Select this filter in the filter panel."),
+               QStringLiteral("NAME")});
+  p.addOption({QStringLiteral("param"),
+               QStringLiteral("Set a parameter of the selected filter (repeatable)."),
+               QStringLiteral("NAME=VALUE")});
+  p.addOption(
+      {QStringLiteral("run"), QStringLiteral("Run the selected filter once the window is up.")});
+  p.addOption({QStringLiteral("preview"), QStringLiteral("Turn live preview on.")});
+  p.addOption({QStringLiteral("dock"),
+               QStringLiteral("Raise this dock (devices, layer_card, filters, workflow, layers)."),
+               QStringLiteral("ID")});
+  p.addOption({QStringLiteral("slice"), QStringLiteral("Show this slice of a 3D stack."),
+               QStringLiteral("Z")});
+  p.addOption({QStringLiteral("screenshot"),
+               QStringLiteral("Save a screenshot of the window to FILE and quit."),
+               QStringLiteral("FILE")});
+  p.addOption({QStringLiteral("screenshot-dock"),
+               QStringLiteral("With --screenshot: grab only this dock."), QStringLiteral("ID")});
+  p.process(app);
+
+  MainWindow w;
+  if (p.isSet(QStringLiteral("device"))) {
+    try {
+      w.host().set_device(
+          gpix::choose_device(p.value(QStringLiteral("device")).toStdString()).device);
+    } catch (const gpix::Error& e) {
+      w.host().show_status(QString::fromUtf8(e.what()), 0);  // keep going on the default device
+    }
+  }
+  w.load_plugins(
+      gpix::plugin::PluginLoader::default_search_paths(QApplication::applicationDirPath()));
+  const QStringList files = p.positionalArguments();
+  if (files.isEmpty()) {
+    w.open_default();
+  } else {
+    w.open_files(files);
+  }
+  w.show();
+
+  auto* filters =
+      qobject_cast<gpix::ui::FilterPanel*>(w.host().dock_widget(QStringLiteral("filters")));
+  if (p.isSet(QStringLiteral("filter")) && filters) {
+    filters->select_filter(p.value(QStringLiteral("filter")));
+    for (const QString& kv : p.values(QStringLiteral("param"))) {
+      const QString name = kv.section(QLatin1Char('='), 0, 0);
+      const QString value = kv.section(QLatin1Char('='), 1);
+      if (!filters->form()) break;
+      const gpix::ParamSpec* spec = filters->form()->info().param(name.toStdString());
+      if (!spec) continue;
+      try {
+        filters->form()->set_param(name, gpix::parse_param(*spec, value.toStdString()));
+      } catch (const gpix::Error& e) {
+        w.host().show_status(QString::fromUtf8(e.what()), 0);
+      }
+    }
+    if (p.isSet(QStringLiteral("preview"))) filters->set_preview(true);
+    if (p.isSet(QStringLiteral("run"))) filters->run();
+  }
+  if (p.isSet(QStringLiteral("dock"))) {
+    if (auto* dock =
+            w.findChild<QDockWidget*>(QStringLiteral("dock_") + p.value(QStringLiteral("dock")))) {
+      dock->show();
+      dock->raise();
+    }
+  }
+  if (p.isSet(QStringLiteral("slice")))
+    w.view()->set_slice(p.value(QStringLiteral("slice")).toInt());
+  if (p.isSet(QStringLiteral("screenshot"))) {
+    const QString out = p.value(QStringLiteral("screenshot"));
+    QWidget* target = &w;
+    if (p.isSet(QStringLiteral("screenshot-dock"))) {
+      target = w.findChild<QDockWidget*>(QStringLiteral("dock_") +
+                                         p.value(QStringLiteral("screenshot-dock")));
+      if (!target) target = &w;
+    }
+    // Wait for filters to finish and the window to settle, then grab it.
+    auto* timer = new QTimer(&w);
+    QObject::connect(timer, &QTimer::timeout, &w, [&w, target, filters, out, timer] {
+      if (filters && filters->busy()) return;
+      timer->stop();
+      QTimer::singleShot(300, &w, [target, out] {
+        const bool ok = target->grab().save(out);
+        std::fprintf(stderr, "gpix-viewer: %s %s\n", ok ? "saved" : "could not save",
+                     qPrintable(out));
+        QApplication::exit(ok ? 0 : 1);
+      });
+    });
+    timer->start(200);
+  }
+  return QApplication::exec();
+}

@@ -1,0 +1,307 @@
+#include "main_window.h"
+
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QMenuBar>
+#include <QMimeData>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTableWidget>
+#include <QUndoStack>
+#include <QVBoxLayout>
+
+#include "gpix/device.h"
+#include "gpix/error.h"
+
+namespace {
+
+constexpr int kMaxRecent = 10;
+
+// The saved device when it still exists, else the best one; never throws (start-up must not
+// break on a device problem): with no device at all the host holds layers in host memory.
+gpix::Device startup_device(QSettings& s) {
+  const QString saved = s.value(QStringLiteral("device")).toString();
+  if (!saved.isEmpty()) {
+    for (const gpix::Device& d : gpix::devices()) {
+      if (QString::fromStdString(d.label()) == saved) return d;
+    }
+  }
+  try {
+    return gpix::choose_device().device;
+  } catch (const gpix::Error&) {
+    return {};
+  }
+}
+
+}  // namespace
+
+MainWindow::MainWindow(QSettings* settings, QWidget* parent) : QMainWindow(parent) {
+  if (!settings) settings = new QSettings(QStringLiteral("gpix"), QStringLiteral("gpix-viewer"));
+  setWindowTitle(QStringLiteral("gpix viewer"));
+  setAcceptDrops(true);
+  setDockNestingEnabled(true);
+  host_ = new ViewerHost(this, startup_device(*settings), settings);
+
+  auto* central = new QWidget;
+  auto* v = new QVBoxLayout(central);
+  v->setContentsMargins(0, 0, 0, 0);
+  v->setSpacing(2);
+  view_ = new gpix::ui::ImageView(*host_);
+  view_->setObjectName(QStringLiteral("image_view"));
+  v->addWidget(view_, 1);
+  auto* slice_row = new QHBoxLayout;
+  slice_row->setContentsMargins(6, 0, 6, 2);
+  slice_ = new QSlider(Qt::Horizontal);
+  slice_->setObjectName(QStringLiteral("slice_slider"));
+  slice_label_ = new QLabel;
+  auto* slice_title = new QLabel(tr("Slice"));
+  slice_row->addWidget(slice_title);
+  slice_row->addWidget(slice_, 1);
+  slice_row->addWidget(slice_label_);
+  v->addLayout(slice_row);
+  setCentralWidget(central);
+  auto update_slices = [this, slice_title](int depth) {
+    slice_->setRange(0, depth - 1);
+    const bool stack = depth > 1;
+    slice_->setVisible(stack);
+    slice_label_->setVisible(stack);
+    slice_title->setVisible(stack);
+    slice_label_->setText(QStringLiteral("%1 / %2").arg(view_->slice()).arg(depth - 1));
+  };
+  connect(view_, &gpix::ui::ImageView::depth_changed, this, update_slices);
+  connect(slice_, &QSlider::valueChanged, view_, &gpix::ui::ImageView::set_slice);
+  connect(view_, &gpix::ui::ImageView::slice_changed, this, [this](int z) {
+    slice_->setValue(z);
+    slice_label_->setText(QStringLiteral("%1 / %2").arg(z).arg(view_->depth() - 1));
+  });
+  update_slices(1);
+
+  auto* layers_dock = new QDockWidget(tr("Layers"), this);
+  layers_dock->setObjectName(QStringLiteral("dock_layers"));
+  layers_ = new gpix::ui::LayerList(*host_);
+  layers_dock->setWidget(layers_);
+  addDockWidget(Qt::LeftDockWidgetArea, layers_dock);
+
+  cursor_ = new QLabel;
+  cursor_->setObjectName(QStringLiteral("cursor_info"));
+  statusBar()->addPermanentWidget(cursor_);
+  connect(view_, &gpix::ui::ImageView::cursor_info, cursor_, &QLabel::setText);
+  auto* progress_label = new QLabel;
+  statusBar()->addPermanentWidget(progress_label);
+  connect(host_, &gpix::plugin::HostContext::task_started, progress_label,
+          [progress_label](const QString& t) { progress_label->setText(t + QStringLiteral("…")); });
+  connect(host_, &gpix::plugin::HostContext::task_finished, progress_label, &QLabel::clear);
+  connect(host_, &gpix::plugin::HostContext::device_changed, this, [this] {
+    host_->settings().setValue(QStringLiteral("device"),
+                               QString::fromStdString(host_->device().label()));
+  });
+  build_menus();
+  layers_dock->toggleViewAction()->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));
+  host_->view_menu()->addAction(layers_dock->toggleViewAction());
+  resize(1280, 820);
+}
+
+MainWindow::~MainWindow() {
+  // Widgets refer to the host: remove them first, then the host (and its undo stack).
+  qDeleteAll(findChildren<QDockWidget*>(Qt::FindDirectChildrenOnly));
+  delete takeCentralWidget();
+  delete host_;
+}
+
+void MainWindow::build_menus() {
+  QMenu* file = host_->menu(QStringLiteral("&File"));
+  file->addAction(tr("&Open…"), QKeySequence::Open, this, &MainWindow::open_dialog);
+  recent_menu_ = file->addMenu(tr("Open &recent"));
+  file->addAction(tr("Save layer &as…"), QKeySequence::SaveAs, this, &MainWindow::save_as_dialog);
+  file->addSeparator();
+  file->addAction(tr("&Plugins…"), this, &MainWindow::show_plugins_dialog);
+  file->addSeparator();
+  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+  rebuild_recent();
+
+  QMenu* edit = host_->menu(QStringLiteral("&Edit"));
+  QAction* undo = host_->undo_stack()->createUndoAction(this, tr("&Undo"));
+  undo->setShortcut(QKeySequence::Undo);
+  QAction* redo = host_->undo_stack()->createRedoAction(this, tr("&Redo"));
+  redo->setShortcut(QKeySequence::Redo);
+  edit->addAction(undo);
+  edit->addAction(redo);
+  edit->addSeparator();
+  edit->addAction(tr("Remove layer"), QKeySequence::Delete, this, [this] {
+    if (host_->current_layer() >= 0) host_->remove_layer(host_->current_layer());
+  });
+  edit->addAction(tr("Auto contrast"), QKeySequence(Qt::CTRL | Qt::Key_A), this,
+                  [this] { layers_->auto_contrast_current(view_->slice()); });
+
+  QMenu* view = host_->menu(QStringLiteral("&View"));
+  view->addAction(tr("&Fit"), QKeySequence(Qt::Key_F), view_, &gpix::ui::ImageView::fit);
+  view->addAction(tr("&1:1 (one image pixel per screen pixel)"), QKeySequence(Qt::Key_1), view_,
+                  &gpix::ui::ImageView::one_to_one);
+  view->addAction(tr("Zoom &in"), QKeySequence::ZoomIn, view_, &gpix::ui::ImageView::zoom_in);
+  view->addAction(tr("Zoom &out"), QKeySequence::ZoomOut, view_, &gpix::ui::ImageView::zoom_out);
+  view->addAction(tr("Next slice"), QKeySequence(Qt::Key_PageUp), this,
+                  [this] { view_->set_slice(view_->slice() + 1); });
+  view->addAction(tr("Previous slice"), QKeySequence(Qt::Key_PageDown), this,
+                  [this] { view_->set_slice(view_->slice() - 1); });
+  view->addSeparator();
+}
+
+QStringList MainWindow::recent_files() const {
+  return host_->settings().value(QStringLiteral("recent_files")).toStringList();
+}
+
+void MainWindow::rebuild_recent() {
+  recent_menu_->clear();
+  const QStringList files = recent_files();
+  for (qsizetype i = 0; i < files.size(); ++i) {
+    const QString path = files[i];
+    QAction* a = recent_menu_->addAction(QStringLiteral("&%1 %2").arg(i + 1).arg(path), this,
+                                         [this, path] { open_files({path}); });
+    a->setToolTip(path);
+  }
+  recent_menu_->setEnabled(!files.isEmpty());
+}
+
+void MainWindow::add_recent(const QString& path) {
+  QStringList files = recent_files();
+  files.removeAll(path);
+  files.prepend(path);
+  while (files.size() > kMaxRecent) files.removeLast();
+  host_->settings().setValue(QStringLiteral("recent_files"), files);
+  rebuild_recent();
+}
+
+void MainWindow::load_plugins(const QStringList& paths) {
+  const QList<gpix::plugin::PluginRecord> records = loader_.load_all(paths, *host_);
+  QStringList refused;
+  for (const auto& r : records) {
+    if (!r.loaded) refused << QStringLiteral("%1 (%2)").arg(r.name, r.reason);
+  }
+  if (!refused.isEmpty()) {
+    host_->show_status(
+        tr("Plugins not loaded: %1 — see File > Plugins").arg(refused.join(QStringLiteral("; "))),
+        0);
+  }
+  QSettings& s = host_->settings();
+  restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
+  restoreState(s.value(QStringLiteral("window/state")).toByteArray());
+}
+
+QList<int> MainWindow::open_files(const QStringList& paths) {
+  QList<int> ids;
+  QStringList errors;
+  for (const QString& p : paths) {
+    try {
+      ids << host_->open_file(p);
+      add_recent(p);
+    } catch (const std::exception& e) {  // gpix errors and allocation failures alike
+      errors << QString::fromUtf8(e.what());
+    }
+  }
+  last_error_ = errors.join(QLatin1Char('\n'));
+  if (!errors.isEmpty()) {
+    host_->show_status(errors.join(QStringLiteral("; ")), 0);
+  } else if (!ids.isEmpty()) {
+    host_->show_status(tr("Opened %n layer(s)", nullptr, int(ids.size())));
+  }
+  return ids;
+}
+
+void MainWindow::open_default() {
+  open_files({QStringLiteral("sample")});
+}
+
+void MainWindow::open_dialog() {
+  const QString dir = host_->settings().value(QStringLiteral("last_dir")).toString();
+  const QStringList files =
+      QFileDialog::getOpenFileNames(this, tr("Open images"), dir, host_->reader_filter());
+  if (files.isEmpty()) return;
+  host_->settings().setValue(QStringLiteral("last_dir"), QFileInfo(files.first()).absolutePath());
+  open_files(files);
+}
+
+void MainWindow::save_as_dialog() {
+  const int id = host_->current_layer();
+  if (id < 0) {
+    host_->show_status(tr("No layer to save"));
+    return;
+  }
+  const QString dir = host_->settings().value(QStringLiteral("last_dir")).toString();
+  const QString path = QFileDialog::getSaveFileName(
+      this, tr("Save layer"), QDir(dir).filePath(host_->layer(id).name), host_->writer_filter());
+  if (path.isEmpty()) return;
+  try {
+    host_->save_layer(id, path);
+    add_recent(path);
+    host_->show_status(tr("Saved %1").arg(path));
+  } catch (const std::exception& e) {
+    last_error_ = QString::fromUtf8(e.what());
+    host_->show_status(last_error_, 0);
+  }
+}
+
+void MainWindow::show_plugins_dialog() {
+  QDialog d(this);
+  d.setWindowTitle(tr("Plugins"));
+  auto* v = new QVBoxLayout(&d);
+  auto* table = new QTableWidget(int(loader_.records().size()), 5);
+  table->setHorizontalHeaderLabels(
+      {tr("Plugin"), tr("Version"), tr("API"), tr("Status"), tr("File")});
+  for (int i = 0; i < loader_.records().size(); ++i) {
+    const auto& r = loader_.records()[i];
+    const QString status = r.loaded ? tr("loaded") : tr("not loaded: ") + r.reason;
+    const QStringList cells = {r.name, r.version,
+                               r.api_version < 0 ? QString() : QString::number(r.api_version),
+                               status, r.path};
+    for (int c = 0; c < cells.size(); ++c) table->setItem(i, c, new QTableWidgetItem(cells[c]));
+  }
+  table->horizontalHeader()->setStretchLastSection(true);
+  table->resizeColumnsToContents();
+  v->addWidget(new QLabel(
+      tr("Searched: %1")
+          .arg(gpix::plugin::PluginLoader::default_search_paths(QApplication::applicationDirPath())
+                   .join(QStringLiteral(", ")))));
+  v->addWidget(table);
+  auto* box = new QDialogButtonBox(QDialogButtonBox::Close);
+  connect(box, &QDialogButtonBox::rejected, &d, &QDialog::reject);
+  v->addWidget(box);
+  d.resize(900, 300);
+  d.exec();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
+  if (e->mimeData()->hasUrls()) e->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* e) {
+  QStringList files;
+  for (const QUrl& u : e->mimeData()->urls()) {
+    if (u.isLocalFile()) files << u.toLocalFile();
+  }
+  if (files.isEmpty()) return;
+  e->acceptProposedAction();
+  open_files(files);
+}
+
+void MainWindow::save_settings() {
+  QSettings& s = host_->settings();
+  s.setValue(QStringLiteral("window/geometry"), saveGeometry());
+  s.setValue(QStringLiteral("window/state"), saveState());
+  if (host_->device().valid()) {
+    s.setValue(QStringLiteral("device"), QString::fromStdString(host_->device().label()));
+  }
+  s.sync();
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+  save_settings();
+  QMainWindow::closeEvent(e);
+}

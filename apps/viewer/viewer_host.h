@@ -1,0 +1,21 @@
+#pragma once
+// The viewer's HostContext: BasicHost plus docks, menus and the status bar of a main window.
+#include <QMainWindow>
+#include <QMenu>
+
+#include "gpix/basic_host.h"
+
+class ViewerHost : public gpix::plugin::BasicHost {
+  Q_OBJECT
+ public:
+  ViewerHost(QMainWindow* window, const gpix::Device& device, QSettings* settings);
+  void add_dock(const QString& id, const QString& title, QWidget* widget, int area) override;
+  void add_menu_action(const QString& menu_path, QAction* action) override;
+  void show_status(const QString& message, int timeout_ms = 5000) override;
+  // The menu at "File/Open sample", created on demand.
+  QMenu* menu(const QString& path);
+  QMenu* view_menu() { return menu(QStringLiteral("View")); }
+
+ private:
+  QMainWindow* window_;
+};

@@ -1,0 +1,354 @@
+#include "gpix/basic_host.h"
+
+#include <QAction>
+#include <QFileInfo>
+#include <QRegularExpression>
+#include <QSettings>
+#include <QUndoStack>
+#include <QWidget>
+#include <algorithm>
+
+#include "gpix/error.h"
+
+namespace gpix::plugin {
+
+HostContext::~HostContext() = default;
+
+namespace {
+
+QString qs(const std::string& s) {
+  return QString::fromStdString(s);
+}
+
+bool matches(const QStringList& patterns, const QString& path) {
+  const QString file = QFileInfo(path).fileName();
+  for (const QString& p : patterns) {
+    const QRegularExpression re(QRegularExpression::wildcardToRegularExpression(p),
+                                QRegularExpression::CaseInsensitiveOption);
+    if (re.match(file).hasMatch()) return true;
+  }
+  return false;
+}
+
+// Progress of one task, reported to the host's signals on the GUI thread.
+class BasicTask final : public Task {
+ public:
+  explicit BasicTask(BasicHost* host) : host_(host) {}
+  ~BasicTask() override { finish(); }
+  void set_progress(double fraction) override {
+    QPointer<BasicHost> h = host_;
+    if (!h) return;
+    QMetaObject::invokeMethod(
+        h,
+        [h, fraction] {
+          if (h) emit h->task_progress(fraction);
+        },
+        Qt::QueuedConnection);
+  }
+  void cancel() override { cancel_.store(true); }
+  bool cancelled() const override { return cancel_.load(); }
+  const std::atomic<bool>* cancel_flag() const override { return &cancel_; }
+  void finish() override {
+    if (finished_.exchange(true)) return;
+    QPointer<BasicHost> h = host_;
+    if (!h) return;
+    QMetaObject::invokeMethod(
+        h,
+        [h] {
+          if (h) emit h->task_finished();
+        },
+        Qt::QueuedConnection);
+  }
+
+ private:
+  QPointer<BasicHost> host_;
+  std::atomic<bool> cancel_{false};
+  std::atomic<bool> finished_{false};
+};
+
+}  // namespace
+
+BasicHost::BasicHost(const gpix::Device& device, QSettings* settings, QObject* parent)
+    : HostContext(parent),
+      device_(device),
+      settings_(settings ? settings
+                         : new QSettings(QStringLiteral("gpix"), QStringLiteral("gpix"))),
+      undo_(new QUndoStack(this)) {}
+
+BasicHost::~BasicHost() {
+  // Undo commands hold layers (device memory): drop them before the devices go.
+  undo_->clear();
+  for (const Dock& d : docks_) delete d.widget.data();
+}
+
+QList<int> BasicHost::layer_ids() const {
+  return order_;
+}
+bool BasicHost::has_layer(int id) const {
+  return layers_.contains(id);
+}
+Layer BasicHost::layer(int id) const {
+  return layers_.value(id);
+}
+
+int BasicHost::find_layer(const QString& name) const {
+  for (int id : order_) {
+    if (layers_.value(id).name == name) return id;
+  }
+  return -1;
+}
+
+void BasicHost::set_current_layer(int id) {
+  if (id != -1 && !layers_.contains(id)) return;
+  if (current_ == id) return;
+  current_ = id;
+  emit current_layer_changed(id);
+}
+
+QString BasicHost::unique_name(const QString& wanted, int except_id) const {
+  const QString base = wanted.isEmpty() ? QStringLiteral("layer") : wanted;
+  auto taken = [&](const QString& n) {
+    for (auto it = layers_.begin(); it != layers_.end(); ++it) {
+      if (it.key() != except_id && it->name == n) return true;
+    }
+    return false;
+  };
+  QString name = base;
+  for (int i = 2; taken(name); ++i) name = base + QLatin1Char(' ') + QString::number(i);
+  return name;
+}
+
+gpix::Array BasicHost::to_device(const gpix::Array& a, const gpix::HostArray& h,
+                                 QString* why) const {
+  try {
+    if (a.valid()) {
+      if (a.device() == device_) return a;
+      gpix::Array moved = gpix::Array::empty(a.shape(), a.dtype(), device_);
+      moved.copy_from(a);
+      return moved;
+    }
+    if (h.valid()) return gpix::Array::push(h, device_);
+  } catch (const gpix::Error& e) {
+    if (why) *why = qs(e.what());
+  }
+  return {};
+}
+
+int BasicHost::add_layer(Layer layer) {
+  if (!layer.valid()) {
+    throw gpix::InvalidArgument("add_layer: layer '" + layer.name.toStdString() +
+                                "' has neither device nor host data");
+  }
+  QString why;
+  if (!layer.array.valid() || !(layer.array.device() == device_)) {
+    gpix::Array moved = to_device(layer.array, layer.host, &why);
+    if (!moved.valid() && !layer.host.valid()) layer.host = layer.array.pull();
+    layer.array = moved;
+  }
+  layer.name = unique_name(layer.name);
+  const int id = next_id_++;
+  layers_.insert(id, layer);
+  order_.append(id);
+  emit layer_added(id);
+  set_current_layer(id);
+  if (!why.isEmpty()) {
+    show_status(QStringLiteral("'%1' stays in host memory: %2").arg(layer.name, why), 0);
+  }
+  return id;
+}
+
+void BasicHost::replace_layer(int id, Layer layer) {
+  auto it = layers_.find(id);
+  if (it == layers_.end()) return;
+  if (!layer.valid()) {
+    throw gpix::InvalidArgument("replace_layer: layer '" + layer.name.toStdString() +
+                                "' has neither device nor host data");
+  }
+  // A new array invalidates the cached host copy unless the caller gave a matching one.
+  if (layer.array.valid() && !layer.array.same_memory(it->array) && layer.host.valid() &&
+      it->host.valid() && layer.host.data() == it->host.data()) {
+    layer.host = {};
+  }
+  if (layer.array.valid() && !(layer.array.device() == device_)) {
+    QString why;
+    gpix::Array moved = to_device(layer.array, layer.host, &why);
+    if (!moved.valid() && !layer.host.valid()) layer.host = layer.array.pull();
+    layer.array = moved;
+  }
+  layer.name = unique_name(layer.name, id);
+  *it = layer;
+  emit layer_changed(id);
+}
+
+void BasicHost::remove_layer(int id) {
+  if (!layers_.contains(id)) return;
+  const int pos = static_cast<int>(order_.indexOf(id));
+  order_.removeAll(id);
+  layers_.remove(id);
+  emit layer_removed(id);
+  if (current_ == id) {
+    current_ = -1;
+    const int next = order_.isEmpty() ? -1 : order_.value(std::min(pos, int(order_.size()) - 1));
+    set_current_layer(next);
+    if (next == -1) emit current_layer_changed(-1);
+  }
+}
+
+void BasicHost::move_layer(int id, int index) {
+  if (!layers_.contains(id)) return;
+  order_.removeAll(id);
+  index = std::clamp(index, 0, int(order_.size()));
+  order_.insert(index, id);
+  emit layers_reordered();
+}
+
+gpix::HostArray BasicHost::host_data(int id) {
+  auto it = layers_.find(id);
+  if (it == layers_.end()) return {};
+  if (!it->host.valid() && it->array.valid()) it->host = it->array.pull();
+  return it->host;
+}
+
+void BasicHost::set_device(const gpix::Device& device) {
+  if (!device.valid() || device == device_) return;
+  device_ = device;
+  QStringList kept;
+  for (int id : order_) {
+    Layer& l = layers_[id];
+    QString why;
+    gpix::Array moved = to_device(l.array, l.host, &why);
+    if (!moved.valid()) {
+      // Never lose a layer: keep (or take) a host copy; it is pushed again on the next switch.
+      if (!l.host.valid() && l.array.valid()) l.host = l.array.pull();
+      kept << QStringLiteral("'%1' (%2)").arg(l.name, why);
+    }
+    l.array = moved;
+  }
+  emit device_changed();
+  for (int id : order_) emit layer_changed(id);
+  const QString label = qs(device.label());
+  if (kept.isEmpty()) {
+    show_status(QStringLiteral("Now on %1").arg(label));
+  } else {
+    show_status(QStringLiteral("Now on %1; kept in host memory: %2").arg(label, kept.join(", ")),
+                0);
+  }
+}
+
+void BasicHost::register_reader(Reader reader) {
+  readers_.append(std::move(reader));
+}
+void BasicHost::register_writer(Writer writer) {
+  writers_.append(std::move(writer));
+}
+
+const Reader* BasicHost::reader_for(const QString& path) const {
+  // The last registered reader wins, so a later plugin (gpix_io's ITK readers) can take over a
+  // pattern from an earlier, simpler one.
+  for (auto it = readers_.rbegin(); it != readers_.rend(); ++it) {
+    if (matches(it->patterns, path)) return &*it;
+  }
+  return nullptr;
+}
+
+const Writer* BasicHost::writer_for(const QString& path) const {
+  for (auto it = writers_.rbegin(); it != writers_.rend(); ++it) {
+    if (matches(it->patterns, path)) return &*it;
+  }
+  return nullptr;
+}
+
+static QString filter_of(const QString& all, const QStringList& names,
+                         const QList<QStringList>& patterns) {
+  QStringList every;
+  for (const auto& p : patterns) every << p;
+  every.removeDuplicates();
+  QStringList parts;
+  parts << QStringLiteral("%1 (%2)").arg(all, every.join(QLatin1Char(' ')));
+  for (qsizetype i = 0; i < names.size(); ++i) {
+    parts << QStringLiteral("%1 (%2)").arg(names[i], patterns[i].join(QLatin1Char(' ')));
+  }
+  parts << QStringLiteral("All files (*)");
+  return parts.join(QStringLiteral(";;"));
+}
+
+QString BasicHost::reader_filter() const {
+  QStringList names;
+  QList<QStringList> patterns;
+  for (const Reader& r : readers_) names << r.name, patterns << r.patterns;
+  return filter_of(QStringLiteral("Images"), names, patterns);
+}
+
+QString BasicHost::writer_filter() const {
+  QStringList names;
+  QList<QStringList> patterns;
+  for (const Writer& w : writers_) names << w.name, patterns << w.patterns;
+  return filter_of(QStringLiteral("Images"), names, patterns);
+}
+
+QList<int> BasicHost::open_file(const QString& path) {
+  const Reader* r = reader_for(path);
+  if (!r) {
+    QStringList all;
+    for (const Reader& x : readers_) all << x.patterns;
+    throw gpix::IoError("no reader for '" + QFileInfo(path).fileName().toStdString() +
+                            "'; the readers take: " +
+                            (all.isEmpty() ? std::string("nothing (no reader loaded)")
+                                           : all.join(", ").toStdString()),
+                        path.toStdString());
+  }
+  const QList<Layer> layers = r->read(path);
+  QList<int> ids;
+  for (Layer l : layers) {
+    if (l.source.isEmpty()) l.source = path;
+    ids << add_layer(std::move(l));
+  }
+  return ids;
+}
+
+void BasicHost::save_layer(int id, const QString& path) {
+  if (!layers_.contains(id)) {
+    throw gpix::InvalidArgument("save_layer: there is no layer " + std::to_string(id));
+  }
+  const Writer* w = writer_for(path);
+  if (!w) {
+    QStringList all;
+    for (const Writer& x : writers_) all << x.patterns;
+    throw gpix::IoError("no writer for '" + QFileInfo(path).fileName().toStdString() +
+                            "'; the writers take: " +
+                            (all.isEmpty() ? std::string("nothing (no writer loaded)")
+                                           : all.join(", ").toStdString()),
+                        path.toStdString());
+  }
+  Layer l = layers_.value(id);
+  l.host = host_data(id);
+  w->write(l, path);
+}
+
+void BasicHost::add_dock(const QString& id, const QString& title, QWidget* widget, int area) {
+  docks_.append({id, title, widget, area});
+}
+
+QWidget* BasicHost::dock_widget(const QString& id) const {
+  for (const Dock& d : docks_) {
+    if (d.id == id) return d.widget;
+  }
+  return nullptr;
+}
+
+void BasicHost::add_menu_action(const QString& menu_path, QAction* action) {
+  if (action && !action->parent()) action->setParent(this);
+  actions_.append({menu_path, action});
+}
+
+std::shared_ptr<Task> BasicHost::begin_task(const QString& title) {
+  emit task_started(title);
+  return std::make_shared<BasicTask>(this);
+}
+
+void BasicHost::show_status(const QString& message, int timeout_ms) {
+  last_status_ = message;
+  emit status_message(message, timeout_ms);
+}
+
+}  // namespace gpix::plugin

@@ -1,0 +1,95 @@
+#pragma once
+// BasicHost: a complete HostContext without a window. It keeps the layers, the device, the
+// formats, the undo stack, settings and tasks; a host application (gpix-viewer) derives from it
+// and puts docks and menu actions into its window. Tests use it as it is.
+#include <QHash>
+#include <QMap>
+#include <QPointer>
+#include <memory>
+#include <vector>
+
+#include "gpix/plugin_api.h"
+
+namespace gpix::plugin {
+
+class BasicHost : public HostContext {
+  Q_OBJECT
+ public:
+  // settings: the host's QSettings (owned); nullptr makes QSettings("gpix", "gpix").
+  explicit BasicHost(const gpix::Device& device, QSettings* settings = nullptr,
+                     QObject* parent = nullptr);
+  ~BasicHost() override;
+
+  QList<int> layer_ids() const override;
+  bool has_layer(int id) const override;
+  Layer layer(int id) const override;
+  int current_layer() const override { return current_; }
+  void set_current_layer(int id) override;
+  int add_layer(Layer layer) override;
+  void replace_layer(int id, Layer layer) override;
+  void remove_layer(int id) override;
+  void move_layer(int id, int index) override;
+  gpix::HostArray host_data(int id) override;
+  int find_layer(const QString& name) const override;
+
+  gpix::Device device() const override { return device_; }
+  void set_device(const gpix::Device& device) override;
+
+  void register_reader(Reader reader) override;
+  void register_writer(Writer writer) override;
+  QList<Reader> readers() const override { return readers_; }
+  QList<Writer> writers() const override { return writers_; }
+  QList<int> open_file(const QString& path) override;
+  void save_layer(int id, const QString& path) override;
+  // The reader/writer that would handle path, or nullptr.
+  const Reader* reader_for(const QString& path) const;
+  const Writer* writer_for(const QString& path) const;
+  // "Images (*.raw *.png);;raw (*.raw);;..." for file dialogs.
+  QString reader_filter() const;
+  QString writer_filter() const;
+
+  void add_dock(const QString& id, const QString& title, QWidget* widget, int area) override;
+  void add_menu_action(const QString& menu_path, QAction* action) override;
+  std::shared_ptr<Task> begin_task(const QString& title) override;
+  QSettings& settings() override { return *settings_; }
+  QUndoStack* undo_stack() override { return undo_; }
+  void show_status(const QString& message, int timeout_ms = 5000) override;
+
+  // What the plugins contributed (BasicHost keeps them; a window host moves them into place).
+  struct Dock {
+    QString id;
+    QString title;
+    QPointer<QWidget> widget;
+    int area = 0;
+  };
+  const QList<Dock>& docks() const { return docks_; }
+  QWidget* dock_widget(const QString& id) const;
+  const QList<QPair<QString, QPointer<QAction>>>& menu_actions() const { return actions_; }
+  QString last_status() const { return last_status_; }
+
+ signals:
+  void status_message(const QString& message, int timeout_ms);
+
+ protected:
+  // Copies `a` to device_ (or pushes `h` when there is no array). Returns a null array and
+  // fills `why` when the device cannot hold it.
+  gpix::Array to_device(const gpix::Array& a, const gpix::HostArray& h, QString* why) const;
+  QString unique_name(const QString& wanted, int except_id = -1) const;
+
+  QList<Dock> docks_;
+  QList<QPair<QString, QPointer<QAction>>> actions_;
+
+ private:
+  gpix::Device device_;
+  std::unique_ptr<QSettings> settings_;
+  QUndoStack* undo_ = nullptr;
+  QList<int> order_;
+  QHash<int, Layer> layers_;
+  int next_id_ = 1;
+  int current_ = -1;
+  QList<Reader> readers_;
+  QList<Writer> writers_;
+  QString last_status_;
+};
+
+}  // namespace gpix::plugin

@@ -1,0 +1,189 @@
+// The plugin loader: a valid plugin loads and initialises; wrong IID, wrong or missing API
+// version, a duplicate name, a missing file, a file that is no plugin and a plugin whose
+// dependency is missing are each refused with the reason, and the refused ones are never
+// instantiated. Also the real gpix plugin (docks, readers, writers).
+#include <QApplication>
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QSettings>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "common.h"
+#include "gpix/basic_host.h"
+#include "gpix/plugin_loader.h"
+#include "gpix/samples.h"
+
+using namespace gpix;
+using gpix::plugin::BasicHost;
+using gpix::plugin::PluginLoader;
+using gpix::plugin::PluginRecord;
+
+namespace {
+
+QString plugin_file(const QString& name) {
+  const QDir dir(QStringLiteral(GPIX_TEST_PLUGIN_DIR));
+  const QStringList hits =
+      dir.entryList({QStringLiteral("*") + name + QStringLiteral(".so")}, QDir::Files);
+  for (const QString& h : hits) {
+    if (h == QStringLiteral("lib") + name + QStringLiteral(".so") ||
+        h == name + QStringLiteral(".so")) {
+      return dir.filePath(h);
+    }
+  }
+  return dir.filePath(QStringLiteral("lib") + name + QStringLiteral(".so"));
+}
+
+PluginRecord find(const QList<PluginRecord>& rs, const QString& file_part) {
+  for (const PluginRecord& r : rs) {
+    if (QFileInfo(r.path).fileName().contains(file_part)) return r;
+  }
+  return {};
+}
+
+bool instantiated(const char* name) {
+  return qEnvironmentVariableIsSet((QByteArray("GPIX_TEST_INSTANTIATED_") + name).constData());
+}
+
+bool has_reader(const BasicHost& h, const QString& name) {
+  for (const auto& r : h.readers()) {
+    if (r.name == name) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+class TestPluginLoader : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+  std::unique_ptr<QSettings> settings() {
+    return std::make_unique<QSettings>(tmp_.filePath(QStringLiteral("s.ini")),
+                                       QSettings::IniFormat);
+  }
+
+ private slots:
+  void inspect_reads_manifest_without_loading() {
+    const PluginRecord r = PluginLoader::inspect(plugin_file(QStringLiteral("good")));
+    QVERIFY2(r.reason.isEmpty(), qPrintable(r.reason));
+    QCOMPARE(r.name, QStringLiteral("good"));
+    QCOMPARE(r.version, QStringLiteral("0.0.1"));
+    QCOMPARE(r.api_version, 1);
+    QVERIFY(!r.loaded);
+    const PluginRecord w = PluginLoader::inspect(plugin_file(QStringLiteral("wrong_api")));
+    QVERIFY(w.reason.contains(QStringLiteral("API 99")));
+    QVERIFY(!instantiated("good"));
+    QVERIFY(!instantiated("wrong_api"));
+  }
+
+  void folder_load_reports_each_reason() {
+    BasicHost host(default_device(), settings().release());
+    PluginLoader loader;
+    const QList<PluginRecord> rs = loader.load_all({QStringLiteral(GPIX_TEST_PLUGIN_DIR)}, host);
+    QCOMPARE(rs.size(), 6);
+
+    const PluginRecord good = find(rs, QStringLiteral("good.so"));
+    QVERIFY2(good.loaded, qPrintable(good.reason));
+    QVERIFY(instantiated("good"));
+    QVERIFY(has_reader(host, QStringLiteral("good")));
+
+    const PluginRecord iid = find(rs, QStringLiteral("wrong_iid"));
+    QVERIFY(!iid.loaded);
+    QVERIFY2(iid.reason.contains(QStringLiteral("org.gpix.Plugin/2.0")) &&
+                 iid.reason.contains(QStringLiteral("org.gpix.Plugin/1.0")),
+             qPrintable(iid.reason));
+    QVERIFY(!instantiated("wrong_iid"));
+    QVERIFY(!has_reader(host, QStringLiteral("wrong_iid")));
+
+    const PluginRecord api = find(rs, QStringLiteral("wrong_api"));
+    QVERIFY(!api.loaded);
+    QVERIFY2(api.reason.contains(QStringLiteral("API 99")) &&
+                 api.reason.contains(QStringLiteral("API 1")),
+             qPrintable(api.reason));
+    QVERIFY(!instantiated("wrong_api"));
+
+    const PluginRecord none = find(rs, QStringLiteral("no_api"));
+    QVERIFY(!none.loaded);
+    QVERIFY2(none.reason.contains(QStringLiteral("no apiVersion")), qPrintable(none.reason));
+    QVERIFY(!instantiated("no_api"));
+
+    const PluginRecord dep = find(rs, QStringLiteral("missing_dep"));
+    QVERIFY(!dep.loaded);
+    QVERIFY2(dep.reason.contains(QStringLiteral("libgpix_test_dep")), qPrintable(dep.reason));
+    QVERIFY(!has_reader(host, QStringLiteral("missing_dep")));
+
+    const PluginRecord again = find(rs, QStringLiteral("good_again"));
+    QVERIFY(!again.loaded);
+    QVERIFY2(again.reason.contains(QStringLiteral("already loaded")), qPrintable(again.reason));
+    QVERIFY(!instantiated("good_again"));
+    QCOMPARE(loader.records().size(), 6);
+  }
+
+  void missing_and_foreign_files() {
+    BasicHost host(default_device(), settings().release());
+    PluginLoader loader;
+    const QString missing = tmp_.filePath(QStringLiteral("libnot_there.so"));
+    QFile junk(tmp_.filePath(QStringLiteral("libjunk.so")));
+    QVERIFY(junk.open(QIODevice::WriteOnly));
+    junk.write("this is not a shared library");
+    junk.close();
+    const QList<PluginRecord> rs = loader.load_all(
+        {missing, junk.fileName(), tmp_.filePath(QStringLiteral("no_such_folder"))}, host);
+    QCOMPARE(rs.size(), 2);  // a missing folder is not an error, a missing library is
+    QVERIFY(!rs[0].loaded);
+    QVERIFY2(rs[0].reason.contains(QStringLiteral("does not exist")), qPrintable(rs[0].reason));
+    QVERIFY(!rs[1].loaded);
+    QVERIFY2(rs[1].reason.contains(QStringLiteral("not a Qt plugin")), qPrintable(rs[1].reason));
+  }
+
+  void search_paths_include_env_and_app_dir() {
+    qputenv("GPIX_PLUGIN_PATH", "/opt/a:/opt/b/libx.so");
+    const QStringList p = PluginLoader::default_search_paths(QStringLiteral("/usr/local/bin"));
+    qunsetenv("GPIX_PLUGIN_PATH");
+    QCOMPARE(p.value(0), QStringLiteral("/usr/local/lib/gpix/plugins"));
+    QCOMPARE(p.value(1), QStringLiteral("/usr/local/bin/plugins"));
+    QVERIFY(p.contains(QStringLiteral("/opt/a")));
+    QVERIFY(p.contains(QStringLiteral("/opt/b/libx.so")));
+    QVERIFY(p.last().endsWith(QStringLiteral("/plugins")));
+  }
+
+  void gpix_plugin_contributes_docks_and_formats() {
+    BasicHost host(default_device(), settings().release());
+    PluginLoader loader;
+    const PluginRecord r = loader.load(QStringLiteral(GPIX_PLUGIN_FILE), host);
+    QVERIFY2(r.loaded, qPrintable(r.reason));
+    QCOMPARE(r.name, QStringLiteral("gpix"));
+    QCOMPARE(r.api_version, gpix::plugin::kApiVersion);
+    for (const char* id : {"devices", "layer_card", "filters", "workflow"}) {
+      QVERIFY2(host.dock_widget(QLatin1String(id)), id);
+    }
+    // The manifest lists what the code registers.
+    QStringList manifest_readers;
+    for (const auto& v : r.manifest.value(QStringLiteral("readers")).toArray()) {
+      manifest_readers << v.toObject().value(QStringLiteral("name")).toString();
+    }
+    QStringList readers;
+    for (const auto& rd : host.readers()) readers << rd.name;
+    QCOMPARE(readers, manifest_readers);
+    QVERIFY(host.reader_for(QStringLiteral("x/cells_3x4x5_u16.raw")));
+    QVERIFY(host.writer_for(QStringLiteral("out.PNG")));
+    QVERIFY(!host.reader_for(QStringLiteral("a.xyz")));
+    // The sample menu opens the embedded sample.
+    QVERIFY(!host.menu_actions().isEmpty());
+    host.menu_actions().first().second->trigger();
+    QCOMPARE(host.layer_ids().size(), 1);
+    const HostArray want = gpix::sample().image;
+    const HostArray got = host.host_data(host.layer_ids().first());
+    QCOMPARE(got.shape(), want.shape());
+    QVERIFY(std::memcmp(got.data(), want.data(), want.bytes()) == 0);
+  }
+};
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  TestPluginLoader t;
+  return QTest::qExec(&t, argc, argv);
+}
+#include "test_plugin_loader.moc"

@@ -1,0 +1,174 @@
+// The real viewer window (gpix-viewer's MainWindow) under QT_QPA_PLATFORM=offscreen with the
+// real gpix plugin: start-up on the sample, a synthetic drop of several files, the end-to-end
+// run of gaussian_blur through the plugin's filter panel, the value under the cursor, the slice
+// slider for 3D, recent files and settings that persist.
+#include <QApplication>
+#include <QDockWidget>
+#include <QDropEvent>
+#include <QFile>
+#include <QMimeData>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSlider>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QUrl>
+
+#include "common.h"
+#include "gpix/samples.h"
+#include "gpix/ui/filter_panel.h"
+#include "gpix/ui/layer_card.h"
+#include "main_window.h"
+
+using namespace gpix;
+
+namespace {
+
+bool same_bytes(const HostArray& a, const HostArray& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
+         std::memcmp(a.data(), b.data(), a.bytes()) == 0;
+}
+
+// Writes pixels as NAME_ZxYxX_DTYPE.raw (the name carries shape and dtype).
+template <class T>
+QString write_raw(const QString& dir, const QString& stem, const std::vector<T>& v,
+                  const Shape& s) {
+  QString dims;
+  for (std::size_t d : s.dims()) dims += (dims.isEmpty() ? "" : "x") + QString::number(d);
+  const QString path =
+      dir + QStringLiteral("/%1_%2_%3.raw")
+                .arg(stem, dims, QString::fromUtf8(short_name(dtype_of<T>).data()));
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly)) return {};
+  f.write(reinterpret_cast<const char*>(v.data()), qint64(v.size() * sizeof(T)));
+  return path;
+}
+
+}  // namespace
+
+class TestViewer : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+  QString ini() const { return tmp_.filePath(QStringLiteral("viewer.ini")); }
+  std::unique_ptr<MainWindow> make() {
+    auto w = std::make_unique<MainWindow>(new QSettings(ini(), QSettings::IniFormat));
+    w->load_plugins({QStringLiteral(GPIX_PLUGIN_DIR)});
+    return w;
+  }
+
+ private slots:
+  void starts_on_the_sample_with_the_plugin() {
+    auto w = make();
+    QCOMPARE(w->plugins().records().size(), 1);
+    QVERIFY2(w->plugins().records().first().loaded,
+             qPrintable(w->plugins().records().first().reason));
+    for (const char* id :
+         {"dock_devices", "dock_layer_card", "dock_filters", "dock_workflow", "dock_layers"}) {
+      QVERIFY2(w->findChild<QDockWidget*>(QLatin1String(id)), id);
+    }
+    w->open_default();
+    w->show();
+    QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    QCOMPARE(w->host().layer_ids().size(), 1);
+    const int id = w->host().layer_ids().first();
+    const HostArray want = sample().image;
+    QCOMPARE(w->host().layer(id).name, QString::fromStdString(sample().name));
+    QVERIFY(same_bytes(w->host().layer(id).array.pull(), want));
+    QVERIFY(w->host().layer(id).has_contrast());  // auto contrast on first show
+    // The layer card of the plugin shows the layer.
+    auto* card = qobject_cast<ui::LayerCard*>(w->host().dock_widget(QStringLiteral("layer_card")));
+    QVERIFY(card);
+    QCOMPARE(card->value(QStringLiteral("shape")), QString::fromStdString(want.shape().str()));
+    // Pixel value under the cursor: the centre of image pixel (x=5, y=7).
+    ui::ImageView* view = w->view();
+    view->set_zoom(2.0);
+    const QPointF at = view->image_pos(QPointF(0, 0));
+    const QPointF widget_pos = (QPointF(5.5, 7.5) - at) * view->zoom();
+    const QString text = view->describe(widget_pos);
+    const double v = double(want.as<std::uint16_t>()[7 * want.shape().width() + 5]);
+    QVERIFY2(text.startsWith(QStringLiteral("x 5  y 7  value %1").arg(v)), qPrintable(text));
+  }
+
+  void drop_several_files_opens_layers() {
+    auto w = make();
+    const Shape s2{13, 21}, s3{4, 9, 11};
+    const auto a = test::random_values<std::uint16_t>(s2.elements());
+    const auto b = test::random_values<float>(s3.elements());
+    const QString pa = write_raw(tmp_.path(), QStringLiteral("plane"), a, s2);
+    const QString pb = write_raw(tmp_.path(), QStringLiteral("stack"), b, s3);
+    auto* mime = new QMimeData;
+    mime->setUrls({QUrl::fromLocalFile(pa), QUrl::fromLocalFile(pb)});
+    const QPointF pos(w->width() / 2.0, w->height() / 2.0);
+    QDragEnterEvent enter(pos.toPoint(), Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(w.get(), &enter);
+    QVERIFY(enter.isAccepted());
+    QDropEvent drop(pos, Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(w.get(), &drop);
+    QVERIFY2(w->last_error().isEmpty(), qPrintable(w->last_error()));
+    const QList<int> ids = w->host().layer_ids();
+    QCOMPARE(ids.size(), 2);
+    QVERIFY(same_bytes(w->host().layer(ids[0]).array.pull(), HostArray::from(a, s2)));
+    QVERIFY(same_bytes(w->host().layer(ids[1]).array.pull(), HostArray::from(b, s3)));
+    // The 3D stack gets a slice slider.
+    QCOMPARE(w->view()->depth(), 4);
+    QCOMPARE(w->slice_slider()->maximum(), 3);
+    w->slice_slider()->setValue(2);
+    QCOMPARE(w->view()->slice(), 2);
+    // Recent files, newest first, persist in the settings.
+    QCOMPARE(w->recent_files().mid(0, 2), (QStringList{pb, pa}));
+    delete mime;
+    // A file no reader takes is reported, not fatal.
+    w->open_files({tmp_.filePath(QStringLiteral("x.unknown"))});
+    QVERIFY(w->last_error().contains(QStringLiteral("no reader")));
+    QCOMPARE(w->host().layer_ids().size(), 2);
+  }
+
+  void gaussian_end_to_end() {
+    auto w = make();
+    const Shape s{37, 45};
+    const auto v = test::random_values<float>(s.elements());
+    const QString path = write_raw(tmp_.path(), QStringLiteral("e2e"), v, s);
+    const QList<int> ids = w->open_files({path});
+    QCOMPARE(ids.size(), 1);
+    auto* panel = qobject_cast<ui::FilterPanel*>(w->host().dock_widget(QStringLiteral("filters")));
+    QVERIFY(panel);
+    QVERIFY(panel->select_filter(QStringLiteral("gaussian_blur")));
+    QVERIFY(panel->form()->set_param(QStringLiteral("sigma_x"), 2.0));
+    QVERIFY(panel->form()->set_param(QStringLiteral("sigma_y"), 1.5));
+    QSignalSpy done(panel, &ui::FilterPanel::finished);
+    panel->run();
+    QVERIFY(done.wait(60000));
+    QVERIFY2(done.first().first().toBool(), qPrintable(panel->error_text()));
+    QCOMPARE(w->host().layer_ids().size(), 2);
+    const plugin::Layer out = w->host().layer(w->host().layer_ids().last());
+    QCOMPARE(out.name, QStringLiteral("gaussian_blur"));
+    const Array input = Array::push(HostArray::from(v, s), w->host().device());
+    const Array want = gaussian_blur(input, 2.0, 1.5);
+    QVERIFY(same_bytes(out.array.pull(), want.pull()));
+    // The input layer is untouched.
+    QVERIFY(same_bytes(w->host().layer(ids.first()).array.pull(), HostArray::from(v, s)));
+  }
+
+  void settings_persist() {
+    {
+      auto w = make();
+      w->open_default();
+      w->close();  // saves layout and device
+    }
+    QSettings s(ini(), QSettings::IniFormat);
+    QVERIFY(
+        s.value(QStringLiteral("recent_files")).toStringList().contains(QStringLiteral("sample")));
+    QCOMPARE(s.value(QStringLiteral("device")).toString(),
+             QString::fromStdString(choose_device().device.label()));
+    QVERIFY(!s.value(QStringLiteral("window/state")).toByteArray().isEmpty());
+    auto w = make();
+    QVERIFY(w->recent_files().contains(QStringLiteral("sample")));
+  }
+};
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  TestViewer t;
+  return QTest::qExec(&t, argc, argv);
+}
+#include "test_viewer.moc"

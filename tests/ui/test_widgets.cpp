@@ -1,0 +1,494 @@
+// gpix_ui widgets on a BasicHost, on the default device: device panel contents and device
+// switching, the layer card against CPU statistics, a form generated and run for EVERY catalog
+// entry (compared with gpix::run), cancel, undo/redo, preview (latest wins), failing filters
+// (input untouched, error shown), workflow export and re-run, and dragging a layer out as a file.
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QMimeData>
+#include <QPushButton>
+#include <QSemaphore>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QUndoStack>
+#include <QUrl>
+
+#include "common.h"
+#include "formats.h"
+#include "gpix/basic_host.h"
+#include "gpix/ui/device_panel.h"
+#include "gpix/ui/filter_panel.h"
+#include "gpix/ui/layer_card.h"
+#include "gpix/ui/layer_list.h"
+#include "gpix/ui/workflow.h"
+
+using namespace gpix;
+using gpix::plugin::BasicHost;
+using gpix::plugin::Layer;
+
+namespace {
+
+bool same_bytes(const HostArray& a, const HostArray& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
+         std::memcmp(a.data(), b.data(), a.bytes()) == 0;
+}
+
+template <class T>
+HostArray random_host(const Shape& s) {
+  return HostArray::from(test::random_values<T>(s.elements()), s);
+}
+
+HostArray random_of(DType t, const Shape& s) {
+  return visit_dtype(t, [&](auto z) { return random_host<decltype(z)>(s); });
+}
+
+int add(BasicHost& host, const QString& name, const HostArray& h) {
+  Layer l;
+  l.name = name;
+  l.host = h;
+  return host.add_layer(l);
+}
+
+bool wait_finished(ui::FilterPanel& panel, QSignalSpy& spy, int timeout_ms = 60000) {
+  if (spy.isEmpty() && !spy.wait(timeout_ms)) return false;
+  Q_UNUSED(panel);
+  return true;
+}
+
+}  // namespace
+
+class TestWidgets : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+  std::unique_ptr<BasicHost> host_;
+  std::unique_ptr<ui::Workflow> workflow_;
+
+  BasicHost& host() { return *host_; }
+
+ private slots:
+  void init() {
+    host_ = std::make_unique<BasicHost>(
+        default_device(),
+        new QSettings(tmp_.filePath(QStringLiteral("s.ini")), QSettings::IniFormat));
+    workflow_ = std::make_unique<ui::Workflow>();
+    formats::register_all(*host_);
+  }
+  void cleanup() {
+    workflow_.reset();
+    host_.reset();
+  }
+
+  void device_panel_lists_every_device() {
+    ui::DevicePanel panel(host());
+    const auto& devs = devices();
+    QCOMPARE(panel.card_count(), int(devs.size()));
+    int current = 0;
+    for (int i = 0; i < panel.card_count(); ++i) {
+      const QString text = panel.card_text(i);
+      const DeviceInfo& info = devs[std::size_t(i)].info();
+      QVERIFY2(text.contains(QString::fromStdString(info.name).toHtmlEscaped()), qPrintable(text));
+      QVERIFY(text.contains(QString::fromStdString(human_bytes(info.global_memory))));
+      QVERIFY(text.contains(QString::number(info.compute_units)));
+      QVERIFY(text.contains(QString::fromUtf8(name(info.backend).data()).toUpper()));
+      if (panel.card_is_current(i)) {
+        ++current;
+        QVERIFY(devs[std::size_t(i)] == host().device());
+        QVERIFY(!panel.use_button(i)->isEnabled());
+      }
+    }
+    QCOMPARE(current, 1);
+    // Memory held by layers is attributed to their device.
+    const int cur = host().device().info().index;
+    const std::uint64_t before = panel.layer_bytes(cur);
+    add(host(), QStringLiteral("m"), random_host<float>(Shape{33, 65}));
+    QCOMPARE(panel.layer_bytes(cur), before + 33u * 65u * 4u);
+  }
+
+  void device_switch_keeps_layers() {
+    const auto& devs = devices();
+    if (devs.size() < 2)
+      QSKIP("one device only: the switch is tested where two exist (ctest test_ui_device_switch)");
+    ui::DevicePanel panel(host());
+    const HostArray a = random_host<std::uint16_t>(Shape{17, 23});
+    const HostArray b = random_host<float>(Shape{3, 5, 7});
+    const int ia = add(host(), QStringLiteral("a"), a);
+    const int ib = add(host(), QStringLiteral("b"), b);
+    for (std::size_t k = 0; k < devs.size(); ++k) {
+      const int target = int((std::size_t(host().device().info().index) + 1) % devs.size());
+      QSignalSpy changed(&host(), &plugin::HostContext::device_changed);
+      panel.use_button(target)->click();
+      QCOMPARE(changed.size(), 1);
+      QVERIFY(host().device() == devs[std::size_t(target)]);
+      QVERIFY(panel.card_is_current(target));
+      for (auto [id, want] : {std::pair{ia, a}, std::pair{ib, b}}) {
+        const Layer l = host().layer(id);
+        QVERIFY(l.array.valid());
+        QVERIFY(l.array.device() == devs[std::size_t(target)]);
+        QVERIFY(same_bytes(l.array.pull(), want));
+      }
+    }
+  }
+
+  void layer_card_matches_cpu_stats_data() {
+    QTest::addColumn<DType>("dtype");
+    for (DType t : {DType::u8, DType::i16, DType::u16, DType::i32, DType::f32})
+      QTest::newRow(name(t).data()) << t;
+  }
+  void layer_card_matches_cpu_stats() {
+    QFETCH(DType, dtype);
+    ui::LayerCard card(host());
+    const Shape s{19, 31};
+    const HostArray h = random_of(dtype, s);
+    add(host(), QStringLiteral("card"), h);
+    QCOMPARE(card.value(QStringLiteral("name")), QStringLiteral("card"));
+    QCOMPARE(card.value(QStringLiteral("shape")), QString::fromStdString(s.str()));
+    QCOMPARE(card.value(QStringLiteral("dtype")), QString::fromUtf8(name(dtype).data()));
+    QCOMPARE(card.value(QStringLiteral("size")), QString::fromStdString(human_bytes(h.bytes())));
+    QCOMPARE(card.value(QStringLiteral("device")), QString::fromStdString(host().device().label()));
+    QCOMPARE(card.value(QStringLiteral("kind")), QStringLiteral("buffer"));
+    visit_dtype(dtype, [&](auto z) {
+      using T = decltype(z);
+      const auto v = h.as<T>();
+      const T mn = *std::min_element(v.begin(), v.end());
+      const T mx = *std::max_element(v.begin(), v.end());
+      QCOMPARE(card.value(QStringLiteral("min")), QString::fromStdString(Scalar(mn).str()));
+      QCOMPARE(card.value(QStringLiteral("max")), QString::fromStdString(Scalar(mx).str()));
+      double sum = 0;
+      for (T x : v) sum += double(x);
+      QVERIFY(std::abs(card.value(QStringLiteral("mean")).toDouble() - sum / double(v.size())) <=
+              1e-5 * std::max(1.0, std::abs(sum / double(v.size()))));
+      // The histogram covers every pixel (small arrays are not sampled).
+      std::uint64_t total = 0;
+      for (auto c : card.histogram()->counts()) total += c;
+      QCOMPARE(total, std::uint64_t(s.elements()));
+    });
+  }
+
+  // Every catalog entry: the generated form has the right editors with the descriptor's
+  // ranges and defaults, and Run gives exactly what gpix::run gives with those parameters.
+  void form_and_run_for_every_filter_data() {
+    QTest::addColumn<QString>("filter");
+    for (const FilterInfo& f : filters())
+      QTest::newRow(f.name.c_str()) << QString::fromStdString(f.name);
+  }
+  void form_and_run_for_every_filter() {
+    QFETCH(QString, filter);
+    const FilterInfo& info = gpix::filter(filter.toStdString());
+    ui::FilterPanel panel(host(), workflow_.get());
+    QVERIFY(panel.select_filter(filter));
+    QCOMPARE(panel.selected_filter(), filter);
+    ui::ParamForm* form = panel.form();
+    QVERIFY(form);
+    for (std::size_t i = 0; i < info.inputs.size(); ++i) QVERIFY(form->input_picker(int(i)));
+    QVERIFY(!form->input_picker(int(info.inputs.size())));
+    for (const ParamSpec& p : info.params) {
+      QWidget* w = form->editor(QString::fromStdString(p.name));
+      QVERIFY2(w, p.name.c_str());
+      QCOMPARE(w->objectName(), QStringLiteral("param_") + QString::fromStdString(p.name));
+      switch (p.type) {
+        case ParamType::integer: {
+          auto* s = qobject_cast<QSpinBox*>(w);
+          QVERIFY(s);
+          QCOMPARE(double(s->value()), p.default_value);
+          QVERIFY(double(s->minimum()) >= p.min && double(s->maximum()) <= p.max);
+          if (!p.unit.empty()) QVERIFY(s->suffix().contains(QString::fromStdString(p.unit)));
+          break;
+        }
+        case ParamType::real: {
+          auto* s = qobject_cast<QDoubleSpinBox*>(w);
+          QVERIFY(s);
+          QCOMPARE(s->value(), p.default_value);
+          QCOMPARE(s->minimum(), p.min);
+          QCOMPARE(s->maximum(), p.max);
+          if (!p.unit.empty()) QVERIFY(s->suffix().contains(QString::fromStdString(p.unit)));
+          break;
+        }
+        case ParamType::boolean:
+          QVERIFY(qobject_cast<QCheckBox*>(w));
+          QCOMPARE(qobject_cast<QCheckBox*>(w)->isChecked(), p.default_value != 0);
+          break;
+        case ParamType::choice: {
+          auto* c = qobject_cast<QComboBox*>(w);
+          QVERIFY(c);
+          QCOMPARE(c->count(), int(p.choices.size()));
+          QCOMPARE(c->currentText(), QString::fromStdString(p.default_choice));
+          break;
+        }
+      }
+    }
+    // Inputs: a fresh random layer per input, of a dtype and dimensionality the filter takes.
+    DType t = info.dtypes.front();
+    for (DType c : {DType::f32, DType::u16, DType::i32}) {
+      if (std::find(info.dtypes.begin(), info.dtypes.end(), c) != info.dtypes.end()) {
+        t = c;
+        break;
+      }
+    }
+    const int nd =
+        std::find(info.dims.begin(), info.dims.end(), 2) != info.dims.end() ? 2 : info.dims.front();
+    const Shape s = nd == 3 ? Shape{3, 11, 13} : nd == 2 ? Shape{11, 13} : Shape{29};
+    std::vector<Array> arrays;
+    std::vector<HostArray> before;
+    for (std::size_t i = 0; i < info.inputs.size(); ++i) {
+      const int id = add(host(), QStringLiteral("in%1").arg(i), random_of(t, s));
+      form->set_input(int(i), id);
+      arrays.push_back(host().layer(id).array);
+      before.push_back(arrays.back().pull());
+    }
+    // Parameters: a non-default value where the range allows, to prove the form is read.
+    for (const ParamSpec& p : info.params) {
+      if (p.type == ParamType::real && p.max > p.default_value + 0.25) {
+        QVERIFY(form->set_param(QString::fromStdString(p.name), p.default_value + 0.25));
+      }
+    }
+    const Params params = form->params();
+    QCOMPARE(params.size(), info.params.size());
+    QSignalSpy done(&panel, &ui::FilterPanel::finished);
+    const int layers = int(host().layer_ids().size());
+    panel.run();
+    QVERIFY(wait_finished(panel, done));
+    Result want;
+    QString want_error;
+    try {
+      want = run(info.name, arrays, params);
+    } catch (const Error& e) {
+      want_error = QString::fromStdString(e.what());
+    }
+    for (std::size_t i = 0; i < arrays.size(); ++i)
+      QVERIFY(same_bytes(arrays[i].pull(), before[i]));
+    if (!want_error.isEmpty()) {
+      QCOMPARE(done.first().first().toBool(), false);
+      QCOMPARE(panel.error_text(), want_error);
+      QCOMPARE(int(host().layer_ids().size()), layers);
+      return;
+    }
+    QVERIFY2(done.first().first().toBool(), qPrintable(panel.error_text()));
+    if (want.is_table()) return;
+    QCOMPARE(int(host().layer_ids().size()), layers + 1);
+    const Layer out = host().layer(host().layer_ids().last());
+    QCOMPARE(out.name, filter);
+    QVERIFY(same_bytes(out.array.pull(), want.array.pull()));
+    // Recorded in the workflow with every parameter.
+    QCOMPARE(workflow_->steps().size(), 1);
+    QCOMPARE(workflow_->steps().first().operation, filter);
+    QCOMPARE(workflow_->steps().first().params.size(), info.params.size());
+  }
+
+  void search_filters_the_tree() {
+    ui::FilterPanel panel(host(), workflow_.get());
+    QCOMPARE(panel.visible_filters().size(), int(filters().size()));
+    panel.set_search(QStringLiteral("GAUSS"));
+    QVERIFY(panel.visible_filters().contains(QStringLiteral("gaussian_blur")));
+    for (const QString& f : panel.visible_filters()) {
+      const FilterInfo& info = gpix::filter(f.toStdString());
+      const QString all = QString::fromStdString(info.name + " " + info.category + " " + info.doc);
+      QVERIFY2(all.contains(QStringLiteral("gauss"), Qt::CaseInsensitive), qPrintable(f));
+    }
+    panel.set_search(QStringLiteral("zzzz-nothing"));
+    QVERIFY(panel.visible_filters().isEmpty());
+  }
+
+  void cancel_stops_and_leaves_input() {
+    ui::FilterPanel panel(host(), workflow_.get());
+    const HostArray h = random_host<float>(Shape{5, 33, 35});
+    const int id = add(host(), QStringLiteral("stack"), h);
+    QVERIFY(panel.select_filter(QStringLiteral("gaussian_blur")));
+    // The gate holds the worker until Cancel has been pressed, so the test does not race it.
+    QSemaphore entered, release;
+    panel.set_worker_gate([&] {
+      entered.release();
+      release.acquire();
+    });
+    QSignalSpy done(&panel, &ui::FilterPanel::finished);
+    panel.run();
+    QVERIFY(entered.tryAcquire(1, 10000));
+    QVERIFY(panel.busy());
+    panel.findChild<QPushButton*>(QStringLiteral("cancel"))->click();
+    release.release();
+    QVERIFY(done.wait(30000));
+    QCOMPARE(done.first().first().toBool(), false);
+    QVERIFY2(panel.error_text().contains(QStringLiteral("ancel")), qPrintable(panel.error_text()));
+    QCOMPARE(host().layer_ids().size(), 1);
+    QVERIFY(same_bytes(host().layer(id).array.pull(), h));
+    QVERIFY(workflow_->steps().isEmpty());
+    QVERIFY(host().undo_stack()->count() == 0);
+  }
+
+  void undo_redo() {
+    ui::FilterPanel panel(host(), workflow_.get());
+    const HostArray h = random_host<std::uint16_t>(Shape{21, 19});
+    const int id = add(host(), QStringLiteral("img"), h);
+    QVERIFY(panel.select_filter(QStringLiteral("gaussian_blur")));
+    QVERIFY(panel.form()->set_param(QStringLiteral("sigma_x"), 1.5));
+    QSignalSpy done(&panel, &ui::FilterPanel::finished);
+    panel.run();
+    QVERIFY(done.wait(60000));
+    QVERIFY(done.first().first().toBool());
+    QCOMPARE(host().layer_ids().size(), 2);
+    const HostArray result = host().layer(host().layer_ids().last()).array.pull();
+    QCOMPARE(workflow_->steps().size(), 1);
+    QUndoStack* undo = host().undo_stack();
+    QVERIFY(undo->canUndo());
+    undo->undo();
+    QCOMPARE(host().layer_ids(), QList<int>{id});
+    QVERIFY(workflow_->steps().isEmpty());
+    undo->redo();
+    QCOMPARE(host().layer_ids().size(), 2);
+    const Layer again = host().layer(host().layer_ids().last());
+    QCOMPARE(again.name, QStringLiteral("gaussian_blur"));
+    QVERIFY(same_bytes(again.array.pull(), result));
+    QCOMPARE(workflow_->steps().size(), 1);
+    QCOMPARE(workflow_->steps().first().output, QStringLiteral("gaussian_blur"));
+    QVERIFY(same_bytes(host().layer(id).array.pull(), h));
+  }
+
+  void failing_filter_shows_error_and_keeps_input() {
+    ui::FilterPanel panel(host(), workflow_.get());
+    const HostArray h = random_host<float>(Shape{9, 14});
+    const int id = add(host(), QStringLiteral("img"), h);
+    // A bad parameter combination: clip's minimum above its maximum.
+    QVERIFY(panel.select_filter(QStringLiteral("clip")));
+    QVERIFY(panel.form()->set_param(QStringLiteral("minimum"), 10.0));
+    QVERIFY(panel.form()->set_param(QStringLiteral("maximum"), 5.0));
+    QSignalSpy done(&panel, &ui::FilterPanel::finished);
+    panel.run();
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.first().first().toBool(), false);
+    QVERIFY2(panel.error_text().contains(QStringLiteral("minimum 10 is above maximum 5")),
+             qPrintable(panel.error_text()));
+    QCOMPARE(host().layer_ids(), QList<int>{id});
+    QVERIFY(same_bytes(host().layer(id).array.pull(), h));
+    // Inputs of different shapes for a two-input filter.
+    const int other = add(host(), QStringLiteral("other"), random_host<float>(Shape{9, 15}));
+    QVERIFY(panel.select_filter(QStringLiteral("add_images")));
+    panel.form()->set_input(0, id);
+    panel.form()->set_input(1, other);
+    done.clear();
+    panel.run();
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.first().first().toBool(), false);
+    QVERIFY(!panel.error_text().isEmpty());
+    QCOMPARE(host().layer_ids().size(), 2);
+    QVERIFY(same_bytes(host().layer(id).array.pull(), h));
+    // A good run clears the error.
+    QVERIFY(panel.select_filter(QStringLiteral("invert")));
+    done.clear();
+    panel.run();
+    QVERIFY(done.wait(60000));
+    QVERIFY(done.first().first().toBool());
+    QVERIFY(panel.error_text().isEmpty());
+  }
+
+  void preview_is_debounced_and_latest_wins() {
+    ui::FilterPanel panel(host(), workflow_.get());
+    panel.set_debounce(50);
+    const HostArray h = random_host<float>(Shape{40, 44});
+    const int id = add(host(), QStringLiteral("img"), h);
+    QVERIFY(panel.select_filter(QStringLiteral("gaussian_blur")));
+    QSignalSpy updated(&panel, &ui::FilterPanel::preview_updated);
+    panel.set_preview(true);
+    QVERIFY(updated.wait(60000));
+    QVERIFY(panel.preview_layer() >= 0);
+    QCOMPARE(host().current_layer(), id);  // the preview does not steal the selection
+    // Three quick changes: one debounced run with the last value.
+    updated.clear();
+    for (double s : {0.5, 1.0, 2.5}) panel.form()->set_param(QStringLiteral("sigma_x"), s);
+    QVERIFY(updated.wait(60000));
+    QTest::qWait(300);
+    QCOMPARE(updated.size(), 1);
+    const Array in = host().layer(id).array;
+    const Array want = run("gaussian_blur", in, panel.form()->params()).array;
+    QVERIFY(same_bytes(host().layer(panel.preview_layer()).array.pull(), want.pull()));
+    QCOMPARE(host().layer_ids().size(), 2);
+    // The input picker does not offer the preview layer.
+    QCOMPARE(panel.form()->input_picker(0)->findData(panel.preview_layer()), -1);
+    // Turning preview off removes its layer; nothing was recorded.
+    panel.set_preview(false);
+    QCOMPARE(host().layer_ids(), QList<int>{id});
+    QVERIFY(workflow_->steps().isEmpty());
+  }
+
+  void workflow_export_and_rerun() {
+    ui::FilterPanel panel(host(), workflow_.get());
+    const int a = add(host(), QStringLiteral("cells 1"), random_host<float>(Shape{12, 16}));
+    QVERIFY(panel.select_filter(QStringLiteral("gaussian_blur")));
+    QVERIFY(panel.form()->set_param(QStringLiteral("sigma_y"), 2.0));
+    QSignalSpy done(&panel, &ui::FilterPanel::finished);
+    panel.run();
+    QVERIFY(done.wait(60000));
+    QVERIFY(panel.select_filter(QStringLiteral("multiply_scalar")));
+    panel.form()->set_input(0, host().find_layer(QStringLiteral("gaussian_blur")));
+    done.clear();
+    panel.run();
+    QVERIFY(done.wait(60000));
+    QCOMPARE(workflow_->steps().size(), 2);
+    QCOMPARE(workflow_->sources(), QStringList{QStringLiteral("cells 1")});
+    const QString sh = workflow_->to_cli_script();
+    QVERIFY2(sh.contains(QStringLiteral("gpix run gaussian_blur \"$cells_1\"")), qPrintable(sh));
+    QVERIFY2(sh.contains(QStringLiteral("--sigma_y '2'")), qPrintable(sh));
+    QVERIFY2(sh.contains(QStringLiteral("gpix run multiply_scalar \"$gaussian_blur\"")),
+             qPrintable(sh));
+    const QString cpp = workflow_->to_cpp();
+    QVERIFY2(cpp.contains(QStringLiteral("gpix::Array workflow(const gpix::Array& cells_1)")),
+             qPrintable(cpp));
+    QVERIFY2(cpp.contains(QStringLiteral("gpix::run(\"gaussian_blur\", cells_1, {")),
+             qPrintable(cpp));
+    QVERIFY2(cpp.contains(QStringLiteral("{\"sigma_y\", 2.0}")), qPrintable(cpp));
+    QVERIFY2(cpp.contains(QStringLiteral("return multiply_scalar;")), qPrintable(cpp));
+    // Re-run on another image gives what the two calls give directly.
+    const HostArray other = random_host<float>(Shape{7, 9});
+    const int b = add(host(), QStringLiteral("other"), other);
+    const QList<int> made = workflow_->rerun(host(), b);
+    QCOMPARE(made.size(), 2);
+    const auto& st = workflow_->steps();
+    const Array ob = host().layer(b).array;
+    const Array r1 = run("gaussian_blur", ob, st[0].params).array;
+    const Array r2 = run("multiply_scalar", r1, st[1].params).array;
+    QVERIFY(same_bytes(host().layer(made.last()).array.pull(), r2.pull()));
+    Q_UNUSED(a);
+  }
+
+  void drag_layer_out_as_file() {
+    ui::LayerList list(host());
+    const HostArray h16 = random_host<std::uint16_t>(Shape{10, 12});
+    const HostArray f3 = random_host<float>(Shape{2, 3, 4});
+    const int a = add(host(), QStringLiteral("two d"), h16);
+    const int b = add(host(), QStringLiteral("stack"), f3);
+    QCOMPARE(list.list()->count(), 2);
+    QCOMPARE(list.list()->item(0)->text(), QStringLiteral("stack"));  // top first
+    for (auto [id, want, suffix] :
+         {std::tuple{a, h16, QStringLiteral(".png")}, std::tuple{b, f3, QStringLiteral(".raw")}}) {
+      QString why;
+      std::unique_ptr<QMimeData> mime(list.mime_for(id, &why));
+      QVERIFY2(mime, qPrintable(why));
+      QCOMPARE(mime->urls().size(), 1);
+      const QString path = mime->urls().first().toLocalFile();
+      QVERIFY2(path.endsWith(suffix), qPrintable(path));
+      const QList<int> ids = host().open_file(path);
+      QCOMPARE(ids.size(), 1);
+      QVERIFY(same_bytes(host().host_data(ids.first()), want));
+    }
+  }
+
+  void layer_list_controls_edit_the_layer() {
+    ui::LayerList list(host());
+    const int a = add(host(), QStringLiteral("a"), random_host<float>(Shape{8, 8}));
+    list.findChild<QComboBox*>(QStringLiteral("colormap"))->setCurrentText(QStringLiteral("hot"));
+    QCOMPARE(host().layer(a).colormap, QStringLiteral("hot"));
+    list.list()->item(0)->setCheckState(Qt::Unchecked);
+    QCOMPARE(host().layer(a).visible, false);
+    list.auto_contrast_current();
+    QVERIFY(host().layer(a).has_contrast());
+  }
+};
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  TestWidgets t;
+  return QTest::qExec(&t, argc, argv);
+}
+#include "test_widgets.moc"

@@ -1,0 +1,126 @@
+#pragma once
+// The filter panel: categories and a search box over gpix::filters(), a parameter form
+// generated from the selected descriptor, Run, live preview (debounced, latest wins), work on a
+// worker thread with progress and Cancel, errors shown in place. Results become new layers
+// named after the operation, through the host's undo stack and the workflow.
+#include <QFutureWatcher>
+#include <QPointer>
+#include <QTimer>
+#include <QWidget>
+#include <functional>
+#include <memory>
+
+#include "gpix/catalog.h"
+#include "gpix/plugin_api.h"
+#include "gpix/ui/workflow.h"
+
+class QLineEdit;
+class QTreeWidget;
+class QTreeWidgetItem;
+class QLabel;
+class QPushButton;
+class QCheckBox;
+class QProgressBar;
+class QFormLayout;
+class QComboBox;
+class QGroupBox;
+
+namespace gpix::ui {
+
+// The form of one filter: a layer picker per input, then one editor per parameter
+// (QSpinBox / QDoubleSpinBox with range and unit, QCheckBox, QComboBox). Widgets are named
+// "input_<name>" and "param_<name>".
+class ParamForm : public QWidget {
+  Q_OBJECT
+ public:
+  ParamForm(const gpix::FilterInfo& info, gpix::plugin::HostContext& host,
+            QWidget* parent = nullptr);
+  const gpix::FilterInfo& info() const { return info_; }
+  gpix::Params params() const;
+  QList<int> inputs() const;  // layer ids, -1 where none is picked
+  // Sets an editor's value (tests, re-running); false when the name or value does not fit.
+  bool set_param(const QString& name, const gpix::ParamValue& value);
+  void set_input(int index, int layer_id);
+  QWidget* editor(const QString& param) const;
+  QComboBox* input_picker(int index) const;
+
+ public slots:
+  void refresh_layers();
+
+ signals:
+  void changed();
+
+ private:
+  gpix::FilterInfo info_;
+  gpix::plugin::HostContext& host_;
+  QList<QComboBox*> pickers_;
+  QList<QWidget*> editors_;  // in info_.params order
+  QList<int> exclude_;       // layers not offered as inputs (the preview layer)
+  friend class FilterPanel;
+};
+
+class FilterPanel : public QWidget {
+  Q_OBJECT
+ public:
+  FilterPanel(gpix::plugin::HostContext& host, Workflow* workflow, QWidget* parent = nullptr);
+  ~FilterPanel() override;
+
+  // Shows the form of a catalog entry; false when there is none of that name.
+  bool select_filter(const QString& name);
+  QString selected_filter() const;
+  ParamForm* form() const { return form_; }
+  QString error_text() const;
+  bool busy() const;
+  int preview_layer() const { return preview_id_; }
+  // Filters shown after the search box is applied (for tests).
+  QStringList visible_filters() const;
+  void set_search(const QString& text);
+  void set_preview(bool on);
+  // Milliseconds between the last parameter change and the preview run.
+  void set_debounce(int ms) { debounce_.setInterval(ms); }
+  // Test hook: called on the worker thread before the filter starts.
+  void set_worker_gate(std::function<void()> gate) { gate_ = std::move(gate); }
+
+ public slots:
+  void run();  // commit: the result becomes a new layer
+  void cancel();
+
+ signals:
+  void finished(bool ok);  // after each commit run (not previews)
+  void preview_updated();
+
+ private:
+  struct Outcome {
+    gpix::Result result;
+    QString error;
+    bool cancelled = false;
+  };
+  void build_tree();
+  void on_item(QTreeWidgetItem* item);
+  void start(bool preview);
+  void on_done(quint64 generation, bool preview, const Outcome& o, WorkflowStep step);
+  void drop_preview();
+  void show_error(const QString& text);
+
+  gpix::plugin::HostContext& host_;
+  Workflow* workflow_;
+  QLineEdit* search_ = nullptr;
+  QTreeWidget* tree_ = nullptr;
+  QGroupBox* box_ = nullptr;
+  QLabel* doc_ = nullptr;
+  ParamForm* form_ = nullptr;
+  QPushButton* run_ = nullptr;
+  QPushButton* cancel_ = nullptr;
+  QCheckBox* preview_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  QLabel* error_ = nullptr;
+  QTimer debounce_;
+  quint64 preview_generation_ = 0;  // latest preview wins; older results are dropped
+  int running_ = 0;
+  std::shared_ptr<gpix::plugin::Task> preview_task_;
+  std::shared_ptr<gpix::plugin::Task> run_task_;
+  int preview_id_ = -1;
+  std::function<void()> gate_;
+};
+
+}  // namespace gpix::ui

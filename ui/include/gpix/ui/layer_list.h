@@ -1,0 +1,51 @@
+#pragma once
+// The layer list: top layer first, a checkbox for visibility, and for the current layer its
+// opacity, colour map and contrast limits (with auto-contrast by percentiles), order buttons,
+// and dragging a layer out as a file (written by a registered writer into a temporary folder).
+#include <QListWidget>
+#include <QTemporaryDir>
+#include <QWidget>
+
+#include "gpix/plugin_api.h"
+
+class QSlider;
+class QComboBox;
+class QDoubleSpinBox;
+class QPushButton;
+class QMimeData;
+
+namespace gpix::ui {
+
+class LayerListWidget;
+
+class LayerList : public QWidget {
+  Q_OBJECT
+ public:
+  explicit LayerList(gpix::plugin::HostContext& host, QWidget* parent = nullptr);
+  QListWidget* list() const;
+  // Writes the layer to a temporary file with the first writer that takes it (a 2D u8/u16
+  // layer as PNG where a PNG writer exists, else the others in turn) and returns a QMimeData
+  // with its file URL; nullptr (and the reason in *why) when no writer could.
+  QMimeData* mime_for(int id, QString* why = nullptr);
+  // Sets the current layer's limits from its 0.5 and 99.5 percentiles (of the shown slice).
+  void auto_contrast_current(int slice = -1);
+
+ public slots:
+  void rebuild();
+  void refresh_controls();
+
+ private:
+  void apply_controls();
+  gpix::plugin::HostContext& host_;
+  LayerListWidget* list_ = nullptr;
+  QSlider* opacity_ = nullptr;
+  QComboBox* colormap_ = nullptr;
+  QDoubleSpinBox* low_ = nullptr;
+  QDoubleSpinBox* high_ = nullptr;
+  QPushButton* auto_ = nullptr;
+  QTemporaryDir drag_dir_;
+  bool updating_ = false;
+  friend class LayerListWidget;
+};
+
+}  // namespace gpix::ui

@@ -1,0 +1,70 @@
+#pragma once
+// The recorded workflow: each committed filter run (operation, inputs, parameters, output),
+// undoable through the host's undo stack, exportable as a gpix CLI script or C++ code, and
+// re-runnable on another image.
+#include <QList>
+#include <QObject>
+#include <QString>
+#include <QStringList>
+#include <QUndoCommand>
+
+#include "gpix/catalog.h"
+#include "gpix/plugin_api.h"
+
+namespace gpix::ui {
+
+struct WorkflowStep {
+  QString operation;    // catalog name
+  QStringList inputs;   // layer names, in the filter's input order
+  gpix::Params params;  // every parameter, defaults included
+  QString output;       // the result layer's name
+};
+
+class Workflow : public QObject {
+  Q_OBJECT
+ public:
+  using QObject::QObject;
+  const QList<WorkflowStep>& steps() const { return steps_; }
+  void append(const WorkflowStep& s);
+  void remove_last();
+  void clear();
+
+  // A POSIX shell script of `gpix run` commands. Layers that no step produced become the
+  // script's arguments ($1, $2, ...).
+  QString to_cli_script() const;
+  // A C++ function taking the source images and returning the last result.
+  QString to_cpp() const;
+  // Runs every step again with `input` (a layer id) in place of the first source image;
+  // returns the ids of the new layers. Throws gpix::Error from the filters.
+  QList<int> rerun(gpix::plugin::HostContext& host, int input) const;
+  // Layers that the steps read but no step produced, in first-use order.
+  QStringList sources() const;
+
+ signals:
+  void changed();
+
+ private:
+  QList<WorkflowStep> steps_;
+};
+
+// Adds a layer (redo) or removes it again (undo); records/unrecords the workflow step.
+class AddLayerCommand : public QUndoCommand {
+ public:
+  AddLayerCommand(gpix::plugin::HostContext& host, gpix::plugin::Layer layer,
+                  Workflow* workflow = nullptr, WorkflowStep step = {});
+  void redo() override;
+  void undo() override;
+  int layer_id() const { return id_; }
+
+ private:
+  gpix::plugin::HostContext& host_;
+  gpix::plugin::Layer layer_;
+  Workflow* workflow_;
+  WorkflowStep step_;
+  int id_ = -1;
+};
+
+// Formats a parameter for code and scripts: numbers shortest round-trip, choices as text.
+QString param_text(const gpix::ParamValue& v);
+
+}  // namespace gpix::ui

@@ -1,0 +1,33 @@
+#pragma once
+// The workflow dock: the recorded steps, undo/redo (the host's undo stack), export as a gpix
+// CLI script or as C++ code, and re-running the recorded steps on the current layer.
+#include <QWidget>
+
+#include "gpix/plugin_api.h"
+#include "gpix/ui/workflow.h"
+
+class QListWidget;
+class QLabel;
+
+namespace gpix::ui {
+
+class WorkflowPanel : public QWidget {
+  Q_OBJECT
+ public:
+  WorkflowPanel(gpix::plugin::HostContext& host, Workflow& workflow, QWidget* parent = nullptr);
+  QListWidget* steps() const { return steps_; }
+
+ public slots:
+  void refresh();
+  void export_script();  // asks for a file name
+  void export_cpp();
+  void rerun_on_current();
+
+ private:
+  gpix::plugin::HostContext& host_;
+  Workflow& workflow_;
+  QListWidget* steps_ = nullptr;
+  QLabel* error_ = nullptr;
+};
+
+}  // namespace gpix::ui

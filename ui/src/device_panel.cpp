@@ -1,0 +1,140 @@
+#include "gpix/ui/device_panel.h"
+
+#include <QFrame>
+#include <QLabel>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QVBoxLayout>
+
+#include "gpix/device.h"
+#include "gpix/error.h"
+#include "gpix/stats.h"
+
+namespace gpix::ui {
+
+namespace {
+QString qs(std::string_view s) {
+  return QString::fromUtf8(s.data(), qsizetype(s.size()));
+}
+}  // namespace
+
+DevicePanel::DevicePanel(gpix::plugin::HostContext& host, QWidget* parent)
+    : QWidget(parent), host_(host) {
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(4, 4, 4, 4);
+  auto* scroll = new QScrollArea;
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);  // labels wrap instead
+  auto* inner = new QWidget;
+  auto* layout = new QVBoxLayout(inner);
+  layout->setContentsMargins(0, 0, 0, 0);
+  const auto& devs = gpix::devices();
+  for (std::size_t i = 0; i < devs.size(); ++i) {
+    const gpix::Device dev = devs[i];
+    const gpix::DeviceInfo& info = dev.info();
+    auto* frame = new QFrame;
+    frame->setFrameShape(QFrame::StyledPanel);
+    frame->setObjectName(QStringLiteral("device_card_%1").arg(i));
+    auto* v = new QVBoxLayout(frame);
+    Card c;
+    c.title = new QLabel;
+    c.title->setWordWrap(true);
+    QStringList d;
+    d << QStringLiteral("%1 %2 · %3")
+             .arg(qs(gpix::name(info.backend)).toUpper(), qs(gpix::name(info.type)),
+                  qs(info.vendor));
+    d << QStringLiteral("Memory %1 (largest block %2) · %3 compute units")
+             .arg(qs(gpix::human_bytes(info.global_memory)),
+                  qs(gpix::human_bytes(info.max_allocation)))
+             .arg(info.compute_units);
+    QString caps = dev.supports_fp64() ? QStringLiteral("fp64") : QStringLiteral("no fp64");
+    if (!info.compute_capability.empty())
+      caps += QStringLiteral(" · sm ") + qs(info.compute_capability);
+    d << caps;
+    d << QStringLiteral("%1 · driver %2").arg(qs(info.api_version), qs(info.driver_version));
+    c.details = new QLabel(d.join(QLatin1Char('\n')));
+    c.details->setWordWrap(true);
+    c.details->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    c.memory = new QLabel;
+    c.use = new QPushButton(tr("Use this device"));
+    c.use->setObjectName(QStringLiteral("use_device_%1").arg(i));
+    connect(c.use, &QPushButton::clicked, this, [this, dev] {
+      host_.set_device(dev);
+      refresh();
+    });
+    v->addWidget(c.title);
+    v->addWidget(c.details);
+    v->addWidget(c.memory);
+    v->addWidget(c.use);
+    layout->addWidget(frame);
+    cards_.append(c);
+  }
+  // Backends that did not load say why (no NVIDIA driver, ...).
+  for (const gpix::BackendStatus& s : gpix::backend_status()) {
+    if (s.available && s.devices > 0) continue;
+    auto* l =
+        new QLabel(QStringLiteral("%1: %2").arg(qs(gpix::name(s.backend)).toUpper(), qs(s.detail)));
+    l->setWordWrap(true);
+    l->setStyleSheet(QStringLiteral("color: gray"));
+    layout->addWidget(l);
+  }
+  if (devs.empty()) layout->addWidget(new QLabel(tr("No device found.")));
+  layout->addStretch(1);
+  scroll->setWidget(inner);
+  outer->addWidget(scroll);
+  connect(&host_, &gpix::plugin::HostContext::device_changed, this, &DevicePanel::refresh);
+  connect(&host_, &gpix::plugin::HostContext::layer_added, this, &DevicePanel::refresh);
+  connect(&host_, &gpix::plugin::HostContext::layer_removed, this, &DevicePanel::refresh);
+  timer_.setInterval(2000);  // memory changes as filters run: refresh live
+  connect(&timer_, &QTimer::timeout, this, &DevicePanel::refresh);
+  timer_.start();
+  refresh();
+}
+
+std::uint64_t DevicePanel::layer_bytes(int i) const {
+  const auto& devs = gpix::devices();
+  if (i < 0 || std::size_t(i) >= devs.size()) return 0;
+  std::uint64_t sum = 0;
+  for (int id : host_.layer_ids()) {
+    const gpix::plugin::Layer l = host_.layer(id);
+    if (l.array.valid() && l.array.device() == devs[std::size_t(i)]) sum += l.array.bytes();
+  }
+  return sum;
+}
+
+void DevicePanel::refresh() {
+  const auto& devs = gpix::devices();
+  for (qsizetype i = 0; i < cards_.size(); ++i) {
+    const gpix::Device& dev = devs[std::size_t(i)];
+    const bool current = dev == host_.device();
+    Card& c = cards_[i];
+    c.title->setText(
+        QStringLiteral("<b>%1%2</b>")
+            .arg(current ? QStringLiteral("● ") : QString(), qs(dev.name()).toHtmlEscaped()) +
+        (current ? tr(" <i>(current)</i>") : QString()));
+    c.use->setEnabled(!current);
+    const std::uint64_t held = layer_bytes(int(i));
+    const std::uint64_t total = dev.info().global_memory;
+    c.memory->setText(tr("Layers hold %1 of %2 (%3%)")
+                          .arg(qs(gpix::human_bytes(held)), qs(gpix::human_bytes(total)))
+                          .arg(total ? 100.0 * double(held) / double(total) : 0.0, 0, 'f', 1));
+  }
+}
+
+QString DevicePanel::card_text(int i) const {
+  if (i < 0 || i >= cards_.size()) return {};
+  const Card& c = cards_[i];
+  return c.title->text() + QLatin1Char('\n') + c.details->text() + QLatin1Char('\n') +
+         c.memory->text();
+}
+
+bool DevicePanel::card_is_current(int i) const {
+  return i >= 0 && i < cards_.size() && cards_[i].title->text().contains(QStringLiteral("●"));
+}
+
+QPushButton* DevicePanel::use_button(int i) const {
+  return i >= 0 && i < cards_.size() ? cards_[i].use : nullptr;
+}
+
+}  // namespace gpix::ui

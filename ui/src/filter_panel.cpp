@@ -1,0 +1,528 @@
+#include "gpix/ui/filter_panel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTreeWidget>
+#include <QUndoStack>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+#include <cmath>
+#include <limits>
+
+#include "gpix/error.h"
+#include "gpix/scalar.h"
+
+namespace gpix::ui {
+
+using gpix::plugin::HostContext;
+using gpix::plugin::Layer;
+
+namespace {
+
+QString qs(std::string_view s) {
+  return QString::fromUtf8(s.data(), qsizetype(s.size()));
+}
+
+// Decimals that show the spec's range and default without rounding them away.
+int decimals_for(const gpix::ParamSpec& s) {
+  int d = 2;
+  for (double v : {s.min, s.max, s.default_value}) {
+    for (int k = 0; k < 8 && std::abs(v * std::pow(10, k) - std::round(v * std::pow(10, k))) > 1e-9;
+         ++k) {
+      d = std::max(d, k + 1);
+    }
+  }
+  return std::min(d, 6);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// ParamForm
+
+ParamForm::ParamForm(const gpix::FilterInfo& info, HostContext& host, QWidget* parent)
+    : QWidget(parent), info_(info), host_(host) {
+  auto* form = new QFormLayout(this);
+  form->setContentsMargins(0, 0, 0, 0);
+  for (std::size_t i = 0; i < info_.inputs.size(); ++i) {
+    const gpix::InputSpec& in = info_.inputs[i];
+    auto* picker = new QComboBox;
+    picker->setObjectName(QStringLiteral("input_") + qs(in.name));
+    picker->setToolTip(qs(in.doc));
+    picker->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    picker->setMinimumContentsLength(12);
+    connect(picker, &QComboBox::currentIndexChanged, this, &ParamForm::changed);
+    form->addRow(qs(in.name) + QStringLiteral(" (%1)").arg(qs(gpix::name(in.kind))), picker);
+    pickers_ << picker;
+  }
+  for (const gpix::ParamSpec& p : info_.params) {
+    QWidget* w = nullptr;
+    const QString unit = p.unit.empty() ? QString() : QLatin1Char(' ') + qs(p.unit);
+    switch (p.type) {
+      case gpix::ParamType::integer: {
+        auto* s = new QSpinBox;
+        // QSpinBox is int: ranges wider than int are clamped to what it can show.
+        const double lo = std::max(p.min, double(std::numeric_limits<int>::min()));
+        const double hi = std::min(p.max, double(std::numeric_limits<int>::max()));
+        s->setRange(int(lo), int(hi));
+        s->setValue(int(std::clamp(p.default_value, lo, hi)));
+        s->setSuffix(unit);
+        connect(s, &QSpinBox::valueChanged, this, &ParamForm::changed);
+        w = s;
+        break;
+      }
+      case gpix::ParamType::real: {
+        auto* s = new QDoubleSpinBox;
+        s->setDecimals(decimals_for(p));
+        s->setRange(p.min, p.max);
+        s->setValue(p.default_value);
+        s->setSuffix(unit);
+        const double span = p.max - p.min;
+        s->setSingleStep(std::isfinite(span) && span > 0 && span <= 10 ? 0.1 : 1.0);
+        connect(s, &QDoubleSpinBox::valueChanged, this, &ParamForm::changed);
+        w = s;
+        break;
+      }
+      case gpix::ParamType::boolean: {
+        auto* c = new QCheckBox;
+        c->setChecked(p.default_value != 0);
+        connect(c, &QCheckBox::toggled, this, &ParamForm::changed);
+        w = c;
+        break;
+      }
+      case gpix::ParamType::choice: {
+        auto* c = new QComboBox;
+        for (const std::string& ch : p.choices) c->addItem(qs(ch));
+        c->setCurrentText(qs(p.default_choice));
+        connect(c, &QComboBox::currentIndexChanged, this, &ParamForm::changed);
+        w = c;
+        break;
+      }
+    }
+    w->setObjectName(QStringLiteral("param_") + qs(p.name));
+    w->setToolTip(qs(p.doc));
+    form->addRow(qs(p.name), w);
+    editors_ << w;
+  }
+  connect(&host_, &HostContext::layer_added, this, &ParamForm::refresh_layers);
+  connect(&host_, &HostContext::layer_removed, this, &ParamForm::refresh_layers);
+  connect(&host_, &HostContext::layer_changed, this, &ParamForm::refresh_layers);
+  refresh_layers();
+}
+
+void ParamForm::refresh_layers() {
+  const QList<int> ids = host_.layer_ids();
+  for (QComboBox* picker : pickers_) {
+    const QVariant keep = picker->currentData();
+    const QSignalBlocker block(picker);
+    picker->clear();
+    for (auto it = ids.rbegin(); it != ids.rend(); ++it) {  // top layer first
+      if (exclude_.contains(*it)) continue;
+      picker->addItem(host_.layer(*it).name, *it);
+    }
+    int index = keep.isValid() ? picker->findData(keep) : -1;
+    if (index < 0) index = picker->findData(host_.current_layer());
+    picker->setCurrentIndex(index < 0 && picker->count() ? 0 : index);
+  }
+}
+
+gpix::Params ParamForm::params() const {
+  gpix::Params out;
+  for (qsizetype i = 0; i < editors_.size(); ++i) {
+    const gpix::ParamSpec& p = info_.params[std::size_t(i)];
+    QWidget* w = editors_[i];
+    gpix::ParamValue v;
+    if (auto* s = qobject_cast<QSpinBox*>(w))
+      v = double(s->value());
+    else if (auto* d = qobject_cast<QDoubleSpinBox*>(w))
+      v = d->value();
+    else if (auto* c = qobject_cast<QCheckBox*>(w))
+      v = c->isChecked() ? 1.0 : 0.0;
+    else if (auto* b = qobject_cast<QComboBox*>(w))
+      v = b->currentText().toStdString();
+    out.emplace(p.name, v);
+  }
+  return out;
+}
+
+QList<int> ParamForm::inputs() const {
+  QList<int> ids;
+  for (QComboBox* p : pickers_) ids << (p->currentIndex() >= 0 ? p->currentData().toInt() : -1);
+  return ids;
+}
+
+QWidget* ParamForm::editor(const QString& param) const {
+  for (qsizetype i = 0; i < editors_.size(); ++i) {
+    if (qs(info_.params[std::size_t(i)].name) == param) return editors_[i];
+  }
+  return nullptr;
+}
+
+QComboBox* ParamForm::input_picker(int index) const {
+  return pickers_.value(index);
+}
+
+bool ParamForm::set_param(const QString& name, const gpix::ParamValue& value) {
+  QWidget* w = editor(name);
+  if (!w) return false;
+  const double* d = std::get_if<double>(&value);
+  const std::string* s = std::get_if<std::string>(&value);
+  if (auto* sb = qobject_cast<QSpinBox*>(w); sb && d)
+    sb->setValue(int(*d));
+  else if (auto* db = qobject_cast<QDoubleSpinBox*>(w); db && d)
+    db->setValue(*d);
+  else if (auto* cb = qobject_cast<QCheckBox*>(w); cb && d)
+    cb->setChecked(*d != 0);
+  else if (auto* co = qobject_cast<QComboBox*>(w); co && s) {
+    const int i = co->findText(qs(*s));
+    if (i < 0) return false;
+    co->setCurrentIndex(i);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+void ParamForm::set_input(int index, int layer_id) {
+  if (QComboBox* p = pickers_.value(index)) p->setCurrentIndex(p->findData(layer_id));
+}
+
+// ---------------------------------------------------------------------------------------------
+// FilterPanel
+
+FilterPanel::FilterPanel(HostContext& host, Workflow* workflow, QWidget* parent)
+    : QWidget(parent), host_(host), workflow_(workflow) {
+  auto* v = new QVBoxLayout(this);
+  v->setContentsMargins(4, 4, 4, 4);
+  search_ = new QLineEdit;
+  search_->setObjectName(QStringLiteral("filter_search"));
+  search_->setPlaceholderText(tr("Search filters (name, category, description)"));
+  search_->setClearButtonEnabled(true);
+  v->addWidget(search_);
+  tree_ = new QTreeWidget;
+  tree_->setObjectName(QStringLiteral("filter_tree"));
+  tree_->setHeaderHidden(true);
+  tree_->setMinimumHeight(120);
+  v->addWidget(tree_, 2);
+  box_ = new QGroupBox(tr("No filter selected"));
+  auto* bv = new QVBoxLayout(box_);
+  doc_ = new QLabel;
+  doc_->setWordWrap(true);
+  doc_->setStyleSheet(QStringLiteral("color: palette(mid)"));
+  bv->addWidget(doc_);
+  v->addWidget(box_, 1);
+  auto* buttons = new QHBoxLayout;
+  preview_ = new QCheckBox(tr("Live preview"));
+  preview_->setObjectName(QStringLiteral("preview"));
+  run_ = new QPushButton(tr("Run"));
+  run_->setObjectName(QStringLiteral("run"));
+  run_->setDefault(true);
+  cancel_ = new QPushButton(tr("Cancel"));
+  cancel_->setObjectName(QStringLiteral("cancel"));
+  cancel_->setEnabled(false);
+  buttons->addWidget(preview_);
+  buttons->addStretch(1);
+  buttons->addWidget(cancel_);
+  buttons->addWidget(run_);
+  v->addLayout(buttons);
+  progress_ = new QProgressBar;
+  progress_->setRange(0, 1000);
+  progress_->setTextVisible(false);
+  progress_->setMaximumHeight(8);
+  progress_->hide();
+  v->addWidget(progress_);
+  error_ = new QLabel;
+  error_->setObjectName(QStringLiteral("filter_error"));
+  error_->setWordWrap(true);
+  error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  error_->setStyleSheet(QStringLiteral("color: #c03030"));
+  error_->hide();
+  v->addWidget(error_);
+
+  debounce_.setSingleShot(true);
+  debounce_.setInterval(300);
+  connect(&debounce_, &QTimer::timeout, this, [this] { start(true); });
+  connect(search_, &QLineEdit::textChanged, this, &FilterPanel::set_search);
+  connect(tree_, &QTreeWidget::currentItemChanged, this,
+          [this](QTreeWidgetItem* item, QTreeWidgetItem*) { on_item(item); });
+  connect(run_, &QPushButton::clicked, this, &FilterPanel::run);
+  connect(cancel_, &QPushButton::clicked, this, &FilterPanel::cancel);
+  connect(preview_, &QCheckBox::toggled, this, &FilterPanel::set_preview);
+  connect(&host_, &HostContext::task_progress, this,
+          [this](double f) { progress_->setValue(int(std::clamp(f, 0.0, 1.0) * 1000)); });
+  connect(&host_, &HostContext::layer_removed, this, [this](int id) {
+    if (id == preview_id_) preview_id_ = -1;
+  });
+  build_tree();
+}
+
+FilterPanel::~FilterPanel() {
+  // Workers hold only shared handles; ask them to stop and let them finish on their own.
+  if (preview_task_) preview_task_->cancel();
+  if (run_task_) run_task_->cancel();
+  QThreadPool::globalInstance()->waitForDone();
+}
+
+void FilterPanel::build_tree() {
+  tree_->clear();
+  QHash<QString, QTreeWidgetItem*> categories;
+  for (const gpix::FilterInfo& f : gpix::filters()) {  // generic: whatever the catalog holds
+    const QString cat = qs(f.category);
+    QTreeWidgetItem*& parent = categories[cat];
+    if (!parent) {
+      parent = new QTreeWidgetItem(tree_, QStringList(cat));
+      parent->setFlags(Qt::ItemIsEnabled);
+      QFont font = parent->font(0);
+      font.setBold(true);
+      parent->setFont(0, font);
+    }
+    auto* item = new QTreeWidgetItem(parent, QStringList(qs(f.name)));
+    item->setData(0, Qt::UserRole, qs(f.name));
+    item->setToolTip(0, qs(f.doc));
+  }
+  tree_->expandAll();
+}
+
+void FilterPanel::set_search(const QString& text) {
+  if (search_->text() != text) search_->setText(text);  // re-enters via textChanged
+  const QString t = text.trimmed();
+  for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
+    QTreeWidgetItem* cat = tree_->topLevelItem(i);
+    int shown = 0;
+    const bool cat_match = cat->text(0).contains(t, Qt::CaseInsensitive);
+    for (int j = 0; j < cat->childCount(); ++j) {
+      QTreeWidgetItem* item = cat->child(j);
+      const bool match = t.isEmpty() || cat_match ||
+                         item->text(0).contains(t, Qt::CaseInsensitive) ||
+                         item->toolTip(0).contains(t, Qt::CaseInsensitive);
+      item->setHidden(!match);
+      shown += match;
+    }
+    cat->setHidden(shown == 0);
+  }
+}
+
+QStringList FilterPanel::visible_filters() const {
+  QStringList out;
+  for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
+    QTreeWidgetItem* cat = tree_->topLevelItem(i);
+    if (cat->isHidden()) continue;
+    for (int j = 0; j < cat->childCount(); ++j) {
+      if (!cat->child(j)->isHidden()) out << cat->child(j)->text(0);
+    }
+  }
+  return out;
+}
+
+bool FilterPanel::select_filter(const QString& name) {
+  for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
+    QTreeWidgetItem* cat = tree_->topLevelItem(i);
+    for (int j = 0; j < cat->childCount(); ++j) {
+      if (cat->child(j)->text(0) == name) {
+        tree_->setCurrentItem(cat->child(j));
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+QString FilterPanel::selected_filter() const {
+  return form_ ? qs(form_->info().name) : QString();
+}
+
+void FilterPanel::on_item(QTreeWidgetItem* item) {
+  if (!item || !item->data(0, Qt::UserRole).isValid()) return;
+  const QString name = item->data(0, Qt::UserRole).toString();
+  if (form_ && qs(form_->info().name) == name) return;
+  drop_preview();
+  delete form_;
+  form_ = nullptr;
+  const gpix::FilterInfo& info = gpix::filter(name.toStdString());
+  box_->setTitle(name);
+  doc_->setText(qs(info.doc) + QStringLiteral("\n") +
+                tr("Output: %1, %2.").arg(qs(gpix::name(info.output)), qs(info.output_dtype)));
+  form_ = new ParamForm(info, host_, box_);
+  box_->layout()->addWidget(form_);
+  connect(form_, &ParamForm::changed, this, [this] {
+    if (preview_->isChecked()) debounce_.start();
+  });
+  error_->hide();
+  if (preview_->isChecked()) debounce_.start();
+}
+
+void FilterPanel::set_preview(bool on) {
+  if (preview_->isChecked() != on) preview_->setChecked(on);  // re-enters via toggled
+  if (on) {
+    debounce_.start();
+  } else {
+    debounce_.stop();
+    ++preview_generation_;  // results still on their way are dropped
+    if (preview_task_) preview_task_->cancel();
+    drop_preview();
+  }
+}
+
+QString FilterPanel::error_text() const {
+  return error_->isHidden() ? QString() : error_->text();
+}
+
+bool FilterPanel::busy() const {
+  return running_ > 0;
+}
+
+void FilterPanel::show_error(const QString& text) {
+  error_->setText(text);
+  error_->setVisible(!text.isEmpty());
+}
+
+void FilterPanel::cancel() {
+  if (run_task_) run_task_->cancel();
+  if (preview_task_) preview_task_->cancel();
+}
+
+void FilterPanel::run() {
+  start(false);
+}
+
+void FilterPanel::start(bool preview) {
+  if (!form_) {
+    show_error(tr("Select a filter first."));
+    if (!preview) emit finished(false);
+    return;
+  }
+  const gpix::FilterInfo& info = form_->info();
+  WorkflowStep step;
+  step.operation = qs(info.name);
+  step.params = form_->params();
+  std::vector<gpix::Array> arrays;
+  const QList<int> ids = form_->inputs();
+  for (qsizetype i = 0; i < ids.size(); ++i) {
+    const Layer l = host_.layer(ids[i]);
+    if (!l.array.valid()) {
+      show_error(
+          l.valid() ? tr("Layer '%1' is not on the device (%2); switch to a device that "
+                         "can hold it.")
+                          .arg(l.name, qs(host_.device().label()))
+                    : tr("Pick a layer for input '%1'.").arg(qs(info.inputs[std::size_t(i)].name)));
+      if (!preview) emit finished(false);
+      return;
+    }
+    arrays.push_back(l.array);
+    step.inputs << l.name;
+  }
+  // Latest wins: a new run makes older previews stale and asks them to stop.
+  if (preview_task_) preview_task_->cancel();
+  const quint64 generation = ++preview_generation_;
+  auto task =
+      host_.begin_task(tr("%1%2").arg(step.operation, preview ? tr(" (preview)") : QString()));
+  (preview ? preview_task_ : run_task_) = task;
+  ++running_;
+  cancel_->setEnabled(true);
+  progress_->setValue(0);
+  progress_->show();
+  const std::string name = info.name;
+  const gpix::Params params = step.params;
+  const std::function<void()> gate = gate_;
+  auto* watcher = new QFutureWatcher<Outcome>(this);
+  connect(watcher, &QFutureWatcher<Outcome>::finished, this,
+          [this, watcher, generation, preview, task, step] {
+            --running_;
+            task->finish();
+            if (running_ == 0) {
+              cancel_->setEnabled(false);
+              progress_->hide();
+            }
+            on_done(generation, preview, watcher->result(), step);
+            watcher->deleteLater();
+          });
+  watcher->setFuture(QtConcurrent::run([name, arrays, params, task, gate]() -> Outcome {
+    Outcome o;
+    try {
+      if (gate) gate();
+      gpix::RunOptions opts;
+      opts.cancel = task->cancel_flag();
+      opts.progress = [task](double f) { task->set_progress(f); };
+      o.result = gpix::run(name, arrays, params, opts);
+    } catch (const gpix::Cancelled& e) {
+      o.cancelled = true;
+      o.error = QString::fromStdString(e.what());
+    } catch (const std::exception& e) {  // gpix::Error and std::bad_alloc alike
+      o.error = QString::fromStdString(e.what());
+    }
+    return o;
+  }));
+}
+
+void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, WorkflowStep step) {
+  if (preview && (generation != preview_generation_ || !preview_->isChecked())) return;  // stale
+  if (o.cancelled) {
+    show_error(tr("Cancelled; the input is unchanged."));
+    if (!preview) emit finished(false);
+    return;
+  }
+  if (!o.error.isEmpty()) {
+    show_error(o.error);
+    if (!preview) emit finished(false);
+    return;
+  }
+  show_error({});
+  if (o.result.is_table()) {
+    const gpix::Table& t = o.result.table;
+    QStringList cols;
+    for (const auto& c : t.columns) cols << qs(c);
+    QString text = cols.join(QStringLiteral("\t"));
+    for (const auto& row : t.rows) {
+      QStringList cells;
+      for (double d : row) cells << QString::number(d, 'g', 8);
+      text += QLatin1Char('\n') + cells.join(QStringLiteral("\t"));
+    }
+    error_->setText(text);
+    error_->setVisible(true);
+    if (!preview) emit finished(true);
+    return;
+  }
+  Layer out;
+  out.array = o.result.array;
+  const gpix::OutputKind kind = gpix::filter(step.operation.toStdString()).output;
+  if (kind == gpix::OutputKind::labels) out.colormap = QStringLiteral("labels");
+  if (preview) {
+    out.name = step.operation + tr(" (preview)");
+    if (preview_id_ >= 0 && host_.has_layer(preview_id_)) {
+      const Layer old = host_.layer(preview_id_);
+      out.visible = old.visible;
+      out.opacity = old.opacity;
+      host_.replace_layer(preview_id_, out);
+    } else {
+      const int keep = host_.current_layer();
+      preview_id_ = host_.add_layer(out);
+      form_->exclude_ = {preview_id_};
+      form_->refresh_layers();
+      host_.set_current_layer(keep);
+    }
+    emit preview_updated();
+    return;
+  }
+  drop_preview();
+  out.name = step.operation;
+  host_.undo_stack()->push(new AddLayerCommand(host_, out, workflow_, step));
+  host_.show_status(tr("%1 done").arg(step.operation));
+  emit finished(true);
+}
+
+void FilterPanel::drop_preview() {
+  if (preview_id_ >= 0 && host_.has_layer(preview_id_)) host_.remove_layer(preview_id_);
+  preview_id_ = -1;
+}
+
+}  // namespace gpix::ui

@@ -1,0 +1,232 @@
+#include "gpix/ui/layer_list.h"
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QDrag>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QMimeData>
+#include <QMouseEvent>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSlider>
+#include <QUrl>
+#include <QVBoxLayout>
+#include <limits>
+
+#include "gpix/error.h"
+#include "gpix/ui/render.h"
+
+namespace gpix::ui {
+
+using gpix::plugin::HostContext;
+using gpix::plugin::Layer;
+
+// A QListWidget whose drag carries the layer as a file.
+class LayerListWidget : public QListWidget {
+ public:
+  LayerListWidget(LayerList* owner) : owner_(owner) {
+    setDragEnabled(true);
+    setDragDropMode(QAbstractItemView::DragOnly);
+  }
+
+ protected:
+  void startDrag(Qt::DropActions) override {
+    QListWidgetItem* item = currentItem();
+    if (!item) return;
+    QString why;
+    QMimeData* mime = owner_->mime_for(item->data(Qt::UserRole).toInt(), &why);
+    if (!mime) {
+      owner_->host_.show_status(tr("Cannot drag this layer out: %1").arg(why));
+      return;
+    }
+    auto* drag = new QDrag(this);
+    drag->setMimeData(mime);
+    drag->exec(Qt::CopyAction);
+  }
+
+ private:
+  LayerList* owner_;
+};
+
+LayerList::LayerList(HostContext& host, QWidget* parent) : QWidget(parent), host_(host) {
+  auto* v = new QVBoxLayout(this);
+  v->setContentsMargins(4, 4, 4, 4);
+  list_ = new LayerListWidget(this);
+  list_->setObjectName(QStringLiteral("layer_list"));
+  v->addWidget(list_, 1);
+  auto* order = new QHBoxLayout;
+  auto* up = new QPushButton(tr("Up"));
+  auto* down = new QPushButton(tr("Down"));
+  auto* remove = new QPushButton(tr("Remove"));
+  order->addWidget(up);
+  order->addWidget(down);
+  order->addWidget(remove);
+  v->addLayout(order);
+  auto* form = new QFormLayout;
+  opacity_ = new QSlider(Qt::Horizontal);
+  opacity_->setObjectName(QStringLiteral("opacity"));
+  opacity_->setRange(0, 100);
+  colormap_ = new QComboBox;
+  colormap_->setObjectName(QStringLiteral("colormap"));
+  colormap_->addItems(colormap_names());
+  low_ = new QDoubleSpinBox;
+  high_ = new QDoubleSpinBox;
+  for (QDoubleSpinBox* s : {low_, high_}) {
+    s->setRange(-std::numeric_limits<double>::max(), std::numeric_limits<double>::max());
+    s->setDecimals(4);
+    s->setKeyboardTracking(false);
+  }
+  low_->setObjectName(QStringLiteral("contrast_low"));
+  high_->setObjectName(QStringLiteral("contrast_high"));
+  auto_ = new QPushButton(tr("Auto"));
+  auto_->setObjectName(QStringLiteral("auto_contrast"));
+  auto_->setToolTip(tr("Contrast limits from the 0.5 and 99.5 percentiles"));
+  auto* limits = new QHBoxLayout;
+  limits->addWidget(low_);
+  limits->addWidget(high_);
+  limits->addWidget(auto_);
+  form->addRow(tr("Opacity"), opacity_);
+  form->addRow(tr("Colour map"), colormap_);
+  form->addRow(tr("Contrast"), limits);
+  v->addLayout(form);
+
+  connect(list_, &QListWidget::currentRowChanged, this, [this](int row) {
+    if (updating_ || row < 0) return;
+    host_.set_current_layer(list_->item(row)->data(Qt::UserRole).toInt());
+  });
+  connect(list_, &QListWidget::itemChanged, this, [this](QListWidgetItem* item) {
+    if (updating_) return;
+    const int id = item->data(Qt::UserRole).toInt();
+    Layer l = host_.layer(id);
+    const bool visible = item->checkState() == Qt::Checked;
+    if (l.valid() && l.visible != visible) {
+      l.visible = visible;
+      host_.replace_layer(id, l);
+    }
+  });
+  auto move = [this](int delta) {
+    const int id = host_.current_layer();
+    const int pos = int(host_.layer_ids().indexOf(id));
+    if (pos >= 0) host_.move_layer(id, pos + delta);
+  };
+  connect(up, &QPushButton::clicked, this, [move] { move(+1); });
+  connect(down, &QPushButton::clicked, this, [move] { move(-1); });
+  connect(remove, &QPushButton::clicked, this, [this] {
+    if (host_.current_layer() >= 0) host_.remove_layer(host_.current_layer());
+  });
+  connect(opacity_, &QSlider::valueChanged, this, &LayerList::apply_controls);
+  connect(colormap_, &QComboBox::currentIndexChanged, this, &LayerList::apply_controls);
+  connect(low_, &QDoubleSpinBox::valueChanged, this, &LayerList::apply_controls);
+  connect(high_, &QDoubleSpinBox::valueChanged, this, &LayerList::apply_controls);
+  connect(auto_, &QPushButton::clicked, this, [this] { auto_contrast_current(); });
+
+  connect(&host_, &HostContext::layer_added, this, &LayerList::rebuild);
+  connect(&host_, &HostContext::layer_removed, this, &LayerList::rebuild);
+  connect(&host_, &HostContext::layers_reordered, this, &LayerList::rebuild);
+  connect(&host_, &HostContext::current_layer_changed, this, &LayerList::rebuild);
+  connect(&host_, &HostContext::layer_changed, this, &LayerList::rebuild);
+  rebuild();
+}
+
+QListWidget* LayerList::list() const {
+  return list_;
+}
+
+void LayerList::rebuild() {
+  updating_ = true;
+  list_->clear();
+  const QList<int> ids = host_.layer_ids();
+  for (auto it = ids.rbegin(); it != ids.rend(); ++it) {
+    const Layer l = host_.layer(*it);
+    auto* item = new QListWidgetItem(l.name);
+    item->setData(Qt::UserRole, *it);
+    item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsUserCheckable |
+                   Qt::ItemIsDragEnabled);
+    item->setCheckState(l.visible ? Qt::Checked : Qt::Unchecked);
+    item->setToolTip(QStringLiteral("%1, %2%3")
+                         .arg(QString::fromStdString(l.shape().str()),
+                              QString::fromUtf8(gpix::name(l.dtype()).data()),
+                              l.source.isEmpty() ? QString() : QStringLiteral("\n") + l.source));
+    list_->addItem(item);
+    if (*it == host_.current_layer()) list_->setCurrentItem(item);
+  }
+  updating_ = false;
+  refresh_controls();
+}
+
+void LayerList::refresh_controls() {
+  const Layer l = host_.layer(host_.current_layer());
+  updating_ = true;
+  for (QWidget* w :
+       {static_cast<QWidget*>(opacity_), static_cast<QWidget*>(colormap_),
+        static_cast<QWidget*>(low_), static_cast<QWidget*>(high_), static_cast<QWidget*>(auto_)}) {
+    w->setEnabled(l.valid());
+  }
+  if (l.valid()) {
+    opacity_->setValue(int(std::lround(l.opacity * 100)));
+    colormap_->setCurrentText(l.colormap);
+    low_->setValue(l.contrast_min);
+    high_->setValue(l.contrast_max);
+  }
+  updating_ = false;
+}
+
+void LayerList::apply_controls() {
+  if (updating_) return;
+  const int id = host_.current_layer();
+  Layer l = host_.layer(id);
+  if (!l.valid()) return;
+  l.opacity = opacity_->value() / 100.0;
+  l.colormap = colormap_->currentText();
+  if (high_->value() > low_->value()) {
+    l.contrast_min = low_->value();
+    l.contrast_max = high_->value();
+  }
+  host_.replace_layer(id, l);
+}
+
+void LayerList::auto_contrast_current(int slice) {
+  const int id = host_.current_layer();
+  Layer l = host_.layer(id);
+  if (!l.valid()) return;
+  const auto [lo, hi] = auto_contrast(host_.host_data(id), slice);
+  l = host_.layer(id);
+  l.contrast_min = lo;
+  l.contrast_max = hi;
+  host_.replace_layer(id, l);
+}
+
+QMimeData* LayerList::mime_for(int id, QString* why) {
+  const Layer l = host_.layer(id);
+  if (!l.valid()) {
+    if (why) *why = tr("no such layer");
+    return nullptr;
+  }
+  if (!drag_dir_.isValid()) {
+    if (why) *why = tr("no temporary folder: %1").arg(drag_dir_.errorString());
+    return nullptr;
+  }
+  QString base = l.name;
+  base.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9_.-]+")), QStringLiteral("_"));
+  QStringList reasons;
+  const QList<gpix::plugin::Writer> writers = host_.writers();
+  for (auto it = writers.rbegin(); it != writers.rend(); ++it) {
+    if (it->patterns.isEmpty()) continue;
+    const QString suffix = it->patterns.first().section(QLatin1Char('*'), -1);  // "*.png" -> ".png"
+    const QString path = drag_dir_.filePath(base + suffix);
+    try {
+      host_.save_layer(id, path);
+      auto* mime = new QMimeData;
+      mime->setUrls({QUrl::fromLocalFile(path)});
+      return mime;
+    } catch (const gpix::Error& e) {
+      reasons << it->name + QStringLiteral(": ") + QString::fromStdString(e.what());
+    }
+  }
+  if (why)
+    *why = reasons.isEmpty() ? tr("no writer is registered") : reasons.join(QStringLiteral("; "));
+  return nullptr;
+}
+
+}  // namespace gpix::ui

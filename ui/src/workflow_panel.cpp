@@ -1,0 +1,103 @@
+#include "gpix/ui/workflow_panel.h"
+
+#include <QAction>
+#include <QFile>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QListWidget>
+#include <QPushButton>
+#include <QToolButton>
+#include <QUndoStack>
+#include <QVBoxLayout>
+
+#include "gpix/error.h"
+
+namespace gpix::ui {
+
+WorkflowPanel::WorkflowPanel(gpix::plugin::HostContext& host, Workflow& workflow, QWidget* parent)
+    : QWidget(parent), host_(host), workflow_(workflow) {
+  auto* v = new QVBoxLayout(this);
+  v->setContentsMargins(4, 4, 4, 4);
+  steps_ = new QListWidget;
+  steps_->setObjectName(QStringLiteral("workflow_steps"));
+  v->addWidget(steps_, 1);
+  auto* row1 = new QHBoxLayout;
+  for (QAction* a : {host_.undo_stack()->createUndoAction(this, tr("Undo")),
+                     host_.undo_stack()->createRedoAction(this, tr("Redo"))}) {
+    auto* b = new QToolButton;
+    b->setDefaultAction(a);
+    row1->addWidget(b);
+  }
+  row1->addStretch(1);
+  v->addLayout(row1);
+  auto* row2 = new QHBoxLayout;
+  auto* script = new QPushButton(tr("Export CLI…"));
+  auto* cpp = new QPushButton(tr("Export C++…"));
+  auto* rerun = new QPushButton(tr("Re-run on current"));
+  rerun->setToolTip(tr("Runs the recorded steps again with the current layer as the first source"));
+  row2->addWidget(script);
+  row2->addWidget(cpp);
+  row2->addWidget(rerun);
+  v->addLayout(row2);
+  error_ = new QLabel;
+  error_->setWordWrap(true);
+  error_->setStyleSheet(QStringLiteral("color: #c03030"));
+  error_->hide();
+  v->addWidget(error_);
+  connect(script, &QPushButton::clicked, this, &WorkflowPanel::export_script);
+  connect(cpp, &QPushButton::clicked, this, &WorkflowPanel::export_cpp);
+  connect(rerun, &QPushButton::clicked, this, &WorkflowPanel::rerun_on_current);
+  connect(&workflow_, &Workflow::changed, this, &WorkflowPanel::refresh);
+  refresh();
+}
+
+void WorkflowPanel::refresh() {
+  steps_->clear();
+  for (const WorkflowStep& s : workflow_.steps()) {
+    QStringList ps;
+    for (const auto& [k, val] : s.params)
+      ps << QString::fromStdString(k) + QLatin1Char('=') + param_text(val);
+    steps_->addItem(QStringLiteral("%1 = %2(%3; %4)")
+                        .arg(s.output, s.operation, s.inputs.join(QStringLiteral(", ")),
+                             ps.join(QStringLiteral(", "))));
+  }
+}
+
+static void save_text(QWidget* parent, const QString& title, const QString& filter,
+                      const QString& text, QLabel* error) {
+  const QString path = QFileDialog::getSaveFileName(parent, title, QString(), filter);
+  if (path.isEmpty()) return;
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(text.toUtf8()) < 0) {
+    error->setText(QObject::tr("Could not write %1: %2").arg(path, f.errorString()));
+    error->show();
+    return;
+  }
+  if (path.endsWith(QStringLiteral(".sh"))) {
+    f.setPermissions(f.permissions() | QFileDevice::ExeOwner | QFileDevice::ExeUser);
+  }
+  error->hide();
+}
+
+void WorkflowPanel::export_script() {
+  save_text(this, tr("Export workflow as a gpix script"), tr("Shell scripts (*.sh)"),
+            workflow_.to_cli_script(), error_);
+}
+
+void WorkflowPanel::export_cpp() {
+  save_text(this, tr("Export workflow as C++"), tr("C++ sources (*.cpp)"), workflow_.to_cpp(),
+            error_);
+}
+
+void WorkflowPanel::rerun_on_current() {
+  try {
+    error_->hide();
+    workflow_.rerun(host_, host_.current_layer());
+  } catch (const gpix::Error& e) {
+    error_->setText(QString::fromStdString(e.what()));
+    error_->show();
+  }
+}
+
+}  // namespace gpix::ui
