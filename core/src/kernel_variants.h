@@ -23,5 +23,6 @@ Defines stats_defines(DType t, DType acc, std::size_t wg);
 void add_stats_variants(std::vector<KernelVariant>& out);
 void add_pointwise_variants(std::vector<KernelVariant>& out);
 void add_convolve_variants(std::vector<KernelVariant>& out);
+void add_segmentation_variants(std::vector<KernelVariant>& out);
 
 }  // namespace gpix::detail
