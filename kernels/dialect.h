@@ -19,6 +19,18 @@
  *   gpix_read_image3d(T, name, x, y, z)               i32 f32) at float coordinates through
  *                                                     the image's sampler (OpenCL read_image*,
  *                                                     CUDA tex2D/tex3D on a texture object)
+ *   gpix_atomic_{add,min,max,or}_u32(p, v), gpix_atomic_cmpxchg_u32(p, cmp, v)
+ *                                                     32-bit atomics on global or local
+ *                                                     memory (core in OpenCL 1.2); each
+ *                                                     returns the old value
+ *   gpix_atomic_{add,min,max}_u64(p, v), gpix_atomic_cmpxchg_u64(p, cmp, v)
+ *                                                     64-bit atomics on global memory, only
+ *                                                     with GPIX_NEED_ATOMIC64 defined (an
+ *                                                     OpenCL device without
+ *                                                     cl_khr_int64_{base,extended}_atomics
+ *                                                     fails to compile with a clear #error)
+ *   gpix_as_u32(float), gpix_as_f32(u32), gpix_as_u64(double), gpix_as_f64(u64)
+ *                                                     bit casts
  * Sizes and strides are kernel arguments, never compile-time constants, so a new image shape
  * reuses the compiled program. */
 #ifndef GPIX_DIALECT_H
@@ -73,6 +85,26 @@ typedef ulong gpix_index;
   ((T)GPIX_CAT(GPIX_IMGREAD_, T)(img, img##_sampler, (float4)((cx), (cy), (cz), 0.0f)).x)
 #define GPIX_INF_F64 ((double)INFINITY)
 #define GPIX_NAN_F64 ((double)NAN)
+#define gpix_atomic_add_u32(p, v) atomic_add((p), (gpix_u32)(v))
+#define gpix_atomic_min_u32(p, v) atomic_min((p), (gpix_u32)(v))
+#define gpix_atomic_max_u32(p, v) atomic_max((p), (gpix_u32)(v))
+#define gpix_atomic_or_u32(p, v) atomic_or((p), (gpix_u32)(v))
+#define gpix_atomic_cmpxchg_u32(p, c, v) atomic_cmpxchg((p), (gpix_u32)(c), (gpix_u32)(v))
+#if defined(GPIX_NEED_ATOMIC64)
+#if !defined(cl_khr_int64_base_atomics) || !defined(cl_khr_int64_extended_atomics)
+#error "gpix: this operation needs 64-bit atomics (cl_khr_int64_base_atomics and cl_khr_int64_extended_atomics), which this OpenCL device lacks; use a CUDA device or another OpenCL device"
+#endif
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
+#define gpix_atomic_add_u64(p, v) atom_add((p), (gpix_u64)(v))
+#define gpix_atomic_min_u64(p, v) atom_min((p), (gpix_u64)(v))
+#define gpix_atomic_max_u64(p, v) atom_max((p), (gpix_u64)(v))
+#define gpix_atomic_cmpxchg_u64(p, c, v) atom_cmpxchg((p), (gpix_u64)(c), (gpix_u64)(v))
+#endif
+#define gpix_as_u32(x) as_uint(x)
+#define gpix_as_f32(x) as_float(x)
+#define gpix_as_u64(x) as_ulong(x)
+#define gpix_as_f64(x) as_double(x)
 
 #elif defined(__CUDACC__) || defined(__CUDACC_RTC__)
 /* ---------------------------------------------------------------- CUDA C++ (NVRTC) */
@@ -114,6 +146,23 @@ typedef double gpix_f64;
 #define GPIX_NAN_F32 __int_as_float(0x7fc00000)
 #define GPIX_INF_F64 __longlong_as_double(0x7ff0000000000000LL)
 #define GPIX_NAN_F64 __longlong_as_double(0x7ff8000000000000LL)
+#define gpix_atomic_add_u32(p, v) atomicAdd((unsigned int*)(p), (unsigned int)(v))
+#define gpix_atomic_min_u32(p, v) atomicMin((unsigned int*)(p), (unsigned int)(v))
+#define gpix_atomic_max_u32(p, v) atomicMax((unsigned int*)(p), (unsigned int)(v))
+#define gpix_atomic_or_u32(p, v) atomicOr((unsigned int*)(p), (unsigned int)(v))
+#define gpix_atomic_cmpxchg_u32(p, c, v) \
+  atomicCAS((unsigned int*)(p), (unsigned int)(c), (unsigned int)(v))
+#if defined(GPIX_NEED_ATOMIC64)
+#define gpix_atomic_add_u64(p, v) atomicAdd((unsigned long long*)(p), (unsigned long long)(v))
+#define gpix_atomic_min_u64(p, v) atomicMin((unsigned long long*)(p), (unsigned long long)(v))
+#define gpix_atomic_max_u64(p, v) atomicMax((unsigned long long*)(p), (unsigned long long)(v))
+#define gpix_atomic_cmpxchg_u64(p, c, v) \
+  atomicCAS((unsigned long long*)(p), (unsigned long long)(c), (unsigned long long)(v))
+#endif
+#define gpix_as_u32(x) __float_as_uint(x)
+#define gpix_as_f32(x) __uint_as_float(x)
+#define gpix_as_u64(x) ((gpix_u64)__double_as_longlong(x))
+#define gpix_as_f64(x) __longlong_as_double((long long)(x))
 
 #else
 #error "gpix kernels compile as OpenCL C or as CUDA C++ under NVRTC"

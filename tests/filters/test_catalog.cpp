@@ -13,6 +13,7 @@ static const std::map<std::string, std::string> kSuites = {
     {"Arithmetic", "test_filters_arithmetic"},
     {"Types", "test_filters_arithmetic"},
     {"Neighbourhood", "test_filters_neighbourhood"},
+    {"Segmentation", "test_filters_segmentation"},
 };
 
 class TestCatalog : public QObject {

@@ -1,6 +1,7 @@
 // Every kernel variant the library can request compiles: under NVRTC for sm_80 and sm_90
 // (no GPU needed) and, on each device present, under its own compiler.
 #include <QTest>
+#include <set>
 
 #if defined(GPIX_HAVE_CUDA)
 #include "backend/cuda/nvrtc.h"
@@ -28,7 +29,12 @@ class TestKernelBuild : public QObject {
     qInfo("NVRTC %s", nvrtc->version().c_str());
     const auto variants = detail::all_kernel_variants();
     QVERIFY(!variants.empty());
+    // Entries of one (file, defines) pair are one program: compile each program once.
+    std::set<std::string> seen;
     for (const auto& v : variants) {
+      std::string key = v.file;
+      for (const auto& [k, val] : v.defines) key += "|" + k + "=" + val;
+      if (!seen.insert(key).second) continue;
       for (int arch : {80, 90}) {
         try {
           const auto cubin = nvrtc->compile(detail::program(v.file), v.defines, arch);

@@ -5,3 +5,4 @@
 #include "gpix/catalog.h"
 #include "gpix/filters/arithmetic.h"
 #include "gpix/filters/neighbourhood.h"
+#include "gpix/filters/segmentation.h"

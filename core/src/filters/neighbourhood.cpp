@@ -3,6 +3,7 @@
 
 #include "filters/launch.h"
 #include "filters/registry.h"
+#include "filters/shared.h"
 #include "gpix/error.h"
 #include "kernel_variants.h"
 

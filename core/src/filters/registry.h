@@ -72,6 +72,7 @@ void checkpoint(const RunOptions& options, double progress, std::string_view wha
 // Module registrations (one per file in core/src/filters/).
 void register_arithmetic(Catalog& c);
 void register_neighbourhood(Catalog& c);
+void register_segmentation(Catalog& c);
 
 }  // namespace gpix::detail
 

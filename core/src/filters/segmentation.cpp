@@ -1,0 +1,774 @@
+// Segmentation filters: thresholds, binary logic and morphology, connected components,
+// sequential relabelling, Voronoi-Otsu labelling and label statistics
+// (kernels/segmentation.kernel, kernels/label_statistics.kernel).
+#include "gpix/filters/segmentation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "filters/launch.h"
+#include "filters/registry.h"
+#include "filters/shared.h"
+#include "gpix/error.h"
+#include "gpix/filters/arithmetic.h"
+#include "gpix/stats.h"
+#include "kernel_variants.h"
+
+namespace gpix::detail {
+namespace {
+
+constexpr const char* kFile = "segmentation.kernel";
+constexpr const char* kStatsFile = "label_statistics.kernel";
+constexpr std::size_t kScanWG = 256;  // SCAN_WG in segmentation.kernel
+constexpr std::uint32_t kNone = 0xffffffffu;
+
+Result one(Array a) {
+  Result r;
+  r.array = std::move(a);
+  return r;
+}
+
+Defines seg_defines(DType t) {
+  Defines d;
+  add_type_defines(d, {{"T_IN", t}});
+  return d;
+}
+Defines logic_defines(DType a, DType b) {
+  Defines d;
+  add_type_defines(d, {{"T_IN", a}, {"T_B", b}});
+  return d;
+}
+Defines otsu_defines(DType t) {
+  Defines d;
+  add_type_defines(d, {{"T_IN", t}, {"CT", compute_type({t})}});
+  return d;
+}
+
+struct StatsKind {
+  int key_bits, key_mode, sum_mode;
+};
+StatsKind stats_kind(DType t, bool fp64) {
+  const int bits = size_of(t) == 8 ? 64 : 32;
+  const int key_mode = is_float(t) ? 2 : (is_signed(t) ? 1 : 0);
+  int sum_mode = 2;
+  if (!is_float(t) && size_of(t) <= 4) sum_mode = 0;
+  if (t == DType::f32 && !fp64) sum_mode = 1;
+  return {bits, key_mode, sum_mode};
+}
+Defines label_stats_defines(DType t, bool fp64) {
+  const StatsKind k = stats_kind(t, fp64);
+  Defines d;
+  add_type_defines(d, {{"T_V", t}});
+  if (k.sum_mode == 2 && t != DType::f64) d.emplace_back("GPIX_NEED_FP64", "1");
+  if (k.key_bits == 64 || k.sum_mode != 1) d.emplace_back("GPIX_NEED_ATOMIC64", "1");
+  d.emplace_back("KEY", k.key_bits == 64 ? "gpix_u64" : "gpix_u32");
+  d.emplace_back("KEY_BITS", std::to_string(k.key_bits));
+  d.emplace_back("KEY_MODE", std::to_string(k.key_mode));
+  d.emplace_back("SUM_MODE", std::to_string(k.sum_mode));
+  d.emplace_back("SUMW", k.sum_mode == 1 ? "gpix_u32" : "gpix_u64");
+  return d;
+}
+
+// Label images index with uint32: one value is kept for "background".
+void require_u32_indices(const Array& a, const std::string& what) {
+  if (a.elements() >= kNone) {
+    throw InvalidArgument(what + " works on images of fewer than 4294967295 pixels; this one has " +
+                          std::to_string(a.elements()) + " (" + a.shape().str() +
+                          "); crop it into parts first");
+  }
+}
+
+void require_same_shape(const Array& a, const Array& b, const std::string& what) {
+  if (!(a.shape() == b.shape())) {
+    throw InvalidArgument(what + ": the two inputs must have the same shape; got " +
+                          a.shape().str() + " and " + b.shape().str());
+  }
+}
+
+std::uint32_t read_u32(const Array& a, std::size_t index) {
+  std::uint32_t v = 0;
+  auto& impl = Access::impl(a);
+  impl.device->read(*impl.memory, index * sizeof v, &v, sizeof v);
+  return v;
+}
+
+// ------------------------------------------------------------------ thresholds
+// The kernel argument t (in the input's dtype) and `all` such that "pixel > value" is exactly
+// "all >= 0 ? all : pixel > t" for every pixel of dtype dt.
+std::pair<KernelArg, int> threshold_arg(DType dt, double value) {
+  return visit_dtype(dt, [&](auto zero) -> std::pair<KernelArg, int> {
+    using T = decltype(zero);
+    if (std::isnan(value)) return {arg(T{}), 0};  // nothing is greater than NaN
+    if constexpr (std::is_floating_point_v<T>) {
+      // The largest T <= value: for a T pixel, pixel > value <=> pixel > that.
+      constexpr double big = static_cast<double>(std::numeric_limits<T>::max());
+      T t;
+      if (value > big) {
+        t = std::numeric_limits<T>::max();
+      } else if (value < -big) {
+        t = -std::numeric_limits<T>::infinity();
+      } else {
+        t = static_cast<T>(value);
+        if (static_cast<double>(t) > value)
+          t = std::nextafter(t, -std::numeric_limits<T>::infinity());
+      }
+      return {arg(t), -1};
+    } else {
+      const double f = std::floor(value);  // pixel > value <=> pixel > floor(value)
+      if (f < static_cast<double>(std::numeric_limits<T>::lowest())) return {arg(T{}), 1};
+      if (f >= static_cast<double>(std::numeric_limits<T>::max())) return {arg(T{}), 0};
+      return {arg(static_cast<T>(f)), -1};
+    }
+  });
+}
+
+Array threshold_with(const Array& in, const KernelArg& t, int all) {
+  Array out = empty_like(in, DType::u8);
+  launch(in, kFile, "threshold_gt", seg_defines(in.dtype()), flat_grid(in.elements()),
+         {arg(in), arg(out), arg<std::uint64_t>(in.elements()), t, arg(all)});
+  return out;
+}
+
+Array threshold_gt(const Array& in, double value) {
+  const auto [t, all] = threshold_arg(in.dtype(), value);
+  return threshold_with(in, t, all);
+}
+
+// skimage.filters.threshold_otsu's search over 256 counts with the given bin centres.
+std::size_t otsu_bin(const std::vector<double>& counts, const std::vector<double>& centres) {
+  const std::size_t nb = counts.size();
+  std::vector<double> w1(nb), w2(nb), m1(nb), m2(nb);
+  double cw = 0, cm = 0;
+  for (std::size_t i = 0; i < nb; ++i) {
+    cw += counts[i];
+    cm += counts[i] * centres[i];
+    w1[i] = cw;
+    m1[i] = cm / cw;
+  }
+  cw = 0;
+  cm = 0;
+  for (std::size_t i = nb; i-- > 0;) {
+    cw += counts[i];
+    cm += counts[i] * centres[i];
+    w2[i] = cw;
+    m2[i] = cm / cw;
+  }
+  std::size_t best = 0;
+  double best_v = -1;
+  for (std::size_t i = 0; i + 1 < nb; ++i) {
+    const double d = m1[i] - m2[i + 1];
+    const double v = w1[i] * w2[i + 1] * d * d;
+    if (v > best_v) {
+      best_v = v;
+      best = i;
+    }
+  }
+  return best;
+}
+
+struct Otsu {
+  double threshold = 0;
+  bool constant = false;  // all pixels equal (in the compute type): the threshold is the min
+  Scalar min;
+};
+
+Otsu otsu(const Array& in) {
+  require_u32_indices(in, "threshold_otsu");  // uint32 bin counts
+  const Stats s = stats(in);
+  Otsu r;
+  r.min = s.min;
+  if (s.count == 0) {
+    r.threshold = std::numeric_limits<double>::quiet_NaN();
+    return r;
+  }
+  const DType ct = compute_type({in.dtype()});
+  require_dtype(in.device(), ct,
+                "threshold_otsu on " + std::string(name(in.dtype())) + " (binned in float64)");
+  double lo = s.min.as_double(), hi = s.max.as_double();
+  KernelArg lo_arg, scale_arg;
+  if (ct == DType::f32) {
+    lo = static_cast<float>(lo);
+    hi = static_cast<float>(hi);
+    lo_arg = arg(static_cast<float>(lo));
+    scale_arg = arg(static_cast<float>(256.0 / (hi - lo)));
+  } else {
+    lo_arg = arg(lo);
+    scale_arg = arg(256.0 / (hi - lo));
+  }
+  if (!std::isfinite(hi - lo)) {
+    throw InvalidArgument("threshold_otsu: the image's range [" + s.min.str() + ", " + s.max.str() +
+                          "] has no 256 finite bins (scikit-image refuses it too); clip or "
+                          "rescale_intensity first");
+  }
+  if (!(hi > lo)) {
+    r.constant = true;
+    r.threshold = lo;
+    return r;
+  }
+  auto& dev = *Access::impl(in).device;
+  Array hist = Array::create(Shape{256}, DType::u32, in.device());
+  const std::size_t groups = std::clamp<std::size_t>(
+      std::min<std::size_t>((in.elements() + 255) / 256, dev.info().compute_units * 8u), 1, 4096);
+  Launch l;
+  l.global[0] = groups * 256;
+  l.local[0] = 256;
+  launch(in, kFile, "otsu_histogram", otsu_defines(in.dtype()), l,
+         {arg(in), arg<std::uint64_t>(in.elements()), lo_arg, scale_arg, arg(hist)});
+  const auto counts32 = hist.pull_as<std::uint32_t>();
+  std::vector<double> counts(counts32.begin(), counts32.end()), centres(256);
+  for (std::size_t i = 0; i < 256; ++i) {
+    centres[i] = lo + (static_cast<double>(i) + 0.5) * (hi - lo) / 256.0;
+  }
+  r.threshold = centres[otsu_bin(counts, centres)];
+  return r;
+}
+
+Array threshold_otsu_impl(const Array& in) {
+  const Otsu o = otsu(in);
+  if (o.constant) {
+    // pixel > min, exactly (a 64-bit range that rounds to one double is not constant).
+    return visit_dtype(in.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      return threshold_with(in, arg(o.min.exact_as<T>()), -1);
+    });
+  }
+  return threshold_gt(in, o.threshold);
+}
+
+// ------------------------------------------------------------------ binary logic, morphology
+Array to_mask(const Array& in, bool invert) {
+  Array out = empty_like(in, DType::u8);
+  launch(in, kFile, "to_mask", seg_defines(in.dtype()), flat_grid(in.elements()),
+         {arg(in), arg(out), arg<std::uint64_t>(in.elements()), arg(invert ? 1 : 0)});
+  return out;
+}
+
+Array logic(const Array& a, const Array& b_in, int op, const std::string& what) {
+  require_same_shape(a, b_in, what);
+  // Mixed dtypes go through a uint8 mask of b, so programs exist for (t, t) and (t, u8) only.
+  const Array b = a.dtype() == b_in.dtype() ? b_in : to_mask(b_in, false);
+  Array out = empty_like(a, DType::u8);
+  launch(a, kFile, "binary_logic", logic_defines(a.dtype(), b.dtype()), flat_grid(a.elements()),
+         {arg(a), arg(b), arg(out), arg<std::uint64_t>(a.elements()), arg(op)});
+  return out;
+}
+
+Array morph(const Array& in, int radius, bool cross, bool dilate, const RunOptions& o,
+            const char* what) {
+  if (radius == 0) return to_mask(in, false);
+  Array cur = in;
+  const int passes = cross ? radius : in.ndim();
+  for (int p = 0; p < passes; ++p) {
+    checkpoint(o, static_cast<double>(p) / passes, what);
+    Array out = empty_like(in, DType::u8);
+    std::vector<KernelArg> args = {arg(cur), arg(out)};
+    push_shape(args, in.shape());
+    if (cross) {
+      args.push_back(arg(dilate ? 1 : 0));
+      launch(in, kFile, "morph_cross", seg_defines(cur.dtype()), image_grid(in.shape()), args);
+    } else {
+      args.push_back(arg(radius));
+      args.push_back(arg(p));  // the axis
+      args.push_back(arg(dilate ? 1 : 0));
+      launch(in, kFile, "morph_axis", seg_defines(cur.dtype()), image_grid(in.shape()), args);
+    }
+    cur = out;
+  }
+  return cur;
+}
+
+// ------------------------------------------------------------------ labelling
+// Exclusive prefix sum of a uint32 array in place; returns the total.
+std::uint32_t exclusive_scan(const Array& data) {
+  const std::size_t n = data.elements();
+  const std::size_t groups = (n + kScanWG - 1) / kScanWG;
+  Array sums = Array::empty(Shape{groups}, DType::u32, data.device());
+  Launch l;
+  l.global[0] = groups * kScanWG;
+  l.local[0] = kScanWG;
+  launch(data, kFile, "scan_block", seg_defines(DType::u32), l,
+         {arg(data), arg(sums), arg<std::uint64_t>(n)});
+  if (groups == 1) return read_u32(sums, 0);
+  const std::uint32_t total = exclusive_scan(sums);
+  launch(data, kFile, "scan_add", seg_defines(DType::u32), flat_grid(n),
+         {arg(data), arg(sums), arg<std::uint64_t>(n)});
+  return total;
+}
+
+Array label_components(const Array& bin, bool full, const RunOptions& o) {
+  require_u32_indices(bin, "connected_components");
+  const std::size_t n = bin.elements();
+  const Defines u32 = seg_defines(DType::u32);
+  Array parents = empty_like(bin, DType::u32);
+  Array flags = empty_like(bin, DType::u32);
+  Array out = empty_like(bin, DType::u32);
+  launch(bin, kFile, "cc_init", seg_defines(bin.dtype()), flat_grid(n),
+         {arg(bin), arg(parents), arg<std::uint64_t>(n)});
+  std::vector<KernelArg> args = {arg(parents)};
+  push_shape(args, bin.shape());
+  args.push_back(arg(full ? 1 : 0));
+  launch(bin, kFile, "cc_merge", u32, image_grid(bin.shape()), args);
+  checkpoint(o, 0.5, "connected_components");
+  launch(bin, kFile, "cc_roots", u32, flat_grid(n),
+         {arg(parents), arg(flags), arg<std::uint64_t>(n)});
+  exclusive_scan(flags);
+  launch(bin, kFile, "cc_write", u32, flat_grid(n),
+         {arg(parents), arg(flags), arg(out), arg<std::uint64_t>(n)});
+  return out;
+}
+
+Array relabel(const Array& labels, const RunOptions& o) {
+  require_u32_indices(labels, "relabel_sequential");
+  const std::size_t n = labels.elements();
+  const Stats s = stats(labels);
+  if (s.min.as_double() < 0) {
+    throw InvalidArgument(
+        "relabel_sequential: labels must be >= 0 (0 is background); the "
+        "smallest is " +
+        s.min.str());
+  }
+  if (s.max.as_double() >= static_cast<double>(kNone)) {
+    throw InvalidArgument(
+        "relabel_sequential: label values must be below 4294967295; the "
+        "largest is " +
+        s.max.str());
+  }
+  const auto table = static_cast<std::size_t>(s.max.as_double()) + 1;
+  checkpoint(o, 0.25, "relabel_sequential");
+  Array first = Array::empty(Shape{table}, DType::u32, labels.device());
+  first.fill(Scalar(kNone));
+  Array flags = empty_like(labels, DType::u32);
+  Array out = empty_like(labels, DType::u32);
+  const Defines d = seg_defines(labels.dtype());
+  launch(labels, kFile, "relabel_first", d, flat_grid(n),
+         {arg(labels), arg(first), arg<std::uint64_t>(n)});
+  launch(labels, kFile, "relabel_flags", d, flat_grid(n),
+         {arg(labels), arg(first), arg(flags), arg<std::uint64_t>(n)});
+  exclusive_scan(flags);
+  launch(labels, kFile, "relabel_write", d, flat_grid(n),
+         {arg(labels), arg(first), arg(flags), arg(out), arg<std::uint64_t>(n)});
+  return out;
+}
+
+Array voronoi_otsu(const Array& in, double spot_sigma, double outline_sigma, const RunOptions& o) {
+  require_u32_indices(in, "voronoi_otsu_labeling");
+  const DType w = compute_type({in.dtype()});
+  require_dtype(
+      in.device(), w,
+      "voronoi_otsu_labeling on " + std::string(name(in.dtype())) + " (blurred in float64)");
+  const Array work = in.dtype() == w ? in : convert(in, w);
+  const bool three = in.ndim() == 3;
+  checkpoint(o, 0.05, "voronoi_otsu_labeling");
+  const Array spot_blur = gaussian(work, spot_sigma, spot_sigma, three ? spot_sigma : 0, {});
+  checkpoint(o, 0.2, "voronoi_otsu_labeling");
+  const Array outline_blur =
+      gaussian(work, outline_sigma, outline_sigma, three ? outline_sigma : 0, {});
+  checkpoint(o, 0.35, "voronoi_otsu_labeling");
+  const Array mask = threshold_otsu_impl(outline_blur);
+  Array spots = empty_like(in, DType::u8);
+  std::vector<KernelArg> args = {arg(spot_blur), arg(mask), arg(spots)};
+  push_shape(args, in.shape());
+  launch(in, kFile, "local_maxima", seg_defines(w), image_grid(in.shape()), args);
+  checkpoint(o, 0.45, "voronoi_otsu_labeling");
+  Array cur = label_components(spots, true, {});
+  Array next = empty_like(in, DType::u32);
+  Array changed = Array::empty(Shape{1}, DType::u32, in.device());
+  // Grow the seeds inside the mask, alternating face and box neighbourhoods (an octagon-like
+  // approximation of the Euclidean Voronoi partition), until nothing changes.
+  for (int step = 0;; ++step) {
+    if (step % 8 == 0) checkpoint(o, 0.5, "voronoi_otsu_labeling");
+    changed.zero();
+    std::vector<KernelArg> a = {arg(cur), arg(mask), arg(next)};
+    push_shape(a, in.shape());
+    a.push_back(arg(step % 2));
+    a.push_back(arg(changed));
+    launch(in, kFile, "extend_labels", seg_defines(DType::u32), image_grid(in.shape()), a);
+    std::swap(cur, next);
+    if (read_u32(changed, 0) == 0) break;
+  }
+  checkpoint(o, 0.9, "voronoi_otsu_labeling");
+  return relabel(cur, {});  // numbered by first appearance of the grown regions
+}
+
+// ------------------------------------------------------------------ label statistics
+constexpr double kMaxStatLabel = 16777216;  // rows in the table
+
+template <class T>
+double decode_key(std::uint64_t key, int key_bits, int key_mode) {
+  const std::uint64_t sign = key_bits == 64 ? (1ull << 63) : (1ull << 31);
+  if (key_mode == 0) return static_cast<double>(static_cast<T>(key));
+  if (key_mode == 1) {
+    const std::uint64_t u = key ^ sign;
+    if (key_bits == 64) return static_cast<double>(static_cast<std::int64_t>(u));
+    return static_cast<double>(static_cast<std::int32_t>(static_cast<std::uint32_t>(u)));
+  }
+  const std::uint64_t bits = (key & sign) ? (key ^ sign) : ~key;
+  if (key_bits == 64) {
+    double d;
+    std::memcpy(&d, &bits, sizeof d);
+    return d;
+  }
+  const auto b32 = static_cast<std::uint32_t>(bits);
+  float f;
+  std::memcpy(&f, &b32, sizeof f);
+  return f;
+}
+
+Table label_stats(const Array& labels, const Array& image, const RunOptions& o) {
+  const std::string what = "label_statistics";
+  if (is_float(labels.dtype())) {
+    throw UnsupportedDType(what + ": labels must have an integer dtype; got " +
+                           std::string(name(labels.dtype())) + " (convert first)");
+  }
+  require_same_shape(labels, image, what);
+  const Stats ls = stats(labels);
+  if (ls.min.as_double() < 0) {
+    throw InvalidArgument(what + ": labels must be >= 0 (0 is background); the smallest is " +
+                          ls.min.str());
+  }
+  if (ls.max.as_double() > kMaxStatLabel) {
+    throw InvalidArgument(what +
+                          " gives one row per label 1..max and takes labels up to 16777216;"
+                          " the largest is " +
+                          ls.max.str() + " (relabel_sequential makes them 1..n)");
+  }
+  Table t;
+  t.columns = {"label", "area", "mean_intensity", "min_intensity", "max_intensity"};
+  const auto rows = static_cast<std::size_t>(ls.max.as_double());
+  if (rows == 0) return t;
+  checkpoint(o, 0.2, what);
+  const bool fp64 = image.device().supports_fp64();
+  const DType vt = image.dtype();
+  if (vt == DType::u64 || vt == DType::i64) {
+    require_dtype(image.device(), DType::f64,
+                  what + " on " + std::string(name(vt)) + " (summed in float64)");
+  }
+  const StatsKind k = stats_kind(vt, fp64);
+  const Array lab = labels.dtype() == DType::u32 ? labels : convert(labels, DType::u32);
+  const Device dev = image.device();
+  const DType key_t = k.key_bits == 64 ? DType::u64 : DType::u32;
+  const DType sum_t = k.sum_mode == 1 ? DType::u32 : DType::u64;
+  Array area = Array::create(Shape{rows}, DType::u32, dev);
+  Array sums = Array::create(Shape{rows}, sum_t, dev);
+  Array mins = Array::empty(Shape{rows}, key_t, dev);
+  if (key_t == DType::u64) {
+    mins.fill(Scalar(std::numeric_limits<std::uint64_t>::max()));
+  } else {
+    mins.fill(Scalar(std::numeric_limits<std::uint32_t>::max()));
+  }
+  Array maxs = Array::create(Shape{rows}, key_t, dev);
+  Array nans = Array::create(Shape{rows}, DType::u32, dev);
+  const std::size_t n = image.elements();
+  launch(image, kStatsFile, "label_stats", label_stats_defines(vt, fp64), flat_grid((n + 15) / 16),
+         {arg(lab), arg(image), arg<std::uint64_t>(n), arg(area), arg(sums), arg(mins), arg(maxs),
+          arg(nans)});
+  checkpoint(o, 0.8, what);
+  const auto a = area.pull_as<std::uint32_t>();
+  const auto nan_flags = nans.pull_as<std::uint32_t>();
+  std::vector<std::uint64_t> kmin(rows), kmax(rows), s64(rows);
+  std::vector<std::uint32_t> s32;
+  if (key_t == DType::u64) {
+    kmin = mins.pull_as<std::uint64_t>();
+    kmax = maxs.pull_as<std::uint64_t>();
+  } else {
+    const auto a32 = mins.pull_as<std::uint32_t>(), b32 = maxs.pull_as<std::uint32_t>();
+    std::copy(a32.begin(), a32.end(), kmin.begin());
+    std::copy(b32.begin(), b32.end(), kmax.begin());
+  }
+  if (sum_t == DType::u64) {
+    s64 = sums.pull_as<std::uint64_t>();
+  } else {
+    s32 = sums.pull_as<std::uint32_t>();
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  t.rows.reserve(rows);
+  visit_dtype(vt, [&](auto zero) {
+    using T = decltype(zero);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const double cnt = a[r];
+      double sum;
+      if (k.sum_mode == 0) {
+        sum = is_signed(vt) ? static_cast<double>(static_cast<std::int64_t>(s64[r]))
+                            : static_cast<double>(s64[r]);
+      } else if (k.sum_mode == 1) {
+        float f;
+        std::memcpy(&f, &s32[r], sizeof f);
+        sum = f;
+      } else {
+        std::memcpy(&sum, &s64[r], sizeof sum);
+      }
+      const bool none = a[r] == 0 || nan_flags[r] != 0;
+      t.rows.push_back({static_cast<double>(r + 1), cnt, none ? nan : sum / cnt,
+                        none ? nan : decode_key<T>(kmin[r], k.key_bits, k.key_mode),
+                        none ? nan : decode_key<T>(kmax[r], k.key_bits, k.key_mode)});
+    }
+  });
+  return t;
+}
+
+InputSpec binary_input(std::string name = "input") {
+  return {std::move(name), InputKind::binary, "binary image: nonzero (NaN included) is true"};
+}
+
+const char* kMorphDoc =
+    " on a binary image (nonzero is true); connectivity 'box' is the (2r+1)^ndim window, "
+    "'cross' the diamond |dx|+|dy|+|dz| <= r (the 4/6-neighbour cross applied r times); "
+    "the window is clamped at the borders, so outside pixels repeat the nearest pixel and an "
+    "object touching the border is not eroded from outside; radius 0 copies the mask; uint8 0/1";
+
+}  // namespace
+
+void register_segmentation(Catalog& c) {
+  const std::vector<int> dims = {2, 3};
+  c.add({"threshold",
+         "Segmentation",
+         "binary image: 1 where pixel > value, else 0 (exact for every dtype; NaN gives 0)",
+         {image_input()},
+         {real_param("value", 0, -1e300, 1e300, "", "pixels above this become 1")},
+         dims,
+         all_dtypes(),
+         OutputKind::binary,
+         "uint8 (0/1)"},
+        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
+          return one(threshold_gt(x[0], p.real("value")));
+        });
+  c.add({"threshold_otsu",
+         "Segmentation",
+         "binary image: 1 where pixel > Otsu's threshold, as scikit-image's "
+         "threshold_otsu(image, nbins=256): 256 equal bins over [min, max] (bin = floor((v - "
+         "min) * 256 / (max - min)) in float32 for 8/16-bit and float32 images, float64 "
+         "otherwise; the max in the last bin), threshold = the centre of the bin maximising the "
+         "between-class variance. scikit-image bins integer images one bin per value instead, "
+         "so integer results can differ from it where the range is not 255. A constant image "
+         "gives 0 everywhere; NaN pixels are ignored and give 0",
+         {image_input()},
+         {},
+         dims,
+         all_dtypes(),
+         OutputKind::binary,
+         "uint8 (0/1)"},
+        [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
+          return one(threshold_otsu_impl(x[0]));
+        });
+  struct Logic {
+    const char* name;
+    int op;
+    const char* doc;
+  };
+  for (const Logic& l :
+       {Logic{"binary_and", 0, "1 where both inputs are nonzero (NaN is nonzero), else 0"},
+        Logic{"binary_or", 1, "1 where either input is nonzero (NaN is nonzero), else 0"},
+        Logic{"binary_xor", 2, "1 where exactly one input is nonzero (NaN is nonzero), else 0"}}) {
+    const int op = l.op;
+    const std::string nm = l.name;
+    c.add({l.name,
+           "Segmentation",
+           l.doc,
+           {binary_input("a"), binary_input("b")},
+           {},
+           dims,
+           all_dtypes(),
+           OutputKind::binary,
+           "uint8 (0/1)"},
+          [op, nm](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
+            return one(logic(x[0], x[1], op, nm));
+          });
+  }
+  c.add({"binary_not",
+         "Segmentation",
+         "1 where the input is zero, else 0 (NaN is nonzero)",
+         {binary_input()},
+         {},
+         dims,
+         all_dtypes(),
+         OutputKind::binary,
+         "uint8 (0/1)"},
+        [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
+          return one(to_mask(x[0], true));
+        });
+  struct Morph {
+    const char* name;
+    const char* doc;
+    int kind;  // 0 erosion, 1 dilation, 2 opening, 3 closing
+  };
+  for (const Morph& m : {Morph{"binary_erosion", "binary erosion (minimum over the window)", 0},
+                         Morph{"binary_dilation", "binary dilation (maximum over the window)", 1},
+                         Morph{"binary_opening", "binary opening (erosion, then dilation)", 2},
+                         Morph{"binary_closing", "binary closing (dilation, then erosion)", 3}}) {
+    const int kind = m.kind;
+    const char* nm = m.name;
+    c.add({m.name,
+           "Segmentation",
+           std::string(m.doc) + kMorphDoc,
+           {binary_input()},
+           {int_param("radius", 1, 0, 100, "px", "r: the window reaches r pixels from the centre"),
+            choice_param("connectivity", {"box", "cross"}, "box",
+                         "box: (2r+1)^ndim window; cross: pixels with |dx|+|dy|+|dz| <= r")},
+           dims,
+           all_dtypes(),
+           OutputKind::binary,
+           "uint8 (0/1)"},
+          [kind, nm](std::span<const Array> x, const ResolvedParams& p, const RunOptions& o) {
+            const int r = static_cast<int>(p.integer("radius"));
+            const bool cross = p.choice("connectivity") == "cross";
+            if (kind < 2) return one(morph(x[0], r, cross, kind == 1, o, nm));
+            const Array first = morph(x[0], r, cross, kind == 3, o, nm);
+            return one(morph(first, r, cross, kind == 2, o, nm));
+          });
+  }
+  c.add({"connected_components",
+         "Segmentation",
+         "labels the connected foreground (nonzero) regions: uint32 labels 1..n in raster order "
+         "(z, y, x) of each region's first pixel, background 0; connectivity 'face' joins 4 (2D) "
+         "/ 6 (3D) neighbours, 'full' 8 / 26 (computed on the device by union-find with atomics)",
+         {binary_input()},
+         {choice_param("connectivity", {"face", "full"}, "full",
+                       "face: 4/6 neighbours; full: 8/26 neighbours")},
+         dims,
+         all_dtypes(),
+         OutputKind::labels,
+         "uint32"},
+        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions& o) {
+          return one(label_components(x[0], p.choice("connectivity") == "full", o));
+        });
+  c.add({"relabel_sequential",
+         "Segmentation",
+         "renumbers labels (integers >= 0, 0 = background) to uint32 1..n in raster order of "
+         "first appearance, as connected_components numbers them; note scikit-image's "
+         "relabel_sequential keeps the labels' value order instead",
+         {{"labels", InputKind::labels, "integer labels >= 0, below 4294967295"}},
+         {},
+         dims,
+         integer_dtypes(),
+         OutputKind::labels,
+         "uint32"},
+        [](std::span<const Array> x, const ResolvedParams&, const RunOptions& o) {
+          return one(relabel(x[0], o));
+        });
+  c.add({"voronoi_otsu_labeling",
+         "Segmentation",
+         "labels objects as pyclesperanto's voronoi_otsu_labeling: the image (as float32, float64 "
+         "for 32/64-bit and float64 inputs) is blurred with spot_sigma and with outline_sigma "
+         "(gaussian_blur); the outline blur thresholded with Otsu (threshold_otsu) is the mask; "
+         "spots are the mask pixels no 3x3(x3) neighbour of the spot blur exceeds; touching spots "
+         "join (connected_components, full); the seeds then grow inside the mask, an unlabelled "
+         "pixel taking the largest neighbouring label, alternating face and box neighbourhoods, "
+         "until nothing changes (a Voronoi partition of the mask); mask regions without a spot "
+         "stay 0; labels are renumbered 1..n in raster order",
+         {image_input()},
+         {real_param("spot_sigma", 2, 0, 100, "px", "blur before detecting spots (object size)"),
+          real_param("outline_sigma", 2, 0, 100, "px", "blur before Otsu's threshold (outlines)")},
+         dims,
+         all_dtypes(),
+         OutputKind::labels,
+         "uint32"},
+        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions& o) {
+          return one(voronoi_otsu(x[0], p.real("spot_sigma"), p.real("outline_sigma"), o));
+        });
+  c.add({"label_statistics",
+         "Segmentation",
+         "a table with one row per label 1..max(labels) (up to 16777216): label, area (pixel "
+         "count), mean_intensity, min_intensity, max_intensity of the intensity image over "
+         "the label; a label with no pixels has area 0 and NaN statistics, a NaN pixel makes "
+         "the label's statistics NaN (as numpy); integer sums are exact for 8-32-bit images, "
+         "float64 otherwise (float32 where the device has no fp64). Labels: any integer dtype "
+         "(>= 0); the intensity image: any dtype. Needs 64-bit atomics on OpenCL",
+         {{"labels", InputKind::labels, "integer labels >= 0"},
+          image_input("intensity", "intensity image, same shape")},
+         {},
+         dims,
+         all_dtypes(),
+         OutputKind::table,
+         "table (float64 columns)"},
+        [](std::span<const Array> x, const ResolvedParams&, const RunOptions& o) {
+          Result r;
+          r.table = label_stats(x[0], x[1], o);
+          return r;
+        });
+}
+
+void add_segmentation_variants(std::vector<KernelVariant>& out) {
+  static const char* typed[] = {"threshold_gt", "to_mask", "morph_axis", "morph_cross", "cc_init"};
+  for (DType t : kAllDTypes) {
+    const Defines d = seg_defines(t);
+    for (const char* e : typed) out.push_back({kFile, e, d});
+    if (!is_float(t)) {
+      for (const char* e : {"relabel_first", "relabel_flags", "relabel_write"})
+        out.push_back({kFile, e, d});
+    }
+    out.push_back({kFile, "binary_logic", logic_defines(t, t)});
+    if (t != DType::u8) out.push_back({kFile, "binary_logic", logic_defines(t, DType::u8)});
+    out.push_back({kFile, "otsu_histogram", otsu_defines(t)});
+    if (is_float(t)) out.push_back({kFile, "local_maxima", seg_defines(t)});
+    out.push_back({kStatsFile, "label_stats", label_stats_defines(t, true)});
+    if (t == DType::f32) out.push_back({kStatsFile, "label_stats", label_stats_defines(t, false)});
+  }
+  const Defines u32 = seg_defines(DType::u32);
+  for (const char* e :
+       {"scan_block", "scan_add", "cc_merge", "cc_roots", "cc_write", "extend_labels"})
+    out.push_back({kFile, e, u32});
+}
+
+}  // namespace gpix::detail
+
+namespace gpix {
+using detail::run_array;
+Array threshold(const Array& a, double value) {
+  return run_array("threshold", {a}, {{"value", value}});
+}
+Array threshold_otsu(const Array& a) {
+  return run_array("threshold_otsu", {a});
+}
+double otsu_threshold(const Array& a) {
+  if (!a.valid()) throw InvalidArgument("otsu_threshold: the input is a null array");
+  const auto o = detail::otsu(a);
+  return o.constant ? o.min.as_double() : o.threshold;
+}
+Array binary_and(const Array& a, const Array& b) {
+  return run_array("binary_and", {a, b});
+}
+Array binary_or(const Array& a, const Array& b) {
+  return run_array("binary_or", {a, b});
+}
+Array binary_xor(const Array& a, const Array& b) {
+  return run_array("binary_xor", {a, b});
+}
+Array binary_not(const Array& a) {
+  return run_array("binary_not", {a});
+}
+namespace {
+Array morph_call(const char* name, const Array& a, int radius, std::string_view connectivity) {
+  return run_array(
+      name, {a},
+      {{"radius", static_cast<double>(radius)}, {"connectivity", std::string(connectivity)}});
+}
+}  // namespace
+Array binary_erosion(const Array& a, int radius, std::string_view connectivity) {
+  return morph_call("binary_erosion", a, radius, connectivity);
+}
+Array binary_dilation(const Array& a, int radius, std::string_view connectivity) {
+  return morph_call("binary_dilation", a, radius, connectivity);
+}
+Array binary_opening(const Array& a, int radius, std::string_view connectivity) {
+  return morph_call("binary_opening", a, radius, connectivity);
+}
+Array binary_closing(const Array& a, int radius, std::string_view connectivity) {
+  return morph_call("binary_closing", a, radius, connectivity);
+}
+Array connected_components(const Array& binary, std::string_view connectivity) {
+  return run_array("connected_components", {binary}, {{"connectivity", std::string(connectivity)}});
+}
+Array relabel_sequential(const Array& labels) {
+  return run_array("relabel_sequential", {labels});
+}
+Array voronoi_otsu_labeling(const Array& a, double spot_sigma, double outline_sigma) {
+  return run_array("voronoi_otsu_labeling", {a},
+                   {{"spot_sigma", spot_sigma}, {"outline_sigma", outline_sigma}});
+}
+Table label_statistics(const Array& labels, const Array& intensity) {
+  std::vector<Array> in = {labels, intensity};
+  return detail::run_entry(detail::entry("label_statistics"), in, {}, {}).table;
+}
+}  // namespace gpix

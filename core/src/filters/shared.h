@@ -1,0 +1,12 @@
+#pragma once
+// Filter building blocks that one module lends another (one implementation each).
+#include "gpix/array.h"
+#include "gpix/catalog.h"
+
+namespace gpix::detail {
+
+// neighbourhood.cpp: Gaussian blur along every axis with sigma > 0 (sigma 0 leaves an axis
+// alone), output in the input's dtype, as the catalog's gaussian_blur.
+Array gaussian(const Array& in, double sx, double sy, double sz, const RunOptions& o);
+
+}  // namespace gpix::detail
