@@ -13,6 +13,8 @@
  *   GPIX_INF_F32, GPIX_INF_F64, GPIX_NAN_F32, GPIX_NAN_F64
  *   GPIX_LOWEST(T), GPIX_HIGHEST(T)                   limits of a gpix type name
  *   gpix_isnan(x)
+ *   gpix_atomic_add_u32(p, v)                         atomic 32-bit unsigned add on a global or
+ *                                                     local pointer (returns the old value)
  * Sizes and strides are kernel arguments, never compile-time constants, so a new image shape
  * reuses the compiled program. */
 #ifndef GPIX_DIALECT_H
@@ -35,6 +37,7 @@
 #define gpix_num_groups(d) ((gpix_index)get_num_groups(d))
 #define gpix_global_size(d) ((gpix_index)get_global_size(d))
 #define gpix_barrier() barrier(CLK_LOCAL_MEM_FENCE)
+#define gpix_atomic_add_u32(p, v) atomic_add((p), (v))
 typedef uchar gpix_u8;
 typedef char gpix_i8;
 typedef ushort gpix_u16;
@@ -74,6 +77,7 @@ __device__ __forceinline__ gpix_index gpix__dim(const dim3& v, int d) {
 #define gpix_global_id(d) (gpix_group_id(d) * gpix_local_size(d) + gpix_local_id(d))
 #define gpix_global_size(d) (gpix_num_groups(d) * gpix_local_size(d))
 #define gpix_barrier() __syncthreads()
+#define gpix_atomic_add_u32(p, v) atomicAdd((p), (v))
 typedef unsigned char gpix_u8;
 typedef signed char gpix_i8;
 typedef unsigned short gpix_u16;

@@ -23,5 +23,7 @@ Defines stats_defines(DType t, DType acc, std::size_t wg);
 void add_stats_variants(std::vector<KernelVariant>& out);
 void add_pointwise_variants(std::vector<KernelVariant>& out);
 void add_convolve_variants(std::vector<KernelVariant>& out);
+void add_geometry_variants(std::vector<KernelVariant>& out);
+void add_reduction_variants(std::vector<KernelVariant>& out);
 
 }  // namespace gpix::detail

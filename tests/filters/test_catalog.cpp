@@ -13,6 +13,9 @@ static const std::map<std::string, std::string> kSuites = {
     {"Arithmetic", "test_filters_arithmetic"},
     {"Types", "test_filters_arithmetic"},
     {"Neighbourhood", "test_filters_neighbourhood"},
+    {"Geometry", "test_filters_geometry"},
+    {"Projections", "test_filters_geometry"},
+    {"Reductions", "test_filters_geometry"},
 };
 
 class TestCatalog : public QObject {

@@ -5,3 +5,5 @@
 #include "gpix/catalog.h"
 #include "gpix/filters/arithmetic.h"
 #include "gpix/filters/neighbourhood.h"
+#include "gpix/filters/geometry.h"
+#include "gpix/filters/reductions.h"

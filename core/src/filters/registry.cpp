@@ -53,6 +53,8 @@ const Catalog& catalog() {
     Catalog cat;
     register_arithmetic(cat);
     register_neighbourhood(cat);
+    register_geometry(cat);
+    register_reductions(cat);
     static const std::vector<std::string> order = {"Arithmetic",   "Types",    "Neighbourhood",
                                                    "Segmentation", "Geometry", "Projections",
                                                    "Reductions"};

@@ -72,6 +72,8 @@ void checkpoint(const RunOptions& options, double progress, std::string_view wha
 // Module registrations (one per file in core/src/filters/).
 void register_arithmetic(Catalog& c);
 void register_neighbourhood(Catalog& c);
+void register_geometry(Catalog& c);
+void register_reductions(Catalog& c);  // Projections and Reductions
 
 }  // namespace gpix::detail
 

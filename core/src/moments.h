@@ -1,0 +1,19 @@
+#pragma once
+// Count, mean and M2 (sum of squared deviations from the mean) of an array's non-NaN pixels,
+// computed on the device in one pass (stats.kernel's stats_moments) and combined on the host
+// with Chan et al.'s pairwise formula. The variance is m2 / count.
+#include <cstdint>
+
+#include "gpix/array.h"
+
+namespace gpix::detail {
+
+struct Moments {
+  std::uint64_t count = 0;
+  double mean = 0;
+  double m2 = 0;
+};
+
+Moments moments(const Array& a);
+
+}  // namespace gpix::detail
