@@ -4,6 +4,7 @@
 // entry's doc (gpix::filter("resample").doc). Errors as for gpix::run.
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include "gpix/array.h"
