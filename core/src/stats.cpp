@@ -65,9 +65,10 @@ void add_stats_variants(std::vector<KernelVariant>& out) {
       out.push_back({"stats.kernel", "stats_partial",
                      stats_defines(t, is_signed(t) ? DType::i64 : DType::u64, 256)});
     }
-    // Moments accumulate in double, or in float on devices without fp64.
+    // Moments accumulate in double, or in float on devices without fp64 for the dtypes whose
+    // squares float holds (8/16-bit integers and float32).
     out.push_back({"stats.kernel", "stats_moments", stats_defines(t, DType::f64, 256)});
-    if (t != DType::f64)
+    if (size_of(t) <= 2 || t == DType::f32)
       out.push_back({"stats.kernel", "stats_moments", stats_defines(t, DType::f32, 256)});
   }
 }
@@ -88,6 +89,13 @@ Moments moments(const Array& a) {
   auto& dev = *impl.device;
   const std::uint64_t n = a.elements();
   const auto [wg, groups] = reduction_grid(dev.info(), n);
+  // 32/64-bit dtypes need double: float would overflow on the squares of 64-bit values.
+  const bool narrow = size_of(impl.dtype) <= 2 || impl.dtype == DType::f32;
+  if (!narrow) {
+    require_dtype(
+        a.device(), DType::f64,
+        "the standard deviation of " + std::string(name(impl.dtype)) + " (accumulated in float64)");
+  }
   const DType acc = a.device().supports_fp64() ? DType::f64 : DType::f32;
   const auto& kernel =
       dev.kernel(program("stats.kernel"), "stats_moments", stats_defines(impl.dtype, acc, wg));

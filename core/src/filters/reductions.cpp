@@ -283,7 +283,8 @@ void register_reductions(Catalog& c) {
          "Reductions",
          "the population standard deviation (ddof 0, numpy.nanstd) of all pixels (table column "
          "'std'; NaN if every pixel is NaN): one pass of per-work-group (count, mean, M2) in "
-         "float64 (float32 on devices without fp64) combined with Chan et al.'s formula" +
+         "float64 (float32 for 8/16-bit and float32 images on devices without fp64) combined with "
+         "Chan et al.'s formula" +
              nan_rule,
          {in},
          {},
