@@ -8,6 +8,8 @@ std::vector<KernelVariant> all_kernel_variants() {
   add_pointwise_variants(v);
   add_convolve_variants(v);
   add_segmentation_variants(v);
+  add_geometry_variants(v);
+  add_reduction_variants(v);
   // The CUDA backend's 8-byte fill (the driver has memsets of 1, 2 and 4 bytes only).
   v.push_back({"fill.kernel", "fill_u64", {}});
   add_render_variants(v);

@@ -9,6 +9,7 @@
 #include "detail.h"
 #include "kernel_variants.h"
 #include "memory_pool.h"
+#include "moments.h"
 #include "programs.h"
 
 namespace gpix {
@@ -58,13 +59,81 @@ Defines stats_defines(DType t, DType acc, std::size_t wg) {
 void add_stats_variants(std::vector<KernelVariant>& out) {
   for (DType t : kAllDTypes) {
     if (is_float(t)) {
-      if (t == DType::f32) out.push_back({"stats.kernel", "stats_partial", stats_defines(t, DType::f32, 256)});
+      if (t == DType::f32)
+        out.push_back({"stats.kernel", "stats_partial", stats_defines(t, DType::f32, 256)});
       out.push_back({"stats.kernel", "stats_partial", stats_defines(t, DType::f64, 256)});
     } else {
       out.push_back({"stats.kernel", "stats_partial",
                      stats_defines(t, is_signed(t) ? DType::i64 : DType::u64, 256)});
     }
+    // Moments accumulate in double, or in float on devices without fp64 for the dtypes whose
+    // squares float holds (8/16-bit integers and float32).
+    out.push_back({"stats.kernel", "stats_moments", stats_defines(t, DType::f64, 256)});
+    if (size_of(t) <= 2 || t == DType::f32)
+      out.push_back({"stats.kernel", "stats_moments", stats_defines(t, DType::f32, 256)});
   }
+}
+
+namespace {
+// Work-group size and count for the one-pass reductions: enough groups to fill the device,
+// few enough that the partials stay a few kB.
+std::pair<std::size_t, std::size_t> reduction_grid(const DeviceInfo& info, std::uint64_t n) {
+  std::size_t wg = 256;
+  while (wg > info.max_work_group && wg > 1) wg /= 2;
+  const std::size_t max_groups = std::clamp<std::size_t>(info.compute_units * 8u, 16u, 4096u);
+  return {wg, std::min<std::size_t>((n + wg - 1) / wg, max_groups)};
+}
+}  // namespace
+
+Moments moments(const Array& a) {
+  auto& impl = Access::impl(a);
+  auto& dev = *impl.device;
+  const std::uint64_t n = a.elements();
+  const auto [wg, groups] = reduction_grid(dev.info(), n);
+  // 32/64-bit dtypes need double: float would overflow on the squares of 64-bit values.
+  const bool narrow = size_of(impl.dtype) <= 2 || impl.dtype == DType::f32;
+  if (!narrow) {
+    require_dtype(
+        a.device(), DType::f64,
+        "the standard deviation of " + std::string(name(impl.dtype)) + " (accumulated in float64)");
+  }
+  const DType acc = a.device().supports_fp64() ? DType::f64 : DType::f32;
+  const auto& kernel =
+      dev.kernel(program("stats.kernel"), "stats_moments", stats_defines(impl.dtype, acc, wg));
+  auto pcount = dev.allocate(groups * sizeof(std::uint64_t));
+  auto pmean = dev.allocate(groups * size_of(acc));
+  auto pm2 = dev.allocate(groups * size_of(acc));
+  const KernelArg args[] = {KernelArg::mem(*impl.memory), KernelArg::scalar<std::uint64_t>(n),
+                            KernelArg::mem(*pcount), KernelArg::mem(*pmean), KernelArg::mem(*pm2)};
+  Launch l;
+  l.global[0] = groups * wg;
+  l.local[0] = wg;
+  dev.launch(kernel, l, args);
+  std::vector<std::uint64_t> counts(groups);
+  std::vector<double> means(groups), m2s(groups);
+  dev.read(*pcount, 0, counts.data(), groups * sizeof(std::uint64_t));
+  if (acc == DType::f64) {
+    dev.read(*pmean, 0, means.data(), groups * sizeof(double));
+    dev.read(*pm2, 0, m2s.data(), groups * sizeof(double));
+  } else {
+    std::vector<float> f(groups);
+    dev.read(*pmean, 0, f.data(), groups * sizeof(float));
+    means.assign(f.begin(), f.end());
+    dev.read(*pm2, 0, f.data(), groups * sizeof(float));
+    m2s.assign(f.begin(), f.end());
+  }
+  // Chan et al.: merging (na, ma, Ma) and (nb, mb, Mb) gives mean ma + d nb / n and
+  // M2 Ma + Mb + d^2 na nb / n with d = mb - ma.
+  Moments m;
+  for (std::size_t g = 0; g < groups; ++g) {
+    if (counts[g] == 0) continue;
+    const double na = static_cast<double>(m.count), nb = static_cast<double>(counts[g]);
+    const double nt = na + nb, d = means[g] - m.mean;
+    m.mean += d * (nb / nt);
+    m.m2 += m2s[g] + d * d * (na * (nb / nt));
+    m.count += counts[g];
+  }
+  return m;
 }
 
 }  // namespace detail

@@ -14,6 +14,9 @@ static const std::map<std::string, std::string> kSuites = {
     {"Types", "test_filters_arithmetic"},
     {"Neighbourhood", "test_filters_neighbourhood"},
     {"Segmentation", "test_filters_segmentation"},
+    {"Geometry", "test_filters_geometry"},
+    {"Projections", "test_filters_geometry"},
+    {"Reductions", "test_filters_geometry"},
 };
 
 class TestCatalog : public QObject {

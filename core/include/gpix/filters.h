@@ -6,3 +6,5 @@
 #include "gpix/filters/arithmetic.h"
 #include "gpix/filters/neighbourhood.h"
 #include "gpix/filters/segmentation.h"
+#include "gpix/filters/geometry.h"
+#include "gpix/filters/reductions.h"

@@ -54,6 +54,8 @@ const Catalog& catalog() {
     register_arithmetic(cat);
     register_neighbourhood(cat);
     register_segmentation(cat);
+    register_geometry(cat);
+    register_reductions(cat);
     static const std::vector<std::string> order = {"Arithmetic",   "Types",    "Neighbourhood",
                                                    "Segmentation", "Geometry", "Projections",
                                                    "Reductions"};

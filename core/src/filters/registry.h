@@ -73,6 +73,8 @@ void checkpoint(const RunOptions& options, double progress, std::string_view wha
 void register_arithmetic(Catalog& c);
 void register_neighbourhood(Catalog& c);
 void register_segmentation(Catalog& c);
+void register_geometry(Catalog& c);
+void register_reductions(Catalog& c);  // Projections and Reductions
 
 }  // namespace gpix::detail
 

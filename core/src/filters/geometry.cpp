@@ -1,0 +1,355 @@
+// Geometry filters: crop, flip and transpose as one index-remapping kernel; resample and
+// affine_transform as one sampling kernel (kernels/geometry.kernel). Interpolation reads the
+// buffers directly (clamped indices), so it works on every device and dtype.
+#include <array>
+#include <cmath>
+#include <string>
+
+#include "filters/launch.h"
+#include "filters/registry.h"
+#include "gpix/error.h"
+#include "gpix/filters/geometry.h"
+#include "kernel_variants.h"
+
+namespace gpix::detail {
+namespace {
+
+Result one(Array a) {
+  Result r;
+  r.array = std::move(a);
+  return r;
+}
+
+// remap moves bits: the unsigned type of the element's size serves every dtype.
+DType bits_type(DType t) {
+  switch (size_of(t)) {
+    case 1:
+      return DType::u8;
+    case 2:
+      return DType::u16;
+    case 4:
+      return DType::u32;
+    default:
+      return DType::u64;
+  }
+}
+
+Defines remap_defines(DType t) {
+  return {{"T", std::string(kernel_type(bits_type(t)))}};
+}
+
+Defines sample_defines(DType t) {
+  Defines d;
+  add_type_defines(d, {{"T_IN", t}, {"CT", compute_type({t})}});
+  return d;
+}
+
+Shape make_shape(int ndim, std::size_t w, std::size_t h, std::size_t d) {
+  return ndim == 3 ? Shape{d, h, w} : Shape{h, w};
+}
+
+// out(x, y, z) = in[base + x sx + y sy + z sz].
+Array remap(const Array& in, const Shape& out_shape, std::int64_t base, std::int64_t sx,
+            std::int64_t sy, std::int64_t sz) {
+  Array out = Array::empty(out_shape, in.dtype(), in.device());
+  std::vector<KernelArg> args = {arg(in), arg(out)};
+  push_shape(args, out_shape);
+  for (std::int64_t v : {base, sx, sy, sz}) args.push_back(arg(v));
+  launch(in, "geometry.kernel", "remap", remap_defines(in.dtype()), image_grid(out_shape), args);
+  return out;
+}
+
+using Matrix = std::array<double, 12>;
+
+Array sample(const Array& in, const Shape& out_shape, const Matrix& m, bool linear,
+             const char* who) {
+  const DType ct = compute_type({in.dtype()});
+  require_dtype(
+      in.device(), ct,
+      std::string(who) + " on " + std::string(name(in.dtype())) + " (computed in float64)");
+  for (double v : m) {
+    if (!std::isfinite(v)) throw InvalidArgument(std::string(who) + ": the matrix must be finite");
+  }
+  Array out = Array::empty(out_shape, in.dtype(), in.device());
+  std::vector<KernelArg> args = {arg(in), arg(out)};
+  push_shape(args, in.shape());
+  push_shape(args, out_shape);
+  for (double v : m) args.push_back(ct == DType::f64 ? arg(v) : arg(static_cast<float>(v)));
+  args.push_back(arg(static_cast<std::int32_t>(linear ? 1 : 0)));
+  launch(in, "geometry.kernel", "sample_affine", sample_defines(in.dtype()), image_grid(out_shape),
+         args);
+  return out;
+}
+
+struct AxisInfo {
+  const char* name;  // "x"
+  const char* extent_name;
+  std::size_t extent;
+};
+
+// Validates one axis of a crop box and returns its size.
+std::size_t crop_axis(const AxisInfo& a, long long origin, long long size) {
+  const auto ext = static_cast<long long>(a.extent);
+  const std::string o = std::string("origin_") + a.name, s = std::string("size_") + a.name;
+  if (origin >= ext) {
+    throw InvalidArgument("crop: " + o + " is " + std::to_string(origin) + " but the image " +
+                          a.extent_name + " is " + std::to_string(ext) + "; " + o +
+                          " must be from 0 to " + std::to_string(ext - 1));
+  }
+  if (size == 0) return static_cast<std::size_t>(ext - origin);
+  if (origin + size > ext) {
+    throw InvalidArgument("crop: " + o + " " + std::to_string(origin) + " + " + s + " " +
+                          std::to_string(size) + " = " + std::to_string(origin + size) +
+                          " exceeds the image " + a.extent_name + " " + std::to_string(ext) +
+                          "; with this origin " + s + " must be from 1 to " +
+                          std::to_string(ext - origin) + " (or 0 for 'to the end')");
+  }
+  return static_cast<std::size_t>(size);
+}
+
+Array crop_impl(const Array& in, const long long o[3], const long long s[3]) {
+  const Shape& sh = in.shape();
+  const AxisInfo axes[3] = {
+      {"x", "width", sh.width()}, {"y", "height", sh.height()}, {"z", "depth", sh.depth()}};
+  std::size_t size[3];
+  for (int i = 0; i < 3; ++i) size[i] = crop_axis(axes[i], o[i], s[i]);
+  const auto w = static_cast<std::int64_t>(sh.width()), h = static_cast<std::int64_t>(sh.height());
+  const std::int64_t base = (o[2] * h + o[1]) * w + o[0];
+  return remap(in, make_shape(in.ndim(), size[0], size[1], size[2]), base, 1, w, w * h);
+}
+
+Array flip_impl(const Array& in, bool fx, bool fy, bool fz) {
+  const Shape& sh = in.shape();
+  const auto w = static_cast<std::int64_t>(sh.width()), h = static_cast<std::int64_t>(sh.height()),
+             d = static_cast<std::int64_t>(sh.depth());
+  std::int64_t sx = 1, sy = w, sz = w * h;
+  const std::int64_t x0 = fx ? w - 1 : 0, y0 = fy ? h - 1 : 0, z0 = fz ? d - 1 : 0;
+  if (fx) sx = -sx;
+  if (fy) sy = -sy;
+  if (fz) sz = -sz;
+  return remap(in, sh, (z0 * h + y0) * w + x0, sx, sy, sz);
+}
+
+Array transpose_impl(const Array& in, const std::string& axes) {
+  const Shape& sh = in.shape();
+  if (in.ndim() == 2 && axes != "xy") {
+    throw InvalidArgument("transpose: axes '" + axes + "' needs a 3D image; this one is 2D (" +
+                          sh.str() + "), where only 'xy' applies");
+  }
+  const auto w = static_cast<std::int64_t>(sh.width()), h = static_cast<std::int64_t>(sh.height());
+  // Input strides of x, y, z; the output takes the permuted extents and strides.
+  std::size_t ext[3] = {sh.width(), sh.height(), sh.depth()};
+  std::int64_t stride[3] = {1, w, w * h};
+  const int a = axes == "xy" ? 0 : (axes == "xz" ? 0 : 1);
+  const int b = axes == "xy" ? 1 : 2;
+  std::swap(ext[a], ext[b]);
+  std::swap(stride[a], stride[b]);
+  return remap(in, make_shape(in.ndim(), ext[0], ext[1], ext[2]), 0, stride[0], stride[1],
+               stride[2]);
+}
+
+Array resample_impl(const Array& in, const double factor[3], bool linear) {
+  const Shape& sh = in.shape();
+  const std::size_t ext[3] = {sh.width(), sh.height(), sh.depth()};
+  const char* names[3] = {"x", "y", "z"};
+  std::size_t out[3] = {1, 1, 1};
+  Matrix m{};
+  for (int i = 0; i < in.ndim(); ++i) {
+    // Python's round (half to even), as scipy.ndimage.zoom sizes its output.
+    const double e = std::nearbyint(static_cast<double>(ext[i]) * factor[i]);
+    if (e < 1) {
+      throw InvalidArgument("resample: factor_" + std::string(names[i]) + " " +
+                            Scalar(factor[i]).str() + " gives an extent of 0 for " +
+                            std::to_string(ext[i]) + " pixels; it must be at least " +
+                            Scalar(0.5 / static_cast<double>(ext[i])).str());
+    }
+    out[i] = static_cast<std::size_t>(e);
+    // Pixel centres aligned (grid_mode=True): c = (o + 0.5) * in / out - 0.5.
+    const double scale = static_cast<double>(ext[i]) / e;
+    m[static_cast<std::size_t>(i * 4 + i)] = scale;
+    m[static_cast<std::size_t>(i * 4 + 3)] = 0.5 * scale - 0.5;
+  }
+  const Shape out_shape = make_shape(in.ndim(), out[0], out[1], out[2]);
+  return sample(in, out_shape, m, linear, "resample");
+}
+
+Array affine_impl(const Array& in, Matrix m, bool linear) {
+  if (in.ndim() == 2) {
+    // z terms do not apply to a 2D image (its z is always 0).
+    m[2] = m[6] = 0;
+    m[8] = m[9] = m[10] = m[11] = 0;
+  }
+  return sample(in, in.shape(), m, linear, "affine_transform");
+}
+
+const std::vector<std::string> kInterp = {"linear", "nearest"};
+constexpr long long kMaxExtent = 1LL << 40;
+const char* kMatrixNames[12] = {"m00", "m01", "m02", "m03", "m10", "m11",
+                                "m12", "m13", "m20", "m21", "m22", "m23"};
+
+}  // namespace
+
+void register_geometry(Catalog& c) {
+  const auto in = image_input();
+  const std::vector<DType> types = all_dtypes();
+  c.add({"crop",
+         "Geometry",
+         "the box [origin, origin + size) per axis, pixels copied exactly; size 0 means to the end "
+         "of the axis; a box that leaves the image is an error naming the valid range (2D: "
+         "origin_z 0, size_z 0 or 1)",
+         {in},
+         {int_param("origin_x", 0, 0, kMaxExtent, "px", "first column kept"),
+          int_param("origin_y", 0, 0, kMaxExtent, "px", "first row kept"),
+          int_param("origin_z", 0, 0, kMaxExtent, "px", "first slice kept (3D)"),
+          int_param("size_x", 0, 0, kMaxExtent, "px", "columns kept (0: to the end)"),
+          int_param("size_y", 0, 0, kMaxExtent, "px", "rows kept (0: to the end)"),
+          int_param("size_z", 0, 0, kMaxExtent, "px", "slices kept (0: to the end)")},
+         {2, 3},
+         types,
+         OutputKind::image,
+         "same as input"},
+        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
+          const long long o[3] = {p.integer("origin_x"), p.integer("origin_y"),
+                                  p.integer("origin_z")};
+          const long long s[3] = {p.integer("size_x"), p.integer("size_y"), p.integer("size_z")};
+          return one(crop_impl(x[0], o, s));
+        });
+  c.add({"flip",
+         "Geometry",
+         "mirrors the image along each chosen axis (numpy.flip), pixels copied exactly; flip_z "
+         "has no effect on 2D images",
+         {in},
+         {bool_param("flip_x", true, "mirror left-right"),
+          bool_param("flip_y", false, "mirror top-bottom"),
+          bool_param("flip_z", false, "reverse the slice order (3D)")},
+         {2, 3},
+         types,
+         OutputKind::image,
+         "same as input"},
+        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
+          return one(flip_impl(x[0], p.boolean("flip_x"), p.boolean("flip_y"),
+                               x[0].ndim() == 3 && p.boolean("flip_z")));
+        });
+  c.add({"transpose",
+         "Geometry",
+         "swaps two axes, pixels copied exactly: 'xy' swaps x and y (2D and 3D: out(z, x, y) = "
+         "in(z, y, x)), 'xz' swaps x and z, 'yz' swaps y and z (3D only)",
+         {in},
+         {choice_param("axes", {"xy", "xz", "yz"}, "xy", "the two axes to swap")},
+         {2, 3},
+         types,
+         OutputKind::image,
+         "same as input"},
+        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
+          return one(transpose_impl(x[0], p.choice("axes")));
+        });
+  c.add({"resample",
+         "Geometry",
+         "scales by a factor per axis as scipy.ndimage.zoom(grid_mode=True, mode='nearest', "
+         "order=0 or 1): output extent round(extent * factor) (half to even, at least 1), output "
+         "pixel o samples input coordinate (o + 0.5) * in / out - 0.5; nearest takes "
+         "floor(c + 0.5), linear interpolates in float32 (float64 for 32/64-bit dtypes) with "
+         "borders replicating the edge pixel; integers round half to even and saturate",
+         {in},
+         {real_param("factor_x", 2, 1e-4, 1e4, "", "scale factor along x"),
+          real_param("factor_y", 2, 1e-4, 1e4, "", "scale factor along y"),
+          real_param("factor_z", 1, 1e-4, 1e4, "", "scale factor along z (3D)"),
+          choice_param("interpolation", kInterp, "linear", "nearest neighbour or (bi/tri)linear")},
+         {2, 3},
+         types,
+         OutputKind::image,
+         "same as input"},
+        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
+          const double f[3] = {p.real("factor_x"), p.real("factor_y"), p.real("factor_z")};
+          return one(resample_impl(x[0], f, p.choice("interpolation") == "linear"));
+        });
+  std::vector<ParamSpec> affine_params;
+  for (int i = 0; i < 12; ++i) {
+    const int row = i / 4, col = i % 4;
+    const char* axis = row == 0 ? "x" : (row == 1 ? "y" : "z");
+    const std::string what = col == 3 ? std::string("offset")
+                                      : std::string("coefficient of output ") +
+                                            (col == 0 ? "x" : (col == 1 ? "y" : "z"));
+    affine_params.push_back(real_param(kMatrixNames[i], row == col ? 1 : 0, -1e6, 1e6,
+                                       col == 3 ? "px" : "",
+                                       "input " + std::string(axis) + ": " + what));
+  }
+  affine_params.push_back(
+      choice_param("interpolation", kInterp, "linear", "nearest neighbour or (bi/tri)linear"));
+  c.add({"affine_transform",
+         "Geometry",
+         "output pixel (x, y, z) samples the input at x_in = m00 x + m01 y + m02 z + m03, y_in = "
+         "m10 x + ... + m13, z_in = m20 x + ... + m23 (pixel i at coordinate i), as "
+         "scipy.ndimage.affine_transform(mode='nearest', order=0 or 1) with the matrix in (x, y, "
+         "z) order; same shape as the input; 2D images use m00 m01 m03 m10 m11 m13 only; borders "
+         "replicate the edge pixel; nearest takes floor(c + 0.5), linear interpolates in float32 "
+         "(float64 for 32/64-bit dtypes); integers round half to even and saturate",
+         {in},
+         affine_params,
+         {2, 3},
+         types,
+         OutputKind::image,
+         "same as input"},
+        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
+          Matrix m{};
+          for (std::size_t i = 0; i < 12; ++i) m[i] = p.real(kMatrixNames[i]);
+          return one(affine_impl(x[0], m, p.choice("interpolation") == "linear"));
+        });
+}
+
+void add_geometry_variants(std::vector<KernelVariant>& out) {
+  for (DType t : {DType::u8, DType::u16, DType::u32, DType::u64}) {
+    out.push_back({"geometry.kernel", "remap", remap_defines(t)});
+  }
+  for (DType t : kAllDTypes) out.push_back({"geometry.kernel", "sample_affine", sample_defines(t)});
+}
+
+}  // namespace gpix::detail
+
+namespace gpix {
+using detail::run_array;
+
+namespace {
+std::string interp_name(Interpolation i) {
+  return i == Interpolation::nearest ? "nearest" : "linear";
+}
+double to_param(std::size_t v) {
+  return static_cast<double>(v);
+}
+}  // namespace
+
+Array crop(const Array& a, std::size_t origin_x, std::size_t origin_y, std::size_t origin_z,
+           std::size_t size_x, std::size_t size_y, std::size_t size_z) {
+  return run_array("crop", {a},
+                   {{"origin_x", to_param(origin_x)},
+                    {"origin_y", to_param(origin_y)},
+                    {"origin_z", to_param(origin_z)},
+                    {"size_x", to_param(size_x)},
+                    {"size_y", to_param(size_y)},
+                    {"size_z", to_param(size_z)}});
+}
+Array flip(const Array& a, bool flip_x, bool flip_y, bool flip_z) {
+  return run_array("flip", {a},
+                   {{"flip_x", flip_x ? 1.0 : 0.0},
+                    {"flip_y", flip_y ? 1.0 : 0.0},
+                    {"flip_z", flip_z ? 1.0 : 0.0}});
+}
+Array transpose(const Array& a, std::string_view axes) {
+  return run_array("transpose", {a}, {{"axes", std::string(axes)}});
+}
+Array resample(const Array& a, double factor_x, double factor_y, double factor_z,
+               Interpolation interpolation) {
+  return run_array("resample", {a},
+                   {{"factor_x", factor_x},
+                    {"factor_y", factor_y},
+                    {"factor_z", factor_z},
+                    {"interpolation", interp_name(interpolation)}});
+}
+Array affine_transform(const Array& a, const std::array<double, 12>& m,
+                       Interpolation interpolation) {
+  Params p;
+  for (std::size_t i = 0; i < 12; ++i) p[detail::kMatrixNames[i]] = m[i];
+  p["interpolation"] = interp_name(interpolation);
+  return run_array("affine_transform", {a}, p);
+}
+}  // namespace gpix

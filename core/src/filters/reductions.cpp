@@ -1,0 +1,388 @@
+// Projections along z (kernels/projection.kernel) and reductions over all pixels: minimum,
+// maximum, sum and mean come from gpix::stats() (one pass, stats.kernel), the standard
+// deviation from detail::moments() (stats.kernel's stats_moments), the histogram from
+// kernels/histogram.kernel.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "filters/launch.h"
+#include "filters/registry.h"
+#include "gpix/error.h"
+#include "gpix/filters/reductions.h"
+#include "gpix/stats.h"
+#include "kernel_variants.h"
+#include "moments.h"
+
+namespace gpix::detail {
+namespace {
+
+Result one(Array a) {
+  Result r;
+  r.array = std::move(a);
+  return r;
+}
+
+Result row(const std::string& column, double value) {
+  Result r;
+  r.table.columns = {column};
+  r.table.rows = {{value}};
+  return r;
+}
+
+// ---------------------------------------------------------------- projections
+
+enum class ZOp { minimum, maximum, sum, mean, std };
+
+Defines extreme_defines(DType t) {
+  Defines d;
+  add_type_defines(d, {{"T_IN", t}});
+  d.emplace_back("IS_FLOAT", is_float(t) ? "1" : "0");
+  return d;
+}
+
+// The sum keeps the accumulation type; mean and std are float32 (float64 stays float64).
+DType moments_out(DType t, ZOp op) {
+  if (op == ZOp::sum) return compute_type({t});
+  return t == DType::f64 ? DType::f64 : DType::f32;
+}
+
+Defines moments_defines(DType t, DType out) {
+  Defines d;
+  add_type_defines(d, {{"T_IN", t}, {"T_OUT", out}, {"CT", compute_type({t})}});
+  d.emplace_back("IS_FLOAT", is_float(t) ? "1" : "0");
+  return d;
+}
+
+Array z_project(const Array& in, ZOp op) {
+  const Shape& s = in.shape();
+  const Shape out_shape{s.height(), s.width()};
+  const bool extreme = op == ZOp::minimum || op == ZOp::maximum;
+  const DType out_t = extreme ? in.dtype() : moments_out(in.dtype(), op);
+  if (!extreme) {
+    require_dtype(in.device(), compute_type({in.dtype()}),
+                  "this projection on " + std::string(name(in.dtype())) + " (computed in float64)");
+  }
+  Array out = Array::empty(out_shape, out_t, in.device());
+  std::vector<KernelArg> args = {arg(in), arg(out)};
+  push_shape(args, s);
+  Launch grid = image_grid(out_shape);
+  if (extreme) {
+    args.push_back(arg(static_cast<std::int32_t>(op == ZOp::maximum)));
+    launch(in, "projection.kernel", "z_extreme", extreme_defines(in.dtype()), grid, args);
+  } else {
+    args.push_back(arg(static_cast<std::int32_t>(op == ZOp::sum ? 0 : (op == ZOp::mean ? 1 : 2))));
+    launch(in, "projection.kernel", "z_moments", moments_defines(in.dtype(), out_t), grid, args);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- histogram
+
+constexpr int kMaxBins = 4096;  // local-memory sub-histogram of 16 kB
+constexpr std::size_t kHistWG = 256;
+
+Defines histogram_defines(DType t, std::size_t wg) {
+  Defines d;
+  add_type_defines(d, {{"T", t}, {"CT", compute_type({t})}});
+  d.emplace_back("WG", std::to_string(wg));
+  d.emplace_back("LBINS", std::to_string(kMaxBins));
+  return d;
+}
+
+template <class CT>
+Histogram histogram_typed(const Array& a, int nbins, double lo, double hi) {
+  auto& impl = Access::impl(a);
+  auto& dev = *impl.device;
+  // Edges as numpy.linspace(lo, hi, nbins + 1) computes them, then rounded to the compute
+  // type: these exact values are what the kernel compares against, and what is reported.
+  std::vector<CT> edges(static_cast<std::size_t>(nbins) + 1);
+  const double step = (hi - lo) / nbins;
+  for (int i = 0; i < nbins; ++i)
+    edges[static_cast<std::size_t>(i)] = static_cast<CT>(lo + i * step);
+  edges.back() = static_cast<CT>(hi);
+  const CT scale = static_cast<CT>(nbins / (hi - lo));
+  Array e = Array::push(edges, Shape{edges.size()}, a.device());
+
+  std::size_t wg = kHistWG;
+  while (wg > dev.info().max_work_group && wg > 1) wg /= 2;
+  const std::uint64_t n = a.elements();
+  const std::size_t max_groups = std::clamp<std::size_t>(dev.info().compute_units * 8u, 16u, 4096u);
+  const std::size_t groups = std::min<std::size_t>((n + wg - 1) / wg, max_groups);
+  auto partial = dev.allocate(groups * static_cast<std::size_t>(nbins) * sizeof(std::uint32_t));
+  auto counts = dev.allocate(static_cast<std::size_t>(nbins) * sizeof(std::uint64_t));
+  const Defines defines = histogram_defines(a.dtype(), wg);
+  {
+    const KernelArg args[] = {arg(a),
+                              KernelArg::scalar<std::uint64_t>(n),
+                              arg(e),
+                              KernelArg::scalar<std::int32_t>(nbins),
+                              KernelArg::scalar<CT>(scale),
+                              KernelArg::mem(*partial)};
+    Launch l;
+    l.global[0] = groups * wg;
+    l.local[0] = wg;
+    dev.launch(dev.kernel(program("histogram.kernel"), "histogram_partial", defines), l, args);
+  }
+  {
+    const KernelArg args[] = {KernelArg::mem(*partial), KernelArg::scalar<std::uint64_t>(groups),
+                              KernelArg::scalar<std::int32_t>(nbins), KernelArg::mem(*counts)};
+    dev.launch(dev.kernel(program("histogram.kernel"), "histogram_combine", defines),
+               flat_grid(static_cast<std::size_t>(nbins)), args);
+  }
+  Histogram h;
+  h.counts.resize(static_cast<std::size_t>(nbins));
+  dev.read(*counts, 0, h.counts.data(), h.counts.size() * sizeof(std::uint64_t));
+  h.edges.assign(edges.begin(), edges.end());
+  return h;
+}
+
+Histogram histogram_impl(const Array& a, long long nbins, double lo, double hi,
+                         const RunOptions& o) {
+  if (nbins < 1 || nbins > kMaxBins) {
+    throw InvalidArgument("histogram: n_bins is " + std::to_string(nbins) +
+                          "; it must be from 1 to " + std::to_string(kMaxBins));
+  }
+  if (lo == 0 && hi == 0) {
+    const Stats s = stats(a);
+    checkpoint(o, 0.5, "histogram");
+    lo = s.min.as_double();
+    hi = s.max.as_double();
+    if (!std::isfinite(lo) || !std::isfinite(hi)) {
+      throw InvalidArgument("histogram: the image's range [" + Scalar(lo).str() + ", " +
+                            Scalar(hi).str() +
+                            "] is not finite (all NaN or with infinities); give minimum and "
+                            "maximum explicitly");
+    }
+  }
+  if (!std::isfinite(lo) || !std::isfinite(hi)) {
+    throw InvalidArgument("histogram: minimum and maximum must be finite numbers");
+  }
+  if (!(lo <= hi)) {
+    throw InvalidArgument("histogram: minimum " + Scalar(lo).str() + " is above maximum " +
+                          Scalar(hi).str());
+  }
+  if (lo == hi) {
+    // As numpy.histogram: an empty range becomes [lo - 0.5, hi + 0.5].
+    lo -= 0.5;
+    hi += 0.5;
+  }
+  const DType ct = compute_type({a.dtype()});
+  require_dtype(a.device(), ct,
+                "histogram on " + std::string(name(a.dtype())) + " (computed in float64)");
+  const int n = static_cast<int>(nbins);
+  return ct == DType::f64 ? histogram_typed<double>(a, n, lo, hi)
+                          : histogram_typed<float>(a, n, lo, hi);
+}
+
+double std_impl(const Array& a) {
+  const Moments m = moments(a);
+  if (m.count == 0) return std::numeric_limits<double>::quiet_NaN();
+  return std::sqrt(std::max(m.m2, 0.0) / static_cast<double>(m.count));
+}
+
+}  // namespace
+
+void register_reductions(Catalog& c) {
+  const auto in = image_input();
+  const std::vector<DType> types = all_dtypes();
+  struct Proj {
+    const char* name;
+    ZOp op;
+    const char* doc;
+    const char* out;
+  };
+  const Proj projections[] = {
+      {"maximum_z_projection", ZOp::maximum,
+       "the maximum along z of each (y, x) column (numpy.nanmax(axis=0): NaN ignored, a column "
+       "of NaN gives NaN)",
+       "same as input"},
+      {"minimum_z_projection", ZOp::minimum,
+       "the minimum along z of each (y, x) column (numpy.nanmin(axis=0): NaN ignored, a column "
+       "of NaN gives NaN)",
+       "same as input"},
+      {"sum_z_projection", ZOp::sum,
+       "the sum along z of each (y, x) column, accumulated in the output type (numpy.nansum: "
+       "NaN ignored)",
+       "float32 for 8/16-bit integers and float32, float64 for wider dtypes"},
+      {"mean_z_projection", ZOp::mean,
+       "the mean along z of each (y, x) column, accumulated in float32 (float64 for 32/64-bit "
+       "dtypes) (numpy.nanmean: NaN ignored, a column of NaN gives NaN)",
+       "float32 (float64 stays float64)"},
+      {"std_z_projection", ZOp::std,
+       "the population standard deviation (ddof 0) along z of each (y, x) column, single pass "
+       "with shifted sums, accumulated in float32 (float64 for 32/64-bit dtypes) "
+       "(numpy.nanstd: NaN ignored, a column of NaN gives NaN)",
+       "float32 (float64 stays float64)"},
+  };
+  for (const auto& p : projections) {
+    const ZOp op = p.op;
+    c.add({p.name, "Projections", p.doc, {in}, {}, {3}, types, OutputKind::image, p.out},
+          [op](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
+            return one(z_project(x[0], op));
+          });
+  }
+
+  const std::string nan_rule = "; NaN pixels are ignored as gpix::stats() does";
+  c.add({"minimum_of_all_pixels",
+         "Reductions",
+         "the smallest pixel value (table column 'minimum'; NaN if every pixel is NaN; 64-bit "
+         "integers beyond 2^53 are rounded in the table, exact from the typed function)" +
+             nan_rule,
+         {in},
+         {},
+         {1, 2, 3},
+         types,
+         OutputKind::table,
+         "table: minimum"},
+        [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
+          return row("minimum", stats(x[0]).min.as_double());
+        });
+  c.add({"maximum_of_all_pixels",
+         "Reductions",
+         "the largest pixel value (table column 'maximum'; NaN if every pixel is NaN; 64-bit "
+         "integers beyond 2^53 are rounded in the table, exact from the typed function)" +
+             nan_rule,
+         {in},
+         {},
+         {1, 2, 3},
+         types,
+         OutputKind::table,
+         "table: maximum"},
+        [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
+          return row("maximum", stats(x[0]).max.as_double());
+        });
+  c.add({"sum_of_all_pixels",
+         "Reductions",
+         "the sum of all pixels (table column 'sum'): exact 64-bit integer sums for integer "
+         "dtypes, double for floats where the device has fp64; 0 if every pixel is NaN" +
+             nan_rule,
+         {in},
+         {},
+         {1, 2, 3},
+         types,
+         OutputKind::table,
+         "table: sum"},
+        [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
+          return row("sum", stats(x[0]).sum.as_double());
+        });
+  c.add({"mean_of_all_pixels",
+         "Reductions",
+         "the mean of all pixels (table column 'mean'; NaN if every pixel is NaN)" + nan_rule,
+         {in},
+         {},
+         {1, 2, 3},
+         types,
+         OutputKind::table,
+         "table: mean"},
+        [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
+          return row("mean", stats(x[0]).mean);
+        });
+  c.add({"std_of_all_pixels",
+         "Reductions",
+         "the population standard deviation (ddof 0, numpy.nanstd) of all pixels (table column "
+         "'std'; NaN if every pixel is NaN): one pass of per-work-group (count, mean, M2) in "
+         "float64 (float32 for 8/16-bit and float32 images on devices without fp64) combined with "
+         "Chan et al.'s formula" +
+             nan_rule,
+         {in},
+         {},
+         {1, 2, 3},
+         types,
+         OutputKind::table,
+         "table: std"},
+        [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
+          return row("std", std_impl(x[0]));
+        });
+  c.add({"histogram",
+         "Reductions",
+         "counts pixels in n_bins equal bins over [minimum, maximum] (both 0: the image's own "
+         "minimum and maximum; equal bounds widen to +-0.5 as numpy.histogram): bin i holds "
+         "bin_start <= v < bin_end, a value equal to maximum goes in the last bin, values "
+         "outside the range and NaN are not counted; edges as numpy.linspace, compared in "
+         "float32 (float64 for 32/64-bit dtypes) and reported as compared",
+         {in},
+         {int_param("n_bins", 256, 1, kMaxBins, "", "number of bins"),
+          real_param("minimum", 0, -1e300, 1e300, "", "start of the first bin"),
+          real_param("maximum", 0, -1e300, 1e300, "", "end of the last bin")},
+         {1, 2, 3},
+         types,
+         OutputKind::table,
+         "table: bin_start, bin_end, count (one row per bin)"},
+        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions& o) {
+          const Histogram h =
+              histogram_impl(x[0], p.integer("n_bins"), p.real("minimum"), p.real("maximum"), o);
+          Result r;
+          r.table.columns = {"bin_start", "bin_end", "count"};
+          for (std::size_t i = 0; i < h.counts.size(); ++i) {
+            r.table.rows.push_back({h.edges[i], h.edges[i + 1], static_cast<double>(h.counts[i])});
+          }
+          return r;
+        });
+}
+
+void add_reduction_variants(std::vector<KernelVariant>& out) {
+  for (DType t : kAllDTypes) {
+    out.push_back({"projection.kernel", "z_extreme", extreme_defines(t)});
+    for (ZOp op : {ZOp::sum, ZOp::mean}) {
+      out.push_back({"projection.kernel", "z_moments", moments_defines(t, moments_out(t, op))});
+    }
+    out.push_back({"histogram.kernel", "histogram_partial", histogram_defines(t, kHistWG)});
+    out.push_back({"histogram.kernel", "histogram_combine", histogram_defines(t, kHistWG)});
+  }
+}
+
+}  // namespace gpix::detail
+
+namespace gpix {
+using detail::run_array;
+Array maximum_z_projection(const Array& a) {
+  return run_array("maximum_z_projection", {a});
+}
+Array minimum_z_projection(const Array& a) {
+  return run_array("minimum_z_projection", {a});
+}
+Array mean_z_projection(const Array& a) {
+  return run_array("mean_z_projection", {a});
+}
+Array sum_z_projection(const Array& a) {
+  return run_array("sum_z_projection", {a});
+}
+Array std_z_projection(const Array& a) {
+  return run_array("std_z_projection", {a});
+}
+
+namespace {
+// The typed reductions return values, not tables, so they call the shared implementation
+// directly; every dtype and dimensionality is accepted, only a null array is not.
+void check_input(const Array& a, const char* filter) {
+  if (!a.valid()) throw InvalidArgument(std::string(filter) + ": the input is a null array");
+}
+}  // namespace
+
+Scalar minimum_of_all_pixels(const Array& a) {
+  check_input(a, "minimum_of_all_pixels");
+  return stats(a).min;
+}
+Scalar maximum_of_all_pixels(const Array& a) {
+  check_input(a, "maximum_of_all_pixels");
+  return stats(a).max;
+}
+Scalar sum_of_all_pixels(const Array& a) {
+  check_input(a, "sum_of_all_pixels");
+  return stats(a).sum;
+}
+double mean_of_all_pixels(const Array& a) {
+  check_input(a, "mean_of_all_pixels");
+  return stats(a).mean;
+}
+double std_of_all_pixels(const Array& a) {
+  check_input(a, "std_of_all_pixels");
+  return detail::std_impl(a);
+}
+Histogram histogram(const Array& a, int n_bins, double minimum, double maximum) {
+  check_input(a, "histogram");
+  return detail::histogram_impl(a, n_bins, minimum, maximum, {});
+}
+}  // namespace gpix

@@ -1,0 +1,710 @@
+// Reference tests for the "Geometry", "Projections" and "Reductions" categories: plain CPU
+// references on fresh random data, every dtype, odd shapes and 1-pixel dims.
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "gpix/filters.h"
+#include "harness.h"
+#include "reference.h"
+
+using namespace gpix;
+using namespace gpix::test;
+
+namespace {
+
+// The kernels' compute type: float for 8/16-bit integers and float32, double otherwise.
+bool wide(DType t) {
+  return size_of(t) > 2 && t != DType::f32;
+}
+
+// Filters computed in float64 for 32/64-bit dtypes must refuse them, with UnsupportedDType,
+// on a device without fp64 (GPIX_DISABLE_FP64=1 simulates one); returns true when it did.
+bool refused_without_fp64(const char* fname, const Device& d, DType t, const Shape& s) {
+  if (!wide(t) || d.supports_fp64()) return false;
+  const Array a = Array::create(s, t, d);
+  try {
+    run(fname, a);
+    QTest::qFail((std::string(fname) + " ran in float64 on a device without fp64").c_str(),
+                 __FILE__, __LINE__);
+  } catch (const UnsupportedDType&) {
+  }
+  return true;
+}
+
+long rand_in(long lo, long hi) {  // inclusive
+  return std::uniform_int_distribution<long>(lo, hi)(rng());
+}
+
+template <class T>
+void expect_equal(const std::vector<T>& got, const std::vector<T>& expect, const QByteArray& w) {
+  compare(got, expect, 0, 0, w);
+}
+
+// ---------------------------------------------------------------- crop, flip, transpose
+
+GPIX_REFERENCE("crop") {
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    auto [a, host] = push_random<T>(device, shape);
+    const ref::Dims dm(shape);
+    const long ext[3] = {dm.w, dm.h, dm.d};
+    long o[3], s[3], out[3];
+    for (int i = 0; i < 3; ++i) {
+      o[i] = rand_in(0, ext[i] - 1);
+      s[i] = rand_in(0, ext[i] - o[i]);  // 0: to the end
+      out[i] = s[i] ? s[i] : ext[i] - o[i];
+    }
+    const Result r = run("crop", a,
+                         {{"origin_x", double(o[0])},
+                          {"origin_y", double(o[1])},
+                          {"origin_z", double(o[2])},
+                          {"size_x", double(s[0])},
+                          {"size_y", double(s[1])},
+                          {"size_z", double(s[2])}});
+    const Shape es = shape.ndim() == 3
+                         ? Shape{std::size_t(out[2]), std::size_t(out[1]), std::size_t(out[0])}
+                         : Shape{std::size_t(out[1]), std::size_t(out[0])};
+    QCOMPARE(r.array.shape(), es);
+    std::vector<T> expect;
+    for (long zz = 0; zz < out[2]; ++zz)
+      for (long y = 0; y < out[1]; ++y)
+        for (long x = 0; x < out[0]; ++x)
+          expect.push_back(host[dm.at(x + o[0], y + o[1], zz + o[2])]);
+    expect_equal(r.array.pull_as<T>(), expect, where("crop", dtype, shape));
+    // A box that leaves the image: InvalidArgument naming the valid range; the input is intact.
+    try {
+      run("crop", a, {{"origin_x", double(dm.w - 1)}, {"size_x", 2.0}});
+      QFAIL("crop out of bounds did not throw");
+    } catch (const InvalidArgument& e) {
+      const std::string m = e.what();
+      QVERIFY2(m.find("size_x must be from 1 to 1") != std::string::npos, e.what());
+    }
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, run("crop", a, {{"origin_y", double(dm.h)}}));
+    QVERIFY(a.template pull_as<T>() == host);
+  });
+});
+
+GPIX_REFERENCE("flip") {
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    auto [a, host] = push_random<T>(device, shape);
+    const ref::Dims dm(shape);
+    for (int combo : {1, 2, 4, 5, 6, 7}) {
+      const bool fx = combo & 1, fy = combo & 2, fz = combo & 4;
+      const Result r =
+          run("flip", a,
+              {{"flip_x", fx ? 1.0 : 0.0}, {"flip_y", fy ? 1.0 : 0.0}, {"flip_z", fz ? 1.0 : 0.0}});
+      QCOMPARE(r.array.shape(), shape);
+      std::vector<T> expect;
+      for (long zz = 0; zz < dm.d; ++zz)
+        for (long y = 0; y < dm.h; ++y)
+          for (long x = 0; x < dm.w; ++x)
+            expect.push_back(
+                host[dm.at(fx ? dm.w - 1 - x : x, fy ? dm.h - 1 - y : y, fz ? dm.d - 1 - zz : zz)]);
+      expect_equal(r.array.pull_as<T>(), expect,
+                   where("flip", dtype, shape) + " combo " + QByteArray::number(combo));
+    }
+  });
+});
+
+GPIX_REFERENCE("transpose") {
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    auto [a, host] = push_random<T>(device, shape);
+    const ref::Dims dm(shape);
+    const std::vector<std::string> all = {"xy", "xz", "yz"};
+    for (const std::string& axes : all) {
+      if (shape.ndim() == 2 && axes != "xy") {
+        QVERIFY_THROWS_EXCEPTION(InvalidArgument, run("transpose", a, {{"axes", axes}}));
+        continue;
+      }
+      const int p = axes == "xy" ? 0 : (axes == "xz" ? 1 : 2);
+      long ext[3] = {dm.w, dm.h, dm.d};
+      const int ia = p == 2 ? 1 : 0, ib = p == 0 ? 1 : 2;
+      std::swap(ext[ia], ext[ib]);
+      const Result r = run("transpose", a, {{"axes", axes}});
+      const Shape es = shape.ndim() == 3
+                           ? Shape{std::size_t(ext[2]), std::size_t(ext[1]), std::size_t(ext[0])}
+                           : Shape{std::size_t(ext[1]), std::size_t(ext[0])};
+      QCOMPARE(r.array.shape(), es);
+      std::vector<T> expect;
+      for (long zz = 0; zz < ext[2]; ++zz)
+        for (long y = 0; y < ext[1]; ++y)
+          for (long x = 0; x < ext[0]; ++x) {
+            long c[3] = {x, y, zz};
+            std::swap(c[ia], c[ib]);
+            expect.push_back(host[dm.at(c[0], c[1], c[2])]);
+          }
+      expect_equal(r.array.pull_as<T>(), expect,
+                   where("transpose", dtype, shape) + " " + QByteArray(axes.c_str()));
+    }
+  });
+});
+
+// ---------------------------------------------------------------- resample, affine
+
+using Matrix = std::array<double, 12>;
+
+// Samples host (shape in) at m * (x, y, z, 1) for every pixel of shape out, in double, with
+// clamped coordinates (mode='nearest'). nearest: floor(c + 0.5); pixels whose coordinate
+// lies within 1e-4 of a .5 tie are marked in `skip` (float32 coordinates may round either way).
+template <class T>
+std::vector<double> sample_ref(const std::vector<T>& host, const Shape& in, const Shape& out,
+                               const Matrix& m, bool linear, std::vector<bool>& skip) {
+  const ref::Dims di(in), dout(out);
+  const long ext[3] = {di.w, di.h, di.d};
+  std::vector<double> res;
+  skip.assign(out.elements(), false);
+  for (long z = 0; z < dout.d; ++z)
+    for (long y = 0; y < dout.h; ++y)
+      for (long x = 0; x < dout.w; ++x) {
+        double c[3];
+        bool tie = false;
+        for (int r = 0; r < 3; ++r) {
+          const std::size_t b = static_cast<std::size_t>(r * 4);
+          c[r] = m[b] * double(x) + m[b + 1] * double(y) + m[b + 2] * double(z) + m[b + 3];
+          c[r] = std::min(std::max(c[r], 0.0), double(ext[r] - 1));
+          const double f = c[r] - std::floor(c[r]);
+          tie |= std::fabs(f - 0.5) < 1e-4;
+        }
+        if (!linear) {
+          skip[res.size()] = tie;
+          res.push_back(
+              double(host[di.at(long(std::floor(c[0] + 0.5)), long(std::floor(c[1] + 0.5)),
+                                long(std::floor(c[2] + 0.5)))]));
+          continue;
+        }
+        const long x0 = long(std::floor(c[0])), y0 = long(std::floor(c[1])),
+                   z0 = long(std::floor(c[2]));
+        const double tx = c[0] - double(x0), ty = c[1] - double(y0), tz = c[2] - double(z0);
+        double v = 0;
+        for (int k = 0; k < 8; ++k) {
+          const int ox = k & 1, oy = (k >> 1) & 1, oz = (k >> 2) & 1;
+          const double w = (ox ? tx : 1 - tx) * (oy ? ty : 1 - ty) * (oz ? tz : 1 - tz);
+          if (w != 0) v += w * double(host[di.at(x0 + ox, y0 + oy, z0 + oz)]);
+        }
+        res.push_back(v);
+      }
+  return res;
+}
+
+template <class T>
+void check_sampled(const Array& got, const std::vector<double>& expect,
+                   const std::vector<bool>& skip, bool linear, double value_range,
+                   const QByteArray& w) {
+  const auto g = got.pull_as<T>();
+  QCOMPARE(g.size(), expect.size());
+  const DType t = dtype_of<T>;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    if (skip[i]) continue;
+    bool ok;
+    if (!linear) {
+      ok = std::is_floating_point_v<T>
+               ? (double(g[i]) == expect[i] || (std::isnan(double(g[i])) && std::isnan(expect[i])))
+               : g[i] == sat<T>(expect[i]);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      // Coordinates and weights in float32 (float64): errors scale with the value range.
+      ok = std::fabs(double(g[i]) - expect[i]) <= (wide(t) ? 1e-9 : 1e-4) * (1 + value_range);
+    } else {
+      // Rounding near .5 may go either way: +-1.
+      ok = std::fabs(double(g[i]) - double(sat<T>(expect[i]))) <= 1;
+    }
+    if (!ok) {
+      QFAIL((w + " at element " + QByteArray::number(qulonglong(i)) + ": got " +
+             QByteArray::number(double(g[i]), 'g', 17) + ", expected " +
+             QByteArray::number(expect[i], 'g', 17))
+                .constData());
+    }
+  }
+}
+
+GPIX_REFERENCE("resample") {
+  if (refused_without_fp64("resample", device, dtype, shape)) return;
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    for (const bool linear : {false, true}) {
+      // Linear interpolation of the dtype's extremes is meaningless in float32: moderate data.
+      auto [a, host] = push_random<T>(device, shape, !linear);
+      const double f[3] = {1.7, 0.6, shape.ndim() == 3 ? 1.3 : 1.0};
+      const Result r = run("resample", a,
+                           {{"factor_x", f[0]},
+                            {"factor_y", f[1]},
+                            {"factor_z", f[2]},
+                            {"interpolation", std::string(linear ? "linear" : "nearest")}});
+      const ref::Dims dm(shape);
+      const long in_ext[3] = {dm.w, dm.h, dm.d};
+      long out_ext[3] = {1, 1, 1};
+      Matrix m{};
+      for (int i = 0; i < shape.ndim(); ++i) {
+        out_ext[i] = std::max(1L, long(std::nearbyint(double(in_ext[i]) * f[i])));
+        const double s = double(in_ext[i]) / double(out_ext[i]);
+        m[std::size_t(i * 5)] = s;
+        m[std::size_t(i * 4 + 3)] = 0.5 * s - 0.5;
+      }
+      const Shape es = shape.ndim() == 3 ? Shape{std::size_t(out_ext[2]), std::size_t(out_ext[1]),
+                                                 std::size_t(out_ext[0])}
+                                         : Shape{std::size_t(out_ext[1]), std::size_t(out_ext[0])};
+      QCOMPARE(r.array.shape(), es);
+      QCOMPARE(r.array.dtype(), dtype);
+      std::vector<bool> skip;
+      const auto expect = sample_ref(host, shape, es, m, linear, skip);
+      check_sampled<T>(r.array, expect, skip, linear, 100,
+                       where("resample", dtype, shape) + (linear ? " linear" : " nearest"));
+      if (QTest::currentTestFailed()) return;
+    }
+    // An extent that rounds to 0 is refused with the smallest usable factor.
+    auto [a, host] = push_random<T>(device, shape);
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, run("resample", a, {{"factor_x", 1e-4}}));
+  });
+});
+
+GPIX_REFERENCE("affine_transform") {
+  if (refused_without_fp64("affine_transform", device, dtype, shape)) return;
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    for (const bool linear : {false, true}) {
+      auto [a, host] = push_random<T>(device, shape, !linear);
+      // Rotation, scale and shear, with offsets that map part of the output outside the input
+      // (borders replicate).
+      Matrix m = {0.95, -0.31, 0.0, 2.3, 0.29, 1.1, 0.0, -3.7, 0.0, 0.0, 1.0, 0.0};
+      if (shape.ndim() == 3) {
+        m[2] = 0.21;
+        m[8] = -0.17;
+        m[9] = 0.13;
+        m[10] = 0.9;
+        m[11] = 1.4;
+      }
+      Params p;
+      const char* names[12] = {"m00", "m01", "m02", "m03", "m10", "m11",
+                               "m12", "m13", "m20", "m21", "m22", "m23"};
+      for (std::size_t i = 0; i < 12; ++i) p[names[i]] = m[i];
+      p["interpolation"] = std::string(linear ? "linear" : "nearest");
+      const Result r = run("affine_transform", a, p);
+      QCOMPARE(r.array.shape(), shape);
+      Matrix used = m;
+      if (shape.ndim() == 2) used = {m[0], m[1], 0, m[3], m[4], m[5], 0, m[7], 0, 0, 0, 0};
+      std::vector<bool> skip;
+      const auto expect = sample_ref(host, shape, shape, used, linear, skip);
+      check_sampled<T>(r.array, expect, skip, linear, 100,
+                       where("affine_transform", dtype, shape) + (linear ? " linear" : " nearest"));
+      if (QTest::currentTestFailed()) return;
+      // The typed function is the same implementation.
+      const Array typed =
+          affine_transform(a, m, linear ? Interpolation::linear : Interpolation::nearest);
+      QVERIFY(typed.pull_as<T>() == r.array.pull_as<T>());
+    }
+  });
+});
+
+// ---------------------------------------------------------------- projections
+
+// Random data; for float dtypes about 10% NaN and the first (y, x) column all NaN.
+template <class T>
+std::pair<Array, std::vector<T>> push_with_nans(const Device& d, const Shape& s,
+                                                bool extremes = true) {
+  auto v = moderate_values<T>(s.elements(), extremes);
+  if constexpr (std::is_floating_point_v<T>) {
+    const std::size_t plane = s.width() * s.height();
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (i % plane == 0 || rng()() % 10 == 0) v[i] = std::numeric_limits<T>::quiet_NaN();
+    }
+  }
+  return {Array::push(v, s, d), v};
+}
+
+// column_ref returns (expected value, scale): the tolerance is tol * (1 + scale), tol 1e-5
+// where the kernel accumulates in float32 and 1e-12 in float64.
+template <class T, class F>
+void projection_check(const char* fname, const Device& dev, const Shape& s, F column_ref) {
+  auto [a, host] = push_with_nans<T>(dev, s, false);
+  const Result r = run(fname, a);
+  QCOMPARE(r.array.shape(), (Shape{s.height(), s.width()}));
+  const std::size_t plane = s.width() * s.height();
+  visit_dtype(r.array.dtype(), [&](auto zo) {
+    using O = decltype(zo);
+    // float32 accumulation or a float32 result: 1e-5; float64 throughout: 1e-12.
+    const double tol = wide(dtype_of<T>) && std::is_same_v<O, double> ? 1e-12 : 1e-5;
+    const auto got = r.array.pull_as<O>();
+    for (std::size_t i = 0; i < plane; ++i) {
+      std::vector<double> col;
+      for (std::size_t z = 0; z < s.depth(); ++z) {
+        const double v = double(host[z * plane + i]);
+        if (!std::isnan(v)) col.push_back(v);
+      }
+      const auto [e, scale] = column_ref(col);
+      const double g = double(got[i]);
+      const bool ok = std::isnan(e) ? std::isnan(g) : std::fabs(g - e) <= tol * (1 + scale);
+      if (!ok) {
+        QFAIL((where(fname, dtype_of<T>, s) + " at column " + QByteArray::number(qulonglong(i)) +
+               ": got " + QByteArray::number(g, 'g', 17) + ", expected " +
+               QByteArray::number(e, 'g', 17))
+                  .constData());
+      }
+    }
+  });
+  // The input is untouched (bitwise: NaN != NaN).
+  const auto after = a.template pull_as<T>();
+  QVERIFY(std::memcmp(after.data(), host.data(), host.size() * sizeof(T)) == 0);
+}
+
+std::pair<double, double> col_sum(const std::vector<double>& c) {
+  double s = 0, scale = 0;
+  for (double v : c) {
+    s += v;
+    scale += std::fabs(v);
+  }
+  return {s, scale};
+}
+
+std::pair<double, double> col_mean(const std::vector<double>& c) {
+  if (c.empty()) return {std::nan(""), 0};
+  auto [s, scale] = col_sum(c);
+  return {s / double(c.size()), scale / double(c.size())};
+}
+
+std::pair<double, double> col_std(const std::vector<double>& c) {
+  if (c.empty()) return {std::nan(""), 0};
+  const double mean = col_mean(c).first;
+  double ss = 0, scale = 0;
+  for (double v : c) {
+    ss += (v - mean) * (v - mean);
+    scale = std::max(scale, std::fabs(v - mean));
+  }
+  return {std::sqrt(ss / double(c.size())), scale};
+}
+
+template <class T>
+T column_extreme(const std::vector<T>& c, bool want_max) {
+  if (c.empty()) return std::numeric_limits<T>::quiet_NaN();
+  return want_max ? *std::max_element(c.begin(), c.end()) : *std::min_element(c.begin(), c.end());
+}
+
+GPIX_REFERENCE("maximum_z_projection") {
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    auto [a, host] = push_with_nans<T>(device, shape);
+    const Array r = maximum_z_projection(a);
+    QCOMPARE(r.dtype(), dtype);
+    const std::size_t plane = shape.width() * shape.height();
+    std::vector<T> expect(plane);
+    for (std::size_t i = 0; i < plane; ++i) {
+      std::vector<T> col;
+      for (std::size_t k = 0; k < shape.depth(); ++k)
+        if (!std::isnan(double(host[k * plane + i]))) col.push_back(host[k * plane + i]);
+      expect[i] = column_extreme(col, true);
+    }
+    expect_equal(r.pull_as<T>(), expect, where("maximum_z_projection", dtype, shape));
+  });
+});
+
+GPIX_REFERENCE("minimum_z_projection") {
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    auto [a, host] = push_with_nans<T>(device, shape);
+    const Array r = minimum_z_projection(a);
+    QCOMPARE(r.dtype(), dtype);
+    const std::size_t plane = shape.width() * shape.height();
+    std::vector<T> expect(plane);
+    for (std::size_t i = 0; i < plane; ++i) {
+      std::vector<T> col;
+      for (std::size_t k = 0; k < shape.depth(); ++k)
+        if (!std::isnan(double(host[k * plane + i]))) col.push_back(host[k * plane + i]);
+      expect[i] = column_extreme(col, false);
+    }
+    expect_equal(r.pull_as<T>(), expect, where("minimum_z_projection", dtype, shape));
+  });
+});
+
+GPIX_REFERENCE("sum_z_projection") {
+  if (refused_without_fp64("sum_z_projection", device, dtype, shape)) return;
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    projection_check<T>("sum_z_projection", device, shape, col_sum);
+    auto [a, h] = push_random<T>(device, shape);
+    QCOMPARE(sum_z_projection(a).dtype(), wide(dtype) ? DType::f64 : DType::f32);
+  });
+});
+
+GPIX_REFERENCE("mean_z_projection") {
+  if (refused_without_fp64("mean_z_projection", device, dtype, shape)) return;
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    projection_check<T>("mean_z_projection", device, shape, col_mean);
+    auto [a, h] = push_random<T>(device, shape);
+    QCOMPARE(mean_z_projection(a).dtype(), dtype == DType::f64 ? DType::f64 : DType::f32);
+  });
+});
+
+GPIX_REFERENCE("std_z_projection") {
+  if (refused_without_fp64("std_z_projection", device, dtype, shape)) return;
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    projection_check<T>("std_z_projection", device, shape, col_std);
+    auto [a, h] = push_random<T>(device, shape);
+    QCOMPARE(std_z_projection(a).dtype(), dtype == DType::f64 ? DType::f64 : DType::f32);
+  });
+});
+
+// ---------------------------------------------------------------- reductions
+
+// numpy's nan* semantics; integer sums wrap as stats() documents (64-bit accumulators).
+struct HostStats {
+  double min = NAN, max = NAN, sum = 0, mean = NAN, std = NAN, abs_sum = 0;
+  std::size_t count = 0;
+};
+
+template <class T>
+HostStats host_stats(const std::vector<T>& v) {
+  HostStats h;
+  long double exact = 0;
+  using Acc = std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>;
+  std::uint64_t wrapped = 0;
+  for (T x : v) {
+    if (std::isnan(double(x))) continue;
+    h.min = h.count ? std::min(h.min, double(x)) : double(x);
+    h.max = h.count ? std::max(h.max, double(x)) : double(x);
+    exact += static_cast<long double>(x);
+    h.abs_sum += std::fabs(double(x));
+    if constexpr (std::is_integral_v<T>) wrapped += static_cast<std::uint64_t>(static_cast<Acc>(x));
+    ++h.count;
+  }
+  if constexpr (std::is_integral_v<T>) {
+    h.sum = double(static_cast<Acc>(wrapped));
+  } else {
+    h.sum = double(exact);
+  }
+  if (h.count) {
+    h.mean = h.sum / double(h.count);
+    long double m2 = 0;
+    const long double mean = exact / static_cast<long double>(h.count);
+    for (T x : v) {
+      if (std::isnan(double(x))) continue;
+      const long double d = static_cast<long double>(x) - mean;
+      m2 += d * d;
+    }
+    h.std = double(std::sqrt(m2 / static_cast<long double>(h.count)));
+  }
+  return h;
+}
+
+void check_value(double got, double expect, double tol, const QByteArray& w) {
+  const bool ok = std::isnan(expect) ? std::isnan(got) : std::fabs(got - expect) <= tol;
+  QVERIFY2(ok, (w + ": got " + QByteArray::number(got, 'g', 17) + ", expected " +
+                QByteArray::number(expect, 'g', 17))
+                   .constData());
+}
+
+// pick returns (expected value, absolute tolerance).
+template <class F>
+void reduction_check(const char* fname, const char* column, const Device& dev, DType t,
+                     const Shape& s, F pick) {
+  visit_dtype(t, [&](auto z) {
+    using T = decltype(z);
+    // Full-range random values (and NaN for floats): exact 64-bit integer sums matter here.
+    auto v = random_values<T>(s.elements());
+    if constexpr (std::is_floating_point_v<T>) {
+      for (auto& x : v)
+        if (rng()() % 7 == 0) x = std::numeric_limits<T>::quiet_NaN();
+    }
+    const Array a = Array::push(v, s, dev);
+    const Result r = run(fname, a);
+    QVERIFY(r.is_table());
+    QCOMPARE(r.table.columns, std::vector<std::string>{column});
+    QCOMPARE(r.table.rows.size(), std::size_t(1));
+    const auto [e, tol] = pick(host_stats(v));
+    check_value(r.table.rows[0][0], e, tol, where(fname, t, s));
+  });
+}
+
+GPIX_REFERENCE("minimum_of_all_pixels") {
+  reduction_check("minimum_of_all_pixels", "minimum", device, dtype, shape,
+                  [](const HostStats& h) { return std::pair(h.min, 0.0); });
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    auto [a, host] = push_random<T>(device, shape);
+    QVERIFY(minimum_of_all_pixels(a) == Scalar(*std::min_element(host.begin(), host.end())));
+  });
+});
+GPIX_REFERENCE("maximum_of_all_pixels") {
+  reduction_check("maximum_of_all_pixels", "maximum", device, dtype, shape,
+                  [](const HostStats& h) { return std::pair(h.max, 0.0); });
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    auto [a, host] = push_random<T>(device, shape);
+    QVERIFY(maximum_of_all_pixels(a) == Scalar(*std::max_element(host.begin(), host.end())));
+  });
+});
+GPIX_REFERENCE("sum_of_all_pixels") {
+  // Integer sums are exact (the table's double rounds past 2^53 as the reference's does);
+  // float sums in double: 1e-13 of the sum of magnitudes.
+  // Without fp64, stats() sums floats in float32: 1e-6.
+  const double tol = device.supports_fp64() ? 1e-13 : 1e-6;
+  reduction_check("sum_of_all_pixels", "sum", device, dtype, shape,
+                  [&](const HostStats& h) { return std::pair(h.sum, tol * h.abs_sum); });
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    auto [a, host] = push_random<T>(device, shape);
+    if constexpr (std::is_integral_v<T>) {
+      using Acc = std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>;
+      std::uint64_t s = 0;
+      for (T v : host) s += static_cast<std::uint64_t>(static_cast<Acc>(v));
+      QVERIFY(sum_of_all_pixels(a) == Scalar(static_cast<Acc>(s)));
+    } else {
+      const HostStats h = host_stats(host);
+      check_value(sum_of_all_pixels(a).as_double(), h.sum, tol * h.abs_sum, "typed sum");
+    }
+  });
+});
+GPIX_REFERENCE("mean_of_all_pixels") {
+  const double tol = device.supports_fp64() ? 1e-13 : 1e-6;
+  reduction_check("mean_of_all_pixels", "mean", device, dtype, shape, [&](const HostStats& h) {
+    return std::pair(h.mean, tol * h.abs_sum / double(std::max<std::size_t>(h.count, 1)) +
+                                 1e-15 * std::fabs(h.mean));
+  });
+});
+GPIX_REFERENCE("std_of_all_pixels") {
+  if (refused_without_fp64("std_of_all_pixels", device, dtype, shape)) return;
+  // float64 partials combined with Chan's formula: 1e-9 relative of the true std (float32
+  // partials on devices without fp64: 1e-4).
+  const double rel = device.supports_fp64() ? 1e-9 : 1e-4;
+  reduction_check("std_of_all_pixels", "std", device, dtype, shape,
+                  [&](const HostStats& h) { return std::pair(h.std, rel * h.std + 1e-12); });
+});
+
+// The histogram as the doc defines it, found independently: binary search on the edges.
+template <class T, class CT>
+std::vector<std::uint64_t> histogram_ref(const std::vector<T>& v, const std::vector<double>& e) {
+  const std::size_t n = e.size() - 1;
+  std::vector<std::uint64_t> c(n);
+  for (T x : v) {
+    const CT y = static_cast<CT>(x);
+    if (!(y >= CT(e.front()) && y <= CT(e.back()))) continue;
+    auto it = std::upper_bound(e.begin(), e.end(), double(y));
+    std::size_t b = std::size_t(it - e.begin()) - 1;
+    c[std::min(b, n - 1)]++;
+  }
+  return c;
+}
+
+template <class T>
+void histogram_check(const Device& dev, const std::vector<T>& v, const Shape& s, int bins,
+                     double lo, double hi, const QByteArray& w) {
+  const Array a = Array::push(v, s, dev);
+  const Result r =
+      run("histogram", a, {{"n_bins", double(bins)}, {"minimum", lo}, {"maximum", hi}});
+  QCOMPARE(r.table.columns, (std::vector<std::string>{"bin_start", "bin_end", "count"}));
+  QCOMPARE(r.table.rows.size(), std::size_t(bins));
+  if (lo == 0 && hi == 0) {
+    const HostStats h = host_stats(v);
+    lo = h.min;
+    hi = h.max;
+    if (lo == hi) {
+      lo -= 0.5;
+      hi += 0.5;
+    }
+  }
+  // numpy.linspace edges, rounded to the compute type.
+  const bool dbl = wide(dtype_of<T>);
+  std::vector<double> e(std::size_t(bins) + 1);
+  for (int i = 0; i <= bins; ++i) {
+    const double x = i == bins ? hi : lo + i * ((hi - lo) / bins);
+    e[std::size_t(i)] = dbl ? x : double(float(x));
+  }
+  const auto expect = dbl ? histogram_ref<T, double>(v, e) : histogram_ref<T, float>(v, e);
+  for (int i = 0; i < bins; ++i) {
+    const auto& row = r.table.rows[std::size_t(i)];
+    QVERIFY2(row[0] == e[std::size_t(i)] && row[1] == e[std::size_t(i) + 1], w);
+    if (row[2] != double(expect[std::size_t(i)])) {
+      QFAIL((w + " bin " + QByteArray::number(i) + ": got " + QByteArray::number(row[2]) +
+             ", expected " + QByteArray::number(qulonglong(expect[std::size_t(i)])))
+                .constData());
+    }
+  }
+}
+
+GPIX_REFERENCE("histogram") {
+  if (refused_without_fp64("histogram", device, dtype, shape)) return;
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    auto v = moderate_values<T>(shape.elements(), false);
+    if constexpr (std::is_floating_point_v<T>) {
+      if (v.size() > 2) v[1] = std::numeric_limits<T>::quiet_NaN();
+    }
+    histogram_check(device, v, shape, 7, -50, 50, where("histogram", dtype, shape) + " [-50, 50]");
+    if (QTest::currentTestFailed()) return;
+    histogram_check(device, v, shape, 16, 0, 0, where("histogram", dtype, shape) + " auto");
+    if (QTest::currentTestFailed()) return;
+    // Values exactly on every edge: each lands in the bin that starts there, the maximum in
+    // the last bin; values just outside are not counted. Edges of [0, 160] / 16 are exact.
+    std::vector<T> edges_data;
+    for (int i = 0; i <= 16; ++i) edges_data.push_back(T(i * 5));
+    edges_data.push_back(T(81));
+    if constexpr (std::is_signed_v<T>) edges_data.push_back(T(-1));
+    const Array a = Array::push(edges_data, Shape{edges_data.size()}, device);
+    const Histogram h = histogram(a, 16, 0, 80);
+    for (std::size_t i = 0; i < 16; ++i) {
+      QCOMPARE(h.counts[i], std::uint64_t(i == 15 ? 2 : 1));
+      QCOMPARE(h.edges[i], double(i) * 5);
+    }
+  });
+});
+
+}  // namespace
+
+class TestGeometry : public QObject {
+  Q_OBJECT
+ private slots:
+  void geometry_data() { add_rows("Geometry"); }
+  void geometry() { run_row(); }
+  void projections_data() { add_rows("Projections"); }
+  void projections() { run_row(); }
+  void reductions_data() { add_rows("Reductions"); }
+  void reductions() { run_row(); }
+
+  // Every pixel NaN: min, max, mean, std NaN; sum 0; the histogram refuses an automatic range.
+  void reductions_all_nan() {
+    for (const Device& d : test_devices()) {
+      const Array a = Array::push(std::vector<float>(37, NAN), Shape{37}, d);
+      QVERIFY(std::isnan(run("minimum_of_all_pixels", a).table.rows[0][0]));
+      QVERIFY(std::isnan(run("maximum_of_all_pixels", a).table.rows[0][0]));
+      QCOMPARE(run("sum_of_all_pixels", a).table.rows[0][0], 0.0);
+      QVERIFY(std::isnan(mean_of_all_pixels(a)));
+      QVERIFY(std::isnan(std_of_all_pixels(a)));
+      QVERIFY_THROWS_EXCEPTION(InvalidArgument, histogram(a, 4));
+      const Histogram h = histogram(a, 4, -1, 1);
+      for (auto c : h.counts) QCOMPARE(c, std::uint64_t(0));
+    }
+  }
+
+  // A large offset with a small spread: the one-pass std keeps its precision (a naive
+  // sum-of-squares in double would lose it all).
+  void std_is_numerically_sound() {
+    for (const Device& d : test_devices()) {
+      if (!d.supports_fp64()) continue;
+      std::vector<double> v(100003);
+      for (std::size_t i = 0; i < v.size(); ++i) v[i] = 1e9 + double(i % 7) - 3.0;
+      const Array a = Array::push(v, Shape{v.size()}, d);
+      const HostStats h = host_stats(v);
+      check_value(std_of_all_pixels(a), h.std, 1e-9 * h.std, "std with offset 1e9");
+    }
+  }
+
+  void histogram_validation() {
+    const Device d = test_devices().front();
+    const Array a = Array::push(std::vector<float>{1, 2, 3}, Shape{3}, d);
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, run("histogram", a, {{"n_bins", 0.0}}));
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, run("histogram", a, {{"n_bins", 4097.0}}));
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument,
+                             run("histogram", a, {{"minimum", 2.0}, {"maximum", 1.0}}));
+    // A constant image widens to [v - 0.5, v + 0.5], as numpy.histogram.
+    const Array c = Array::push(std::vector<float>(5, 2.0f), Shape{5}, d);
+    const Histogram h = histogram(c, 2);
+    QCOMPARE(h.edges.front(), 1.5);
+    QCOMPARE(h.edges.back(), 2.5);
+    QCOMPARE(h.counts[1], std::uint64_t(5));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestGeometry)
+#include "test_geometry.moc"
