@@ -6,7 +6,7 @@ std::vector<KernelVariant> all_kernel_variants() {
   std::vector<KernelVariant> v;
   add_stats_variants(v);
   add_pointwise_variants(v);
-  add_convolve_variants(v);
+  add_neighbourhood_variants(v);
   // The CUDA backend's 8-byte fill (the driver has memsets of 1, 2 and 4 bytes only).
   v.push_back({"fill.kernel", "fill_u64", {}});
   return v;

@@ -22,6 +22,6 @@ std::vector<KernelVariant> all_kernel_variants();
 Defines stats_defines(DType t, DType acc, std::size_t wg);
 void add_stats_variants(std::vector<KernelVariant>& out);
 void add_pointwise_variants(std::vector<KernelVariant>& out);
-void add_convolve_variants(std::vector<KernelVariant>& out);
+void add_neighbourhood_variants(std::vector<KernelVariant>& out);
 
 }  // namespace gpix::detail
