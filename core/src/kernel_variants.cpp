@@ -6,7 +6,7 @@ std::vector<KernelVariant> all_kernel_variants() {
   std::vector<KernelVariant> v;
   add_stats_variants(v);
   add_pointwise_variants(v);
-  add_convolve_variants(v);
+  add_neighbourhood_variants(v);
   add_segmentation_variants(v);
   add_geometry_variants(v);
   add_reduction_variants(v);

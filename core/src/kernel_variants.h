@@ -22,7 +22,7 @@ std::vector<KernelVariant> all_kernel_variants();
 Defines stats_defines(DType t, DType acc, std::size_t wg);
 void add_stats_variants(std::vector<KernelVariant>& out);
 void add_pointwise_variants(std::vector<KernelVariant>& out);
-void add_convolve_variants(std::vector<KernelVariant>& out);
+void add_neighbourhood_variants(std::vector<KernelVariant>& out);
 Defines render_defines(DType t, bool contrast);
 void add_render_variants(std::vector<KernelVariant>& out);
 Defines resample_defines(DType t, int dims);

@@ -2,6 +2,7 @@
 // Plain CPU references for neighbourhood operations, in double, on (z, y, x) images stored
 // x-fastest. Borders replicate the nearest pixel, as gpix's filters do.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -67,11 +68,12 @@ inline std::vector<double> convolve_axis(const std::vector<double>& in, const Sh
   return out;
 }
 
-// Applies f to the (2r+1)^ndim box around each pixel (borders replicate); f gets the values.
+// Applies f to the box of radii (rx, ry, rz) around each pixel (borders replicate; radii of
+// axes the image lacks are ignored); f gets the values.
 template <class F>
-std::vector<double> box(const std::vector<double>& in, const Shape& s, int r, F f) {
+std::vector<double> box(const std::vector<double>& in, const Shape& s, std::array<int, 3> r, F f) {
   const Dims dm(s);
-  const long rz = s.ndim() == 3 ? r : 0, ry = s.ndim() >= 2 ? r : 0, rx = r;
+  const long rz = s.ndim() == 3 ? r[2] : 0, ry = s.ndim() >= 2 ? r[1] : 0, rx = r[0];
   std::vector<double> out(in.size()), window;
   for (long z = 0; z < dm.d; ++z)
     for (long y = 0; y < dm.h; ++y)
@@ -83,6 +85,76 @@ std::vector<double> box(const std::vector<double>& in, const Shape& s, int r, F 
         out[dm.at(x, y, z)] = f(window);
       }
   return out;
+}
+
+// As box, in the pixels' own type T (exact for 64-bit integers, which double cannot hold).
+template <class T, class F>
+std::vector<T> box_t(const std::vector<T>& in, const Shape& s, std::array<int, 3> r, F f) {
+  const Dims dm(s);
+  const long rz = s.ndim() == 3 ? r[2] : 0, ry = s.ndim() >= 2 ? r[1] : 0, rx = r[0];
+  std::vector<T> out(in.size()), window;
+  for (long z = 0; z < dm.d; ++z)
+    for (long y = 0; y < dm.h; ++y)
+      for (long x = 0; x < dm.w; ++x) {
+        window.clear();
+        for (long k = -rz; k <= rz; ++k)
+          for (long j = -ry; j <= ry; ++j)
+            for (long i = -rx; i <= rx; ++i) window.push_back(in[dm.at(x + i, y + j, z + k)]);
+        out[dm.at(x, y, z)] = f(window);
+      }
+  return out;
+}
+
+// The (2r+1)^ndim box.
+template <class F>
+std::vector<double> box(const std::vector<double>& in, const Shape& s, int r, F f) {
+  return box(in, s, std::array<int, 3>{r, r, r}, f);
+}
+
+inline double mean(const std::vector<double>& w) {
+  double sum = 0;
+  for (double v : w) sum += v;
+  return sum / static_cast<double>(w.size());
+}
+inline double population_variance(const std::vector<double>& w) {
+  const double m = mean(w);
+  double sq = 0;
+  for (double v : w) sq += (v - m) * (v - m);
+  return sq / static_cast<double>(w.size());
+}
+inline double median(std::vector<double> w) {
+  std::nth_element(w.begin(), w.begin() + static_cast<long>(w.size() / 2), w.end());
+  return w[w.size() / 2];
+}
+
+// scipy.ndimage.sobel along axis: derivative [-1, 0, 1] along it, [1, 2, 1] along the others.
+inline std::vector<double> sobel_axis(const std::vector<double>& in, const Shape& s, int axis) {
+  std::vector<double> out = in;
+  for (int a = 0; a < s.ndim(); ++a) {
+    out = convolve_axis(
+        out, s, a == axis ? std::vector<double>{-1, 0, 1} : std::vector<double>{1, 2, 1}, a);
+  }
+  return out;
+}
+
+// The sum over axes of the [1, -2, 1] second difference (scipy.ndimage.laplace).
+inline std::vector<double> laplace(const std::vector<double>& in, const Shape& s) {
+  std::vector<double> out(in.size(), 0.0);
+  for (int a = 0; a < s.ndim(); ++a) {
+    const auto d = convolve_axis(in, s, {1, -2, 1}, a);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] += d[i];
+  }
+  return out;
+}
+
+// Gaussian blur with sigma per axis (0 leaves the axis alone).
+inline std::vector<double> gaussian(std::vector<double> v, const Shape& s,
+                                    std::array<double, 3> sigma) {
+  for (int a = 0; a < s.ndim(); ++a) {
+    if (sigma[static_cast<std::size_t>(a)] > 0)
+      v = convolve_axis(v, s, gaussian_taps(sigma[static_cast<std::size_t>(a)]), a);
+  }
+  return v;
 }
 
 }  // namespace gpix::test::ref

@@ -1,4 +1,18 @@
-// Reference tests for the "Neighbourhood" category.
+// Reference tests for the "Neighbourhood" category. Plain CPU references in double
+// (tests/filters/reference.h) on fresh random data; the catalog rows run every filter x device x
+// dtype on the harness shapes (1-pixel dims, odd extents, 1D/2D/3D). Tolerances:
+// - minimum/maximum/median/top-hat/bottom-hat: exact (they only select and subtract).
+// - mean, gaussian, unsharp, into integers: within 1 (the float32 or float64 result may sit
+//   next to .5 where rounding flips); floats: 5e-5 (gaussian 1e-5) relative to
+//   max(|expected|, 1) (float32 accumulation over at most ~100 values), 1e-12 for float64.
+// - variance, sobel, laplace, gradients, difference of Gaussians (float outputs): 2e-4
+//   relative to max(|expected|, 1) for float32 (differences of float32 values of magnitude
+//   ~200 cancel to small results, so the error is relative to the inputs, not the output),
+//   1e-10 for float64.
+// Every check also verifies that the input is left untouched.
+#include <array>
+
+#include "gpix/filters/neighbourhood.h"
 #include "harness.h"
 #include "reference.h"
 
@@ -7,6 +21,227 @@ using namespace gpix::test;
 
 namespace {
 
+using Radii = std::array<int, 3>;
+
+Params box_params(const Radii& r) {
+  return {{"radius_x", double(r[0])}, {"radius_y", double(r[1])}, {"radius_z", double(r[2])}};
+}
+
+// Radii the checks use: radius 1 everywhere (the fast kernels) and uneven radii larger than
+// the 1-pixel and short axes of the harness shapes (border replication).
+std::vector<Radii> test_radii(int max_window) {
+  std::vector<Radii> r = {{1, 1, 1}, {2, 1, 3}, {0, 2, 1}};
+  if (max_window >= 7 * 7 * 7) r.push_back({5, 13, 2});
+  return r;
+}
+
+template <class T>
+void untouched(const Array& a, const std::vector<T>& host, const QByteArray& w) {
+  QVERIFY2(a.pull_as<T>() == host, w + ": the input was modified");
+}
+
+// Integer outputs within 1, float32 with rel, float64 with 1e-12 (or rel64).
+template <class T>
+void compare_rounded(const Array& got, const std::vector<double>& expect, double rel,
+                     const QByteArray& w, double rel64 = 1e-12) {
+  QCOMPARE(got.dtype(), dtype_of<T>);
+  compare(got.pull_as<T>(), ref::cast<T>(expect), 1, std::is_same_v<T, double> ? rel64 : rel, w);
+}
+
+// The float output (float32, or float64 for float64 input) against a double reference.
+template <class T>
+void compare_float(const Array& got, const std::vector<double>& expect, double rel,
+                   const QByteArray& w, double rel64 = 1e-10) {
+  if constexpr (std::is_same_v<T, double>) {
+    QCOMPARE(got.dtype(), DType::f64);
+    compare(got.pull_as<double>(), expect, 0, rel64, w);
+  } else {
+    QCOMPARE(got.dtype(), DType::f32);
+    compare(got.pull_as<float>(), ref::cast<float>(expect), 0, rel, w);
+  }
+}
+
+// A box filter against ref::box with f applied to each window.
+template <bool Exact, class F>
+void box_check(const char* fname, const Device& device, DType dtype, const Shape& shape,
+               bool extremes, int max_window, F f) {
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    for (const Radii& r : test_radii(max_window)) {
+      auto [a, host] = push_random<T>(device, shape, extremes);
+      const QByteArray w = where(fname, dtype, shape) + " r=" + QByteArray::number(r[0]) + "," +
+                           QByteArray::number(r[1]) + "," + QByteArray::number(r[2]);
+      const Result res = run(fname, a, box_params(r));
+      QCOMPARE(res.array.shape(), shape);
+      if constexpr (Exact) {
+        QCOMPARE(res.array.dtype(), dtype);
+        // Selections of the input's own values: compare in T itself (exact for 64-bit too).
+        compare(res.array.pull_as<T>(), ref::box_t(host, shape, r, f), 0, 0, w);
+      } else {
+        compare_rounded<T>(res.array, ref::box(ref::to_double(host), shape, r, f), 5e-5, w);
+      }
+      untouched(a, host, w);
+      if (QTest::currentTestFailed()) return;
+    }
+  });
+}
+
+GPIX_REFERENCE("mean_box") {
+  box_check<false>("mean_box", device, dtype, shape, false, 1000, ref::mean);
+});
+GPIX_REFERENCE("minimum_box") {
+  box_check<true>("minimum_box", device, dtype, shape, true, 1000,
+                  [](const auto& w) { return *std::min_element(w.begin(), w.end()); });
+});
+GPIX_REFERENCE("maximum_box") {
+  box_check<true>("maximum_box", device, dtype, shape, true, 1000,
+                  [](const auto& w) { return *std::max_element(w.begin(), w.end()); });
+});
+GPIX_REFERENCE("median_box") {
+  box_check<true>("median_box", device, dtype, shape, true, 125, [](const auto& w) {
+    auto c = w;
+    std::nth_element(c.begin(), c.begin() + static_cast<long>(c.size() / 2), c.end());
+    return c[c.size() / 2];
+  });
+});
+
+GPIX_REFERENCE("variance_box") {
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    for (const Radii& r : test_radii(125)) {
+      auto [a, host] = push_random<T>(device, shape, false);
+      const QByteArray w = where("variance_box", dtype, shape);
+      const Result res = run("variance_box", a, box_params(r));
+      compare_float<T>(res.array,
+                       ref::box(ref::to_double(host), shape, r, ref::population_variance), 2e-4, w);
+      untouched(a, host, w);
+      if (QTest::currentTestFailed()) return;
+    }
+  });
+});
+
+// White (top) and black (bottom) top-hats: exact selections and a saturating subtraction.
+template <class T>
+T sat_sub(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return a - b;
+  } else {
+    T r;
+    if (!__builtin_sub_overflow(a, b, &r)) return r;
+    if constexpr (std::is_unsigned_v<T>) return 0;
+    return b > 0 ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+  }
+}
+
+void hat_check(const char* fname, bool white, const Device& device, DType dtype,
+               const Shape& shape) {
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    for (const Radii& r : test_radii(1000)) {
+      auto [a, host] = push_random<T>(device, shape, true);
+      const QByteArray w = where(fname, dtype, shape);
+      const Result res = run(fname, a, box_params(r));
+      QCOMPARE(res.array.dtype(), dtype);
+      auto mn = [](const std::vector<T>& v) { return *std::min_element(v.begin(), v.end()); };
+      auto mx = [](const std::vector<T>& v) { return *std::max_element(v.begin(), v.end()); };
+      const auto first = white ? ref::box_t(host, shape, r, mn) : ref::box_t(host, shape, r, mx);
+      const auto second = white ? ref::box_t(first, shape, r, mx) : ref::box_t(first, shape, r, mn);
+      std::vector<T> e(host.size());
+      for (std::size_t i = 0; i < e.size(); ++i)
+        e[i] = white ? sat_sub(host[i], second[i]) : sat_sub(second[i], host[i]);
+      compare(res.array.pull_as<T>(), e, 0, 0, w);
+      untouched(a, host, w);
+      if (QTest::currentTestFailed()) return;
+    }
+  });
+}
+GPIX_REFERENCE("top_hat_box") {
+  hat_check("top_hat_box", true, device, dtype, shape);
+});
+GPIX_REFERENCE("bottom_hat_box") {
+  hat_check("bottom_hat_box", false, device, dtype, shape);
+});
+
+// A filter with no parameters and a float output against ref_fn(host as double).
+template <class F>
+void float_check(const char* fname, const Device& device, DType dtype, const Shape& shape,
+                 const Params& p, F ref_fn, double rel) {
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    auto [a, host] = push_random<T>(device, shape, false);
+    const QByteArray w = where(fname, dtype, shape);
+    const Result res = run(fname, a, p);
+    QCOMPARE(res.array.shape(), shape);
+    compare_float<T>(res.array, ref_fn(ref::to_double(host)), rel, w);
+    untouched(a, host, w);
+  });
+}
+
+GPIX_REFERENCE("sobel") {
+  float_check(
+      "sobel", device, dtype, shape, {},
+      [&](const std::vector<double>& v) {
+        std::vector<double> m(v.size(), 0.0);
+        for (int axis = 0; axis < shape.ndim(); ++axis) {
+          const auto s = ref::sobel_axis(v, shape, axis);
+          for (std::size_t i = 0; i < m.size(); ++i) m[i] += s[i] * s[i];
+        }
+        for (auto& x : m) x = std::sqrt(x);
+        return m;
+      },
+      2e-4);
+});
+GPIX_REFERENCE("laplace") {
+  float_check(
+      "laplace", device, dtype, shape, {},
+      [&](const std::vector<double>& v) { return ref::laplace(v, shape); }, 2e-4);
+});
+void gradient_check(int axis, const Device& device, DType dtype, const Shape& shape) {
+  const char* names[] = {"gradient_x", "gradient_y", "gradient_z"};
+  float_check(
+      names[axis], device, dtype, shape, {},
+      [&](const std::vector<double>& v) {
+        return ref::convolve_axis(v, shape, {-0.5, 0, 0.5}, axis);
+      },
+      2e-4);
+}
+GPIX_REFERENCE("gradient_x") {
+  gradient_check(0, device, dtype, shape);
+});
+GPIX_REFERENCE("gradient_y") {
+  gradient_check(1, device, dtype, shape);
+});
+GPIX_REFERENCE("gradient_z") {
+  gradient_check(2, device, dtype, shape);
+});
+
+GPIX_REFERENCE("difference_of_gaussian") {
+  const double s1 = 0.8, s2 = 1.9;
+  float_check(
+      "difference_of_gaussian", device, dtype, shape, {{"sigma1", s1}, {"sigma2", s2}},
+      [&](const std::vector<double>& v) {
+        auto g1 = ref::gaussian(v, shape, {s1, s1, s1});
+        const auto g2 = ref::gaussian(v, shape, {s2, s2, s2});
+        for (std::size_t i = 0; i < g1.size(); ++i) g1[i] -= g2[i];
+        return g1;
+      },
+      2e-4);
+});
+
+GPIX_REFERENCE("unsharp_mask") {
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    auto [a, host] = push_random<T>(device, shape, false);
+    const double sigma = 1.2, amount = 0.7;
+    const Result r = run("unsharp_mask", a, {{"sigma", sigma}, {"amount", amount}});
+    auto v = ref::to_double(host);
+    const auto g = ref::gaussian(v, shape, {sigma, sigma, sigma});
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] += amount * (v[i] - g[i]);
+    compare_rounded<T>(r.array, v, 5e-5, where("unsharp_mask", dtype, shape));
+    untouched(a, host, where("unsharp_mask", dtype, shape));
+  });
+});
+
 GPIX_REFERENCE("gaussian_blur") {
   visit_dtype(dtype, [&](auto z) {
     using T = decltype(z);
@@ -14,15 +249,11 @@ GPIX_REFERENCE("gaussian_blur") {
     const double sx = 1.3, sy = 0.7, sz = shape.ndim() == 3 ? 1.1 : 0.0;
     const Result r = run("gaussian_blur", a, {{"sigma_x", sx}, {"sigma_y", sy}, {"sigma_z", sz}});
     QCOMPARE(r.array.dtype(), dtype);
-    auto ref = ref::to_double(host);
-    const double sig[3] = {sx, sy, sz};
-    for (int axis = 0; axis < shape.ndim(); ++axis) {
-      if (sig[axis] > 0) ref = ref::convolve_axis(ref, shape, ref::gaussian_taps(sig[axis]), axis);
-    }
     // float32 accumulation over up to ~25 taps: 1e-5 relative; integers may differ by one
     // where the exact value sits near .5.
-    compare(r.array.pull_as<T>(), ref::cast<T>(ref), 1, std::is_same_v<T, double> ? 1e-12 : 1e-5,
-            where("gaussian_blur", dtype, shape));
+    compare_rounded<T>(r.array, ref::gaussian(ref::to_double(host), shape, {sx, sy, sz}), 1e-5,
+                       where("gaussian_blur", dtype, shape));
+    untouched(a, host, where("gaussian_blur", dtype, shape));
   });
 });
 
@@ -33,6 +264,106 @@ class TestNeighbourhood : public QObject {
  private slots:
   void neighbourhood_data() { add_rows("Neighbourhood"); }
   void neighbourhood() { run_row(); }
+
+  void devices_data() {
+    QTest::addColumn<int>("device");
+    for (const Device& d : test_devices()) QTest::newRow(row_name(d).constData()) << d.info().index;
+  }
+
+  // Images larger than one tile of every kernel shape, radii beyond the tile limits (the
+  // simple paths) and beyond the image extent (border replication), on float32 and uint8.
+  void tiles_and_large_radii_data() { devices_data(); }
+  void tiles_and_large_radii() {
+    QFETCH(int, device);
+    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const std::vector<std::pair<Shape, std::vector<Radii>>> cases = {
+        {Shape{70, 75}, {{1, 1, 0}, {3, 12, 0}, {13, 2, 0}, {40, 33, 0}}},
+        {Shape{300}, {{129, 0, 0}, {7, 0, 0}}},
+        {Shape{13, 67, 37}, {{1, 1, 1}, {2, 3, 4}, {1, 1, 33}, {0, 0, 20}}},
+    };
+    for (const auto& [shape, radii] : cases) {
+      for (const Radii& r : radii) {
+        const QByteArray w = QByteArray::fromStdString(shape.str()) +
+                             " r=" + QByteArray::number(r[0]) + "," + QByteArray::number(r[1]) +
+                             "," + QByteArray::number(r[2]);
+        auto [a, host] = push_random<float>(dev, shape, false);
+        const auto hd = ref::to_double(host);
+        compare(run("mean_box", a, box_params(r)).array.pull_as<float>(),
+                ref::cast<float>(ref::box(hd, shape, r, ref::mean)), 0, 5e-5, "mean " + w);
+        compare(
+            run("minimum_box", a, box_params(r)).array.pull_as<float>(),
+            ref::cast<float>(ref::box(
+                hd, shape, r, [](const auto& v) { return *std::min_element(v.begin(), v.end()); })),
+            0, 0, "min " + w);
+        compare(
+            run("maximum_box", a, box_params(r)).array.pull_as<float>(),
+            ref::cast<float>(ref::box(
+                hd, shape, r, [](const auto& v) { return *std::max_element(v.begin(), v.end()); })),
+            0, 0, "max " + w);
+        auto [b, hb] = push_random<std::uint8_t>(dev, shape, true);
+        compare(run("mean_box", b, box_params(r)).array.pull_as<std::uint8_t>(),
+                ref::cast<std::uint8_t>(ref::box(ref::to_double(hb), shape, r, ref::mean)), 1, 0,
+                "mean u8 " + w);
+        untouched(a, host, w);
+        if (QTest::currentTestFailed()) return;
+      }
+      // Gaussians whose radius fits the fused tile (sigma 2: radius 8) and does not (sigma 4).
+      for (double sigma : {2.0, 4.0}) {
+        auto [a, host] = push_random<float>(dev, shape, false);
+        const std::array<double, 3> s{sigma, shape.ndim() >= 2 ? sigma / 2 : 0.0,
+                                      shape.ndim() == 3 ? sigma : 0.0};
+        compare(run("gaussian_blur", a, {{"sigma_x", s[0]}, {"sigma_y", s[1]}, {"sigma_z", s[2]}})
+                    .array.pull_as<float>(),
+                ref::cast<float>(ref::gaussian(ref::to_double(host), shape, s)), 0, 1e-5,
+                "gaussian " + QByteArray::fromStdString(shape.str()));
+        if (QTest::currentTestFailed()) return;
+      }
+      // Median beyond radius 1 on a multi-tile image.
+      if (shape.ndim() >= 2) {
+        const Radii r = shape.ndim() == 2 ? Radii{3, 2, 0} : Radii{2, 1, 2};
+        auto [a, host] = push_random<float>(dev, shape, true);
+        compare(run("median_box", a, box_params(r)).array.pull_as<float>(),
+                ref::cast<float>(ref::box(ref::to_double(host), shape, r, ref::median)), 0, 0,
+                "median " + QByteArray::fromStdString(shape.str()));
+      }
+    }
+  }
+
+  void median_limit_data() { devices_data(); }
+  void median_limit() {
+    QFETCH(int, device);
+    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Array a = Array::create(Shape{9, 9, 9}, DType::f32, dev);
+    try {
+      median_box(a, 3, 3, 3);
+      QFAIL("no exception for a 7x7x7 median");
+    } catch (const InvalidArgument& e) {
+      const std::string m = e.what();
+      QVERIFY2(m.find("343") != std::string::npos && m.find("125") != std::string::npos, e.what());
+    }
+    // 5x5x5 and 11x11 are allowed.
+    QCOMPARE(median_box(a, 2, 2, 2).shape(), a.shape());
+    const Array b = Array::create(Shape{12, 12}, DType::u8, dev);
+    QCOMPARE(median_box(b, 5, 5).dtype(), DType::u8);
+  }
+
+  // The typed functions run the catalog entries.
+  void typed_functions_data() { devices_data(); }
+  void typed_functions() {
+    QFETCH(int, device);
+    const Device dev = devices()[static_cast<std::size_t>(device)];
+    auto [a, host] = push_random<float>(dev, Shape{5, 6, 7}, false);
+    const auto same = [](const Array& x, const Array& y) {
+      return x.pull_as<float>() == y.pull_as<float>();
+    };
+    QVERIFY(same(mean_box(a, 1, 2, 1), run("mean_box", a, box_params({1, 2, 1})).array));
+    QVERIFY(same(sobel(a), run("sobel", a).array));
+    QVERIFY(same(gradient_z(a), run("gradient_z", a).array));
+    QVERIFY(same(unsharp_mask(a, 1.5, 2),
+                 run("unsharp_mask", a, {{"sigma", 1.5}, {"amount", 2.0}}).array));
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument,
+                             gradient_z(Array::create(Shape{4, 4}, DType::f32, dev)));
+  }
 };
 
 QTEST_APPLESS_MAIN(TestNeighbourhood)

@@ -1,4 +1,9 @@
-// Neighbourhood filters.
+// Neighbourhood filters: separable passes (kernels/separable.kernel) for the Gaussian, box
+// mean, minimum and maximum; direct stencils and pointwise steps (kernels/neighbourhood.kernel)
+// for the rest.
+#include "gpix/filters/neighbourhood.h"
+
+#include <array>
 #include <cmath>
 
 #include "filters/launch.h"
@@ -22,37 +27,166 @@ DType work_type(DType t) {
   return compute_type({t});
 }
 
-Defines convolve_defines(DType in, DType out) {
+// The dtype of filters whose output is "float32 (float64 stays float64)".
+DType float_out(DType t) {
+  return t == DType::f64 ? DType::f64 : DType::f32;
+}
+
+// T_IN, T_OUT and CT for both kernel files; every launch and kernel_variants use this.
+Defines nb_defines(DType in, DType out) {
   Defines d;
   add_type_defines(d, {{"T_IN", in}, {"T_OUT", out}, {"CT", compute_type({in, out})}});
   return d;
 }
 
-// One pass along axis with the given taps (odd count, centred).
-Array convolve_axis(const Array& in, DType out_t, const std::vector<double>& taps, int axis) {
-  const DType ct = compute_type({in.dtype(), out_t});
-  require_dtype(in.device(), ct,
-                "this filter on " + std::string(name(in.dtype())) + " (computed in float64)");
-  Array w;
+void require_compute(const Array& a, DType ct, std::string_view filter) {
   if (ct == DType::f64) {
-    w = Array::push(taps, Shape{taps.size()}, in.device());
-  } else {
-    std::vector<float> f(taps.begin(), taps.end());
-    w = Array::push(f, Shape{taps.size()}, in.device());
+    require_dtype(
+        a.device(), DType::f64,
+        std::string(filter) + " on " + std::string(name(a.dtype())) + " (computed in float64)");
   }
-  Array out = empty_like(in, out_t);
+}
+
+KernelArg ct_arg(DType ct, double v) {
+  return ct == DType::f64 ? arg(v) : arg(static_cast<float>(v));
+}
+
+Launch grid(std::array<std::size_t, 3> global, std::array<std::size_t, 3> local) {
+  Launch l;
+  l.dims = 3;
+  l.local = local;
+  for (int i = 0; i < 3; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    l.global[k] = round_up(std::max<std::size_t>(global[k], 1), local[k]);
+  }
+  return l;
+}
+
+std::size_t ceil_div(std::size_t a, std::size_t b) {
+  return (a + b - 1) / b;
+}
+
+// ------------------------------------------------------------------ separable passes
+enum class SepOp { conv, sum, min, max };
+const char* op_name(SepOp op) {
+  switch (op) {
+    case SepOp::conv:
+      return "conv";
+    case SepOp::sum:
+      return "sum";
+    case SepOp::min:
+      return "min";
+    case SepOp::max:
+      break;
+  }
+  return "max";
+}
+
+// Tile limits, as in kernels/separable.kernel.
+constexpr int kRmaxX = 128, kRmaxYZ = 32, kRmaxXY = 12;
+constexpr std::size_t kLocalX = 256 + 2 * kRmaxX;
+constexpr std::size_t kLocalYZ = (64 + 2 * kRmaxYZ) * 32;
+constexpr std::size_t kLocalXY = (32 + 2 * kRmaxXY) * (32 + 2 * kRmaxXY) + 32 * (32 + 2 * kRmaxXY);
+
+struct Separable {
+  SepOp op;
+  std::array<int, 3> radius{0, 0, 0};         // per axis x, y, z (0 = leave the axis alone)
+  std::array<std::vector<double>, 3> taps{};  // conv only: 2 r + 1 taps per axis
+};
+
+// Whether a tile kernel with `elements` local values of the accumulator type fits the device.
+bool fits(const Array& a, SepOp op, DType in, DType out, std::size_t elements) {
+  const DType acc = op == SepOp::min || op == SepOp::max ? in : compute_type({in, out});
+  return a.device().info().local_memory >= elements * size_of(acc);
+}
+
+// One launch of sep_<op>_<shape>; wa/wb are the taps (a 1-element dummy when unused).
+void sep_launch(const Array& in, const Array& out, const Separable& s, const char* shape,
+                const Launch& g, int axis_a, int axis_b, int axis, double divisor) {
+  const DType ct = compute_type({in.dtype(), out.dtype()});
+  // Only conv reads taps; the others get the input as a never-read placeholder, which saves
+  // two small uploads per launch.
+  auto taps = [&](int ax) {
+    if (s.op != SepOp::conv || ax < 0) return in;
+    const std::vector<double>& t = s.taps[static_cast<std::size_t>(ax)];
+    if (ct == DType::f64) return Array::push(t, Shape{t.size()}, in.device());
+    std::vector<float> f(t.begin(), t.end());
+    return Array::push(f, Shape{f.size()}, in.device());
+  };
+  const Array wa = taps(axis_a), wb = taps(axis_b);
   std::vector<KernelArg> args = {arg(in), arg(out)};
   push_shape(args, in.shape());
-  args.push_back(arg(w));
-  args.push_back(arg(static_cast<std::int32_t>(taps.size() / 2)));
-  args.push_back(arg(static_cast<std::int32_t>(axis)));
-  launch(in, "convolve.kernel", "convolve_axis", convolve_defines(in.dtype(), out_t),
-         image_grid(in.shape()), args);
+  args.push_back(arg(wa));
+  args.push_back(arg(wb));
+  args.push_back(arg(axis_a >= 0 ? s.radius[static_cast<std::size_t>(axis_a)] : 0));
+  args.push_back(arg(axis_b >= 0 ? s.radius[static_cast<std::size_t>(axis_b)] : 0));
+  args.push_back(arg(axis));
+  args.push_back(ct_arg(ct, divisor));
+  launch(in, "separable.kernel", std::string("sep_") + op_name(s.op) + "_" + shape,
+         nb_defines(in.dtype(), out.dtype()), g, args);
+}
+
+// One pass along `axis`: the tile kernel where the radius fits, the simple one otherwise.
+Array sep_axis(const Array& in, DType out_t, const Separable& s, int axis, double divisor) {
+  Array out = empty_like(in, out_t);
+  const Shape& sh = in.shape();
+  const int r = s.radius[static_cast<std::size_t>(axis)];
+  if (axis == 0 && r <= kRmaxX && fits(in, s.op, in.dtype(), out_t, kLocalX)) {
+    sep_launch(in, out, s, "x", grid({sh.width(), sh.height(), sh.depth()}, {256, 1, 1}), 0, -1, 0,
+               divisor);
+  } else if (axis > 0 && r <= kRmaxYZ && fits(in, s.op, in.dtype(), out_t, kLocalYZ)) {
+    const std::size_t extent = axis == 1 ? sh.height() : sh.depth();
+    const std::size_t other = axis == 1 ? sh.depth() : sh.height();
+    sep_launch(in, out, s, "yz", grid({sh.width(), ceil_div(extent, 64) * 8, other}, {32, 8, 1}),
+               axis, -1, axis, divisor);
+  } else {
+    sep_launch(in, out, s, "simple", image_grid(sh), axis, -1, axis, divisor);
+  }
   return out;
+}
+
+// Applies a separable operation over every axis of the image, writing dtype out_t.
+// conv/sum accumulate in the compute type and keep it between passes; min/max stay in the
+// input dtype (exact). 2D planes with radii up to 12 take the fused x+y kernel.
+Array separable(const Array& in, const Separable& s, DType out_t, const RunOptions& o,
+                std::string_view filter) {
+  const bool order = s.op == SepOp::min || s.op == SepOp::max;
+  const DType inter = order ? in.dtype() : compute_type({in.dtype(), out_t});
+  require_compute(in, compute_type({in.dtype(), out_t}), filter);
+  double window = 1;
+  for (int r : s.radius) window *= 2 * r + 1;
+  const int nd = in.ndim();
+  const auto rad = [&](int axis) { return s.radius[static_cast<std::size_t>(axis)]; };
+  if (nd >= 2 && rad(0) <= kRmaxXY && rad(1) <= kRmaxXY &&
+      fits(in, s.op, in.dtype(), inter, kLocalXY)) {
+    const bool z_pass = nd == 3 && rad(2) > 0;
+    const DType t1 = z_pass ? inter : out_t;
+    Array out = empty_like(in, t1);
+    const Shape& sh = in.shape();
+    sep_launch(in, out, s, "xy",
+               grid({sh.width(), ceil_div(sh.height(), 32) * 8, sh.depth()}, {32, 8, 1}), 0, 1, 0,
+               z_pass ? 1.0 : window);
+    if (!z_pass) return out;
+    checkpoint(o, 0.5, filter);
+    return sep_axis(out, out_t, s, 2, window);
+  }
+  std::vector<int> axes;
+  for (int axis = 0; axis < nd; ++axis) {
+    if (rad(axis) > 0) axes.push_back(axis);
+  }
+  if (axes.empty()) axes.push_back(0);  // radius 0 everywhere: one pass converts
+  Array cur = in;
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    checkpoint(o, static_cast<double>(i) / static_cast<double>(axes.size()), filter);
+    const bool last = i + 1 == axes.size();
+    cur = sep_axis(cur, last ? out_t : inter, s, axes[i], last ? window : 1.0);
+  }
+  return cur;
 }
 
 // scipy.ndimage.gaussian_filter's kernel: sampled, normalised, radius = int(4 * sigma + 0.5).
 std::vector<double> gaussian_taps(double sigma) {
+  if (sigma <= 0) return {1.0};
   const int radius = static_cast<int>(4.0 * sigma + 0.5);
   std::vector<double> t(static_cast<std::size_t>(2 * radius + 1));
   double sum = 0;
@@ -65,34 +199,284 @@ std::vector<double> gaussian_taps(double sigma) {
   return t;
 }
 
+Separable gaussian_op(const Array& in, std::array<double, 3> sigma) {
+  Separable s{SepOp::conv};
+  for (std::size_t a = 0; a < 3; ++a) {
+    s.taps[a] = gaussian_taps(static_cast<int>(a) < in.ndim() ? sigma[a] : 0.0);
+    s.radius[a] = static_cast<int>(s.taps[a].size() / 2);
+  }
+  return s;
+}
+
+// The Gaussian of `in` in dtype out_t.
+Array gaussian_to(const Array& in, std::array<double, 3> sigma, DType out_t, const RunOptions& o,
+                  std::string_view filter) {
+  return separable(in, gaussian_op(in, sigma), out_t, o, filter);
+}
+
+// ------------------------------------------------------------------ box filters
+using Radii = std::array<int, 3>;
+
+Radii radii(const Array& a, const ResolvedParams& p) {
+  Radii r{static_cast<int>(p.integer("radius_x")), static_cast<int>(p.integer("radius_y")),
+          static_cast<int>(p.integer("radius_z"))};
+  for (int axis = a.ndim(); axis < 3; ++axis) r[static_cast<std::size_t>(axis)] = 0;
+  return r;
+}
+
+// Whether the radius-1 fast kernels apply: radius exactly 1 on every axis of a 2D/3D image.
+bool radius_one(const Array& a, const Radii& r) {
+  if (a.ndim() < 2) return false;
+  for (int axis = 0; axis < a.ndim(); ++axis) {
+    if (r[static_cast<std::size_t>(axis)] != 1) return false;
+  }
+  return true;
+}
+
+// r1_<op>_2d / _3d (kernels/neighbourhood.kernel).
+Array radius_one_box(const Array& in, const char* op, DType out_t, double divisor) {
+  Array out = empty_like(in, out_t);
+  const Shape& s = in.shape();
+  std::vector<KernelArg> args = {arg(in), arg(out)};
+  push_shape(args, s);
+  args.push_back(ct_arg(compute_type({in.dtype(), out_t}), divisor));
+  if (in.ndim() == 2) {
+    launch(in, "neighbourhood.kernel", std::string("r1_") + op + "_2d",
+           nb_defines(in.dtype(), out_t),
+           grid({s.width(), ceil_div(s.height(), 8), s.depth()}, {64, 4, 1}), args);
+  } else {
+    launch(in, "neighbourhood.kernel", std::string("r1_") + op + "_3d",
+           nb_defines(in.dtype(), out_t),
+           grid({s.width(), s.height(), ceil_div(s.depth(), 8)}, {32, 8, 1}), args);
+  }
+  return out;
+}
+
+Array box_op(const Array& in, SepOp op, const Radii& r, const RunOptions& o,
+             std::string_view filter) {
+  if (radius_one(in, r)) {
+    const char* names[] = {"", "sum", "min", "max"};
+    const double divisor = in.ndim() == 2 ? 9.0 : 27.0;
+    require_compute(in, compute_type({in.dtype()}), filter);
+    return radius_one_box(in, names[static_cast<int>(op)], in.dtype(), divisor);
+  }
+  Separable s{op};
+  s.radius = r;
+  return separable(in, s, in.dtype(), o, filter);
+}
+
+// Saturating a - b in the images' own dtype.
+Array subtract_sat(const Array& a, const Array& b) {
+  Array out = empty_like(a, a.dtype());
+  launch(a, "neighbourhood.kernel", "subtract_sat", nb_defines(a.dtype(), a.dtype()),
+         flat_grid(a.elements()), {arg(a), arg(b), arg(out), arg<std::uint64_t>(a.elements())});
+  return out;
+}
+
+constexpr int kMedianMaxWindow = 125;
+
+Array median(const Array& in, const Radii& r) {
+  if (radius_one(in, r)) return radius_one_box(in, "median", in.dtype(), 1.0);
+  const long window = (2L * r[0] + 1) * (2L * r[1] + 1) * (2L * r[2] + 1);
+  if (window > kMedianMaxWindow) {
+    throw InvalidArgument(
+        "median_box with radii (x " + std::to_string(r[0]) + ", y " + std::to_string(r[1]) +
+        ", z " + std::to_string(r[2]) + ") needs a window of " + std::to_string(window) +
+        " pixels; the median sorts its window in registers and takes at most " +
+        std::to_string(kMedianMaxWindow) + " (e.g. 11x11 in 2D, 5x5x5 in 3D): use smaller radii");
+  }
+  Array out = empty_like(in, in.dtype());
+  std::vector<KernelArg> args = {arg(in), arg(out)};
+  push_shape(args, in.shape());
+  for (int v : r) args.push_back(arg(v));
+  launch(in, "neighbourhood.kernel", "median_box", nb_defines(in.dtype(), in.dtype()),
+         image_grid(in.shape()), args);
+  return out;
+}
+
+// A direct stencil kernel with (in, out, w, h, d, int) arguments writing float32/float64.
+Array stencil(const Array& in, const char* entry, int extra, std::string_view filter) {
+  const DType out_t = float_out(in.dtype());
+  require_compute(in, compute_type({in.dtype(), out_t}), filter);
+  Array out = empty_like(in, out_t);
+  std::vector<KernelArg> args = {arg(in), arg(out)};
+  push_shape(args, in.shape());
+  args.push_back(arg(extra));
+  launch(in, "neighbourhood.kernel", entry, nb_defines(in.dtype(), out_t), image_grid(in.shape()),
+         args);
+  return out;
+}
+
+Array variance(const Array& in, const Radii& r) {
+  const DType out_t = float_out(in.dtype());
+  require_compute(in, compute_type({in.dtype(), out_t}), "variance_box");
+  Array out = empty_like(in, out_t);
+  std::vector<KernelArg> args = {arg(in), arg(out)};
+  push_shape(args, in.shape());
+  for (int v : r) args.push_back(arg(v));
+  launch(in, "neighbourhood.kernel", "variance_box", nb_defines(in.dtype(), out_t),
+         image_grid(in.shape()), args);
+  return out;
+}
+
+std::vector<ParamSpec> radius_params(long long max) {
+  return {int_param("radius_x", 1, 0, max, "px", "half window along x (window 2r+1)"),
+          int_param("radius_y", 1, 0, max, "px", "half window along y (2D/3D)"),
+          int_param("radius_z", 1, 0, max, "px", "half window along z (3D)")};
+}
+
+constexpr const char* kBorders = "borders replicate the nearest pixel";
+
 }  // namespace
 
-// Blurs along every axis with sigma > 0; the last pass writes the output dtype.
+// Blurs along every axis with sigma > 0; the result has the input's dtype.
 Array gaussian(const Array& in, double sx, double sy, double sz, const RunOptions& o) {
   const double sigmas[3] = {sx, sy, sz};
-  std::vector<int> axes;
-  for (int axis = 0; axis < in.ndim(); ++axis) {
-    if (sigmas[axis] > 0) axes.push_back(axis);
-  }
-  if (axes.empty()) return in.copy();
-  Array cur = in;
-  for (std::size_t i = 0; i < axes.size(); ++i) {
-    checkpoint(o, static_cast<double>(i) / static_cast<double>(axes.size()), "gaussian_blur");
-    const bool last = i + 1 == axes.size();
-    cur = convolve_axis(cur, last ? in.dtype() : work_type(in.dtype()),
-                        gaussian_taps(sigmas[axes[i]]), axes[i]);
-  }
-  return cur;
+  bool any = false;
+  for (int axis = 0; axis < in.ndim(); ++axis) any |= sigmas[axis] > 0;
+  if (!any) return in.copy();
+  return gaussian_to(in, {sx, sy, sz}, in.dtype(), o, "gaussian_blur");
 }
 
 void register_neighbourhood(Catalog& c) {
+  const auto box = [&](const char* fname, const std::string& doc, SepOp op) {
+    c.add({fname,
+           "Neighbourhood",
+           doc + " of the (2r+1) box per axis; " + kBorders +
+               "; radius_y/radius_z are ignored for images with fewer axes",
+           {image_input()},
+           radius_params(256),
+           {1, 2, 3},
+           all_dtypes(),
+           OutputKind::image,
+           "same as input"},
+          [op, fname](std::span<const Array> x, const ResolvedParams& p, const RunOptions& o) {
+            return one(box_op(x[0], op, radii(x[0], p), o, fname));
+          });
+  };
+  box("mean_box", "Mean (integers round half to even)", SepOp::sum);
+  box("minimum_box", "Minimum (grey erosion with a box)", SepOp::min);
+  box("maximum_box", "Maximum (grey dilation with a box)", SepOp::max);
+
+  c.add({"median_box",
+         "Neighbourhood",
+         std::string("Median of the (2r+1) box per axis; ") + kBorders +
+             "; the window may hold at most 125 pixels (11x11 in 2D, 5x5x5 in 3D; larger "
+             "radii raise InvalidArgument)",
+         {image_input()},
+         radius_params(62),
+         {1, 2, 3},
+         all_dtypes(),
+         OutputKind::image,
+         "same as input"},
+        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
+          return one(median(x[0], radii(x[0], p)));
+        });
+
+  c.add({"variance_box",
+         "Neighbourhood",
+         std::string("Population variance of the (2r+1) box per axis (mean of squared "
+                     "deviations from the window mean); ") +
+             kBorders + "; cost grows with the window volume",
+         {image_input()},
+         radius_params(32),
+         {1, 2, 3},
+         all_dtypes(),
+         OutputKind::image,
+         "float32 (float64 stays float64)"},
+        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
+          return one(variance(x[0], radii(x[0], p)));
+        });
+
+  c.add({"top_hat_box",
+         "Neighbourhood",
+         std::string("White top-hat: image minus its grey opening (maximum_box of minimum_box) "
+                     "with the (2r+1) box; ") +
+             kBorders + "; integers saturate",
+         {image_input()},
+         radius_params(256),
+         {1, 2, 3},
+         all_dtypes(),
+         OutputKind::image,
+         "same as input"},
+        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions& o) {
+          const Radii r = radii(x[0], p);
+          const Array opened = box_op(box_op(x[0], SepOp::min, r, o, "top_hat_box"), SepOp::max, r,
+                                      o, "top_hat_box");
+          return one(subtract_sat(x[0], opened));
+        });
+  c.add({"bottom_hat_box",
+         "Neighbourhood",
+         std::string("Black top-hat: grey closing (minimum_box of maximum_box) with the (2r+1) "
+                     "box minus the image; ") +
+             kBorders + "; integers saturate",
+         {image_input()},
+         radius_params(256),
+         {1, 2, 3},
+         all_dtypes(),
+         OutputKind::image,
+         "same as input"},
+        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions& o) {
+          const Radii r = radii(x[0], p);
+          const Array closed = box_op(box_op(x[0], SepOp::max, r, o, "bottom_hat_box"), SepOp::min,
+                                      r, o, "bottom_hat_box");
+          return one(subtract_sat(closed, x[0]));
+        });
+
+  c.add({"sobel",
+         "Neighbourhood",
+         std::string("Gradient magnitude sqrt(sum over axes of sobel_axis^2), each as "
+                     "scipy.ndimage.sobel (derivative [-1,0,1] along the axis, smoothing "
+                     "[1,2,1] along the others); ") +
+             kBorders,
+         {image_input()},
+         {},
+         {1, 2, 3},
+         all_dtypes(),
+         OutputKind::image,
+         "float32 (float64 stays float64)"},
+        [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
+          return one(stencil(x[0], "sobel", x[0].ndim(), "sobel"));
+        });
+  c.add({"laplace",
+         "Neighbourhood",
+         std::string("Sum over the axes of a[i-1] - 2 a[i] + a[i+1], as "
+                     "scipy.ndimage.laplace(mode='nearest') but with a float output; ") +
+             kBorders,
+         {image_input()},
+         {},
+         {1, 2, 3},
+         all_dtypes(),
+         OutputKind::image,
+         "float32 (float64 stays float64)"},
+        [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
+          return one(stencil(x[0], "laplace", x[0].ndim(), "laplace"));
+        });
+  const char* axis_names[] = {"x", "y", "z"};
+  for (int axis = 0; axis < 3; ++axis) {
+    const std::string fname = std::string("gradient_") + axis_names[axis];
+    std::vector<int> dims;
+    for (int d = std::max(1, axis + 1); d <= 3; ++d) dims.push_back(d);
+    c.add({fname,
+           "Neighbourhood",
+           std::string("Central difference (a[i+1] - a[i-1]) / 2 along ") + axis_names[axis] +
+               "; " + kBorders + " (so the first and last pixels see half a one-sided step)",
+           {image_input()},
+           {},
+           dims,
+           all_dtypes(),
+           OutputKind::image,
+           "float32 (float64 stays float64)"},
+          [axis, fname](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
+            return one(stencil(x[0], "gradient", axis, fname));
+          });
+  }
+
   c.add({"gaussian_blur",
          "Neighbourhood",
          "Gaussian blur as scipy.ndimage.gaussian_filter(mode='nearest'): sampled normalised "
-         "kernel truncated "
-         "at 4 sigma, borders replicate the nearest pixel, sigma 0 leaves an axis alone; integers "
-         "round half "
-         "to even",
+         "kernel truncated at 4 sigma, borders replicate the nearest pixel, sigma 0 leaves an "
+         "axis alone; integers round half to even and saturate",
          {image_input()},
          {real_param("sigma_x", 2, 0, 100, "px", "standard deviation along x"),
           real_param("sigma_y", 2, 0, 100, "px", "standard deviation along y"),
@@ -104,12 +488,83 @@ void register_neighbourhood(Catalog& c) {
         [](std::span<const Array> x, const ResolvedParams& p, const RunOptions& o) {
           return one(gaussian(x[0], p.real("sigma_x"), p.real("sigma_y"), p.real("sigma_z"), o));
         });
+
+  c.add({"difference_of_gaussian",
+         "Neighbourhood",
+         "gaussian(sigma1) - gaussian(sigma2), each as gaussian_blur with that sigma on every "
+         "axis of the image, computed and returned in floating point; borders replicate the "
+         "nearest pixel",
+         {image_input()},
+         {real_param("sigma1", 1, 0, 100, "px", "sigma of the first (usually smaller) Gaussian"),
+          real_param("sigma2", 3, 0, 100, "px", "sigma of the subtracted Gaussian")},
+         {1, 2, 3},
+         all_dtypes(),
+         OutputKind::image,
+         "float32 (float64 stays float64)"},
+        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions& o) {
+          const Array& a = x[0];
+          const DType w = work_type(a.dtype()), out_t = float_out(a.dtype());
+          const double s1 = p.real("sigma1"), s2 = p.real("sigma2");
+          const Array g1 = gaussian_to(a, {s1, s1, s1}, w, o, "difference_of_gaussian");
+          checkpoint(o, 0.5, "difference_of_gaussian");
+          const Array g2 = gaussian_to(a, {s2, s2, s2}, w, o, "difference_of_gaussian");
+          Array out = empty_like(a, out_t);
+          launch(a, "neighbourhood.kernel", "difference", nb_defines(a.dtype(), out_t),
+                 flat_grid(a.elements()),
+                 {arg(g1), arg(g2), arg(out), arg<std::uint64_t>(a.elements())});
+          return one(std::move(out));
+        });
+
+  c.add({"unsharp_mask",
+         "Neighbourhood",
+         "a + amount * (a - gaussian(a, sigma)), the Gaussian as gaussian_blur with sigma on "
+         "every axis kept in floating point; borders replicate the nearest pixel; integers "
+         "round half to even and saturate",
+         {image_input()},
+         {real_param("sigma", 1, 0, 100, "px", "sigma of the blur that is subtracted"),
+          real_param("amount", 1, -100, 100, "", "strength of the sharpening")},
+         {1, 2, 3},
+         all_dtypes(),
+         OutputKind::image,
+         "same as input"},
+        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions& o) {
+          const Array& a = x[0];
+          const DType w = work_type(a.dtype());
+          const double s = p.real("sigma");
+          const Array g = gaussian_to(a, {s, s, s}, w, o, "unsharp_mask");
+          Array out = empty_like(a, a.dtype());
+          launch(a, "neighbourhood.kernel", "unsharp", nb_defines(a.dtype(), a.dtype()),
+                 flat_grid(a.elements()),
+                 {arg(a), arg(g), arg(out), arg<std::uint64_t>(a.elements()),
+                  ct_arg(w, p.real("amount"))});
+          return one(std::move(out));
+        });
 }
 
-void add_convolve_variants(std::vector<KernelVariant>& out) {
+void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
+  static const char* const ops[] = {"conv", "sum", "min", "max"};
+  static const char* const shapes[] = {"simple", "x", "yz", "xy"};
+  static const char* const stencils[] = {
+      "median_box", "r1_sum_2d",    "r1_sum_3d",    "r1_min_2d",    "r1_min_3d", "r1_max_2d",
+      "r1_max_3d",  "r1_median_2d", "r1_median_3d", "subtract_sat", "unsharp"};
+  static const char* const floats[] = {"variance_box", "sobel", "laplace", "gradient",
+                                       "difference"};
   for (DType t : kAllDTypes) {
-    out.push_back({"convolve.kernel", "convolve_axis", convolve_defines(t, work_type(t))});
-    out.push_back({"convolve.kernel", "convolve_axis", convolve_defines(work_type(t), t)});
+    const DType w = work_type(t);
+    // separable.kernel: input->input (min/max, fused), input->work, work->work, work->input.
+    std::vector<std::pair<DType, DType>> pairs = {{t, t}};
+    if (w != t) pairs.insert(pairs.end(), {{t, w}, {w, w}, {w, t}});
+    for (const auto& [a, b] : pairs) {
+      for (const char* op : ops) {
+        for (const char* sh : shapes) {
+          out.push_back(
+              {"separable.kernel", std::string("sep_") + op + "_" + sh, nb_defines(a, b)});
+        }
+      }
+    }
+    for (const char* e : stencils) out.push_back({"neighbourhood.kernel", e, nb_defines(t, t)});
+    for (const char* e : floats)
+      out.push_back({"neighbourhood.kernel", e, nb_defines(t, float_out(t))});
   }
 }
 
@@ -119,5 +574,52 @@ namespace gpix {
 Array gaussian_blur(const Array& a, double sigma_x, double sigma_y, double sigma_z) {
   return detail::run_array("gaussian_blur", {a},
                            {{"sigma_x", sigma_x}, {"sigma_y", sigma_y}, {"sigma_z", sigma_z}});
+}
+namespace {
+Params box_params(int rx, int ry, int rz) {
+  return {{"radius_x", double(rx)}, {"radius_y", double(ry)}, {"radius_z", double(rz)}};
+}
+}  // namespace
+Array mean_box(const Array& a, int rx, int ry, int rz) {
+  return detail::run_array("mean_box", {a}, box_params(rx, ry, rz));
+}
+Array median_box(const Array& a, int rx, int ry, int rz) {
+  return detail::run_array("median_box", {a}, box_params(rx, ry, rz));
+}
+Array minimum_box(const Array& a, int rx, int ry, int rz) {
+  return detail::run_array("minimum_box", {a}, box_params(rx, ry, rz));
+}
+Array maximum_box(const Array& a, int rx, int ry, int rz) {
+  return detail::run_array("maximum_box", {a}, box_params(rx, ry, rz));
+}
+Array variance_box(const Array& a, int rx, int ry, int rz) {
+  return detail::run_array("variance_box", {a}, box_params(rx, ry, rz));
+}
+Array top_hat_box(const Array& a, int rx, int ry, int rz) {
+  return detail::run_array("top_hat_box", {a}, box_params(rx, ry, rz));
+}
+Array bottom_hat_box(const Array& a, int rx, int ry, int rz) {
+  return detail::run_array("bottom_hat_box", {a}, box_params(rx, ry, rz));
+}
+Array sobel(const Array& a) {
+  return detail::run_array("sobel", {a});
+}
+Array laplace(const Array& a) {
+  return detail::run_array("laplace", {a});
+}
+Array gradient_x(const Array& a) {
+  return detail::run_array("gradient_x", {a});
+}
+Array gradient_y(const Array& a) {
+  return detail::run_array("gradient_y", {a});
+}
+Array gradient_z(const Array& a) {
+  return detail::run_array("gradient_z", {a});
+}
+Array difference_of_gaussian(const Array& a, double sigma1, double sigma2) {
+  return detail::run_array("difference_of_gaussian", {a}, {{"sigma1", sigma1}, {"sigma2", sigma2}});
+}
+Array unsharp_mask(const Array& a, double sigma, double amount) {
+  return detail::run_array("unsharp_mask", {a}, {{"sigma", sigma}, {"amount", amount}});
 }
 }  // namespace gpix
