@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# On the GPU machine: unpacks .carry/gpu.tar.xz (scripts/pack-gpu.sh), registers NVIDIA's
+# OpenCL driver, and runs one stage. Logs go to $OUT when set.
+#   scripts/gpu-run.sh check     gpix devices + bench/gpu_check on every device
+#   scripts/gpu-run.sh tests     the core, kernel and filter suites (ctest) on CUDA and NVIDIA OpenCL
+#   scripts/gpu-run.sh bench     gpix benchmarks on CUDA and NVIDIA OpenCL, then CuPy's
+set -uo pipefail
+cd "$(dirname "$0")/.."
+stage=${1:-check}
+out=${OUT:-/tmp/gpix-out}
+mkdir -p "$out"
+if [ ! -e /tmp/gpix-unpacked ]; then
+  tar -xJf .carry/gpu.tar.xz -C / && touch /tmp/gpix-unpacked
+fi
+build=$(tar -tJf .carry/gpu.tar.xz | head -1 | cut -d/ -f1-3)
+build=/${build%/}
+mkdir -p /etc/OpenCL/vendors
+[ -e /etc/OpenCL/vendors/nvidia.icd ] || echo libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
+export LD_LIBRARY_PATH="$build/gpu-libs:$build/core:/usr/local/nvidia/lib64:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export QT_QPA_PLATFORM=offscreen
+# Only NVIDIA's OpenCL for the suites: PoCL's compiles would take the lease.
+mkdir -p /tmp/nv-icd && echo libnvidia-opencl.so.1 > /tmp/nv-icd/nvidia.icd
+echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ) commit: $(git rev-parse --short HEAD 2>/dev/null)"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+case "$stage" in
+  check)
+    "$build/bin/gpix" devices 2>&1 | tee "$out/devices.txt"
+    "$build/bin/gpu_check" 2>&1 | tee "$out/gpu_check.txt" | tail -60
+    ;;
+  tests)
+    cd "$build"
+    OCL_ICD_VENDORS=/tmp/nv-icd GPIX_REQUIRE_CUDA=1 timeout 520 ctest -j6 --timeout 400 \
+      -E "install|io_|qimage|ui_|plugin|two_devices|cuda_loader_(missing|no_device|stub|old|partial|fake)" \
+      --output-on-failure > "$out/ctest.txt" 2>&1
+    grep -E "tests passed|Failed|\*\*\*|FAIL!|Timeout" "$out/ctest.txt" | head -80
+    tail -5 "$out/ctest.txt"
+    ;;
+  bench)
+    for dev in cuda: opencl:NVIDIA; do
+      for b in bench_transfer bench_memory bench_filters bench_reductions; do
+        echo "== $b --device $dev"
+        OCL_ICD_VENDORS=/tmp/nv-icd timeout 150 "$build/bin/$b" --device "$dev" 2>&1 | tee -a "$out/bench.txt" | tail -25
+      done
+    done
+    echo "== CuPy"
+    timeout 200 python3 bench/peer_cupy.py 2>&1 | tee "$out/cupy.txt"
+    ;;
+esac
