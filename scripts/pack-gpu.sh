@@ -13,7 +13,9 @@ dest="$stage$build"
 mkdir -p "$dest/gpu-libs"
 copy() { mkdir -p "$dest/$(dirname "$1")"; cp -a "$build/$1" "$dest/$1"; }
 cd "$build"
-for f in bin/* tests/test_* tests/*.so core/libgpix_core.so*; do
+# The viewer and the GUI/IO suites need Qt widgets and ITK IO: they are tested here, not there.
+for f in bin/gpix bin/gpu_check bin/bench_* tests/test_* tests/*.so core/libgpix_core.so* io/libgpix_io.so*; do
+  case "$f" in tests/test_ui_* | tests/test_plugin_* | tests/test_io_* | tests/test_qimage) continue ;; esac
   [ -e "$f" ] && [ ! -d "$f" ] && copy "$f"
 done
 find . -name CTestTestfile.cmake | while read -r f; do copy "$f"; done
@@ -21,7 +23,7 @@ find "$dest" -type f -executable -exec strip --strip-debug {} + 2>/dev/null || t
 # Shared libraries that Ubuntu 24.04 lacks or has in other versions.
 for exe in "$dest"/tests/test_* "$dest"/bin/*; do
   ldd "$exe" 2>/dev/null | awk '/=> \//{print $3}'
-done | sort -u | grep -E 'libQt6|libicu|libdouble-conversion|libb2|libpcre2-16' |
+done | sort -u | grep -v -E "^$build|/(libc|libm|libstdc\+\+|libgcc_s|libOpenCL|libz|libgomp|ld-linux[^/]*|libpthread|libdl|librt)\.so" |
   while read -r lib; do cp -L "$lib" "$dest/gpu-libs/"; done
 cd - >/dev/null
 mkdir -p .carry

@@ -194,9 +194,9 @@ class ClDevice final : public DeviceImpl {
     // OpenCL allocates lazily; touching the last byte makes the buffer resident now, so
     // out-of-memory surfaces here and not in some later kernel.
     const unsigned char zero = 0;
-    err =
-        clEnqueueFillBuffer(default_.get(), mem.get(), &zero, 1, bytes - 1, 1, 0, nullptr, nullptr);
-    if (err == CL_SUCCESS) err = clFinish(default_.get());
+    err = touch([&](cl_command_queue q) {
+      return clEnqueueFillBuffer(q, mem.get(), &zero, 1, bytes - 1, 1, 0, nullptr, nullptr);
+    });
     if (err != CL_SUCCESS) throw_oom(bytes, err);
     return std::make_unique<ClMemory>(bytes, std::move(mem));
   }
@@ -448,8 +448,10 @@ class ClDevice final : public DeviceImpl {
     const std::size_t origin[3] = {f.width - 1, f.height - 1, f.dims == 3 ? f.depth - 1 : 0};
     const std::size_t region[3] = {1, 1, 1};
     const std::uint64_t zero = 0;
-    err = clEnqueueWriteImage(default_.get(), mem.get(), CL_TRUE, origin, region, 0, 0, &zero, 0,
-                              nullptr, nullptr);
+    err = touch([&](cl_command_queue q) {
+      return clEnqueueWriteImage(q, mem.get(), CL_TRUE, origin, region, 0, 0, &zero, 0, nullptr,
+                                 nullptr);
+    });
     if (err != CL_SUCCESS) throw_oom(bytes, err, "an image");
     return std::make_unique<ClMemory>(bytes, std::move(mem), es, f.dims);
   }
@@ -607,10 +609,28 @@ class ClDevice final : public DeviceImpl {
                       bytes, cl::error_name(err));
   }
 
+  // Runs enqueue (a command that makes a new allocation resident) on a queue of its own and
+  // waits for it. NVIDIA's OpenCL reports out-of-memory at that first touch and then refuses
+  // every later command on that queue (CL_INVALID_COMMAND_QUEUE), so the touch queue is
+  // thrown away after a failure and the default queue, with the user's work, is never hit.
+  template <class F>
+  cl_int touch(F&& enqueue) {
+    std::lock_guard lock(touch_mutex_);
+    cl_int err = CL_SUCCESS;
+    if (!touch_) touch_.reset(clCreateCommandQueue(ctx_.get(), id_, 0, &err));
+    if (err != CL_SUCCESS) return err;
+    err = enqueue(touch_.get());
+    if (err == CL_SUCCESS) err = clFinish(touch_.get());
+    if (err != CL_SUCCESS) touch_.reset();
+    return err;
+  }
+
   cl_device_id id_;
   cl::Context ctx_;
   ClQueue default_;
   std::mutex mutex_;
+  std::mutex touch_mutex_;
+  cl::Queue touch_;
   std::array<cl::Sampler, 4> samplers_;
   std::mutex formats_mutex_;
   std::optional<std::vector<cl_image_format>> formats2_, formats3_;
