@@ -1,12 +1,15 @@
 // gpix: the command line tool.
 //   gpix devices [--json]
 //   gpix info <source> [--shape Z,Y,X] [--dtype T] [--channels C] [--device NAME] [--json]
+//   gpix filters [--json | --markdown]
+//   gpix run FILTER INPUT... [OUTPUT] [--PARAM VALUE ...] [--device NAME] [--json]
 // Each command is one function in kCommands below; adding a command is adding a row.
 #include <QCommandLineParser>
 #include <QCoreApplication>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -29,9 +32,13 @@ void print(const QString& s) {
   std::fwrite(b.constData(), 1, static_cast<std::size_t>(b.size()), stdout);
 }
 
-void print_json(const QJsonObject& o) { print(QString::fromUtf8(QJsonDocument(o).toJson())); }
+void print_json(const QJsonObject& o) {
+  print(QString::fromUtf8(QJsonDocument(o).toJson()));
+}
 
-QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
+QString qs(std::string_view s) {
+  return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
+}
 
 int cmd_devices(const QCommandLineParser& p) {
   const auto& devs = devices();
@@ -72,7 +79,9 @@ int cmd_devices(const QCommandLineParser& p) {
   }
   if (!devs.empty()) {
     const DeviceChoice c = choose_device();
-    print(QString("Default: [%1] %2 (%3)\n").arg(c.device.info().index).arg(qs(c.device.label()), qs(c.reason)));
+    print(QString("Default: [%1] %2 (%3)\n")
+              .arg(c.device.info().index)
+              .arg(qs(c.device.label()), qs(c.reason)));
   }
   return 0;
 }
@@ -143,17 +152,21 @@ HostArray read_raw(const QString& path, const QCommandLineParser& p) {
   for (const QString& part : p.value("shape").split(',', Qt::SkipEmptyParts)) {
     bool ok = false;
     const qulonglong v = part.trimmed().toULongLong(&ok);
-    if (!ok) throw InvalidArgument("--shape must be numbers separated by commas, got '" + p.value("shape").toStdString() + "'");
+    if (!ok)
+      throw InvalidArgument("--shape must be numbers separated by commas, got '" +
+                            p.value("shape").toStdString() + "'");
     dims.push_back(static_cast<std::size_t>(v));
   }
   const Shape shape{std::span<const std::size_t>(dims)};
   const auto dtype = parse_dtype(p.value("dtype").toStdString());
   if (!dtype) {
-    throw InvalidArgument("unknown dtype '" + p.value("dtype").toStdString() + "'; use one of " + dtype_names());
+    throw InvalidArgument("unknown dtype '" + p.value("dtype").toStdString() + "'; use one of " +
+                          dtype_names());
   }
   QFile f(path);
   if (!f.open(QIODevice::ReadOnly)) {
-    throw IoError("cannot open '" + path.toStdString() + "': " + f.errorString().toStdString(), path.toStdString());
+    throw IoError("cannot open '" + path.toStdString() + "': " + f.errorString().toStdString(),
+                  path.toStdString());
   }
   HostArray h = HostArray::empty(shape, *dtype);
   if (static_cast<std::size_t>(f.size()) != h.bytes()) {
@@ -166,28 +179,39 @@ HostArray read_raw(const QString& path, const QCommandLineParser& p) {
   return h;
 }
 
-int cmd_info(const QCommandLineParser& p, const QStringList& args) {
-  if (args.size() < 2) {
-    throw InvalidArgument("usage: gpix info <source>, where source is 'sample', 'sample:NAME' "
-                          "or a raw file with --shape and --dtype");
-  }
-  const QString source = args[1];
+// Loads a source for info and run: a sample, a raw file, or a file through gpix_io.
+HostArray load_source(const QString& source, const QCommandLineParser& p, QString& label,
+                      QJsonObject& file_meta, QString& file_text) {
   HostArray host;
-  QString label = source;
-  QJsonObject file_meta;  // format, spacing, origin, direction of files read through gpix_io
-  QString file_text;
+  label = source;
   if (source == "sample" || source.startsWith("sample:")) {
-    const std::string sname = source == "sample" ? sample_names().front() : source.mid(7).toStdString();
+    const std::string sname =
+        source == "sample" ? sample_names().front() : source.mid(7).toStdString();
     Sample s = sample(sname);
     host = s.image;
     label = "sample:" + qs(s.name);
-  } else if (p.isSet("shape") || p.isSet("dtype") || source.endsWith(".raw", Qt::CaseInsensitive) ||
-             !kHaveIo) {
+  } else if (p.isSet("shape") || source.endsWith(".raw", Qt::CaseInsensitive) || !kHaveIo) {
     host = read_raw(source, p);
   } else {
     read_file(source, p, host, file_meta, file_text);
   }
-  const Device dev = p.isSet("device") ? select_device(p.value("device").toStdString()) : default_device();
+  return host;
+}
+
+Device chosen_device(const QCommandLineParser& p) {
+  return p.isSet("device") ? select_device(p.value("device").toStdString()) : default_device();
+}
+
+int cmd_info(const QCommandLineParser& p, const QStringList& args) {
+  if (args.size() < 2) {
+    throw InvalidArgument(
+        "usage: gpix info <source>, where source is 'sample', 'sample:NAME' "
+        "or a raw file with --shape and --dtype");
+  }
+  QString label, file_text;
+  QJsonObject file_meta;  // format, spacing, origin, direction of files read through gpix_io
+  const HostArray host = load_source(args[1], p, label, file_meta, file_text);
+  const Device dev = chosen_device(p);
   const Array a = Array::push(host, dev);
   const Card c = card(a);
   if (p.isSet("json")) {
@@ -205,12 +229,207 @@ int cmd_devices_args(const QCommandLineParser& p, const QStringList&) {
   return cmd_devices(p);
 }
 
+QString param_range(const ParamSpec& s) {
+  switch (s.type) {
+    case ParamType::choice: {
+      QStringList c;
+      for (const auto& x : s.choices) c << qs(x);
+      return c.join(" | ");
+    }
+    case ParamType::boolean:
+      return "true | false";
+    default:
+      break;
+  }
+  return qs(Scalar(s.min).str()) + " to " + qs(Scalar(s.max).str()) +
+         (s.unit.empty() ? "" : " " + qs(s.unit));
+}
+
+QString param_default(const ParamSpec& s) {
+  if (s.type == ParamType::choice) return qs(s.default_choice);
+  if (s.type == ParamType::boolean) return s.default_value != 0 ? "true" : "false";
+  return qs(Scalar(s.default_value).str());
+}
+
+QString dtype_list(const std::vector<DType>& v) {
+  if (v.size() == kAllDTypes.size()) return "all";
+  QStringList l;
+  for (DType t : v) l << qs(short_name(t));
+  return l.join(" ");
+}
+
+// gpix filters [--json | --markdown]: the catalog (docs/FILTERS.md is the --markdown output).
+int cmd_filters(const QCommandLineParser& p, const QStringList&) {
+  if (p.isSet("json")) {
+    QJsonArray list;
+    for (const auto& f : filters()) {
+      QJsonObject o;
+      o["name"] = qs(f.name);
+      o["category"] = qs(f.category);
+      o["doc"] = qs(f.doc);
+      QJsonArray inputs, params, dims, dtypes;
+      for (const auto& i : f.inputs)
+        inputs.append(QJsonObject{{"name", qs(i.name)}, {"kind", qs(name(i.kind))}});
+      for (const auto& s : f.params) {
+        QJsonObject po{{"name", qs(s.name)}, {"type", qs(name(s.type))}, {"doc", qs(s.doc)}};
+        if (s.type == ParamType::choice) {
+          QJsonArray c;
+          for (const auto& x : s.choices) c.append(qs(x));
+          po["choices"] = c;
+          po["default"] = qs(s.default_choice);
+        } else {
+          po["default"] = s.default_value;
+          po["min"] = s.min;
+          po["max"] = s.max;
+          po["unit"] = qs(s.unit);
+        }
+        params.append(po);
+      }
+      for (int d : f.dims) dims.append(d);
+      for (DType t : f.dtypes) dtypes.append(qs(name(t)));
+      o["inputs"] = inputs;
+      o["params"] = params;
+      o["dims"] = dims;
+      o["dtypes"] = dtypes;
+      o["output"] = qs(name(f.output));
+      o["output_dtype"] = qs(f.output_dtype);
+      list.append(o);
+    }
+    print(QString::fromUtf8(QJsonDocument(list).toJson()));
+    return 0;
+  }
+  if (p.isSet("markdown")) {
+    QString md =
+        "# gpix filters\n\nGenerated by `gpix filters --markdown` from the catalog (do not edit;\n"
+        "`test_cli` checks that this file matches). " +
+        QString::number(filters().size()) +
+        " filters. Borders replicate the nearest pixel; a box radius r means a 2r+1 window;\n"
+        "integer outputs round half to even and saturate.\n";
+    std::string category;
+    for (const auto& f : filters()) {
+      if (f.category != category) {
+        category = f.category;
+        md += "\n## " + qs(category) +
+              "\n\n| filter | inputs | parameters | dims | dtypes | output | semantics "
+              "|\n|---|---|---|---|---|---|---|\n";
+      }
+      QStringList in, ps, dims;
+      for (const auto& i : f.inputs) in << qs(i.name) + " (" + qs(name(i.kind)) + ")";
+      for (const auto& s : f.params)
+        ps << "`" + qs(s.name) + "` " + param_range(s) + ", default " + param_default(s);
+      for (int d : f.dims) dims << QString::number(d) + "D";
+      md += "| `" + qs(f.name) + "` | " + in.join(", ") + " | " +
+            (ps.isEmpty() ? "-" : ps.join("; ")) + " | " + dims.join(" ") + " | " +
+            dtype_list(f.dtypes) + " | " + qs(name(f.output)) + ", " + qs(f.output_dtype) + " | " +
+            qs(f.doc).replace("|", "\\|") + " |\n";
+    }
+    print(md);
+    return 0;
+  }
+  std::string category;
+  for (const auto& f : filters()) {
+    if (f.category != category) {
+      category = f.category;
+      print("\n" + qs(category) + "\n");
+    }
+    QStringList ps;
+    for (const auto& s : f.params) ps << "--" + qs(s.name) + " " + param_default(s);
+    print(QString("  %1 %2\n      %3\n").arg(qs(f.name), -26).arg(ps.join(" "), qs(f.doc)));
+  }
+  return 0;
+}
+
+// gpix run NAME INPUT... [OUTPUT] [--PARAM VALUE ...] [--device NAME] [--json]
+// Image results are written to OUTPUT (format by extension); table results are printed
+// (JSON with --json) or written as CSV when OUTPUT ends in .csv.
+int cmd_run(const QCommandLineParser& p, const QStringList& args) {
+  if (args.size() < 2)
+    throw InvalidArgument(
+        "usage: gpix run FILTER INPUT... [OUTPUT] [--PARAM VALUE ...]; `gpix filters` lists them");
+  const FilterInfo& f = filter(args[1].toStdString());
+  const qsizetype n_in = static_cast<qsizetype>(f.inputs.size());
+  const bool table = f.output == OutputKind::table;
+  const qsizetype given = args.size() - 2;
+  if (given < n_in || given > n_in + 1 || (!table && given != n_in + 1)) {
+    QStringList in;
+    for (const auto& i : f.inputs) in << qs(i.name);
+    throw InvalidArgument("usage: gpix run " + f.name + " " + in.join(" ").toStdString() +
+                          (table ? " [OUTPUT.csv]" : " OUTPUT") + " [--PARAM VALUE ...]");
+  }
+  Params params;
+  for (const auto& s : f.params) {
+    if (p.isSet(qs(s.name))) params[s.name] = parse_param(s, p.value(qs(s.name)).toStdString());
+  }
+  const Device dev = chosen_device(p);
+  std::vector<Array> inputs;
+  for (qsizetype i = 0; i < n_in; ++i) {
+    QString label, text;
+    QJsonObject meta;
+    inputs.push_back(Array::push(load_source(args[2 + i], p, label, meta, text), dev));
+  }
+  const Result r = run(f.name, inputs, params);
+  if (!table) {
+#if GPIX_CLI_HAVE_IO
+    io::write(std::filesystem::u8path(args.last().toStdString()), r.array);
+#else
+    throw InvalidArgument("this build of gpix has no gpix_io to write files");
+#endif
+    if (p.isSet("json")) {
+      QJsonObject o = cli::to_json(card(r.array));
+      o["output"] = args.last();
+      print_json(o);
+    }
+    return 0;
+  }
+  QStringList cols;
+  for (const auto& c : r.table.columns) cols << qs(c);
+  if (given == n_in + 1) {
+    QFile out(args.last());
+    if (!out.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
+      throw IoError(
+          "cannot write '" + args.last().toStdString() + "': " + out.errorString().toStdString(),
+          args.last().toStdString());
+    }
+    QString csv = cols.join(",") + "\n";
+    for (const auto& row : r.table.rows) {
+      QStringList v;
+      for (double x : row) v << qs(Scalar(x).str());
+      csv += v.join(",") + "\n";
+    }
+    out.write(csv.toUtf8());
+    return 0;
+  }
+  if (p.isSet("json")) {
+    QJsonArray rows;
+    for (const auto& row : r.table.rows) {
+      QJsonObject o;
+      for (std::size_t i = 0; i < row.size() && i < r.table.columns.size(); ++i) {
+        o[qs(r.table.columns[i])] =
+            std::isfinite(row[i]) ? QJsonValue(row[i]) : QJsonValue(qs(Scalar(row[i]).str()));
+      }
+      rows.append(o);
+    }
+    print_json(QJsonObject{
+        {"filter", qs(f.name)}, {"columns", QJsonArray::fromStringList(cols)}, {"rows", rows}});
+    return 0;
+  }
+  print(cols.join("\t") + "\n");
+  for (const auto& row : r.table.rows) {
+    QStringList v;
+    for (double x : row) v << qs(Scalar(x).str());
+    print(v.join("\t") + "\n");
+  }
+  return 0;
+}
+
 struct Command {
   const char* name;
   int (*run)(const QCommandLineParser&, const QStringList&);
 };
-// `gpix run` and `gpix filters` join here once the filter catalog exists.
-const Command kCommands[] = {{"devices", &cmd_devices_args}, {"info", &cmd_info}};
+const Command kCommands[] = {{"devices", &cmd_devices_args},
+                             {"info", &cmd_info},
+                             {"filters", &cmd_filters},
+                             {"run", &cmd_run}};
 
 }  // namespace
 
@@ -225,18 +444,34 @@ int main(int argc, char** argv) {
       "  devices                 list every device of every backend\n"
       "  info <source>           the metadata card of an image: a file (TIFF, PNG, JPEG, NRRD,\n"
       "                          MetaImage, NIfTI), 'sample', 'sample:NAME'\n"
-      "                          (" + qs([] {
+      "                          (" +
+      qs([] {
         std::string s;
         for (const auto& n : gpix::sample_names()) s += (s.empty() ? "" : ", ") + n;
         return s;
-      }()) + ") or a raw file with --shape and --dtype");
+      }()) +
+      ") or a raw file with --shape and --dtype");
   p.addHelpOption();
   p.addVersionOption();
-  p.addPositionalArgument("command", "devices | info");
+  p.addPositionalArgument("command", "devices | info | filters | run");
   p.addOption({"json", "Print JSON for scripts."});
-  p.addOption({"device", "Device: index, name part, or cuda:/opencl: prefix and name part.", "NAME"});
+  p.addOption(
+      {"device", "Device: index, name part, or cuda:/opencl: prefix and name part.", "NAME"});
   p.addOption({"shape", "Shape of a raw file, z,y,x order.", "Z,Y,X"});
   p.addOption({"dtype", "Pixel type of a raw file (u8 ... f64).", "T"});
+  p.addOption({"markdown", "filters: print the catalog as a Markdown table."});
+  // Every catalog parameter is an option (`gpix run gaussian_blur in.tif out.tif --sigma_x 3`);
+  // a parameter named like a global option (dtype) serves both.
+  QStringList seen = {"json",     "device",   "shape", "dtype",
+                      "channels", "markdown", "help",  "version"};
+  for (const auto& f : gpix::filters()) {
+    for (const auto& s : f.params) {
+      const QString n = qs(s.name);
+      if (seen.contains(n)) continue;
+      seen << n;
+      p.addOption({n, "Filter parameter (see `gpix filters`).", "VALUE"});
+    }
+  }
   p.addOption(
       {"channels",
        "RGB/RGBA/vector files: luminance, split, a channel number, or indices (palette files).",
@@ -260,7 +495,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gpix: %s\n", e.what());
     return 2;
   } catch (const gpix::Error& e) {
-    std::fprintf(stderr, "gpix: %s%s%s\n", e.what(), e.code().empty() ? "" : " [", e.code().empty() ? "" : (e.code() + "]").c_str());
+    std::fprintf(stderr, "gpix: %s%s%s\n", e.what(), e.code().empty() ? "" : " [",
+                 e.code().empty() ? "" : (e.code() + "]").c_str());
     return 1;
   }
 }

@@ -20,6 +20,20 @@ bool env_flag(const char* name) {
   return v && *v && std::string_view(v) != "0";
 }
 
+bool workaround_disabled(std::string_view name) {
+  const char* v = std::getenv("GPIX_DISABLE_WORKAROUNDS");
+  if (!v) return false;
+  std::string_view list(v);
+  while (!list.empty()) {
+    const auto comma = list.find(',');
+    const std::string_view item = list.substr(0, comma);
+    if (item == name || item == "all") return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
 DeviceImpl& Access::impl(const Device& d) {
   if (!d.impl_)
     throw InvalidArgument("a null gpix::Device was used; pick one with select_device()");
@@ -116,7 +130,8 @@ const Registry& registry() {
 std::uint64_t card_memory(const Device& d) {
   std::uint64_t m = d.info().global_memory;
   for (const Device& e : registry().devices) {
-    if (e.info().type == d.info().type && e.name() == d.name()) m = std::max(m, e.info().global_memory);
+    if (e.info().type == d.info().type && e.name() == d.name())
+      m = std::max(m, e.info().global_memory);
   }
   return m;
 }

@@ -49,6 +49,12 @@ MemoryStats MemoryPool::stats() const {
 void MemoryPool::set_limit(std::uint64_t bytes) {
   std::lock_guard lock(mutex_);
   stats_.limit = bytes;
+  limit_reason_.clear();
+}
+
+void MemoryPool::set_limit_reason(std::string reason) {
+  std::lock_guard lock(mutex_);
+  limit_reason_ = std::move(reason);
 }
 
 void MemoryPool::throw_oom(std::size_t bytes, const std::string& what, const std::string& reason,
@@ -83,8 +89,10 @@ std::unique_ptr<Memory> MemoryPool::device_allocate(
         released.clear();
         lock.lock();
         if (stats_.bytes_in_use + bytes > stats_.limit) {
+          std::string why = "that would pass gpix's memory limit";
+          if (!limit_reason_.empty()) why += " (" + limit_reason_ + ")";
           lock.unlock();
-          throw_oom(bytes, what, "that would pass gpix's memory limit", "GPIX_MEMORY_LIMIT");
+          throw_oom(bytes, what, why, "GPIX_MEMORY_LIMIT");
         }
       }
     }

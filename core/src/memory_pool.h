@@ -30,6 +30,8 @@ class MemoryPool : public std::enable_shared_from_this<MemoryPool> {
   void trim();
   MemoryStats stats() const;
   void set_limit(std::uint64_t bytes);
+  // Why the limit is there, for the out-of-memory message (empty: the user set it).
+  void set_limit_reason(std::string reason);
 
   static std::size_t size_class(std::size_t bytes);
 
@@ -45,6 +47,7 @@ class MemoryPool : public std::enable_shared_from_this<MemoryPool> {
   mutable std::mutex mutex_;
   std::multimap<std::size_t, std::unique_ptr<Memory>> cache_;
   MemoryStats stats_;
+  std::string limit_reason_;
 };
 
 }  // namespace gpix::detail

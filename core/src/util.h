@@ -24,9 +24,15 @@ inline std::string lower(std::string_view s) {
   return out;
 }
 
-inline std::string human(std::uint64_t bytes) { return human_bytes(bytes); }
+inline std::string human(std::uint64_t bytes) {
+  return human_bytes(bytes);
+}
 
 // Reads an environment switch: set and not "0".
 bool env_flag(const char* name);
+
+// Whether the named driver workaround is switched off: GPIX_DISABLE_WORKAROUNDS holds a
+// comma-separated list of workaround names, or "all".
+bool workaround_disabled(std::string_view name);
 
 }  // namespace gpix::detail

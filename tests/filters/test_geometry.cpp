@@ -686,7 +686,10 @@ class TestGeometry : public QObject {
       for (std::size_t i = 0; i < v.size(); ++i) v[i] = 1e9 + double(i % 7) - 3.0;
       const Array a = Array::push(v, Shape{v.size()}, d);
       const HostStats h = host_stats(v);
-      check_value(std_of_all_pixels(a), h.std, 1e-9 * h.std, "std with offset 1e9");
+      // Welford/Chan updates round the running mean at eps * 1e9 ~ 1e-7 each, which bounds
+      // the relative error of the std near 1e-7 (3e-9 seen on an H200); a naive sum of
+      // squares would be off by more than 100%.
+      check_value(std_of_all_pixels(a), h.std, 1e-6 * h.std, "std with offset 1e9");
     }
   }
 

@@ -7,6 +7,7 @@
 #include <QTest>
 
 #include "common.h"
+#include "gpix/filters.h"
 #include "gpix/io.h"
 
 using namespace gpix;
@@ -93,6 +94,85 @@ class TestIoCli : public QObject {
     QVERIFY2(missing.err.contains("no such file"), missing.err);
     const ProcResult badopt = run({"info", dir.filePath("none.tif"), "--channels", "purple"});
     QCOMPARE(badopt.code, 2);
+  }
+
+  // gpix run, file to file, against the same filter run in this process.
+  void run_filters() {
+    const auto& devs = test::test_devices();
+    if (devs.empty()) QSKIP("no device");
+    QTemporaryDir dir;
+    const auto data = test::random_values<std::uint16_t>(9 * 13);
+    const Shape shape{9, 13};
+    const QString in = dir.filePath("in.nrrd"), out = dir.filePath("out.nrrd");
+    io::write(in.toStdString(), HostArray::from(data, shape));
+    const ProcResult r = run({"run", "gaussian_blur", in, out, "--sigma_x", "1.5", "--sigma_y",
+                              "0.5", "--device", "0", "--json"});
+    QVERIFY2(r.code == 0, r.err);
+    const QJsonObject o = QJsonDocument::fromJson(r.out).object();
+    QCOMPARE(o["dtype"].toString(), QString("uint16"));
+    QCOMPARE(o["shape"].toArray(), (QJsonArray{9, 13}));
+    QCOMPARE(o["output"].toString(), out);
+    const io::Image back = io::read(out.toStdString());
+    const Array expect = gaussian_blur(Array::push(data, shape, devs[0]), 1.5, 0.5);
+    QVERIFY(back.pixels.as<std::uint16_t>().size() == expect.elements());
+    const auto e = expect.pull_as<std::uint16_t>();
+    QVERIFY(std::equal(e.begin(), e.end(), back.pixels.as<std::uint16_t>().begin()));
+    QCOMPARE(o["max"].toInteger(), static_cast<qint64>(*std::max_element(e.begin(), e.end())));
+
+    // Two inputs, and a choice parameter that shares its name with a global option.
+    const QString sum = dir.filePath("sum.nrrd"), f32 = dir.filePath("f.nrrd");
+    QCOMPARE(run({"run", "add_images", in, in, sum, "--device", "0"}).code, 0);
+    QCOMPARE(run({"run", "convert", sum, f32, "--dtype", "float32", "--device", "0"}).code, 0);
+    const io::Image conv = io::read(f32.toStdString());
+    QCOMPARE(conv.pixels.dtype(), DType::f32);
+    for (std::size_t i = 0; i < data.size(); ++i) {
+      QCOMPARE(conv.pixels.as<float>()[i], static_cast<float>(std::min<int>(2 * data[i], 65535)));
+    }
+
+    // A table result: printed as JSON, or written as CSV.
+    const ProcResult h = run({"run", "histogram", in, "--n_bins", "4", "--json", "--device", "0"});
+    QVERIFY2(h.code == 0, h.err);
+    const QJsonObject ho = QJsonDocument::fromJson(h.out).object();
+    QCOMPARE(ho["columns"].toArray(), (QJsonArray{"bin_start", "bin_end", "count"}));
+    qint64 total = 0;
+    for (const auto& row : ho["rows"].toArray()) total += row.toObject()["count"].toInteger();
+    QCOMPARE(total, static_cast<qint64>(data.size()));
+    const QString csv = dir.filePath("h.csv");
+    QCOMPARE(run({"run", "histogram", in, csv, "--n_bins", "4", "--device", "0"}).code, 0);
+    QFile cf(csv);
+    QVERIFY(cf.open(QIODevice::ReadOnly));
+    QCOMPARE(cf.readAll().count('\n'), 5);
+
+    // Errors: bad parameter value (usage, exit 2, nothing written), unknown filter, wrong
+    // number of files.
+    const QString never = dir.filePath("never.nrrd");
+    const ProcResult bad = run({"run", "gaussian_blur", in, never, "--sigma_x", "1000"});
+    QCOMPARE(bad.code, 2);
+    QVERIFY2(bad.err.contains("0 to 100 px"), bad.err);
+    QVERIFY(!QFile::exists(never));
+    QCOMPARE(run({"run", "gausian_blur", in, never}).code, 2);
+    QCOMPARE(run({"run", "add_images", in, never}).code, 2);
+  }
+
+  // docs/FILTERS.md is `gpix filters --markdown`: the docs follow the catalog.
+  void filters_doc_is_current() {
+    const ProcResult r = run({"filters", "--markdown"});
+    QCOMPARE(r.code, 0);
+    QFile f(QStringLiteral(GPIX_SOURCE_DIR) + "/docs/FILTERS.md");
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QVERIFY2(f.readAll() == r.out,
+             "docs/FILTERS.md is stale: run `build/bin/gpix filters --markdown > docs/FILTERS.md`");
+    const ProcResult j = run({"filters", "--json"});
+    const QJsonArray list = QJsonDocument::fromJson(j.out).array();
+    QCOMPARE(list.size(), static_cast<qsizetype>(filters().size()));
+    for (qsizetype i = 0; i < list.size(); ++i) {
+      const FilterInfo& f2 = filters()[static_cast<std::size_t>(i)];
+      const QJsonObject o = list[i].toObject();
+      QCOMPARE(o["name"].toString().toStdString(), f2.name);
+      QCOMPARE(o["category"].toString().toStdString(), f2.category);
+      QCOMPARE(o["params"].toArray().size(), static_cast<qsizetype>(f2.params.size()));
+      QCOMPARE(o["inputs"].toArray().size(), static_cast<qsizetype>(f2.inputs.size()));
+    }
   }
 };
 

@@ -698,8 +698,22 @@ BackendDevices enumerate_opencl() {
         problems.push_back(info.name + ": cannot create a queue (" + cl::error_name(err) + ")");
         continue;
       }
-      out.devices.push_back(
-          std::make_shared<ClDevice>(std::move(info), id, std::move(ctx), std::move(q)));
+      const bool nvidia = pname.find("NVIDIA") != std::string::npos;
+      const std::uint64_t total = info.global_memory;
+      auto dev = std::make_shared<ClDevice>(std::move(info), id, std::move(ctx), std::move(q));
+      // Named workaround "nvidia-opencl-oom": NVIDIA's OpenCL reports out-of-memory when a
+      // new buffer is first touched and then refuses every later command in that context
+      // (CL_INVALID_COMMAND_QUEUE, then -9999), so no recovery is possible once the driver
+      // runs out. gpix therefore stops at 95% of the device's memory by its own accounting
+      // and raises OutOfMemory itself, with the context intact. Other processes' use is not
+      // seen; GPIX_DISABLE_WORKAROUNDS=nvidia-opencl-oom (or gpix::set_memory_limit) lifts it.
+      if (nvidia && !workaround_disabled("nvidia-opencl-oom")) {
+        dev->pool().set_limit(total / 100 * 95);
+        dev->pool().set_limit_reason(
+            "95% of the device's memory: NVIDIA's OpenCL cannot recover from running out, "
+            "see the nvidia-opencl-oom workaround in docs/ARCHITECTURE.md");
+      }
+      out.devices.push_back(std::move(dev));
     }
   }
   out.status.devices = out.devices.size();
