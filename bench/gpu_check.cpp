@@ -249,6 +249,7 @@ std::string exhaust(const Device& dev, std::string& note) {
         "OOM after " + std::to_string(held.size()) + " x " + human_bytes(block) + ": " + e.what();
   }
   held.clear();
+  trim(dev);  // hand the freed blocks back, so the next device on this card can use them
   return works_after(dev);
 }
 

@@ -178,6 +178,10 @@ void MemoryPool::give_back(Memory* m, bool cache) {
   std::lock_guard lock(mutex_);
   stats_.bytes_in_use -= owned->bytes();
   if (!cache) return;  // freed on leaving (under the lock: freeing a buffer does not call back)
+  // The cache holds at most a quarter of the device's memory, so that freed giant blocks go
+  // back to the driver (another backend's context on the same card may need them: NVIDIA's
+  // OpenCL cannot recover from running out, see nvidia-opencl-oom).
+  if (stats_.bytes_cached + owned->bytes() > device_.info().global_memory / 4) return;
   stats_.bytes_cached += owned->bytes();
   cache_.emplace(owned->bytes(), std::move(owned));
 }

@@ -10,7 +10,7 @@ namespace gpix {
 
 struct MemoryStats {
   std::uint64_t bytes_in_use = 0;        // held by live arrays and temporaries (size classes)
-  std::uint64_t bytes_cached = 0;        // freed blocks kept for reuse
+  std::uint64_t bytes_cached = 0;        // freed blocks kept for reuse (at most 1/4 of the device)
   std::uint64_t peak_bytes_in_use = 0;   // highest bytes_in_use so far
   std::uint64_t allocations = 0;         // requests served (from the cache or the device)
   std::uint64_t cache_hits = 0;          // requests served from the cache
