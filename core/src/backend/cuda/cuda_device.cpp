@@ -245,12 +245,47 @@ class CuEvent final : public EventImpl {
   std::atomic<bool> completed_{false};
 };
 
+// The page-locked blocks that gpix allocated, on any device: transfers from or to them never
+// need a bounce block (CudaDevice::must_bounce). gpix's own record rather than
+// cuPointerGetAttribute, whose answer for pageable memory differs on HMM systems.
+class PinnedRegistry {
+ public:
+  void add(const void* p, std::size_t bytes) {
+    std::lock_guard lock(mutex_);
+    ranges_[reinterpret_cast<std::uintptr_t>(p)] = bytes;
+  }
+  void remove(const void* p) {
+    std::lock_guard lock(mutex_);
+    ranges_.erase(reinterpret_cast<std::uintptr_t>(p));
+  }
+  bool contains(const void* p) {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    std::lock_guard lock(mutex_);
+    auto it = ranges_.upper_bound(a);
+    if (it == ranges_.begin()) return false;
+    --it;
+    return a - it->first < it->second;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::uintptr_t, std::size_t> ranges_;
+};
+PinnedRegistry& pinned_registry() {
+  // Never destroyed: host memory may be released by other static objects at exit.
+  static auto* r = new PinnedRegistry;
+  return *r;
+}
+
 // Page-locked host memory for users (HostArray::pinned and the staging ring).
 class CuHostMemory final : public HostMemory {
  public:
   CuHostMemory(std::shared_ptr<const Context> ctx, cuda::HostPtr p, std::size_t bytes)
-      : HostMemory(p.get(), bytes), ctx_(std::move(ctx)), p_(std::move(p)) {}
+      : HostMemory(p.get(), bytes), ctx_(std::move(ctx)), p_(std::move(p)) {
+    pinned_registry().add(data(), std::max<std::size_t>(bytes, 1));
+  }
   ~CuHostMemory() override {
+    pinned_registry().remove(data());
     ContextScope scope(*ctx_, std::nothrow);
     p_.reset();
   }
@@ -268,6 +303,7 @@ class PinnedCache : public std::enable_shared_from_this<PinnedCache> {
  public:
   explicit PinnedCache(std::shared_ptr<const Context> ctx) : ctx_(std::move(ctx)) {}
   ~PinnedCache() {
+    for (const auto& b : blocks_) pinned_registry().remove(b.get());
     ContextScope scope(*ctx_, std::nothrow);
     blocks_.clear();
   }
@@ -295,6 +331,7 @@ class PinnedCache : public std::enable_shared_from_this<PinnedCache> {
                               "; free pinned HostArrays or host memory",
                           want, cuda::error_name(r));
       }
+      pinned_registry().add(raw, want);
       std::lock_guard lock(mutex_);
       blocks_.emplace_back(raw);
       p = static_cast<std::byte*>(raw);
@@ -1007,13 +1044,10 @@ class CudaDevice final : public DeviceImpl {
   // The driver copies pageable host memory synchronously after the stream drains; while a
   // user event is pending, the stream may never drain on its own (the thread that would
   // complete it is the one that would block), so pageable memory then goes through a pinned
-  // block instead. Needs the context current.
+  // block instead. Page-locked memory that gpix did not allocate is bounced too (a copy more,
+  // only while a user event is pending).
   bool must_bounce(const void* host) {
-    if (flags_->pending.load() == 0) return false;
-    unsigned type = 0;
-    const CUresult r =
-        drv().cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, address(host));
-    return r != CUDA_SUCCESS || type != CU_MEMORYTYPE_HOST;
+    return flags_->pending.load() != 0 && !pinned_registry().contains(host);
   }
 
   Side side(const Memory& m, const Pitched& p) const {
