@@ -1,7 +1,8 @@
 // Transfers between host and device and between arrays, for every layout: contiguous
 // buffers take the backend's plain calls; padded arrays, images and regions take the pitched
 // calls; large transfers from ordinary host memory are pipelined through a ring of pinned
-// chunks; copies between devices are staged through pinned host memory.
+// chunks; copies between devices go peer to peer where the backend can (CUDA), otherwise they
+// are staged through pinned host memory.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -223,12 +224,20 @@ void copy_box(const ArrayImpl& src, const Pitched& s, ArrayImpl& dst, const Pitc
       dp = dc.get();
     }
     const std::size_t bytes = e[0] * e[1] * e[2];
+    // Device to device where the pair has a direct path (CUDA peer to peer).
+    if (auto ev = sp->device->copy_peer(*sp->memory, 0, *dp->device, *dp->memory, 0, bytes)) {
+      ev->wait();
+      if (dc) copy_box(*dc, dc->at(), dst, d, e);
+      return;
+    }
     StagingRing& r = ring(*sp->device);
     std::unique_lock lock(r.mutex);
     if (r.ready()) {
       DeviceImpl& sd = *sp->device;
       DeviceImpl& dd = *dp->device;
       const std::size_t cb = r.chunk_bytes();
+      // busy[k]: the write out of chunk k; the read into chunk k waits for it, so while the
+      // destination takes chunk k the source fills the next one.
       std::array<std::shared_ptr<EventImpl>, StagingRing::kChunks> busy;
       int k = 0;
       try {
@@ -239,9 +248,8 @@ void copy_box(const ArrayImpl& src, const Pitched& s, ArrayImpl& dst, const Pitc
           sd.read_rect(sd.default_queue(), *sp->memory, linear(pos, n), r.chunk(k), linear(0, n),
                        {n, 1, 1}, {})
               ->wait();
-          // A blocking write: every backend has it, and the read of the next chunk cannot
-          // start before this one is in the ring anyway.
-          dd.write(*dp->memory, pos, r.chunk(k), n);
+          slot = dd.write_rect(dd.default_queue(), *dp->memory, linear(pos, n), r.chunk(k),
+                               linear(0, n), {n, 1, 1}, {});
         }
         for (auto& ev : busy) {
           if (ev) ev->wait();

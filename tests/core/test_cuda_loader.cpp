@@ -4,12 +4,20 @@
 // program several times; GPIX_TEST_CUDA_EXPECT says which case it sets up (see
 // tests/CMakeLists.txt). Also: CUDA error names and checks, and the CUDA RAII owners' logic.
 #include <dlfcn.h>
+#include <QTemporaryDir>
 #include <QTest>
+#include <cstdlib>
+#include <thread>
 
 #include "backend/cuda/cuda_handles.h"
 #include "backend/cuda/driver.h"
 #include "common.h"
 #include "detail.h"
+#include "gpix/dlpack.h"
+#include "gpix/image.h"
+#include "gpix/memory.h"
+#include "gpix/queue.h"
+#include "gpix/svm.h"
 #include "programs.h"
 
 using namespace gpix;
@@ -42,6 +50,55 @@ FakeState fake_state() {
   }
   dlclose(lib);
   return st;
+}
+
+// The fake's pinned host memory, arrays, texture objects and events alive, and its last
+// texture object's descriptor.
+struct FakeState2 {
+  std::size_t host = 0;
+  int arrays = -1, textures = -1, events = -1;
+};
+template <class Fn>
+Fn fake_fn(const char* name) {
+  void* lib = dlopen(qgetenv("GPIX_CUDA_LIBRARY").constData(), RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) return nullptr;
+  auto fn = reinterpret_cast<Fn>(dlsym(lib, name));
+  dlclose(lib);  // gpix keeps the library loaded
+  return fn;
+}
+FakeState2 fake_state2() {
+  FakeState2 st;
+  if (auto fn = fake_fn<void (*)(std::size_t*, int*, int*, int*)>("fake_cuda_state2"))
+    fn(&st.host, &st.arrays, &st.textures, &st.events);
+  return st;
+}
+struct FakeTexture {
+  void* array = nullptr;
+  int filter = -1, address = -1;
+  unsigned flags = 0;
+};
+FakeTexture fake_texture() {
+  FakeTexture t;
+  if (auto fn = fake_fn<void (*)(void**, int*, unsigned*, int*)>("fake_cuda_last_texture"))
+    fn(&t.array, &t.filter, &t.flags, &t.address);
+  return t;
+}
+
+HostArray host_random_u32(const Shape& s) {
+  return HostArray::from(test::random_bits<std::uint32_t>(s.elements()), s);
+}
+bool same_bytes(const HostArray& a, const HostArray& b) {
+  return a.bytes() == b.bytes() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
+}
+// The box (z, y, x origin and extent) of src copied into dst, on the host.
+void ref_copy(const HostArray& src, const std::vector<std::size_t>& so, HostArray& dst,
+              const std::vector<std::size_t>& dorg, const std::vector<std::size_t>& e) {
+  const std::size_t es = size_of(src.dtype());
+  const Shape ss = src.shape(), ds = dst.shape();
+  for (std::size_t z = 0; z < e[0]; ++z)
+    for (std::size_t y = 0; y < e[1]; ++y)
+      std::memcpy(dst.data() + (((dorg[0] + z) * ds[1] + dorg[1] + y) * ds[2] + dorg[2]) * es,
+                  src.data() + (((so[0] + z) * ss[1] + so[1] + y) * ss[2] + so[2]) * es, e[2] * es);
 }
 
 template <class T>
@@ -257,6 +314,269 @@ class TestCudaLoader : public QObject {
       QVERIFY2(std::string(e.what()).find("stats_partial") != std::string::npos, e.what());
     }
     QCOMPARE(fake_state().depth, 0);
+  }
+
+  // The memory model on the fake (issue 3 through CudaDevice): queues and events, user events,
+  // pitched and region copies, pinned and staged transfers, mapping, images as CUDA arrays with
+  // texture objects, DLPack adoption, the program disk cache, managed memory.
+  void fake_memory_model() {
+    if (expect() != "fake_device") QSKIP("runs in test_cuda_loader_fake_device");
+    Device dev;
+    for (const Device& d : devices()) {
+      if (d.backend() == Backend::cuda) dev = d;
+    }
+    QVERIFY(dev.valid());
+    // Small staging chunks, so that transfers of a few MB run through the pinned ring.
+    qputenv("GPIX_STAGING_CHUNK_MB", "1");
+    qputenv("GPIX_STAGING_MIN_MB", "1");
+
+    // Queues and events: each step on another queue, ordered only by events.
+    {
+      const Shape s{37, 41};
+      HostArray in = HostArray::from(test::random_bits<std::uint16_t>(s.elements()), s);
+      Queue q1 = Queue::create(dev), q2 = Queue::create(dev);
+      QCOMPARE(fake_state().streams, 3);
+      Array a = Array::empty(s, DType::u16, dev), b = Array::empty(s, DType::u16, dev);
+      Array c = Array::padded(s, Shape{40, 64}, DType::u16, dev);
+      Event e1 = push_async(in, a, q1);
+      Event e2 = fill_async(b, 7, q2, {e1});
+      Event e3 = copy_async(a, c, q2, {e2});
+      Event e4 = copy_async(c, b, q1, {e3});
+      HostArray out = HostArray::pinned(s, DType::u16, dev);
+      QVERIFY(out.is_pinned());
+      std::memset(out.data(), 0xEE, out.bytes());
+      Event e5 = pull_async(b, out, q2, {e4});
+      e5.wait();
+      QVERIFY(e5.done() && e1.done());
+      QVERIFY(same_bytes(out, in));
+      Event m = q1.marker({e5});
+      m.wait();
+      q1.finish();
+      q2.finish();
+      QVERIFY_THROWS_EXCEPTION(InvalidArgument, e5.complete());
+    }
+    QCOMPARE(fake_state().streams, 1);
+    QCOMPARE(fake_state().depth, 0);
+
+    // A user event holds work back; pageable host memory must not make the thread wait for
+    // the gated stream (the fake reports that as a hang).
+    {
+      const Shape s{5, 17, 9};
+      HostArray in = HostArray::from(test::random_bits<std::int32_t>(s.elements()), s);
+      Array a = Array::empty(s, DType::i32, dev);
+      a.fill(-123456);
+      Queue q1 = Queue::create(dev), q2 = Queue::create(dev);
+      Event gate = Event::user(dev);
+      Event pushed = push_async(in, a, q1, {gate});
+      QVERIFY(!pushed.done());
+      HostArray wrong = HostArray::empty(s, DType::i32);
+      pull_async(a, wrong, q2).wait();  // no wait: the old contents
+      for (std::int32_t v : wrong.as<std::int32_t>()) QCOMPARE(v, -123456);
+      HostArray right = HostArray::empty(s, DType::i32);
+      std::memset(right.data(), 0, right.bytes());
+      Event pulled = pull_async(a, right, q2, {pushed});
+      QVERIFY(!pulled.done());
+      for (std::int32_t v : right.as<std::int32_t>()) QCOMPARE(v, 0);  // not landed yet
+      gate.complete();
+      pulled.wait();
+      QVERIFY(same_bytes(right, in));
+      // A user event dropped without complete() releases its waiters.
+      Array b = Array::create(s, DType::i32, dev);
+      {
+        Event g2 = Event::user(dev);
+        push_async(in, b, q1, {g2});
+      }
+      q1.finish();
+      QVERIFY(same_bytes(b.pull(), in));
+    }
+    QCOMPARE(fake_state().streams, 1);
+
+    // Regions and padding, 3D, against a CPU reference.
+    {
+      const Shape s{6, 13, 11};
+      HostArray h = host_random_u32(s);
+      Array a = Array::padded(s, Shape{7, 16, 17}, DType::u32, dev);
+      a.write(h);
+      QVERIFY(same_bytes(a.pull(), h));
+      const std::vector<std::size_t> o{1, 2, 3}, e{5, 11, 8};
+      HostArray r = a.read_region(Region{o, e});
+      HostArray want = HostArray::empty(Shape{5, 11, 8}, DType::u32);
+      ref_copy(h, o, want, {0, 0, 0}, e);
+      QVERIFY(same_bytes(r, want));
+      HostArray patch = host_random_u32(Shape{2, 3, 4});
+      a.write_region(Region{{4, 10, 7}, {2, 3, 4}}, patch);
+      ref_copy(patch, {0, 0, 0}, h, {4, 10, 7}, {2, 3, 4});
+      QVERIFY(same_bytes(a.pull(), h));
+      Array b = Array::create(Shape{9, 9, 9}, DType::u32, dev);
+      HostArray hb = b.pull();
+      copy_region(a, {0, 1, 2}, b, {3, 0, 1}, {6, 9, 8});
+      ref_copy(h, {0, 1, 2}, hb, {3, 0, 1}, {6, 9, 8});
+      QVERIFY(same_bytes(b.pull(), hb));
+    }
+
+    // Pinned and staged: ~3 MB pageable transfers go through 1 MB pinned chunks.
+    {
+      const Shape s{3, 501, 523};
+      HostArray in = host_random_u32(s);
+      Array a = Array::empty(s, DType::u32, dev);
+      a.write(in);
+      HostArray out = HostArray::empty(s, DType::u32);
+      a.read(out);
+      QVERIFY(same_bytes(out, in));
+      HostArray p = empty_like(a);
+      QVERIFY(p.is_pinned());
+      a.read(p);
+      QVERIFY(same_bytes(p, in));
+      QVERIFY(fake_state2().host >= 4u << 20);  // the ring's four chunks
+    }
+
+    // Mapping: write, read_write, read.
+    {
+      const Shape s{13, 29};
+      const auto data = test::random_values<float>(s.elements());
+      Array a = Array::create(s, DType::f32, dev);
+      {
+        Mapping m = a.map(MapMode::write);
+        std::copy(data.begin(), data.end(), m.as<float>().begin());
+      }
+      QVERIFY(a.pull_as<float>() == data);
+      {
+        Mapping m = a.map(MapMode::read_write);
+        for (float& x : m.as<float>()) x = -x;
+      }
+      const auto neg = a.pull_as<float>();
+      for (std::size_t i = 0; i < data.size(); ++i) QCOMPARE(neg[i], -data[i]);
+      {
+        const Mapping m = a.map(MapMode::read);
+        QCOMPARE(m.as<float>()[5], -data[5]);
+      }
+    }
+
+    // Images: CUDA arrays; round trips and buffer <-> image copies; texture objects take the
+    // sampler (read as integer for integer images, linear only for f32).
+    {
+      const Shape s{5, 7, 9};
+      HostArray h = HostArray::from(test::random_bits<std::uint16_t>(s.elements()), s);
+      Array img = Array::empty_image(s, DType::u16, dev);
+      QCOMPARE(fake_state2().arrays, 1);
+      img.write(h);
+      QVERIFY(same_bytes(img.pull(), h));
+      Array buf = img.to_buffer();
+      QVERIFY(same_bytes(buf.pull(), h));
+      QVERIFY(same_bytes(buf.to_image().pull(), h));
+      HostArray want = buf.pull();
+      Array img2 = Array::empty_image(Shape{4, 6, 8}, DType::u16, dev);
+      img2.write(HostArray::from(test::random_bits<std::uint16_t>(4 * 6 * 8), Shape{4, 6, 8}));
+      HostArray want2 = img2.pull();
+      copy_region(img, {1, 1, 1}, img2, {0, 2, 3}, {3, 4, 5});
+      ref_copy(h, {1, 1, 1}, want2, {0, 2, 3}, {3, 4, 5});
+      QVERIFY(same_bytes(img2.pull(), want2));
+      const Array coords = Array::create(Shape{4, 3}, DType::f32, dev);
+      try {
+        (void)resample(img, coords, Sampler{Sampler::Filter::nearest, Sampler::Coordinates::pixel});
+        QFAIL("no exception");
+      } catch (const DeviceError& e) {
+        QCOMPARE(e.code(), std::string("CUDA_ERROR_NOT_SUPPORTED"));  // the fake runs no kernel
+      }
+      FakeTexture t = fake_texture();
+      QCOMPARE(t.filter, 0);   // CU_TR_FILTER_MODE_POINT
+      QCOMPARE(t.address, 1);  // CU_TR_ADDRESS_MODE_CLAMP
+      QCOMPARE(t.flags, 1u);   // CU_TRSF_READ_AS_INTEGER, pixel coordinates
+      Array f = Array::empty_image(Shape{3, 4}, DType::f32, dev);
+      QVERIFY_THROWS_EXCEPTION(DeviceError, resample(f, Array::create(Shape{4, 2}, DType::f32, dev),
+                                                     Sampler{Sampler::Filter::linear,
+                                                             Sampler::Coordinates::normalized}));
+      t = fake_texture();
+      QCOMPARE(t.filter, 1);  // CU_TR_FILTER_MODE_LINEAR
+      QCOMPARE(t.flags, 2u);  // CU_TRSF_NORMALIZED_COORDINATES, read as float
+      QVERIFY(fake_state2().textures >= 2);
+      QVERIFY_THROWS_EXCEPTION(UnsupportedDType, Array::empty_image(Shape{4, 4}, DType::f64, dev));
+    }
+    QCOMPARE(fake_state2().arrays, 0);
+    QCOMPARE(fake_state2().textures, 0);  // destroyed with their arrays
+
+    // DLPack: export shares the device pointer; import adopts it (the deleter runs once, when
+    // the adopting array dies); memory the driver does not know is refused, and freed.
+    {
+      const auto vals = test::random_values<std::int16_t>(35);
+      const Array a = Array::push(vals, Shape{5, 7}, dev);
+      DLManagedTensor* t = to_dlpack(a);
+      QCOMPARE(t->dl_tensor.device.device_type, kDLCUDA);
+      QCOMPARE(t->dl_tensor.device.device_id, 0);
+      {
+        const Array b = array_from_dlpack(t, dev);
+        QVERIFY(b.pull_as<std::int16_t>() == vals);
+      }
+      static int deleted = 0;
+      static std::vector<std::int16_t> host_bytes;
+      static std::int64_t shape[2] = {5, 7};
+      host_bytes = vals;
+      static DLManagedTensor fake{};
+      fake.dl_tensor.data = host_bytes.data();
+      fake.dl_tensor.device = {kDLCUDA, 0};
+      fake.dl_tensor.ndim = 2;
+      fake.dl_tensor.dtype = {kDLInt, 16, 1};
+      fake.dl_tensor.shape = shape;
+      fake.deleter = [](DLManagedTensor*) { ++deleted; };
+      QVERIFY_THROWS_EXCEPTION(InvalidArgument, array_from_dlpack(&fake, dev));
+      QCOMPARE(deleted, 1);
+    }
+
+    // The program disk cache: a cubin stored with its tag loads back through load().
+    {
+      QTemporaryDir dir;
+      qputenv("GPIX_CACHE_DIR", dir.path().toUtf8());
+      qunsetenv("GPIX_NO_DISK_CACHE");
+      auto& impl = detail::Access::impl(dev);
+      impl.clear_memory_cache();
+      const auto c0 = impl.cache_counters();
+      (void)impl.kernel(detail::program("fill.kernel"), "fill_u64", {});
+      const auto c1 = impl.cache_counters();
+      QCOMPARE(c1.compiles, c0.compiles + 1);
+      QCOMPARE(c1.disk_writes, c0.disk_writes + 1);
+      impl.clear_memory_cache();
+      (void)impl.kernel(detail::program("fill.kernel"), "fill_u64", {});
+      const auto c2 = impl.cache_counters();
+      QCOMPARE(c2.disk_hits, c1.disk_hits + 1);
+      QCOMPARE(c2.compiles, c1.compiles);
+      Array a = Array::create(Shape{3, 5}, DType::u64, dev);
+      a.fill(std::uint64_t{0x0123456789abcdefULL});  // the kernel from the cache runs
+      for (std::uint64_t v : a.pull_as<std::uint64_t>()) QCOMPARE(v, 0x0123456789abcdefULL);
+      qunsetenv("GPIX_CACHE_DIR");
+    }
+
+    // Memory report and managed memory (never more than is free).
+    {
+      const MemoryReport r = memory_report(dev);
+      QVERIFY(r.device_known);
+      QCOMPARE(r.device_total, std::uint64_t{256} << 20);
+      QVERIFY(supports_svm(dev));
+      const Shape s{33, 17};
+      const auto data = test::random_values<std::int32_t>(s.elements());
+      SharedBuffer b = SharedBuffer::allocate(s.elements() * 4, dev);
+      {
+        Mapping m = b.map(MapMode::write);
+        std::memcpy(m.data(), data.data(), b.bytes());
+      }
+      Array a = Array::empty(s, DType::i32, dev);
+      b.copy_to(a);
+      QVERIFY(a.pull_as<std::int32_t>() == data);
+      a.fill(-5);
+      b.copy_from(a);
+      {
+        const Mapping m = b.map(MapMode::read);
+        const auto* p = reinterpret_cast<const std::int32_t*>(m.data());
+        for (std::size_t i = 0; i < s.elements(); ++i) QCOMPARE(p[i], -5);
+      }
+      QVERIFY_THROWS_EXCEPTION(OutOfMemory, SharedBuffer::allocate(std::size_t{300} << 20, dev));
+    }
+
+    qunsetenv("GPIX_STAGING_CHUNK_MB");
+    qunsetenv("GPIX_STAGING_MIN_MB");
+    trim(dev);
+    QCOMPARE(fake_state().allocated, std::size_t{0});
+    QCOMPARE(fake_state().depth, 0);
+    QCOMPARE(fake_state().streams, 1);
   }
 
   void error_names() {

@@ -65,6 +65,10 @@ std::unique_ptr<Memory> DeviceImpl::allocate_image(const ImageFormat&) {
 bool DeviceImpl::image_supported(DType, int) {
   return false;
 }
+std::shared_ptr<EventImpl> DeviceImpl::copy_peer(const Memory&, std::size_t, DeviceImpl&, Memory&,
+                                                 std::size_t, std::size_t) {
+  return nullptr;
+}
 NativeMemoryInfo DeviceImpl::native_memory_info() {
   return {};
 }

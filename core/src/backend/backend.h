@@ -281,6 +281,14 @@ class DeviceImpl {
   // Whether allocate_image() can make a one-channel image of dtype t with dims 2 or 3.
   virtual bool image_supported(DType t, int dims);
 
+  // A copy of bytes from src (on this device) to dst on device `to`, made by the devices
+  // themselves on this device's default queue (CUDA: cuMemcpyPeerAsync where
+  // cuDeviceCanAccessPeer allows); returns its event, or nullptr when this pair of devices has
+  // no direct path (callers then stage through host memory).
+  virtual std::shared_ptr<EventImpl> copy_peer(const Memory& src, std::size_t src_offset,
+                                               DeviceImpl& to, Memory& dst, std::size_t dst_offset,
+                                               std::size_t bytes);
+
   // The API's own view of free and total memory (CUDA: cuMemGetInfo); OpenCL reports none.
   virtual NativeMemoryInfo native_memory_info();
 

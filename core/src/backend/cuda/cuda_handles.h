@@ -35,11 +35,24 @@ inline void release_memory(CUdeviceptr p) noexcept {
   if (const Driver* d = driver()) d->cuMemFree(p);
 }
 
+inline void release_array(CUarray a) noexcept {
+  if (const Driver* d = driver()) d->cuArrayDestroy(a);
+}
+inline void release_texture(CUtexObject t) noexcept {
+  if (const Driver* d = driver()) d->cuTexObjectDestroy(t);
+}
+inline void release_host(void* p) noexcept {
+  if (const Driver* d = driver()) d->cuMemFreeHost(p);
+}
+
 using PrimaryContextRef = UniqueHandle<PrimaryContext, &release_primary>;
 using Stream = UniqueHandle<CUstream, &release_stream>;
 using Event = UniqueHandle<CUevent, &release_event>;
 using Module = UniqueHandle<CUmodule, &release_module>;
 using DevicePtr = UniqueHandle<CUdeviceptr, &release_memory>;
+using Array = UniqueHandle<CUarray, &release_array>;
+using Texture = UniqueHandle<CUtexObject, &release_texture>;
+using HostPtr = UniqueHandle<void*, &release_host>;  // from cuMemHostAlloc
 
 // One device's primary context, shared (std::shared_ptr) by the device and everything it
 // allocates, so the context is released only after the last allocation and module are gone,

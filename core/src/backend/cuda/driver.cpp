@@ -90,6 +90,9 @@ Driver* load(std::string& why) {
   if (!d->fn) missing += (missing.empty() ? "" : ", ") + std::string(sym);
   GPIX_CUDA_DRIVER_FUNCTIONS(GPIX_CUDA_RESOLVE)
 #undef GPIX_CUDA_RESOLVE
+#define GPIX_CUDA_RESOLVE_OPTIONAL(fn, sym) d->fn = l.symbol<decltype(d->fn)>(sym);
+  GPIX_CUDA_OPTIONAL_FUNCTIONS(GPIX_CUDA_RESOLVE_OPTIONAL)
+#undef GPIX_CUDA_RESOLVE_OPTIONAL
   if (!missing.empty()) {
     why = l.path() + " (CUDA " + version_text(d->version) +
           ") lacks functions gpix needs: " + missing + "; update the NVIDIA driver";

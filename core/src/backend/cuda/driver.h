@@ -45,7 +45,32 @@ inline constexpr int kMinDriverVersion = 11000;
   X(cuModuleUnload, "cuModuleUnload")                          \
   X(cuModuleGetFunction, "cuModuleGetFunction")                \
   X(cuFuncGetAttribute, "cuFuncGetAttribute")                  \
-  X(cuLaunchKernel, "cuLaunchKernel")
+  X(cuLaunchKernel, "cuLaunchKernel")                          \
+  X(cuCtxSynchronize, "cuCtxSynchronize")                      \
+  X(cuStreamWaitEvent, "cuStreamWaitEvent")                    \
+  X(cuStreamQuery, "cuStreamQuery")                            \
+  X(cuEventRecord, "cuEventRecord")                            \
+  X(cuEventQuery, "cuEventQuery")                              \
+  X(cuEventSynchronize, "cuEventSynchronize")                  \
+  X(cuLaunchHostFunc, "cuLaunchHostFunc")                      \
+  X(cuMemHostAlloc, "cuMemHostAlloc")                          \
+  X(cuMemFreeHost, "cuMemFreeHost")                            \
+  X(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2") \
+  X(cuPointerGetAttribute, "cuPointerGetAttribute")            \
+  X(cuMemcpy3DAsync, "cuMemcpy3DAsync_v2")                     \
+  X(cuArray3DCreate, "cuArray3DCreate_v2")                     \
+  X(cuArrayDestroy, "cuArrayDestroy")                          \
+  X(cuTexObjectCreate, "cuTexObjectCreate")                    \
+  X(cuTexObjectDestroy, "cuTexObjectDestroy")                  \
+  X(cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer")            \
+  X(cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess")            \
+  X(cuMemcpyPeerAsync, "cuMemcpyPeerAsync")                    \
+  X(cuMemAllocManaged, "cuMemAllocManaged")
+
+// Functions newer than kMinDriverVersion: resolved where the driver has them, nullptr
+// otherwise (the feature that needs one then reports that the driver is too old).
+// cuStreamWaitValue32_v2 arrived with CUDA 11.7; user events need it.
+#define GPIX_CUDA_OPTIONAL_FUNCTIONS(X) X(cuStreamWaitValue32, "cuStreamWaitValue32_v2")
 
 struct Driver {
   DynLib lib;
@@ -56,6 +81,7 @@ struct Driver {
   decltype(&::cuDriverGetVersion) cuDriverGetVersion = nullptr;
 #define GPIX_CUDA_MEMBER(fn, sym) decltype(&::fn) fn = nullptr;
   GPIX_CUDA_DRIVER_FUNCTIONS(GPIX_CUDA_MEMBER)
+  GPIX_CUDA_OPTIONAL_FUNCTIONS(GPIX_CUDA_MEMBER)
 #undef GPIX_CUDA_MEMBER
 };
 
