@@ -311,6 +311,7 @@ void Array::copy_from(const Array& src) {
   if (same_memory(src)) return;
   if (s.device == d.device && s.contiguous() && d.contiguous()) {
     d.device->copy(*s.memory, 0, *d.memory, 0, bytes());
+    d.device->finish();  // blocking, as documented: work on other queues may read it next
     return;
   }
   detail::copy_box(s, s.at(), d, d.at(), s.whole());
@@ -328,6 +329,7 @@ void Array::fill(Scalar value) {
     }
     // The padding is filled too: its contents are undefined anyway.
     a.device->fill(*a.memory, 0, a.span_bytes(), &v, sizeof(T));
+    a.device->finish();  // blocking, as documented: work on other queues may read it next
   });
 }
 
@@ -342,6 +344,7 @@ void Array::zero() {
   // A 4-byte pattern is faster where the size allows it.
   const std::size_t n = a.span_bytes();
   a.device->fill(*a.memory, 0, n, &z, n % 4 == 0 ? 4 : 1);
+  a.device->finish();
 }
 
 const Shape& Array::shape() const {

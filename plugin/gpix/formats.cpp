@@ -11,6 +11,11 @@
 
 #include "gpix/error.h"
 #include "gpix/samples.h"
+#if GPIX_FORMATS_HAVE_IO
+#include <filesystem>
+
+#include "gpix/io.h"
+#endif
 
 namespace gpix::formats {
 
@@ -226,12 +231,61 @@ gpix::plugin::Reader sample_reader() {
           }};
 }
 
+#if GPIX_FORMATS_HAVE_IO
+// Every format of gpix_io (ITK): TIFF stacks, NRRD, MetaImage, NIfTI, JPEG. PNG stays with
+// the Qt reader above (it splits colour into one layer per channel). Colour files in the ITK
+// formats open as a (channel, y, x) stack, never mixed silently into one value.
+QStringList io_patterns(bool writing) {
+  QStringList p;
+  for (const auto& f : gpix::io::formats()) {
+    if (f.name == "PNG" || (writing && f.lossy)) continue;
+    for (const auto& e : f.extensions) p << QStringLiteral("*") + QString::fromStdString(e);
+  }
+  return p;
+}
+
+gpix::plugin::Reader io_reader() {
+  return {
+      QStringLiteral("itk"), io_patterns(false), [](const QString& path) {
+        gpix::io::ReadOptions o;
+        o.channels = gpix::io::Channels::split;
+        const gpix::io::Image img = gpix::io::read(std::filesystem::u8path(s(path)), o);
+        Layer l;
+        l.name = QFileInfo(path).completeBaseName();
+        l.host = img.pixels;
+        l.source = path;
+        l.metadata.insert(QStringLiteral("format"), QString::fromStdString(img.format));
+        QStringList sp;
+        for (double v : img.meta.spacing_or_default(img.pixels.shape().ndim()))
+          sp << QString::number(v);
+        l.metadata.insert(QStringLiteral("spacing"), sp.join(QStringLiteral(", ")));
+        if (img.file_components > 1) {
+          l.metadata.insert(
+              QStringLiteral("channels"),
+              QStringLiteral("%1 components split along the first axis").arg(img.file_components));
+        }
+        return QList<Layer>{l};
+      }};
+}
+
+gpix::plugin::Writer io_writer() {
+  return {QStringLiteral("itk"), io_patterns(true), [](const Layer& l, const QString& path) {
+            const gpix::HostArray h = l.host.valid() ? l.host : l.array.pull();
+            gpix::io::write(std::filesystem::u8path(s(path)), h);
+          }};
+}
+#endif
+
 void register_all(gpix::plugin::HostContext& host) {
   host.register_reader(sample_reader());
   host.register_reader(raw_reader());
   host.register_writer(raw_writer());
   host.register_reader(png_reader());
   host.register_writer(png_writer());
+#if GPIX_FORMATS_HAVE_IO
+  host.register_reader(io_reader());
+  host.register_writer(io_writer());
+#endif
 }
 
 }  // namespace gpix::formats
