@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """CuPy's figures for the same operations as gpix's benchmarks, in the same run.
 
-    python3 bench/peer_cupy.py [--quick]
+    python3 bench/peer_cupy.py [--quick] [--transfers]
 
 Median ms over repeats with CUDA events (device work) or a synchronised host clock
 (transfers), float32, as bench_filters / bench_reductions / bench_memory measure gpix.
@@ -59,6 +59,8 @@ def main():
             t = host_ms(lambda: dev.get(out=src))
             print(f"{'pull %d MB %s' % (mb, name):34s} {t:10.3f} {n * 4 / t / 1e6:8.2f}")
         del dev
+    if "--transfers" in sys.argv:
+        return
     # Filters and reductions.
     for shape in ((8192, 8192), (512, 512, 512)):
         a = cp.random.default_rng(1).random(shape, dtype=cp.float32)

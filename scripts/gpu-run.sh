@@ -4,6 +4,7 @@
 #   scripts/gpu-run.sh check     gpix devices + bench/gpu_check on every device
 #   scripts/gpu-run.sh tests     the core, kernel and filter suites (ctest) on CUDA and NVIDIA OpenCL
 #   scripts/gpu-run.sh bench     gpix benchmarks on CUDA and NVIDIA OpenCL, then CuPy's
+#   scripts/gpu-run.sh transfers push/pull GB/s only (bench_memory and CuPy)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 stage=${1:-check}
@@ -44,5 +45,13 @@ case "$stage" in
     done
     echo "== CuPy"
     timeout 200 python3 bench/peer_cupy.py 2>&1 | tee "$out/cupy.txt"
+    ;;
+  transfers)
+    for dev in cuda: opencl:NVIDIA; do
+      echo "== bench_memory --device $dev"
+      OCL_ICD_VENDORS=/tmp/nv-icd timeout 150 "$build/bin/bench_memory" --device "$dev" 2>&1 | tee -a "$out/bench.txt"
+    done
+    echo "== CuPy"
+    timeout 120 python3 bench/peer_cupy.py --transfers 2>&1 | tee "$out/cupy.txt"
     ;;
 esac
