@@ -428,7 +428,11 @@ class TestWidgets : public QObject {
     QCOMPARE(workflow_->steps().size(), 2);
     QCOMPARE(workflow_->sources(), QStringList{QStringLiteral("cells 1")});
     const QString sh = workflow_->to_cli_script();
-    QVERIFY2(sh.contains(QStringLiteral("gpix run gaussian_blur \"$cells_1\"")), qPrintable(sh));
+    // The `gpix run FILTER IN... OUT --param value` form the CLI takes (test_io_cli runs it).
+    QVERIFY2(
+        sh.contains(QStringLiteral("gpix run gaussian_blur \"$cells_1\" \"$gaussian_blur\" --")),
+        qPrintable(sh));
+    QVERIFY2(sh.contains(QStringLiteral("gaussian_blur='gaussian_blur.nrrd'")), qPrintable(sh));
     QVERIFY2(sh.contains(QStringLiteral("--sigma_y '2'")), qPrintable(sh));
     QVERIFY2(sh.contains(QStringLiteral("gpix run multiply_scalar \"$gaussian_blur\"")),
              qPrintable(sh));

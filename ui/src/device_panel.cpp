@@ -1,4 +1,5 @@
 #include "gpix/ui/device_panel.h"
+#include "gpix/memory.h"
 
 #include <QFrame>
 #include <QLabel>
@@ -116,9 +117,20 @@ void DevicePanel::refresh() {
     c.use->setEnabled(!current);
     const std::uint64_t held = layer_bytes(int(i));
     const std::uint64_t total = dev.info().global_memory;
+    // gpix's pool accounting, and the driver's free memory where the API reports it.
+    const gpix::MemoryReport m = gpix::memory_report(dev);
+    const QString driver = m.device_known ? tr("driver: %1 free of %2")
+                                                .arg(qs(gpix::human_bytes(m.device_free)),
+                                                     qs(gpix::human_bytes(m.device_total)))
+                                          : tr("driver: free memory unknown (%1)").arg(qs(m.note));
     c.memory->setText(tr("Layers hold %1 of %2 (%3%)")
                           .arg(qs(gpix::human_bytes(held)), qs(gpix::human_bytes(total)))
-                          .arg(total ? 100.0 * double(held) / double(total) : 0.0, 0, 'f', 1));
+                          .arg(total ? 100.0 * double(held) / double(total) : 0.0, 0, 'f', 1) +
+                      QLatin1Char('\n') +
+                      tr("gpix: %1 in use, %2 cached, peak %3; %4")
+                          .arg(qs(gpix::human_bytes(m.gpix.bytes_in_use)),
+                               qs(gpix::human_bytes(m.gpix.bytes_cached)),
+                               qs(gpix::human_bytes(m.gpix.peak_bytes_in_use)), driver));
   }
 }
 

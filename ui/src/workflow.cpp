@@ -1,4 +1,5 @@
 #include "gpix/ui/workflow.h"
+#include "gpix/catalog.h"
 
 #include <QHash>
 #include <QRegularExpression>
@@ -93,8 +94,17 @@ QString Workflow::to_cli_script() const {
       line +=
           QStringLiteral(" --%1 %2").arg(QString::fromStdString(k), shell_quote(param_text(val)));
     }
-    out += QStringLiteral("%1=%2\n").arg(v, shell_quote(v + QStringLiteral(".raw")));
-    line += QStringLiteral(" --out \"$%1\"").arg(v);
+    // `gpix run NAME IN... OUT --param value`: NRRD keeps every dtype and the metadata;
+    // table results (histograms, statistics) go to CSV.
+    const bool table = gpix::filter(s.operation.toStdString()).output == gpix::OutputKind::table;
+    out += QStringLiteral("%1=%2\n").arg(
+        v, shell_quote(v + (table ? QStringLiteral(".csv") : QStringLiteral(".nrrd"))));
+    const qsizetype params_at = line.indexOf(QStringLiteral(" --"));
+    const QString target = QStringLiteral(" \"$%1\"").arg(v);
+    if (params_at < 0)
+      line += target;
+    else
+      line.insert(params_at, target);
     out += line + QLatin1Char('\n');
     var.insert(s.output, v);
   }
