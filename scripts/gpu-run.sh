@@ -4,6 +4,7 @@
 #   scripts/gpu-run.sh check     gpix devices + bench/gpu_check on every device
 #   scripts/gpu-run.sh tests     the core, kernel and filter suites (ctest) on CUDA and NVIDIA OpenCL
 #   scripts/gpu-run.sh bench     gpix benchmarks on CUDA and NVIDIA OpenCL, then CuPy's
+#   scripts/gpu-run.sh cross     every filter on every device, compared across backends
 #   scripts/gpu-run.sh transfers push/pull GB/s only (bench_memory and CuPy)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +46,12 @@ case "$stage" in
     done
     echo "== CuPy"
     timeout 200 python3 bench/peer_cupy.py 2>&1 | tee "$out/cupy.txt"
+    ;;
+  cross)
+    # Every filter on every device (CUDA, NVIDIA OpenCL, PoCL), compared with device 0, and
+    # the core checks (cross-device copies include CUDA peer copies on multi-GPU machines).
+    timeout 300 "$build/bin/cross_backend" 2>&1 | tee "$out/cross_backend.txt" | grep -E "FAIL|passed|devices"
+    timeout 200 "$build/bin/gpu_check" 2>&1 | tee "$out/gpu_check.txt" | grep -E "FAIL|passed|copy to" | cut -c1-200
     ;;
   transfers)
     for dev in cuda: opencl:NVIDIA; do
