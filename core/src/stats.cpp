@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -159,31 +160,33 @@ Stats stats(const Array& a) {
     const detail::Defines defines = detail::stats_defines(impl.dtype, acc_dtype, wg);
     const auto& kernel = dev.kernel(detail::program("stats.kernel"), "stats_partial", defines);
 
-    auto pmin = dev.pool().allocate(groups * sizeof(T));
-    auto pmax = dev.pool().allocate(groups * sizeof(T));
-    auto psum = dev.pool().allocate(groups * size_of(acc_dtype));
-    auto pnan = dev.pool().allocate(groups * sizeof(std::uint64_t));
+    // One partial buffer, one read back (four reads cost four round trips of latency).
+    auto partials = dev.pool().allocate(groups * 4 * sizeof(std::uint64_t));
     const std::uint64_t w = impl.contiguous() ? n : impl.shape.width();
-    const KernelArg args[] = {KernelArg::mem(*impl.memory), KernelArg::scalar<std::uint64_t>(n),
-                              KernelArg::scalar<std::uint64_t>(w),
-                              KernelArg::scalar<std::uint64_t>(impl.shape.height()),
-                              KernelArg::scalar<std::uint64_t>(impl.padded.width()),
-                              KernelArg::scalar<std::uint64_t>(impl.padded.width() * impl.padded.height()),
-                              KernelArg::mem(*pmin),        KernelArg::mem(*pmax),
-                              KernelArg::mem(*psum),        KernelArg::mem(*pnan)};
+    const KernelArg args[] = {
+        KernelArg::mem(*impl.memory),
+        KernelArg::scalar<std::uint64_t>(n),
+        KernelArg::scalar<std::uint64_t>(w),
+        KernelArg::scalar<std::uint64_t>(impl.shape.height()),
+        KernelArg::scalar<std::uint64_t>(impl.padded.width()),
+        KernelArg::scalar<std::uint64_t>(impl.padded.width() * impl.padded.height()),
+        KernelArg::mem(*partials)};
     detail::Launch l;
     l.global[0] = groups * wg;
     l.local[0] = wg;
     dev.launch(kernel, l, args);
 
+    std::vector<std::byte> raw(groups * 4 * sizeof(std::uint64_t));
+    dev.read(*partials, 0, raw.data(), raw.size());
+    const std::size_t slot = groups * sizeof(std::uint64_t);
     std::vector<T> mins(groups), maxs(groups);
     std::vector<std::uint64_t> nans(groups);
-    dev.read(*pmin, 0, mins.data(), groups * sizeof(T));
-    dev.read(*pmax, 0, maxs.data(), groups * sizeof(T));
-    dev.read(*pnan, 0, nans.data(), groups * sizeof(std::uint64_t));
+    std::memcpy(mins.data(), raw.data(), groups * sizeof(T));
+    std::memcpy(maxs.data(), raw.data() + slot, groups * sizeof(T));
+    std::memcpy(nans.data(), raw.data() + 3 * slot, groups * sizeof(std::uint64_t));
     auto read_sums = [&](auto acc_zero) {
       std::vector<decltype(acc_zero)> sums(groups);
-      dev.read(*psum, 0, sums.data(), groups * sizeof(decltype(acc_zero)));
+      std::memcpy(sums.data(), raw.data() + 2 * slot, groups * sizeof(decltype(acc_zero)));
       return combine<T>(mins, maxs, sums, nans, n);
     };
     if constexpr (kFloat) {
