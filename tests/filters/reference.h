@@ -70,24 +70,9 @@ inline std::vector<double> convolve_axis(const std::vector<double>& in, const Sh
 
 // Applies f to the box of radii (rx, ry, rz) around each pixel (borders replicate; radii of
 // axes the image lacks are ignored); f gets the values.
-template <class F>
-std::vector<double> box(const std::vector<double>& in, const Shape& s, std::array<int, 3> r, F f) {
-  const Dims dm(s);
-  const long rz = s.ndim() == 3 ? r[2] : 0, ry = s.ndim() >= 2 ? r[1] : 0, rx = r[0];
-  std::vector<double> out(in.size()), window;
-  for (long z = 0; z < dm.d; ++z)
-    for (long y = 0; y < dm.h; ++y)
-      for (long x = 0; x < dm.w; ++x) {
-        window.clear();
-        for (long k = -rz; k <= rz; ++k)
-          for (long j = -ry; j <= ry; ++j)
-            for (long i = -rx; i <= rx; ++i) window.push_back(in[dm.at(x + i, y + j, z + k)]);
-        out[dm.at(x, y, z)] = f(window);
-      }
-  return out;
-}
-
-// As box, in the pixels' own type T (exact for 64-bit integers, which double cannot hold).
+// Applies f to the box of radii (rx, ry, rz) around each pixel (borders replicate; radii of
+// axes the image lacks are ignored); f gets the values, in the pixels' own type T (exact for
+// 64-bit integers, which double cannot hold).
 template <class T, class F>
 std::vector<T> box_t(const std::vector<T>& in, const Shape& s, std::array<int, 3> r, F f) {
   const Dims dm(s);
@@ -103,6 +88,12 @@ std::vector<T> box_t(const std::vector<T>& in, const Shape& s, std::array<int, 3
         out[dm.at(x, y, z)] = f(window);
       }
   return out;
+}
+
+// box_t in double.
+template <class F>
+std::vector<double> box(const std::vector<double>& in, const Shape& s, std::array<int, 3> r, F f) {
+  return box_t<double>(in, s, r, f);
 }
 
 // The (2r+1)^ndim box.

@@ -125,11 +125,6 @@ std::string int_convert_op(DType in, DType out) {
   return expr;
 }
 
-Result one(Array a) {
-  Result r;
-  r.array = std::move(a);
-  return r;
-}
 
 }  // namespace
 

@@ -14,11 +14,6 @@
 namespace gpix::detail {
 namespace {
 
-Result one(Array a) {
-  Result r;
-  r.array = std::move(a);
-  return r;
-}
 
 // remap moves bits: the unsigned type of the element's size serves every dtype.
 DType bits_type(DType t) {

@@ -15,11 +15,6 @@
 namespace gpix::detail {
 namespace {
 
-Result one(Array a) {
-  Result r;
-  r.array = std::move(a);
-  return r;
-}
 
 // Intermediate passes keep full precision: float32 for 8/16-bit and float32 images,
 // float64 for wider ones (whose values float32 cannot hold exactly).

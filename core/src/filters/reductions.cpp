@@ -18,11 +18,6 @@
 namespace gpix::detail {
 namespace {
 
-Result one(Array a) {
-  Result r;
-  r.array = std::move(a);
-  return r;
-}
 
 Result row(const std::string& column, double value) {
   Result r;

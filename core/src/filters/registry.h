@@ -79,6 +79,13 @@ void register_reductions(Catalog& c);  // Projections and Reductions
 }  // namespace gpix::detail
 
 namespace gpix::detail {
+// The Result of a filter whose output is an array (every module's `return one(out)`).
+inline Result one(Array a) {
+  Result r;
+  r.array = std::move(a);
+  return r;
+}
+
 // For the typed functions: runs a catalog entry and returns its array.
 inline Array run_array(std::string_view name, std::initializer_list<Array> inputs,
                        Params params = {}) {

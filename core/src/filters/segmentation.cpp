@@ -24,11 +24,6 @@ constexpr const char* kStatsFile = "label_statistics.kernel";
 constexpr std::size_t kScanWG = 256;  // SCAN_WG in segmentation.kernel
 constexpr std::uint32_t kNone = 0xffffffffu;
 
-Result one(Array a) {
-  Result r;
-  r.array = std::move(a);
-  return r;
-}
 
 Defines seg_defines(DType t) {
   Defines d;
