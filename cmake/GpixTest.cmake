@@ -11,6 +11,10 @@ function(gpix_add_test name)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 600)
   endif()
+  # QtTest's own watchdog (300 s per test function) would abort a data-driven suite whose
+  # first run compiles every kernel variant on a slow CPU compiler (PoCL, cold caches); ctest's
+  # TIMEOUT is the one limit.
+  math(EXPR _ms "${T_TIMEOUT} * 1000")
   set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
-                       ENVIRONMENT "QT_QPA_PLATFORM=offscreen")
+                       ENVIRONMENT "QT_QPA_PLATFORM=offscreen;QTEST_FUNCTION_TIMEOUT=${_ms}")
 endfunction()

@@ -6,6 +6,7 @@
 #   scripts/gpu-run.sh bench     gpix benchmarks on CUDA and NVIDIA OpenCL, then CuPy's
 #   scripts/gpu-run.sh cross     every filter on every device, compared across backends
 #   scripts/gpu-run.sh transfers push/pull GB/s only (bench_memory and CuPy)
+#   scripts/gpu-run.sh filters   filter and reduction benchmarks only (both backends and CuPy)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 stage=${1:-check}
@@ -31,7 +32,8 @@ case "$stage" in
     ;;
   tests)
     cd "$build"
-    OCL_ICD_VENDORS=/tmp/nv-icd GPIX_REQUIRE_CUDA=1 timeout 520 ctest -j6 --timeout 400 \
+    # GPIX_TESTS=REGEX runs only the matching suites.
+    OCL_ICD_VENDORS=/tmp/nv-icd GPIX_REQUIRE_CUDA=1 timeout 520 ctest -j6 --timeout 400 ${GPIX_TESTS:+-R "$GPIX_TESTS"} \
       -E "install|io_|qimage|ui_|plugin|two_devices|cuda_loader_(missing|no_device|stub|old|partial|fake)" \
       --output-on-failure > "$out/ctest.txt" 2>&1
     grep -E "tests passed|Failed|\*\*\*|FAIL!|Timeout" "$out/ctest.txt" | head -80
@@ -46,6 +48,16 @@ case "$stage" in
     done
     echo "== CuPy"
     timeout 200 python3 bench/peer_cupy.py 2>&1 | tee "$out/cupy.txt"
+    ;;
+  filters)
+    for dev in cuda: opencl:NVIDIA; do
+      for b in bench_filters bench_reductions; do
+        echo "== $b --device $dev"
+        OCL_ICD_VENDORS=/tmp/nv-icd timeout 150 "$build/bin/$b" --device "$dev" 2>&1 | tee -a "$out/bench.txt" | tail -25
+      done
+    done
+    echo "== CuPy"
+    timeout 200 python3 bench/peer_cupy.py --filters 2>&1 | tee "$out/cupy.txt"
     ;;
   cross)
     # Every filter on every device (CUDA, NVIDIA OpenCL, PoCL), compared with device 0, and

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstring>
 
 #include "filters/launch.h"
 #include "filters/registry.h"
@@ -14,7 +15,6 @@
 
 namespace gpix::detail {
 namespace {
-
 
 // Intermediate passes keep full precision: float32 for 8/16-bit and float32 images,
 // float64 for wider ones (whose values float32 cannot hold exactly).
@@ -31,6 +31,16 @@ DType float_out(DType t) {
 Defines nb_defines(DType in, DType out) {
   Defines d;
   add_type_defines(d, {{"T_IN", in}, {"T_OUT", out}, {"CT", compute_type({in, out})}});
+  return d;
+}
+
+enum class SepOp { conv, sum, min, max };  // TILE_OP in tiled.kernel: 0 .. 3
+
+// tiled.kernel: the same types, the radius bucket TB (4, 8 or 12) and the operation.
+Defines tile_defines(DType in, DType out, int tb, SepOp op) {
+  Defines d = nb_defines(in, out);
+  d.emplace_back("TB", std::to_string(tb));
+  d.emplace_back("TILE_OP", std::to_string(static_cast<int>(op)));
   return d;
 }
 
@@ -62,7 +72,6 @@ std::size_t ceil_div(std::size_t a, std::size_t b) {
 }
 
 // ------------------------------------------------------------------ separable passes
-enum class SepOp { conv, sum, min, max };
 const char* op_name(SepOp op) {
   switch (op) {
     case SepOp::conv:
@@ -95,9 +104,31 @@ bool fits(const Array& a, SepOp op, DType in, DType out, std::size_t elements) {
   return a.device().info().local_memory >= elements * size_of(acc);
 }
 
+// tiled.kernel (register-blocked passes) serves radii up to 12 in buckets of 4, 8 and 12 when
+// the accumulator is at most 4 bytes wide (its local tiles are sized for that).
+constexpr int kTileRmax = 12;
+constexpr std::size_t kTileX = 64, kTileY = 32, kTileRun = 16;
+int tile_bucket(int r) {
+  return r <= 4 ? 4 : (r <= 8 ? 8 : 12);
+}
+bool tile_acc_ok(SepOp op, DType in, DType out) {
+  const DType acc = op == SepOp::min || op == SepOp::max ? in : compute_type({in, out});
+  return size_of(acc) <= 4;
+}
+bool tile_xy_ok(const Array& a, SepOp op, DType out, int rx, int ry) {
+  if (rx > kTileRmax || ry > kTileRmax || !tile_acc_ok(op, a.dtype(), out)) return false;
+  const auto tb = static_cast<std::size_t>(tile_bucket(std::max(rx, ry)));
+  const std::size_t rows = kTileY + 2 * tb;
+  const DType acc =
+      op == SepOp::min || op == SepOp::max ? a.dtype() : compute_type({a.dtype(), out});
+  return a.device().info().local_memory >=
+         rows * ((kTileX + 2 * tb + 1) + (kTileX + 1)) * size_of(acc);
+}
+
 // One launch of sep_<op>_<shape>; wa/wb are the taps (a 1-element dummy when unused).
+// tb > 0 selects tiled.kernel's tile_<op>_<shape> with radius bucket tb instead.
 void sep_launch(const Array& in, const Array& out, const Separable& s, const char* shape,
-                const Launch& g, int axis_a, int axis_b, int axis, double divisor) {
+                const Launch& g, int axis_a, int axis_b, int axis, double divisor, int tb = 0) {
   const DType ct = compute_type({in.dtype(), out.dtype()});
   // Only conv reads taps; the others get the input as a never-read placeholder, which saves
   // two small uploads per launch.
@@ -117,8 +148,13 @@ void sep_launch(const Array& in, const Array& out, const Separable& s, const cha
   args.push_back(arg(axis_b >= 0 ? s.radius[static_cast<std::size_t>(axis_b)] : 0));
   args.push_back(arg(axis));
   args.push_back(ct_arg(ct, divisor));
-  launch(in, "separable.kernel", std::string("sep_") + op_name(s.op) + "_" + shape,
-         nb_defines(in.dtype(), out.dtype()), g, args);
+  if (tb > 0) {
+    launch(in, "tiled.kernel", std::string("tile_") + op_name(s.op) + "_" + shape,
+           tile_defines(in.dtype(), out.dtype(), tb, s.op), g, args);
+  } else {
+    launch(in, "separable.kernel", std::string("sep_") + op_name(s.op) + "_" + shape,
+           nb_defines(in.dtype(), out.dtype()), g, args);
+  }
 }
 
 // One pass along `axis`: the tile kernel where the radius fits, the simple one otherwise.
@@ -129,6 +165,12 @@ Array sep_axis(const Array& in, DType out_t, const Separable& s, int axis, doubl
   if (axis == 0 && r <= kRmaxX && fits(in, s.op, in.dtype(), out_t, kLocalX)) {
     sep_launch(in, out, s, "x", grid({sh.width(), sh.height(), sh.depth()}, {256, 1, 1}), 0, -1, 0,
                divisor);
+  } else if (axis > 0 && r <= kTileRmax && tile_acc_ok(s.op, in.dtype(), out_t)) {
+    const std::size_t extent = axis == 1 ? sh.height() : sh.depth();
+    const std::size_t other = axis == 1 ? sh.depth() : sh.height();
+    sep_launch(in, out, s, "axis",
+               grid({sh.width(), ceil_div(extent, kTileRun), other}, {64, 1, 1}), axis, -1, axis,
+               divisor, tile_bucket(r));
   } else if (axis > 0 && r <= kRmaxYZ && fits(in, s.op, in.dtype(), out_t, kLocalYZ)) {
     const std::size_t extent = axis == 1 ? sh.height() : sh.depth();
     const std::size_t other = axis == 1 ? sh.depth() : sh.height();
@@ -152,10 +194,21 @@ Array separable(const Array& in, const Separable& s, DType out_t, const RunOptio
   for (int r : s.radius) window *= 2 * r + 1;
   const int nd = in.ndim();
   const auto rad = [&](int axis) { return s.radius[static_cast<std::size_t>(axis)]; };
+  const bool z_pass = nd == 3 && rad(2) > 0;
+  const DType t1 = z_pass ? inter : out_t;
+  if (nd >= 2 && tile_xy_ok(in, s.op, t1, rad(0), rad(1))) {
+    Array out = empty_like(in, t1);
+    const Shape& sh = in.shape();
+    sep_launch(in, out, s, "xy",
+               grid({ceil_div(sh.width(), kTileX) * 256, ceil_div(sh.height(), kTileY), sh.depth()},
+                    {256, 1, 1}),
+               0, 1, 0, z_pass ? 1.0 : window, tile_bucket(std::max(rad(0), rad(1))));
+    if (!z_pass) return out;
+    checkpoint(o, 0.5, filter);
+    return sep_axis(out, out_t, s, 2, window);
+  }
   if (nd >= 2 && rad(0) <= kRmaxXY && rad(1) <= kRmaxXY &&
       fits(in, s.op, in.dtype(), inter, kLocalXY)) {
-    const bool z_pass = nd == 3 && rad(2) > 0;
-    const DType t1 = z_pass ? inter : out_t;
     Array out = empty_like(in, t1);
     const Shape& sh = in.shape();
     sep_launch(in, out, s, "xy",
@@ -242,7 +295,9 @@ Array radius_one_box(const Array& in, const char* op, DType out_t, double diviso
   } else {
     launch(in, "neighbourhood.kernel", std::string("r1_") + op + "_3d",
            nb_defines(in.dtype(), out_t),
-           grid({s.width(), s.height(), ceil_div(s.depth(), 8)}, {32, 8, 1}), args);
+           grid({s.width(), s.height(), ceil_div(s.depth(), std::strcmp(op, "sum") == 0 ? 16 : 8)},
+                {32, 8, 1}),
+           args);
   }
   return out;
 }
@@ -554,6 +609,16 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
         for (const char* sh : shapes) {
           out.push_back(
               {"separable.kernel", std::string("sep_") + op + "_" + sh, nb_defines(a, b)});
+        }
+      }
+      for (SepOp op : {SepOp::conv, SepOp::sum, SepOp::min, SepOp::max}) {
+        const bool order = op == SepOp::min || op == SepOp::max;
+        if ((order && a != b) || !tile_acc_ok(op, a, b)) continue;
+        for (int tb : {4, 8, 12}) {
+          for (const char* sh : {"xy", "axis"}) {
+            out.push_back({"tiled.kernel", std::string("tile_") + op_name(op) + "_" + sh,
+                           tile_defines(a, b, tb, op)});
+          }
         }
       }
     }
