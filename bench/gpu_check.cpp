@@ -421,13 +421,13 @@ struct Row {
 
 int main(int argc, char** argv) {
   std::string query;
-  bool large = false;
+  bool large_mode = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--cl-probe") && i + 2 < argc) {
       return cl_probe(argv[i + 1], std::strtoull(argv[i + 2], nullptr, 10));
     }
     if (!std::strcmp(argv[i], "--device") && i + 1 < argc) query = argv[++i];
-    if (!std::strcmp(argv[i], "--large-allocations")) large = true;
+    if (!std::strcmp(argv[i], "--large-allocations")) large_mode = true;
   }
   std::printf("gpix %s\n", GPIX_VERSION_STRING);
   std::printf("Backends:\n");
@@ -469,7 +469,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   };
 
-  if (large) {
+  if (large_mode) {
     // The raw OpenCL probes, one process per case.
     for (const Device& dev : devices()) {
       if (dev.backend() != Backend::opencl ||
