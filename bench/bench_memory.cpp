@@ -1,9 +1,14 @@
 // Push/pull bandwidth from pinned and from ordinary (pageable) host memory, 1 MB to 1 GB.
-//   bench_memory [--device NAME] [--repeats 11] [--max-mb 1024]
+//   bench_memory [--device NAME] [--repeats 11] [--max-mb 1024] [--sweep]
 // Pinned: HostArray::pinned + write()/read() (direct DMA). Pageable: std::vector + write()/
-// read() (large transfers staged through gpix's pinned ring; GPIX_NO_STAGING=1 turns that
-// off for comparison). Prints medians in ms and GB/s (1 GB = 1e9 bytes).
+// read() (transfers from GPIX_STAGING_MIN_MB on staged through gpix's pinned ring;
+// GPIX_NO_STAGING=1 turns that off for comparison). Prints medians in ms and GB/s (1 GB = 1e9
+// bytes). Host buffers are allocated and written once and reused by every repetition, pushes
+// and pulls alike, as bench/peer_cupy.py does (so neither side pays first-touch page faults).
+// --sweep: pageable push/pull at 1, 4, 16 and 256 MB under several staging settings
+// (GPIX_STAGING_THREADS / _DEPTH / _CHUNK_MB / _MIN_MB, set per row), to pick the defaults.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -11,18 +16,79 @@
 #include "gpix/gpix.h"
 #include "timing.h"
 
+namespace {
+
+// Pageable push/pull under one staging setting per row; "-" leaves a knob at its default.
+int run_sweep(const gpix::Device& dev, int repeats) {
+  struct Setting {
+    const char *threads, *depth, *chunk, *min;
+  };
+  const Setting settings[] = {
+      {"-", "-", "-", "-"},  {"-", "-", "-", "0.5"}, {"4", "-", "-", "-"},
+      {"12", "-", "-", "-"}, {"16", "-", "-", "-"},  {"-", "3", "-", "-"},
+      {"-", "4", "-", "-"},  {"-", "-", "4", "-"},   {"-", "-", "2", "-"},
+      {"16", "3", "-", "-"}, {"12", "3", "4", "-"},  {"-", "-", "-", "1000000"},
+  };
+  const char* const knobs[] = {"GPIX_STAGING_THREADS", "GPIX_STAGING_DEPTH",
+                               "GPIX_STAGING_CHUNK_MB", "GPIX_STAGING_MIN_MB"};
+  std::printf("%-8s %-6s %-6s %-8s %-7s %10s %10s\n", "threads", "depth", "chunk", "min_mb", "size",
+              "push GB/s", "pull GB/s");
+  for (std::size_t mb : {1u, 4u, 16u, 256u}) {
+    const std::size_t bytes = mb * 1000 * 1000;
+    auto a = gpix::Array::empty(gpix::Shape{bytes}, gpix::DType::u8, dev);
+    std::vector<unsigned char> host(bytes);
+    for (std::size_t i = 0; i < bytes; ++i) host[i] = static_cast<unsigned char>(i * 131 + 7);
+    std::vector<unsigned char> back(bytes, 0);
+    for (const Setting& s : settings) {
+      const char* values[] = {s.threads, s.depth, s.chunk, s.min};
+      for (int k = 0; k < 4; ++k) {
+        if (std::strcmp(values[k], "-") != 0) {
+          setenv(knobs[k], values[k], 1);
+        } else {
+          unsetenv(knobs[k]);
+        }
+      }
+      const double push = gpix::bench::median_ms(repeats, [&] { a.write(host.data(), bytes); });
+      const double pull = gpix::bench::median_ms(repeats, [&] { a.read(back.data(), bytes); });
+      if (std::memcmp(back.data(), host.data(), bytes) != 0) {
+        std::fprintf(stderr, "bench_memory: data mismatch in the sweep\n");
+        return 1;
+      }
+      std::printf("%-8s %-6s %-6s %-8s %-7s %10.2f %10.2f\n", s.threads, s.depth, s.chunk, s.min,
+                  (std::to_string(mb) + " MB").c_str(),
+                  gpix::bench::gbps(static_cast<double>(bytes), push),
+                  gpix::bench::gbps(static_cast<double>(bytes), pull));
+      std::fflush(stdout);
+    }
+  }
+  for (const char* k : knobs) unsetenv(k);
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   std::string device;
   int repeats = 11;
   std::size_t max_mb = 1024;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--device")) device = argv[i + 1];
-    if (!std::strcmp(argv[i], "--repeats")) repeats = std::stoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--max-mb")) max_mb = std::stoul(argv[i + 1]);
+  bool sweep = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--sweep")) sweep = true;
+    if (i + 1 >= argc) continue;
+    if (!std::strcmp(argv[i], "--device"))
+      device = argv[++i];
+    else if (!std::strcmp(argv[i], "--repeats"))
+      repeats = std::stoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--max-mb"))
+      max_mb = std::stoul(argv[++i]);
   }
   try {
     const gpix::Device dev = gpix::select_device(device);
     std::printf("device: %s\n", dev.label().c_str());
+    std::printf(
+        "host buffers: allocated and written once, reused by every repetition (as "
+        "peer_cupy.py)\n");
+    if (sweep) return run_sweep(dev, repeats);
     std::printf("%-10s %-9s %-5s %10s %9s\n", "size", "host", "op", "median ms", "GB/s");
     for (std::size_t mb : {1u, 16u, 256u, 1024u}) {
       if (mb > max_mb) continue;

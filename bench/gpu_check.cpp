@@ -4,6 +4,14 @@
 // several threads. Prints one row per (device, check) and ends with "N passed, M failed";
 // exits 1 when anything failed.
 //   gpu_check [--device QUERY]    (QUERY as select_device() takes it; default: every device)
+//   gpu_check --large-allocations [--device QUERY]
+//       Large single buffers (issue 3, nvidia-opencl-oom). First, for each OpenCL device of an
+//       NVIDIA platform, raw OpenCL in a fresh process per case (a failure can poison a context
+//       for good): create 1, 4, 8, 16, 32 GiB and the largest allocation, make it resident by
+//       a 1-byte write at the end, a 1-byte fill at the end or a fill of the whole buffer, read
+//       the last byte back, then check the context still works. Informational rows ("probe").
+//       Then through gpix on every selected GPU: the same sizes, each written and read back at
+//       both ends; then the out-of-memory check and a round trip afterwards (pass/fail rows).
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -15,6 +23,9 @@
 #include <thread>
 #include <type_traits>
 #include <vector>
+
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
 
 #include "gpix/gpix.h"
 
@@ -281,6 +292,126 @@ std::string threads(const Device& dev) {
   return {};
 }
 
+// ---- --large-allocations
+
+// The child of one probe case: raw OpenCL on the first GPU of an NVIDIA platform. Prints one
+// line and returns 0 when everything worked.
+int cl_probe(const std::string& method, std::uint64_t bytes) {
+  cl_uint np = 0;
+  clGetPlatformIDs(0, nullptr, &np);
+  std::vector<cl_platform_id> ps(np);
+  clGetPlatformIDs(np, ps.data(), nullptr);
+  cl_device_id dev = nullptr;
+  cl_platform_id plat = nullptr;
+  for (cl_platform_id p : ps) {
+    char name[256] = {};
+    clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof name - 1, name, nullptr);
+    if (std::string(name).find("NVIDIA") == std::string::npos) continue;
+    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_GPU, 1, &dev, nullptr) == CL_SUCCESS) {
+      plat = p;
+      break;
+    }
+  }
+  if (!dev) {
+    std::printf("no NVIDIA OpenCL GPU\n");
+    return 1;
+  }
+  cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
+                                   reinterpret_cast<cl_context_properties>(plat), 0};
+  cl_int err = CL_SUCCESS;
+  cl_context ctx = clCreateContext(props, 1, &dev, nullptr, nullptr, &err);
+  cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
+  std::string line = method + " " + human_bytes(bytes) + ":";
+  bool ok = true;
+  auto step = [&](const char* what, cl_int e) {
+    line += std::string(" ") + what + "=" + std::to_string(e);
+    if (e != CL_SUCCESS) ok = false;
+    return e == CL_SUCCESS;
+  };
+  cl_mem m = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, nullptr, &err);
+  if (step("create", err)) {
+    const unsigned char v = 0x5a;
+    cl_event ev = nullptr;
+    if (method == "write-end") {
+      err = clEnqueueWriteBuffer(q, m, CL_FALSE, bytes - 1, 1, &v, 0, nullptr, &ev);
+    } else if (method == "fill-end") {
+      err = clEnqueueFillBuffer(q, m, &v, 1, bytes - 1, 1, 0, nullptr, &ev);
+    } else {
+      err = clEnqueueFillBuffer(q, m, &v, 1, 0, bytes, 0, nullptr, &ev);
+    }
+    if (step("enqueue", err)) {
+      step("finish", clFinish(q));
+      cl_int status = CL_COMPLETE;
+      clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
+      step("status", status);
+      clReleaseEvent(ev);
+      unsigned char back = 0;
+      if (step("read_end",
+               clEnqueueReadBuffer(q, m, CL_TRUE, bytes - 1, 1, &back, 0, nullptr, nullptr))) {
+        line += back == v ? " value=ok" : " value=WRONG";
+        ok = ok && back == v;
+      }
+    }
+    clReleaseMemObject(m);
+  }
+  // Does the context still work? A fresh buffer round trip on a fresh queue.
+  cl_command_queue q2 = clCreateCommandQueue(ctx, dev, 0, &err);
+  if (step("after_queue", err)) {
+    std::vector<std::uint32_t> in(1024), out(1024, 0);
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<std::uint32_t>(i * 2654435761u);
+    cl_mem s = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4096, nullptr, &err);
+    if (step("after_create", err)) {
+      step("after_write",
+           clEnqueueWriteBuffer(q2, s, CL_TRUE, 0, 4096, in.data(), 0, nullptr, nullptr));
+      step("after_read",
+           clEnqueueReadBuffer(q2, s, CL_TRUE, 0, 4096, out.data(), 0, nullptr, nullptr));
+      line += in == out ? " after=ok" : " after=WRONG";
+      ok = ok && in == out;
+      clReleaseMemObject(s);
+    }
+    clReleaseCommandQueue(q2);
+  }
+  clReleaseCommandQueue(q);
+  clReleaseContext(ctx);
+  std::printf("%s%s\n", line.c_str(), ok ? "" : "  <- failed");
+  return ok ? 0 : 1;
+}
+
+std::vector<std::uint64_t> large_sizes(std::uint64_t max_allocation) {
+  std::vector<std::uint64_t> v;
+  for (std::uint64_t gib : {1, 4, 8, 16, 32}) {
+    const std::uint64_t b = gib << 30;
+    if (b < max_allocation) v.push_back(b);
+  }
+  v.push_back(max_allocation);
+  return v;
+}
+
+// One gpix buffer of `bytes`: allocated (resident at once), written and read back at both ends.
+std::string large_buffer(const Device& dev, std::uint64_t bytes, std::string& note) {
+  try {
+    Array a = Array::empty(Shape{bytes}, DType::u8, dev);
+    const auto data = random_bits<std::uint8_t>(4096);
+    for (std::uint64_t at : {std::uint64_t{0}, bytes - 4096}) {
+      HostArray h = HostArray::from(data, Shape{4096});
+      a.write_region({{at}, {4096}}, h);
+      HostArray back = a.read_region({{at}, {4096}});
+      if (std::memcmp(back.data(), data.data(), 4096) != 0)
+        return "data differs at offset " + std::to_string(at);
+    }
+    const MemoryReport r = memory_report(dev);
+    note = "ok; " + (r.device_known ? human_bytes(r.device_free) + " free of " +
+                                          human_bytes(r.device_total) + " while held"
+                                    : std::string("free memory unknown"));
+  } catch (const OutOfMemory& e) {
+    note = std::string("OutOfMemory: ") + e.what();
+    // On an idle card a buffer within the reported largest allocation should fit.
+    return "refused: " + std::string(e.what());
+  }
+  trim(dev);
+  return {};
+}
+
 struct Row {
   std::string device, check, result;
   bool ok;
@@ -290,8 +421,13 @@ struct Row {
 
 int main(int argc, char** argv) {
   std::string query;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--device")) query = argv[i + 1];
+  bool large_mode = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--cl-probe") && i + 2 < argc) {
+      return cl_probe(argv[i + 1], std::strtoull(argv[i + 2], nullptr, 10));
+    }
+    if (!std::strcmp(argv[i], "--device") && i + 1 < argc) query = argv[++i];
+    if (!std::strcmp(argv[i], "--large-allocations")) large_mode = true;
   }
   std::printf("gpix %s\n", GPIX_VERSION_STRING);
   std::printf("Backends:\n");
@@ -332,6 +468,48 @@ int main(int argc, char** argv) {
                 check.c_str(), result.c_str());
     std::fflush(stdout);
   };
+
+  if (large_mode) {
+    // The raw OpenCL probes, one process per case.
+    for (const Device& dev : devices()) {
+      if (dev.backend() != Backend::opencl ||
+          dev.info().platform.find("NVIDIA") == std::string::npos)
+        continue;
+      std::printf("\n== raw OpenCL probes on %s (largest allocation %s)\n", dev.label().c_str(),
+                  human_bytes(dev.info().max_allocation).c_str());
+      for (const char* method : {"write-end", "fill-end", "fill-all"}) {
+        for (std::uint64_t bytes : large_sizes(dev.info().max_allocation)) {
+          const std::string cmd = "/proc/self/exe --cl-probe " + std::string(method) + " " +
+                                  std::to_string(bytes) + " 2>&1";
+          std::fflush(stdout);
+          std::FILE* p = popen(cmd.c_str(), "r");
+          char buf[1024];
+          std::string out;
+          while (p && std::fgets(buf, sizeof buf, p)) out += buf;
+          const int rc = p ? pclose(p) : -1;
+          std::printf("probe %s%s", out.c_str(), out.empty() || out.back() != '\n' ? "\n" : "");
+          if (rc != 0 && out.find("<- failed") == std::string::npos)
+            std::printf("probe %s %s: the child ended with status %d\n", method,
+                        human_bytes(bytes).c_str(), rc);
+        }
+      }
+      break;  // one card's driver is enough
+    }
+    for (const Device& dev : devs) {
+      if (dev.info().type != DeviceType::gpu) continue;
+      std::printf("\n== gpix large buffers on [%d] %s\n", dev.info().index, dev.label().c_str());
+      for (std::uint64_t bytes : large_sizes(dev.info().max_allocation)) {
+        std::string note;
+        run(dev, "buffer " + human_bytes(bytes), [&] { return large_buffer(dev, bytes, note); });
+        if (!note.empty()) std::printf("     (%s)\n", note.c_str());
+      }
+      std::string note;
+      run(dev, "out of memory", [&] { return exhaust(dev, note); });
+      if (!note.empty()) std::printf("     (%s)\n", note.c_str());
+      run(dev, "works after", [&] { return works_after(dev); });
+    }
+    devs.clear();  // only these checks
+  }
 
   for (const Device& dev : devs) {
     const DeviceInfo& i = dev.info();

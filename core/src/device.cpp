@@ -102,10 +102,35 @@ struct Registry {
   std::vector<BackendStatus> status;
 };
 
+// Hands each OpenCL device the CUDA device of the same card (matched by PCI address) as its
+// source of the card's free memory; the OpenCL backend uses it for the nvidia-opencl-oom
+// workaround. A failing query answers "unknown", and the backend then asks the driver as
+// before.
+void link_cards(const std::vector<std::shared_ptr<DeviceImpl>>& devs) {
+  for (const auto& cl : devs) {
+    if (cl->info().backend != Backend::opencl || !cl->pci_address().known()) continue;
+    for (const auto& cu : devs) {
+      if (cu->info().backend != Backend::cuda || !same_card(cl->pci_address(), cu->pci_address()))
+        continue;
+      cl->set_card_memory_source([w = std::weak_ptr<DeviceImpl>(cu)]() -> NativeMemoryInfo {
+        const auto d = w.lock();
+        if (!d) return {};
+        try {
+          return d->native_memory_info();
+        } catch (const Error&) {
+          return {};
+        }
+      });
+      break;
+    }
+  }
+}
+
 const Registry& registry() {
   static const Registry r = [] {
     Registry reg;
     // CUDA first: where both backends see a card, the native API is listed (and ranked) first.
+    std::vector<std::shared_ptr<DeviceImpl>> impls;
     for (auto* enumerate : {&enumerate_cuda, &enumerate_opencl}) {
       BackendDevices b;
       try {
@@ -116,9 +141,11 @@ const Registry& registry() {
       reg.status.push_back(b.status);
       for (auto& d : b.devices) {
         d->set_index(static_cast<int>(reg.devices.size()));
+        impls.push_back(d);
         reg.devices.push_back(Access::device(std::move(d)));
       }
     }
+    link_cards(impls);
     return reg;
   }();
   return r;

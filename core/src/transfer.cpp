@@ -4,8 +4,13 @@
 // chunks; copies between devices go peer to peer where the backend can (CUDA), otherwise they
 // are staged through pinned host memory.
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -19,16 +24,153 @@
 namespace gpix::detail {
 namespace {
 
+// A size knob in MB; fractions allowed ("0.25" is 256 KiB), so tests can make pieces small.
 std::size_t env_mb(const char* name, std::size_t fallback) {
   const char* v = std::getenv(name);
   if (!v || !*v) return fallback;
-  const long n = std::atol(v);
-  return n > 0 ? static_cast<std::size_t>(n) * 1024 * 1024 : fallback;
+  const double mb = std::strtod(v, nullptr);
+  return mb > 0 ? static_cast<std::size_t>(mb * 1024 * 1024) : fallback;
 }
 
-// A ring of pinned chunks per device: while the device moves chunk k, the host copies into
-// chunk k + 1. GPIX_STAGING_CHUNK_MB (default 16), GPIX_STAGING_MIN_MB (transfers from this
-// size on are staged; default 16) and GPIX_NO_STAGING=1 tune it.
+// How transfers from ordinary (pageable) host memory are staged. Read on every transfer (a
+// few getenv calls next to a copy of megabytes), so a benchmark can sweep the knobs in one
+// process:
+//   GPIX_STAGING_MIN_MB     transfers from this size on are staged (default 2)
+//   GPIX_STAGING_CHUNK_MB   the largest piece one DMA moves (default 16)
+//   GPIX_STAGING_THREADS    host threads copying between pageable and pinned memory (default:
+//                           the hardware's threads, at most 8; 1 copies on the caller alone)
+//   GPIX_STAGING_DEPTH      pieces in flight per thread (default 2: one copied while one moves)
+//   GPIX_NO_STAGING=1       never stage
+struct StagingConfig {
+  std::size_t min_bytes = 0, max_piece = 0;
+  unsigned threads = 1, depth = 2;
+};
+
+StagingConfig staging_config() {
+  StagingConfig c;
+  c.min_bytes = env_mb("GPIX_STAGING_MIN_MB", std::size_t{2} << 20);
+  c.max_piece = env_mb("GPIX_STAGING_CHUNK_MB", std::size_t{16} << 20);
+  const auto count = [](const char* name, unsigned fallback) {
+    const char* v = std::getenv(name);
+    const long n = v && *v ? std::atol(v) : 0;
+    return n > 0 ? static_cast<unsigned>(std::min(n, 64L)) : fallback;
+  };
+  c.threads =
+      count("GPIX_STAGING_THREADS", std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+  c.depth = count("GPIX_STAGING_DEPTH", 2);
+  return c;
+}
+
+// The split of one staged transfer: `workers` threads, each moving the pieces w, w + workers,
+// ... through `depth` slots of its own in the ring. Pieces are at least kMinPiece (a DMA and
+// a wake-up cost microseconds) and at most max_piece; about four per worker, so that even a
+// transfer of a few MB overlaps copying with DMA.
+struct StagingPlan {
+  std::size_t piece = 0, pieces = 0;
+  unsigned workers = 1, depth = 1;
+};
+
+constexpr std::size_t kMinPiece = std::size_t{256} << 10;
+constexpr std::size_t kPieceAlign = std::size_t{64} << 10;
+
+StagingPlan plan_staging(std::size_t bytes, const StagingConfig& c, std::size_t ring_bytes) {
+  StagingPlan p;
+  p.depth = std::max(1u, c.depth);
+  const std::size_t threads = std::max(1u, c.threads);
+  std::size_t piece = bytes / (threads * 4);
+  piece = (piece + kPieceAlign - 1) / kPieceAlign * kPieceAlign;
+  piece = std::clamp(piece, std::min(kMinPiece, c.max_piece), std::max(c.max_piece, kPieceAlign));
+  p.pieces = (bytes + piece - 1) / piece;
+  p.workers = static_cast<unsigned>(std::min<std::size_t>(threads, p.pieces));
+  // Every worker's slots must fit into the ring: fewer slots first, then smaller pieces.
+  const auto slots_fit = [&] {
+    return std::size_t{p.workers} * p.depth * kPieceAlign <= ring_bytes;
+  };
+  while (!slots_fit() && p.depth > 1) --p.depth;
+  while (!slots_fit() && p.workers > 1) --p.workers;
+  const std::size_t fit =
+      ring_bytes / (std::size_t{p.workers} * p.depth) / kPieceAlign * kPieceAlign;
+  if (piece > fit) {
+    piece = std::max(fit, kPieceAlign);
+    p.pieces = (bytes + piece - 1) / piece;
+  }
+  p.piece = piece;
+  return p;
+}
+
+// A pool of host threads that live as long as the process: a staged transfer hands each
+// worker one task and runs the first itself. Creating threads per transfer costs tens of
+// microseconds each, as much as copying a megabyte.
+class CopyThreads {
+ public:
+  static CopyThreads& get() {
+    static CopyThreads pool;
+    return pool;
+  }
+  ~CopyThreads() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+  // Runs f(0) .. f(n - 1), f(0) on the caller, and returns when all have returned. f must not
+  // throw (the staging tasks catch their own errors).
+  void run(unsigned n, const std::function<void(unsigned)>& f) {
+    if (n <= 1) {
+      f(0);
+      return;
+    }
+    struct Batch {
+      std::mutex m;
+      std::condition_variable cv;
+      unsigned left;
+    };
+    auto batch = std::make_shared<Batch>();
+    batch->left = n - 1;
+    {
+      std::lock_guard lock(mutex_);
+      while (threads_.size() < n - 1) threads_.emplace_back([this] { loop(); });
+      for (unsigned i = 1; i < n; ++i) {
+        tasks_.push_back([batch, &f, i] {
+          f(i);
+          std::lock_guard l(batch->m);
+          if (--batch->left == 0) batch->cv.notify_one();
+        });
+      }
+    }
+    wake_.notify_all();
+    f(0);
+    std::unique_lock l(batch->m);
+    batch->cv.wait(l, [&] { return batch->left == 0; });
+  }
+
+ private:
+  CopyThreads() = default;
+  void loop() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [this] { return stop_ || !tasks_.empty(); });
+        if (tasks_.empty()) return;  // stopping
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task();
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> tasks_;
+  std::vector<std::thread> threads_;
+  bool stop_ = false;
+};
+
+// A pinned ring per device (GPIX_STAGING_RING_MB, default 64 MB, one allocation): staged
+// transfers cut it into slots per worker; cross-device copies into kChunks equal chunks.
 class StagingRing {
  public:
   static constexpr int kChunks = 4;
@@ -39,28 +181,29 @@ class StagingRing {
   bool ready() {
     if (state_ == State::unknown) {
       try {
-        const std::size_t chunk = env_mb("GPIX_STAGING_CHUNK_MB", 16u << 20);
-        for (auto& c : chunks_) c = dev_.allocate_host(chunk);
+        const std::size_t bytes =
+            std::max(env_mb("GPIX_STAGING_RING_MB", std::size_t{64} << 20), kPieceAlign * kChunks);
+        block_ = dev_.allocate_host(bytes / kPieceAlign * kPieceAlign);
         dev_.default_queue();
         state_ = State::ready;
       } catch (const Error&) {
-        for (auto& c : chunks_) c.reset();
+        block_.reset();
         state_ = State::unavailable;
       }
     }
     return state_ == State::ready;
   }
-  std::size_t chunk_bytes() const { return chunks_[0]->bytes(); }
-  std::byte* chunk(int k) {
-    return static_cast<std::byte*>(chunks_[static_cast<std::size_t>(k)]->data());
-  }
+  std::size_t bytes() const { return block_->bytes(); }
+  std::byte* at(std::size_t offset) { return static_cast<std::byte*>(block_->data()) + offset; }
+  std::size_t chunk_bytes() const { return bytes() / kChunks / kPieceAlign * kPieceAlign; }
+  std::byte* chunk(int k) { return at(static_cast<std::size_t>(k) * chunk_bytes()); }
   std::mutex mutex;
 
  private:
   enum class State { unknown, ready, unavailable };
   DeviceImpl& dev_;
   State state_ = State::unknown;
-  std::array<std::unique_ptr<HostMemory>, kChunks> chunks_;
+  std::unique_ptr<HostMemory> block_;
 };
 
 std::mutex g_rings_mutex;
@@ -76,81 +219,86 @@ StagingRing& ring(DeviceImpl& dev) {
   return *r;
 }
 
-// memcpy between pageable memory and a pinned chunk, split over several threads: one core
-// copies pageable memory at ~6-10 GB/s, well under the ~55 GB/s the pinned DMA then moves,
-// so the host side is the pipeline's bottleneck. GPIX_STAGING_THREADS (default: up to 8,
-// at most the hardware's threads) tunes it; 1 copies on the calling thread.
-void parallel_copy(std::byte* dst, const std::byte* src, std::size_t n) {
-  static const unsigned threads = [] {
-    const char* v = std::getenv("GPIX_STAGING_THREADS");
-    if (v && *v) return static_cast<unsigned>(std::max(1L, std::atol(v)));
-    return std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-  }();
-  constexpr std::size_t kMinPart = std::size_t{2} << 20;  // below this a thread costs more
-  const std::size_t parts = std::min<std::size_t>(threads, std::max<std::size_t>(1, n / kMinPart));
-  if (parts <= 1) {
-    std::memcpy(dst, src, n);
-    return;
-  }
-  const std::size_t step = (n / parts + 63) / 64 * 64;
-  std::vector<std::thread> pool;
-  pool.reserve(parts - 1);
-  for (std::size_t i = 1; i < parts; ++i) {
-    const std::size_t begin = std::min(n, i * step), end = std::min(n, (i + 1) * step);
-    if (begin < end) pool.emplace_back([=] { std::memcpy(dst + begin, src + begin, end - begin); });
-  }
-  std::memcpy(dst, src, std::min(n, step));
-  for (auto& t : pool) t.join();
-}
-
-bool want_staging(std::size_t bytes) {
-  return !env_flag("GPIX_NO_STAGING") && bytes >= env_mb("GPIX_STAGING_MIN_MB", 16u << 20);
+bool want_staging(std::size_t bytes, const StagingConfig& c) {
+  return !env_flag("GPIX_NO_STAGING") && bytes >= c.min_bytes;
 }
 
 Pitched linear(std::size_t offset, std::size_t bytes) {
   return Pitched{{offset, 0, 0}, bytes, bytes};
 }
 
-// Host -> contiguous device range, pipelined through the ring. The ring's lock is held.
-void staged_write(DeviceImpl& dev, StagingRing& r, Memory& dst, std::size_t offset,
-                  const std::byte* src, std::size_t bytes) {
-  QueueImpl& q = dev.default_queue();
-  const std::size_t cb = r.chunk_bytes();
-  std::array<std::shared_ptr<EventImpl>, StagingRing::kChunks> busy;
-  int k = 0;
-  for (std::size_t pos = 0; pos < bytes; pos += cb, k = (k + 1) % StagingRing::kChunks) {
-    const std::size_t n = std::min(cb, bytes - pos);
-    if (busy[static_cast<std::size_t>(k)]) busy[static_cast<std::size_t>(k)]->wait();
-    parallel_copy(r.chunk(k), src + pos, n);
-    busy[static_cast<std::size_t>(k)] =
-        dev.write_rect(q, dst, linear(offset + pos, n), r.chunk(k), linear(0, n), {n, 1, 1}, {});
-  }
-  for (auto& e : busy) {
-    if (e) e->wait();
+// Waits for every event, keeping the first failure; the ring may be reused only after all.
+void wait_all(std::vector<std::shared_ptr<EventImpl>>& events, std::exception_ptr& error) {
+  for (auto& e : events) {
+    if (!e) continue;
+    try {
+      e->wait();
+    } catch (...) {
+      if (!error) error = std::current_exception();
+    }
+    e.reset();
   }
 }
 
-// Contiguous device range -> host, pipelined: reads run ahead into the ring while the host
-// copies finished chunks out.
-void staged_read(DeviceImpl& dev, StagingRing& r, const Memory& src, std::size_t offset,
-                 std::byte* dst, std::size_t bytes) {
+// One staged transfer between pageable host memory and a contiguous device range, the
+// ring's lock held. Each worker copies its own pieces (so no thread waits for another) and
+// queues their DMAs on the default queue; up to `depth` per worker are in flight. Pushes:
+// copy piece j into a free slot, then queue its write. Pulls: queue the reads of the first
+// `depth` pieces, then copy each out as it lands and queue the next read into that slot.
+// from (host -> device) or to (device -> host) is set.
+void staged(DeviceImpl& dev, StagingRing& r, Memory& mem, std::size_t offset, const std::byte* from,
+            std::byte* to, std::size_t bytes, const StagingConfig& c) {
+  const bool to_device = from != nullptr;
   QueueImpl& q = dev.default_queue();
-  const std::size_t cb = r.chunk_bytes();
-  const std::size_t pieces = (bytes + cb - 1) / cb;
-  std::array<std::shared_ptr<EventImpl>, StagingRing::kChunks> busy;
-  auto enqueue = [&](std::size_t i) {
-    const int k = static_cast<int>(i % StagingRing::kChunks);
-    const std::size_t pos = i * cb, n = std::min(cb, bytes - pos);
-    busy[static_cast<std::size_t>(k)] =
-        dev.read_rect(q, src, linear(offset + pos, n), r.chunk(k), linear(0, n), {n, 1, 1}, {});
-  };
-  for (std::size_t i = 0; i < std::min<std::size_t>(pieces, StagingRing::kChunks); ++i) enqueue(i);
-  for (std::size_t i = 0; i < pieces; ++i) {
-    const int k = static_cast<int>(i % StagingRing::kChunks);
-    const std::size_t pos = i * cb, n = std::min(cb, bytes - pos);
-    busy[static_cast<std::size_t>(k)]->wait();
-    parallel_copy(dst + pos, r.chunk(k), n);
-    if (i + StagingRing::kChunks < pieces) enqueue(i + StagingRing::kChunks);
+  const StagingPlan p = plan_staging(bytes, c, r.bytes());
+  std::vector<std::exception_ptr> errors(p.workers);
+  std::atomic<bool> failed{false};
+  CopyThreads::get().run(p.workers, [&](unsigned w) {
+    std::vector<std::shared_ptr<EventImpl>> slot(p.depth);
+    std::exception_ptr& error = errors[w];
+    auto slot_at = [&](std::size_t j) {
+      return r.at((std::size_t{w} * p.depth + j % p.depth) * p.piece);
+    };
+    auto piece_of = [&](std::size_t j) { return w + j * p.workers; };  // global piece index
+    const std::size_t mine = p.pieces > w ? (p.pieces - w + p.workers - 1) / p.workers : 0;
+    auto extent = [&](std::size_t i) { return std::min(p.piece, bytes - i * p.piece); };
+    try {
+      if (to_device) {
+        for (std::size_t j = 0; j < mine && !failed; ++j) {
+          auto& e = slot[j % p.depth];
+          if (e) {
+            e->wait();
+            e.reset();
+          }
+          const std::size_t i = piece_of(j), n = extent(i);
+          std::memcpy(slot_at(j), from + i * p.piece, n);
+          e = dev.write_rect(q, mem, linear(offset + i * p.piece, n), slot_at(j), linear(0, n),
+                             {n, 1, 1}, {});
+        }
+      } else {
+        auto enqueue = [&](std::size_t j) {
+          const std::size_t i = piece_of(j), n = extent(i);
+          slot[j % p.depth] = dev.read_rect(q, mem, linear(offset + i * p.piece, n), slot_at(j),
+                                            linear(0, n), {n, 1, 1}, {});
+        };
+        for (std::size_t j = 0; j < std::min<std::size_t>(mine, p.depth); ++j) enqueue(j);
+        for (std::size_t j = 0; j < mine && !failed; ++j) {
+          auto& e = slot[j % p.depth];
+          e->wait();
+          e.reset();
+          const std::size_t i = piece_of(j);
+          std::memcpy(to + i * p.piece, slot_at(j), extent(i));
+          if (j + p.depth < mine) enqueue(j + p.depth);
+        }
+      }
+    } catch (...) {
+      error = std::current_exception();
+      failed = true;
+    }
+    wait_all(slot, error);
+  });
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
   }
 }
 
@@ -175,11 +323,12 @@ void write_all(ArrayImpl& a, const void* src, bool host_pinned) {
   DeviceImpl& dev = *a.device;
   const std::size_t bytes = a.shape.elements() * a.element_bytes();
   if (a.contiguous()) {
-    if (!host_pinned && want_staging(bytes)) {
+    const StagingConfig c = staging_config();
+    if (!host_pinned && want_staging(bytes, c)) {
       StagingRing& r = ring(dev);
       std::lock_guard lock(r.mutex);
       if (r.ready()) {
-        staged_write(dev, r, *a.memory, 0, static_cast<const std::byte*>(src), bytes);
+        staged(dev, r, *a.memory, 0, static_cast<const std::byte*>(src), nullptr, bytes, c);
         return;
       }
     }
@@ -193,11 +342,12 @@ void read_all(const ArrayImpl& a, void* dst, bool host_pinned) {
   DeviceImpl& dev = *a.device;
   const std::size_t bytes = a.shape.elements() * a.element_bytes();
   if (a.contiguous()) {
-    if (!host_pinned && want_staging(bytes)) {
+    const StagingConfig c = staging_config();
+    if (!host_pinned && want_staging(bytes, c)) {
       StagingRing& r = ring(dev);
       std::lock_guard lock(r.mutex);
       if (r.ready()) {
-        staged_read(dev, r, *a.memory, 0, static_cast<std::byte*>(dst), bytes);
+        staged(dev, r, *a.memory, 0, nullptr, static_cast<std::byte*>(dst), bytes, c);
         return;
       }
     }

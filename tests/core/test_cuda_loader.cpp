@@ -329,6 +329,8 @@ class TestCudaLoader : public QObject {
     // Small staging chunks, so that transfers of a few MB run through the pinned ring.
     qputenv("GPIX_STAGING_CHUNK_MB", "1");
     qputenv("GPIX_STAGING_MIN_MB", "1");
+    // The fake driver is single-threaded (one global context stack): stage on the caller.
+    qputenv("GPIX_STAGING_THREADS", "1");
 
     // Queues and events: each step on another queue, ordered only by events.
     {
@@ -573,6 +575,7 @@ class TestCudaLoader : public QObject {
 
     qunsetenv("GPIX_STAGING_CHUNK_MB");
     qunsetenv("GPIX_STAGING_MIN_MB");
+    qunsetenv("GPIX_STAGING_THREADS");
     trim(dev);
     QCOMPARE(fake_state().allocated, std::size_t{0});
     QCOMPARE(fake_state().depth, 0);

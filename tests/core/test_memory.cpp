@@ -239,6 +239,67 @@ class TestMemory : public QObject {
     }
   }
 
+  // Staged transfers at sizes around every threshold and piece boundary, with several
+  // splits (threads, pieces in flight, piece size, a ring too small for all slots), byte for
+  // byte against random data; padded arrays and regions of the same sizes alongside (they
+  // take the pitched path, which must agree).
+  void staged_sizes_data() { devices_data(); }
+  void staged_sizes() {
+    QFETCH(int, device);
+    const Device dev = dev_at(device);
+    struct Split {
+      const char *threads, *depth, *chunk_mb, *min_mb;
+    };
+    // Defaults (2 MB threshold, pieces of bytes/(4 threads)); one thread; deep queues of
+    // small pieces; 16 x 8 slots of 1 MB, more than the 64 MB ring holds (pieces shrink).
+    const Split splits[] = {{nullptr, nullptr, nullptr, nullptr},
+                            {"1", "1", "0.25", "0.5"},
+                            {"3", "3", "0.3", "1"},
+                            {"16", "8", "1", "1"}};
+    constexpr std::size_t MB = std::size_t{1} << 20;
+    const std::size_t sizes[] = {
+        2 * MB - 1,  2 * MB,  2 * MB + 1,  (MB / 4) * 9 + 3, 5 * MB + 12345, 8 * MB - 64 * 1024 + 1,
+        16 * MB - 1, 16 * MB, 16 * MB + 1, 33 * MB + 777};
+    const char* const knobs[] = {"GPIX_STAGING_THREADS", "GPIX_STAGING_DEPTH",
+                                 "GPIX_STAGING_CHUNK_MB", "GPIX_STAGING_MIN_MB"};
+    for (const Split& sp : splits) {
+      const char* values[] = {sp.threads, sp.depth, sp.chunk_mb, sp.min_mb};
+      for (int k = 0; k < 4; ++k) {
+        if (values[k]) {
+          qputenv(knobs[k], values[k]);
+        } else {
+          qunsetenv(knobs[k]);
+        }
+      }
+      for (std::size_t n : sizes) {
+        const Shape s{n};
+        HostArray in = host_random<std::uint8_t>(s);
+        Array a = Array::empty(s, DType::u8, dev);
+        a.fill(std::uint8_t{0xA5});  // poison: a piece never written shows
+        a.write(in.data(), in.bytes());
+        std::vector<std::uint8_t> out(n + 1, 0x5A);  // one guard byte past the end
+        a.read(out.data(), n);
+        QVERIFY2(std::memcmp(out.data(), in.data(), n) == 0,
+                 (std::to_string(n) + " bytes, threads " + (sp.threads ? sp.threads : "default"))
+                     .c_str());
+        QCOMPARE(out[n], std::uint8_t{0x5A});
+        // The same bytes as a padded 2D array and through a region at an odd origin.
+        const std::size_t w = 1021, h = n / w;
+        const Shape s2{h, w};
+        Array p = Array::padded(s2, Shape{h + 1, w + 3}, DType::u8, dev);
+        p.fill(std::uint8_t{0xA5});
+        p.write(in.data(), h * w);
+        HostArray back = p.pull();
+        QVERIFY(std::memcmp(back.data(), in.data(), h * w) == 0);
+        HostArray reg = a.read_region({{n / 3}, {n - n / 3 - 1}});
+        QVERIFY(std::memcmp(reg.data(), in.data() + n / 3, n - n / 3 - 1) == 0);
+      }
+    }
+    for (const char* k : knobs) qunsetenv(k);
+    qputenv("GPIX_STAGING_CHUNK_MB", "1");  // back to initTestCase's settings
+    qputenv("GPIX_STAGING_MIN_MB", "1");
+  }
+
   // ---------------------------------------------------------------- mapping
   void mapping_data() { devices_data(); }
   void mapping() {

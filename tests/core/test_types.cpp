@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "backend/card_memory.h"
 #include "gpix/gpix.h"
 
 using namespace gpix;
@@ -77,7 +78,8 @@ class TestTypes : public QObject {
     QVERIFY(!Scalar(16777217).fits(DType::f32));
     QVERIFY(Scalar(16777216).fits(DType::f32));
     QVERIFY(!Scalar(4294967296.0).fits(DType::u32));
-    QCOMPARE(Scalar(std::uint64_t{18446744073709551615u}).str(), std::string("18446744073709551615"));
+    QCOMPARE(Scalar(std::uint64_t{18446744073709551615u}).str(),
+             std::string("18446744073709551615"));
     QCOMPARE(Scalar(-1.5).str(), std::string("-1.5"));
     QCOMPARE(Scalar(std::numeric_limits<double>::infinity()).str(), std::string("inf"));
     QCOMPARE(Scalar(200).exact_as<std::uint8_t>(), std::uint8_t{200});
@@ -110,6 +112,52 @@ class TestTypes : public QObject {
     QCOMPARE(human_bytes(1500000), std::string("1.50 MB"));
     QCOMPARE(human_bytes(268435456), std::string("268 MB"));
     QCOMPARE(human_bytes(80000000000ull), std::string("80.0 GB"));
+  }
+
+  // The pieces of the nvidia-opencl-oom workaround that need no GPU: PCI addresses from
+  // NVIDIA's OpenCL queries, matching them to CUDA's, and the free-memory decision.
+  void card_memory() {
+    using detail::PciAddress;
+    // slot = device << 3 | function; the bus keeps its low 8 bits.
+    const PciAddress cl = detail::pci_from_nv_opencl(0x13b, (0x1d << 3) | 5, 2u);
+    QCOMPARE(cl.bus, std::int64_t{0x3b});
+    QCOMPARE(cl.device, std::int64_t{0x1d});
+    QCOMPARE(cl.domain, std::int64_t{2});
+    QCOMPARE(cl.str(), std::string("0002:3b:1d"));
+    PciAddress cu;
+    cu.bus = 0x3b;
+    cu.device = 0x1d;
+    cu.domain = 2;
+    QVERIFY(detail::same_card(cl, cu));
+    cu.domain = 0;  // another domain: another card
+    QVERIFY(!detail::same_card(cl, cu));
+    const PciAddress nodomain = detail::pci_from_nv_opencl(0x3b, 0x1d << 3, std::nullopt);
+    QCOMPARE(nodomain.domain, std::int64_t{-1});
+    QVERIFY(detail::same_card(nodomain, cu));  // an unknown domain matches any
+    QCOMPARE(nodomain.str(), std::string("?:3b:1d"));
+    cu.device = 0x1c;
+    QVERIFY(!detail::same_card(nodomain, cu));
+    cu.device = 0x1d;
+    cu.bus = 0x3c;
+    QVERIFY(!detail::same_card(nodomain, cu));
+    QVERIFY(!detail::same_card(PciAddress{}, PciAddress{}));  // unknown never matches
+    QCOMPARE(PciAddress{}.str(), std::string("unknown"));
+
+    constexpr std::uint64_t GB = std::uint64_t{1} << 30, MB = std::uint64_t{1} << 20;
+    // The margin: 512 MiB on small cards, 1/64 of large ones.
+    QCOMPARE(detail::free_memory_margin(8 * GB), 512 * MB);
+    QCOMPARE(detail::free_memory_margin(128 * GB), 2 * GB);
+    // 37.5 GB on an idle 140 GB card fits; what is left after three does not take a fourth.
+    const std::uint64_t total = 140 * GB, block = 37 * GB + GB / 2;
+    QVERIFY(detail::refuse_beyond_free(block, total - GB, total).empty());
+    const std::string no = detail::refuse_beyond_free(block, total - 3 * block, total);
+    QVERIFY2(no.find("are free on the card") != std::string::npos, no.c_str());
+    // The boundary: exactly free - margin fits, one byte more does not.
+    const std::uint64_t margin = detail::free_memory_margin(total), free = 20 * GB;
+    QVERIFY(detail::refuse_beyond_free(free - margin, free, total).empty());
+    QVERIFY(!detail::refuse_beyond_free(free - margin + 1, free, total).empty());
+    // Less free than the margin: nothing fits, no underflow.
+    QVERIFY(!detail::refuse_beyond_free(1, margin / 2, total).empty());
   }
 };
 

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/card_memory.h"
 #include "gpix/device.h"
 #include "gpix/dtype.h"
 
@@ -291,6 +292,12 @@ class DeviceImpl {
 
   // The API's own view of free and total memory (CUDA: cuMemGetInfo); OpenCL reports none.
   virtual NativeMemoryInfo native_memory_info();
+
+  // The PCI address of the card, where the API reports one (CUDA; NVIDIA's OpenCL).
+  virtual PciAddress pci_address() const { return {}; }
+  // Another backend's count of the same card's memory (the registry hands NVIDIA's OpenCL
+  // devices the CUDA device of their card, see card_memory.h). Ignored by default.
+  virtual void set_card_memory_source(std::function<NativeMemoryInfo()> /*source*/) {}
 
   // Shared virtual memory (OpenCL 2.0 coarse-grain SVM; CUDA: cuMemAllocManaged). Whether
   // this device can allocate it, and the calls. svm_map/svm_unmap bracket host access

@@ -462,6 +462,8 @@ class CudaDevice final : public DeviceImpl {
   }
 
   int native_ordinal() const noexcept override { return ordinal_; }
+  PciAddress pci_address() const override { return pci_; }
+  void set_pci(PciAddress a) { pci_ = a; }
 
   std::unique_ptr<Memory> allocate(std::size_t bytes) override {
     if (bytes > info().max_allocation) {
@@ -1301,6 +1303,7 @@ class CudaDevice final : public DeviceImpl {
   CuQueue default_;
   const Nvrtc& nvrtc_;
   Target target_;
+  PciAddress pci_;
   int ordinal_;
   std::shared_ptr<UserFlags> flags_;
   std::shared_ptr<PinnedCache> pinned_;
@@ -1408,8 +1411,21 @@ std::shared_ptr<DeviceImpl> make_device(const cuda::Driver& d, const Nvrtc& nvrt
   // other libraries in the process may use.
   check(d.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "creating a stream");
   cuda::Stream stream(s);
-  return std::make_shared<CudaDevice>(std::move(info), std::move(ctx), std::move(stream), nvrtc,
-                                      target, ordinal);
+  auto device = std::make_shared<CudaDevice>(std::move(info), std::move(ctx), std::move(stream),
+                                             nvrtc, target, ordinal);
+  // The card's PCI address, so that NVIDIA's OpenCL device of the same card can be matched
+  // (card_memory.h). Optional: a driver that does not answer leaves it unknown.
+  int bus = -1, slot = -1, domain = -1;
+  if (d.cuDeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev) == CUDA_SUCCESS &&
+      d.cuDeviceGetAttribute(&slot, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev) == CUDA_SUCCESS) {
+    PciAddress a;
+    a.bus = bus;
+    a.device = slot;
+    if (d.cuDeviceGetAttribute(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev) == CUDA_SUCCESS)
+      a.domain = domain;
+    device->set_pci(a);
+  }
+  return device;
 }
 
 }  // namespace

@@ -188,16 +188,19 @@ class ClDevice final : public DeviceImpl {
                             "); use a smaller image or a device with more memory",
                         bytes);
     }
+    check_card_free(bytes, "a buffer");
     cl_int err = CL_SUCCESS;
     cl::Mem mem(clCreateBuffer(ctx_.get(), CL_MEM_READ_WRITE, bytes, nullptr, &err));
     if (err != CL_SUCCESS) throw_oom(bytes, err);
-    // OpenCL allocates lazily; touching the last byte makes the buffer resident now, so
-    // out-of-memory surfaces here and not in some later kernel.
-    const unsigned char zero = 0;
-    err = touch([&](cl_command_queue q) {
-      return clEnqueueFillBuffer(q, mem.get(), &zero, 1, bytes - 1, 1, 0, nullptr, nullptr);
+    // OpenCL allocates lazily; writing the last byte makes the buffer resident now, so
+    // out-of-memory surfaces here and not in some later kernel. A write is a plain DMA: a
+    // one-byte clEnqueueFillBuffer runs a fill kernel, and at offsets past 4 GB that is the
+    // suspect in NVIDIA's failures (see nvidia-opencl-oom in docs/ARCHITECTURE.md).
+    static const unsigned char zero = 0;
+    err = touch([&](cl_command_queue q, cl_event* e) {
+      return clEnqueueWriteBuffer(q, mem.get(), CL_FALSE, bytes - 1, 1, &zero, 0, nullptr, e);
     });
-    if (err != CL_SUCCESS) throw_oom(bytes, err);
+    if (err != CL_SUCCESS) touch_failed(bytes, err, "a buffer");
     return std::make_unique<ClMemory>(bytes, std::move(mem));
   }
 
@@ -441,6 +444,7 @@ class ClDevice final : public DeviceImpl {
     desc.image_depth = f.dims == 3 ? f.depth : 1;
     const std::size_t es = size_of(f.dtype);
     const std::size_t bytes = f.width * f.height * f.depth * es;
+    check_card_free(bytes, "an image");
     cl_int err = CL_SUCCESS;
     cl::Mem mem(clCreateImage(ctx_.get(), CL_MEM_READ_WRITE, &format, &desc, nullptr, &err));
     if (err != CL_SUCCESS) throw_oom(bytes, err, "an image");
@@ -448,11 +452,10 @@ class ClDevice final : public DeviceImpl {
     const std::size_t origin[3] = {f.width - 1, f.height - 1, f.dims == 3 ? f.depth - 1 : 0};
     const std::size_t region[3] = {1, 1, 1};
     const std::uint64_t zero = 0;
-    err = touch([&](cl_command_queue q) {
-      return clEnqueueWriteImage(q, mem.get(), CL_TRUE, origin, region, 0, 0, &zero, 0, nullptr,
-                                 nullptr);
+    err = touch([&](cl_command_queue q, cl_event* e) {
+      return clEnqueueWriteImage(q, mem.get(), CL_TRUE, origin, region, 0, 0, &zero, 0, nullptr, e);
     });
-    if (err != CL_SUCCESS) throw_oom(bytes, err, "an image");
+    if (err != CL_SUCCESS) touch_failed(bytes, err, "an image");
     return std::make_unique<ClMemory>(bytes, std::move(mem), es, f.dims);
   }
 
@@ -609,22 +612,78 @@ class ClDevice final : public DeviceImpl {
                       bytes, cl::error_name(err));
   }
 
-  // Runs enqueue (a command that makes a new allocation resident) on a queue of its own and
-  // waits for it. NVIDIA's OpenCL reports out-of-memory at that first touch and then refuses
-  // every later command on that queue (CL_INVALID_COMMAND_QUEUE), so the touch queue is
-  // thrown away after a failure and the default queue, with the user's work, is never hit.
+  // Out-of-memory codes at a touch are OutOfMemory; anything else means the driver failed in
+  // another way (NVIDIA: -9999 after a faulting command), and says so.
+  [[noreturn]] void touch_failed(std::size_t bytes, cl_int err, const char* what) {
+    if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
+        err == CL_OUT_OF_HOST_MEMORY) {
+      throw_oom(bytes, err, what);
+    }
+    throw DeviceError("making " + std::string(what) + " of " + human(bytes) + " resident on '" +
+                          info().name + "' failed: " + cl::error_name(err) +
+                          " (not an out-of-memory code; the driver may refuse further work in "
+                          "this context: restart the program, or use the card's CUDA device)",
+                      cl::error_name(err));
+  }
+
+  // The named workaround "nvidia-opencl-oom": with the CUDA device of the same card known,
+  // refuse a buffer that does not fit into the card's free memory before NVIDIA's OpenCL is
+  // asked (it cannot recover from running out).
+  void check_card_free(std::size_t bytes, const char* what) {
+    if (!card_) return;
+    const NativeMemoryInfo m = card_();
+    if (!m.known) return;
+    const std::string why = refuse_beyond_free(bytes, m.free, m.total);
+    if (why.empty()) return;
+    throw OutOfMemory("cannot allocate " + human(bytes) + " for " + what + " on '" + info().name +
+                          "': " + why +
+                          " (NVIDIA's OpenCL cannot recover from running out, so gpix asks "
+                          "first; see the nvidia-opencl-oom workaround in docs/ARCHITECTURE.md)",
+                      bytes, "GPIX_CARD_MEMORY");
+  }
+
+  // Runs enqueue (a command that makes a new allocation resident; it sets *event) on a queue
+  // of its own and waits for it, checking the enqueue, the wait and the command's own status.
+  // NVIDIA's OpenCL refuses every later command on a queue where a touch failed
+  // (CL_INVALID_COMMAND_QUEUE), so the touch queue is thrown away after a failure and the
+  // default queue, with the user's work, is never hit.
   template <class F>
   cl_int touch(F&& enqueue) {
     std::lock_guard lock(touch_mutex_);
     cl_int err = CL_SUCCESS;
     if (!touch_) touch_.reset(clCreateCommandQueue(ctx_.get(), id_, 0, &err));
     if (err != CL_SUCCESS) return err;
-    err = enqueue(touch_.get());
+    cl_event raw = nullptr;
+    err = enqueue(touch_.get(), &raw);
+    cl::EventHandle event(raw);
     if (err == CL_SUCCESS) err = clFinish(touch_.get());
+    if (err == CL_SUCCESS && event) {
+      cl_int status = CL_COMPLETE;
+      err = clGetEventInfo(event.get(), CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                           nullptr);
+      if (err == CL_SUCCESS && status < 0) err = status;
+    }
     if (err != CL_SUCCESS) touch_.reset();
     return err;
   }
 
+ public:
+  PciAddress pci_address() const override { return pci_; }
+  void set_pci(PciAddress a) { pci_ = a; }
+  void set_nvidia() { nvidia_ = true; }
+  void set_card_memory_source(std::function<NativeMemoryInfo()> source) override {
+    if (!nvidia_ || workaround_disabled("nvidia-opencl-oom")) return;
+    card_ = std::move(source);
+    // The card's own count replaces the 95% cap on gpix's accounting (set at enumeration).
+    pool().set_limit(0);
+  }
+  // The card's free and total memory as CUDA counts them, where the card is known.
+  NativeMemoryInfo native_memory_info() override { return card_ ? card_() : NativeMemoryInfo{}; }
+
+ private:
+  PciAddress pci_;
+  bool nvidia_ = false;
+  std::function<NativeMemoryInfo()> card_;
   cl_device_id id_;
   cl::Context ctx_;
   ClQueue default_;
@@ -701,12 +760,26 @@ BackendDevices enumerate_opencl() {
       const bool nvidia = pname.find("NVIDIA") != std::string::npos;
       const std::uint64_t total = info.global_memory;
       auto dev = std::make_shared<ClDevice>(std::move(info), id, std::move(ctx), std::move(q));
+      if (nvidia) {
+        dev->set_nvidia();
+        // cl_nv_device_attribute_query: CL_DEVICE_PCI_BUS_ID_NV, _SLOT_ID_NV, _DOMAIN_ID_NV.
+        cl_uint bus = 0, slot = 0, domain = 0;
+        if (clGetDeviceInfo(id, 0x4008, sizeof bus, &bus, nullptr) == CL_SUCCESS &&
+            clGetDeviceInfo(id, 0x4009, sizeof slot, &slot, nullptr) == CL_SUCCESS) {
+          std::optional<std::uint32_t> dom;
+          if (clGetDeviceInfo(id, 0x400A, sizeof domain, &domain, nullptr) == CL_SUCCESS)
+            dom = domain;
+          dev->set_pci(pci_from_nv_opencl(bus, slot, dom));
+        }
+      }
       // Named workaround "nvidia-opencl-oom": NVIDIA's OpenCL reports out-of-memory when a
       // new buffer is first touched and then refuses every later command in that context
       // (CL_INVALID_COMMAND_QUEUE, then -9999), so no recovery is possible once the driver
-      // runs out. gpix therefore stops at 95% of the device's memory by its own accounting
-      // and raises OutOfMemory itself, with the context intact. Other processes' use is not
-      // seen; GPIX_DISABLE_WORKAROUNDS=nvidia-opencl-oom (or gpix::set_memory_limit) lifts it.
+      // runs out. Where the CUDA driver sees the same card, the registry hands this device its
+      // free-memory count (set_card_memory_source) and allocate() refuses what does not fit.
+      // Otherwise gpix stops at 95% of the device's memory by its own accounting and raises
+      // OutOfMemory itself, with the context intact (other processes' use is not seen then).
+      // GPIX_DISABLE_WORKAROUNDS=nvidia-opencl-oom (or gpix::set_memory_limit) lifts both.
       if (nvidia && !workaround_disabled("nvidia-opencl-oom")) {
         dev->pool().set_limit(total / 100 * 95);
         dev->pool().set_limit_reason(
