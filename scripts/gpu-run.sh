@@ -6,6 +6,7 @@
 #   scripts/gpu-run.sh bench     gpix benchmarks on CUDA and NVIDIA OpenCL, then CuPy's
 #   scripts/gpu-run.sh cross     every filter on every device, compared across backends
 #   scripts/gpu-run.sh transfers push/pull GB/s only (bench_memory and CuPy)
+#   scripts/gpu-run.sh large     gpu_check --large-allocations (NVIDIA OpenCL probes, OOM)
 #   scripts/gpu-run.sh filters   filter and reduction benchmarks only (both backends and CuPy)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -70,7 +71,15 @@ case "$stage" in
       echo "== bench_memory --device $dev"
       OCL_ICD_VENDORS=/tmp/nv-icd timeout 150 "$build/bin/bench_memory" --device "$dev" 2>&1 | tee -a "$out/bench.txt"
     done
+    for dev in cuda: opencl:NVIDIA; do
+      echo "== bench_memory --sweep --device $dev"
+      OCL_ICD_VENDORS=/tmp/nv-icd timeout 150 "$build/bin/bench_memory" --sweep --device "$dev" 2>&1 | tee -a "$out/sweep.txt"
+    done
     echo "== CuPy"
     timeout 120 python3 bench/peer_cupy.py --transfers 2>&1 | tee "$out/cupy.txt"
+    ;;
+  large)
+    # Single large buffers on NVIDIA OpenCL (raw probes, then gpix), then out-of-memory.
+    timeout 300 "$build/bin/gpu_check" --large-allocations 2>&1 | tee "$out/large.txt" | tail -60
     ;;
 esac
