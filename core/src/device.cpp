@@ -212,6 +212,11 @@ std::string Device::label() const {
   return std::string(gpix::name(backend())) + ":" + info().name;
 }
 
+std::string Device::pci_address() const {
+  (void)info();  // the null-device check
+  return detail::Access::impl(*this).pci_address().str();
+}
+
 bool Device::supports_fp64() const {
   return info().fp64 && !detail::env_flag("GPIX_DISABLE_FP64");
 }

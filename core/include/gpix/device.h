@@ -22,22 +22,22 @@ std::string_view name(DeviceType t);  // "GPU", "CPU", "accelerator", "other"
 
 struct DeviceInfo {
   Backend backend = Backend::opencl;
-  std::string name;      // as the driver reports it, e.g. "NVIDIA H100 80GB HBM3"
+  std::string name;  // as the driver reports it, e.g. "NVIDIA H100 80GB HBM3"
   std::string vendor;
   std::string platform;  // OpenCL platform name; "CUDA" for CUDA devices
   DeviceType type = DeviceType::other;
-  unsigned compute_units = 0;       // OpenCL compute units / CUDA multiprocessors
-  std::uint64_t global_memory = 0;  // bytes
-  std::uint64_t max_allocation = 0; // largest single allocation in bytes
-  std::uint64_t local_memory = 0;   // bytes of local (shared) memory per work-group
-  std::size_t max_work_group = 0;   // work-items per work-group
-  bool fp64 = false;                // double precision supported
-  bool images = false;              // image objects / textures supported
-  bool svm = false;                 // coarse-grain shared virtual memory (OpenCL 2.0+)
-  std::string api_version;          // "OpenCL 3.0 PoCL ..." / "CUDA 13.0"
+  unsigned compute_units = 0;        // OpenCL compute units / CUDA multiprocessors
+  std::uint64_t global_memory = 0;   // bytes
+  std::uint64_t max_allocation = 0;  // largest single allocation in bytes
+  std::uint64_t local_memory = 0;    // bytes of local (shared) memory per work-group
+  std::size_t max_work_group = 0;    // work-items per work-group
+  bool fp64 = false;                 // double precision supported
+  bool images = false;               // image objects / textures supported
+  bool svm = false;                  // coarse-grain shared virtual memory (OpenCL 2.0+)
+  std::string api_version;           // "OpenCL 3.0 PoCL ..." / "CUDA 13.0"
   std::string driver_version;
-  std::string compute_capability;   // "9.0" on CUDA, empty on OpenCL
-  int index = 0;                    // position within devices()
+  std::string compute_capability;  // "9.0" on CUDA, empty on OpenCL
+  int index = 0;                   // position within devices()
 };
 
 class Device {
@@ -51,6 +51,9 @@ class Device {
   Backend backend() const { return info().backend; }
   // A stable label such as "opencl:NVIDIA H100 80GB HBM3" that select_device() accepts.
   std::string label() const;
+  // The card's PCI address ("domain:bus:device" in hex) where the driver reports it (CUDA,
+  // NVIDIA's OpenCL), else "unknown"; equal addresses are the same card seen by two APIs.
+  std::string pci_address() const;
   // Whether arrays of dtype f64 can live here: the device reports fp64 and GPIX_DISABLE_FP64
   // (a switch for testing what users of devices without fp64 see) is not set.
   bool supports_fp64() const;
@@ -70,7 +73,7 @@ struct BackendStatus {
   Backend backend;
   bool available = false;  // the API loaded and reported at least one platform/driver
   std::size_t devices = 0;
-  std::string detail;      // e.g. "libcuda.so.1 not found: no NVIDIA driver installed"
+  std::string detail;  // e.g. "libcuda.so.1 not found: no NVIDIA driver installed"
 };
 
 // Every device of every backend that loads, enumerated once per process. Never throws:

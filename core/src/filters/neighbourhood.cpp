@@ -104,12 +104,16 @@ bool fits(const Array& a, SepOp op, DType in, DType out, std::size_t elements) {
   return a.device().info().local_memory >= elements * size_of(acc);
 }
 
-// tiled.kernel (register-blocked passes) serves radii up to 12 in buckets of 4, 8 and 12 when
-// the accumulator is at most 4 bytes wide (its local tiles are sized for that).
-constexpr int kTileRmax = 12;
-constexpr std::size_t kTileX = 64, kTileY = 32, kTileRun = 16;
+// tiled.kernel (register-blocked passes) serves radii up to 8 in buckets of 4 and 8 when the
+// accumulator is at most 4 bytes wide (its local tiles are sized for that). A bucket of 12 was
+// no faster than separable.kernel on an H200 (predicated taps, 80 registers) and its float
+// convolution crashes PoCL 3.1's LLVM 15 (SLP vectorizer) at compile time.
+constexpr int kTileRmax = 8;
+constexpr std::size_t kTileX = 64, kTileRun = 16;
+// Output rows of a tiled.kernel xy tile (TL_Y there).
+constexpr std::size_t kTileY = 64;
 int tile_bucket(int r) {
-  return r <= 4 ? 4 : (r <= 8 ? 8 : 12);
+  return r <= 4 ? 4 : 8;
 }
 bool tile_acc_ok(SepOp op, DType in, DType out) {
   const DType acc = op == SepOp::min || op == SepOp::max ? in : compute_type({in, out});
@@ -199,10 +203,11 @@ Array separable(const Array& in, const Separable& s, DType out_t, const RunOptio
   if (nd >= 2 && tile_xy_ok(in, s.op, t1, rad(0), rad(1))) {
     Array out = empty_like(in, t1);
     const Shape& sh = in.shape();
+    const int tb = tile_bucket(std::max(rad(0), rad(1)));
     sep_launch(in, out, s, "xy",
                grid({ceil_div(sh.width(), kTileX) * 256, ceil_div(sh.height(), kTileY), sh.depth()},
                     {256, 1, 1}),
-               0, 1, 0, z_pass ? 1.0 : window, tile_bucket(std::max(rad(0), rad(1))));
+               0, 1, 0, z_pass ? 1.0 : window, tb);
     if (!z_pass) return out;
     checkpoint(o, 0.5, filter);
     return sep_axis(out, out_t, s, 2, window);
@@ -614,7 +619,7 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
       for (SepOp op : {SepOp::conv, SepOp::sum, SepOp::min, SepOp::max}) {
         const bool order = op == SepOp::min || op == SepOp::max;
         if ((order && a != b) || !tile_acc_ok(op, a, b)) continue;
-        for (int tb : {4, 8, 12}) {
+        for (int tb : {4, 8}) {
           for (const char* sh : {"xy", "axis"}) {
             out.push_back({"tiled.kernel", std::string("tile_") + op_name(op) + "_" + sh,
                            tile_defines(a, b, tb, op)});
