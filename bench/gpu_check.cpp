@@ -13,6 +13,7 @@
 //       Then through gpix on every selected GPU: the same sizes, each written and read back at
 //       both ends; then the out-of-memory check and a round trip afterwards (pass/fail rows).
 #include <unistd.h>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -399,6 +400,15 @@ std::string large_buffer(const Device& dev, std::uint64_t bytes, std::string& no
       HostArray back = a.read_region({{at}, {4096}});
       if (std::memcmp(back.data(), data.data(), 4096) != 0)
         return "data differs at offset " + std::to_string(at);
+    }
+    // A fill over the whole buffer (NVIDIA's OpenCL fill is wrong past 4 GB: gpix works
+    // around it with its own kernel, nvidia-opencl-fill-4g), checked at both ends.
+    a.fill(0x5a);
+    for (std::uint64_t at : {std::uint64_t{0}, bytes - 4096}) {
+      HostArray back = a.read_region({{at}, {4096}});
+      const auto* p = static_cast<const std::uint8_t*>(back.data());
+      if (std::any_of(p, p + 4096, [](std::uint8_t v) { return v != 0x5a; }))
+        return "fill wrong at offset " + std::to_string(at);
     }
     const MemoryReport r = memory_report(dev);
     note = "ok; " + (r.device_known ? human_bytes(r.device_free) + " free of " +

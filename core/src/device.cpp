@@ -107,22 +107,28 @@ struct Registry {
 // workaround. A failing query answers "unknown", and the backend then asks the driver as
 // before.
 void link_cards(const std::vector<std::shared_ptr<DeviceImpl>>& devs) {
+  // The CUDA device of an OpenCL device's card: by the slot read as device << 3 | function,
+  // else by the slot read as the device number (see PciAddress::raw_slot).
+  const auto find = [&](const PciAddress& a) -> std::shared_ptr<DeviceImpl> {
+    for (const auto& cu : devs) {
+      if (cu->info().backend == Backend::cuda && same_card(a, cu->pci_address())) return cu;
+    }
+    return nullptr;
+  };
   for (const auto& cl : devs) {
     if (cl->info().backend != Backend::opencl || !cl->pci_address().known()) continue;
-    for (const auto& cu : devs) {
-      if (cu->info().backend != Backend::cuda || !same_card(cl->pci_address(), cu->pci_address()))
-        continue;
-      cl->set_card_memory_source([w = std::weak_ptr<DeviceImpl>(cu)]() -> NativeMemoryInfo {
-        const auto d = w.lock();
-        if (!d) return {};
-        try {
-          return d->native_memory_info();
-        } catch (const Error&) {
-          return {};
-        }
-      });
-      break;
-    }
+    std::shared_ptr<DeviceImpl> cu = find(cl->pci_address());
+    if (!cu && cl->pci_address().raw_slot >= 0) cu = find(cl->pci_address().slot_as_device());
+    if (!cu) continue;
+    cl->set_card_memory_source([w = std::weak_ptr<DeviceImpl>(cu)]() -> NativeMemoryInfo {
+      const auto d = w.lock();
+      if (!d) return {};
+      try {
+        return d->native_memory_info();
+      } catch (const Error&) {
+        return {};
+      }
+    });
   }
 }
 

@@ -12,6 +12,7 @@ std::vector<KernelVariant> all_kernel_variants() {
   add_reduction_variants(v);
   // The CUDA backend's 8-byte fill (the driver has memsets of 1, 2 and 4 bytes only).
   v.push_back({"fill.kernel", "fill_u64", {}});
+  v.push_back({"fill.kernel", "fill_pattern", {}});
   add_render_variants(v);
   add_resample_variants(v);
   return v;

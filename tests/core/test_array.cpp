@@ -11,7 +11,9 @@ Q_DECLARE_METATYPE(gpix::DType)
 
 namespace {
 
-bool device_has(const Device& d, DType t) { return t != DType::f64 || d.supports_fp64(); }
+bool device_has(const Device& d, DType t) {
+  return t != DType::f64 || d.supports_fp64();
+}
 
 template <class T>
 void check_round_trip(const Device& dev, const Shape& shape) {
@@ -66,7 +68,8 @@ class TestArray : public QObject {
 
   void large_data() {
     QTest::addColumn<int>("device");
-    for (const Device& d : test::test_devices()) QTest::newRow(test::row_name(d).constData()) << d.info().index;
+    for (const Device& d : test::test_devices())
+      QTest::newRow(test::row_name(d).constData()) << d.info().index;
   }
   void large() {
     QFETCH(int, device);
@@ -78,6 +81,38 @@ class TestArray : public QObject {
     Array a = Array::push(data, s, dev);
     const auto back = a.pull_as<float>();
     QVERIFY(std::memcmp(back.data(), data.data(), data.size() * 4) == 0);
+  }
+
+  // gpix's own fill kernel (fill.kernel's fill_pattern), which NVIDIA's OpenCL needs past
+  // 4 GB of a buffer (workaround nvidia-opencl-fill-4g); GPIX_TEST_FILL_KERNEL=1 routes every
+  // OpenCL fill through it, so it is checked on every OpenCL device with patterns of 1, 2,
+  // 4 and 8 bytes over odd sizes, on poisoned buffers.
+  void fill_pattern_kernel_data() { large_data(); }
+  void fill_pattern_kernel() {
+    QFETCH(int, device);
+    const Device dev = devices()[static_cast<std::size_t>(device)];
+    if (dev.backend() != Backend::opencl) QSKIP("an OpenCL path");
+    qputenv("GPIX_TEST_FILL_KERNEL", "1");
+    const auto check = [&](auto value, const Shape& s) {
+      using T = decltype(value);
+      Array a = Array::push(test::random_bits<T>(s.elements()), s, dev);
+      a.fill(value);
+      for (const T v : a.pull_as<T>()) {
+        if (std::memcmp(&v, &value, sizeof(T)) != 0) {
+          QFAIL(qPrintable(
+              QString("fill of %1 x %2 bytes differs").arg(s.elements()).arg(sizeof(T))));
+        }
+      }
+      a.zero();
+      for (const T v : a.pull_as<T>()) QVERIFY(v == T(0));
+    };
+    for (const Shape& s : {Shape{1}, Shape{7}, Shape{1001, 3}, Shape{3, 5, 67}}) {
+      check(std::uint8_t{0xa5}, s);
+      check(std::int16_t{-12345}, s);
+      check(std::uint32_t{0xdeadbeefu}, s);
+      check(-1.25e300, s);
+    }
+    qunsetenv("GPIX_TEST_FILL_KERNEL");
   }
 
   void create_fill_zero_copy_data() { round_trip_data(); }
@@ -105,21 +140,24 @@ class TestArray : public QObject {
         a.fill(std::numeric_limits<double>::quiet_NaN());
         for (T got : a.pull_as<T>()) QVERIFY(std::isnan(got));
         // 0.1 has no exact float32; 2^64 - 1 has no exact float64.
-        const Scalar unfit = std::is_same_v<T, float> ? Scalar(0.1)
-                                                      : Scalar(std::numeric_limits<std::uint64_t>::max());
+        const Scalar unfit = std::is_same_v<T, float>
+                                 ? Scalar(0.1)
+                                 : Scalar(std::numeric_limits<std::uint64_t>::max());
         QVERIFY_THROWS_EXCEPTION(InvalidArgument, a.fill(unfit));
       } else {
         QVERIFY_THROWS_EXCEPTION(InvalidArgument, a.fill(1.5));
         QVERIFY_THROWS_EXCEPTION(InvalidArgument, a.fill(std::nan("")));
         if constexpr (sizeof(T) < 8) {
-          QVERIFY_THROWS_EXCEPTION(InvalidArgument, a.fill(static_cast<long long>(std::numeric_limits<T>::max()) + 1));
+          QVERIFY_THROWS_EXCEPTION(
+              InvalidArgument, a.fill(static_cast<long long>(std::numeric_limits<T>::max()) + 1));
         }
       }
       // A rejected fill leaves the contents alone.
       a.fill(T(7));
       const Scalar unfit = std::is_integral_v<T> ? Scalar(1.5)
-                           : std::is_same_v<T, float> ? Scalar(0.1)
-                                                      : Scalar(std::numeric_limits<std::uint64_t>::max());
+                           : std::is_same_v<T, float>
+                               ? Scalar(0.1)
+                               : Scalar(std::numeric_limits<std::uint64_t>::max());
       QVERIFY_THROWS_EXCEPTION(InvalidArgument, a.fill(unfit));
       for (T got : a.pull_as<T>()) QCOMPARE(got, T(7));
 
@@ -133,7 +171,7 @@ class TestArray : public QObject {
       Array alias = a;
       QVERIFY(alias.same_memory(a));
       a.fill(T(1));
-      QVERIFY(b.pull_as<T>() == data);  // the deep copy is independent
+      QVERIFY(b.pull_as<T>() == data);        // the deep copy is independent
       QCOMPARE(alias.pull_as<T>()[0], T(1));  // the handle copy is not
       Array c = Array::empty(s, dtype, dev);
       c.copy_from(b);
@@ -178,7 +216,8 @@ class TestArray : public QObject {
       QFAIL("no exception");
     } catch (const OutOfMemory& e) {
       QCOMPARE(e.requested_bytes(), too_big);
-      QVERIFY2(std::string(e.what()).find("largest single allocation") != std::string::npos, e.what());
+      QVERIFY2(std::string(e.what()).find("largest single allocation") != std::string::npos,
+               e.what());
     }
     QCOMPARE(a.pull_as<std::uint16_t>()[0], std::uint16_t{0});
   }

@@ -141,6 +141,15 @@ class TestTypes : public QObject {
     cu.bus = 0x3c;
     QVERIFY(!detail::same_card(nodomain, cu));
     QVERIFY(!detail::same_card(PciAddress{}, PciAddress{}));  // unknown never matches
+    // The raw slot read as the device number (NVIDIA's driver 580 on an H200 VM: 00:06).
+    const PciAddress plain = detail::pci_from_nv_opencl(0, 6, 0u);
+    PciAddress card;
+    card.domain = 0;
+    card.bus = 0;
+    card.device = 6;
+    QVERIFY(!detail::same_card(plain, card));
+    QVERIFY(detail::same_card(plain.slot_as_device(), card));
+    QCOMPARE(plain.slot_as_device().raw_slot, std::int64_t{-1});
     QCOMPARE(PciAddress{}.str(), std::string("unknown"));
 
     constexpr std::uint64_t GB = std::uint64_t{1} << 30, MB = std::uint64_t{1} << 20;

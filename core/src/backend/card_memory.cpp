@@ -25,6 +25,7 @@ PciAddress pci_from_nv_opencl(std::uint32_t bus, std::uint32_t slot,
   PciAddress a;
   a.bus = bus & 0xffu;
   a.device = (slot >> 3) & 0x1fu;  // the low 3 bits are the PCI function
+  a.raw_slot = slot;
   if (domain) a.domain = *domain;
   return a;
 }

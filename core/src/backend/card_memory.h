@@ -14,7 +14,18 @@ struct PciAddress {
   std::int64_t domain = -1;  // -1: not reported (older NVIDIA OpenCL drivers)
   std::int64_t bus = -1;
   std::int64_t device = -1;
+  // NVIDIA OpenCL only: the raw CL_DEVICE_PCI_SLOT_ID_NV. Read as device << 3 | function
+  // (device above), but driver 580 on an H200 VM answered the plain device number (CUDA saw
+  // 00:06, the devfn reading gave 00:00), so the registry tries this reading second.
+  std::int64_t raw_slot = -1;
   bool known() const noexcept { return bus >= 0 && device >= 0; }
+  // The same address read with the raw slot as the device number (unknown without one).
+  PciAddress slot_as_device() const noexcept {
+    PciAddress a = *this;
+    a.device = raw_slot;
+    a.raw_slot = -1;
+    return a;
+  }
   std::string str() const;  // "0000:3b:00" or "?:3b:00" without a domain, "unknown"
 };
 

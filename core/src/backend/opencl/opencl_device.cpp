@@ -1,8 +1,10 @@
 // The OpenCL backend: one context and one in-order queue per device.
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,7 @@
 #include "backend/opencl/opencl_svm.h"
 #include "gpix/error.h"
 #include "memory_pool.h"
+#include "programs.h"
 #include "util.h"
 
 namespace gpix::detail {
@@ -228,10 +231,49 @@ class ClDevice final : public DeviceImpl {
 
   void fill(Memory& dst, std::size_t offset, std::size_t bytes, const void* pattern,
             std::size_t pattern_bytes) override {
+    if (fill_by_kernel(offset, bytes)) {  // enqueue_kernel takes mutex_ itself
+      fill_kernel(default_.get(), dst, offset, bytes, pattern, pattern_bytes, {}, nullptr);
+      return;
+    }
     std::lock_guard lock(mutex_);
     cl::check(clEnqueueFillBuffer(default_.get(), native(dst), pattern, pattern_bytes, offset,
                                   bytes, 0, nullptr, nullptr),
               "filling " + human(bytes) + " on '" + info().name + "'");
+  }
+
+  // Named workaround "nvidia-opencl-fill-4g": NVIDIA's clEnqueueFillBuffer (driver 580,
+  // H200) writes wrong values when a fill reaches byte 2^32 of a buffer and, for a fill
+  // starting past it, kills the context (CL_INVALID_COMMAND_QUEUE); measured by
+  // `gpu_check --large-allocations`. Such fills run gpix's own kernel (fill.kernel's
+  // fill_pattern, 64-bit indices). GPIX_DISABLE_WORKAROUNDS=nvidia-opencl-fill-4g lifts it.
+  // GPIX_TEST_FILL_KERNEL=1 takes the kernel for every fill (tests of fill_pattern on any
+  // device; the 4 GB case needs an NVIDIA card).
+  bool fill_by_kernel(std::size_t offset, std::size_t bytes) const {
+    if (env_flag("GPIX_TEST_FILL_KERNEL")) return true;
+    return nvidia_ && offset + bytes >= (std::size_t{1} << 32) &&
+           !workaround_disabled("nvidia-opencl-fill-4g");
+  }
+  void fill_kernel(cl_command_queue q, Memory& dst, std::size_t offset, std::size_t bytes,
+                   const void* pattern, std::size_t pattern_bytes,
+                   const std::vector<cl_event>& waits, cl_event* e) {
+    if (pattern_bytes > 8) {
+      throw UnsupportedFeature("filling past 4 GB of a buffer on '" + info().name +
+                               "' with a pattern of " + std::to_string(pattern_bytes) +
+                               " bytes: NVIDIA's OpenCL fill is wrong there and gpix's own fill "
+                               "takes patterns of up to 8 bytes (every gpix dtype)");
+    }
+    std::uint64_t p = 0;
+    std::memcpy(&p, pattern, pattern_bytes);
+    const Kernel& k = kernel(program("fill.kernel"), "fill_pattern", {});
+    Launch l;
+    l.dims = 1;
+    l.local = {256, 1, 1};
+    l.global = {std::min<std::size_t>((bytes + 255) / 256, 65536) * 256, 1, 1};
+    const std::array<KernelArg, 5> args = {
+        KernelArg::mem(dst), KernelArg::scalar<std::uint64_t>(offset),
+        KernelArg::scalar<std::uint64_t>(bytes), KernelArg::scalar<std::uint64_t>(p),
+        KernelArg::scalar<std::uint32_t>(static_cast<std::uint32_t>(pattern_bytes))};
+    enqueue_kernel(q, k, l, args, waits, e);
   }
 
   void launch(const Kernel& k, const Launch& l, std::span<const KernelArg> args) override {
@@ -368,6 +410,10 @@ class ClDevice final : public DeviceImpl {
                                         std::size_t pattern_bytes, Waits waits) override {
     const auto w = wait_list(waits);
     cl_event e = nullptr;
+    if (fill_by_kernel(offset, bytes)) {
+      fill_kernel(native(q), dst, offset, bytes, pattern, pattern_bytes, w, &e);
+      return wrap(e);
+    }
     cl::check(
         clEnqueueFillBuffer(native(q), native(dst), pattern, pattern_bytes, offset, bytes,
                             static_cast<cl_uint>(w.size()), w.empty() ? nullptr : w.data(), &e),
