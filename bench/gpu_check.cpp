@@ -406,7 +406,7 @@ std::string large_buffer(const Device& dev, std::uint64_t bytes, std::string& no
     a.fill(0x5a);
     for (std::uint64_t at : {std::uint64_t{0}, bytes - 4096}) {
       HostArray back = a.read_region({{at}, {4096}});
-      const auto* p = static_cast<const std::uint8_t*>(back.data());
+      const auto* p = reinterpret_cast<const std::uint8_t*>(back.data());
       if (std::any_of(p, p + 4096, [](std::uint8_t v) { return v != 0x5a; }))
         return "fill wrong at offset " + std::to_string(at);
     }
