@@ -8,6 +8,9 @@ from pathlib import Path
 import cupy as cp
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peer_cupy import device_ms  # noqa: E402  (the same timing as the peer figures)
+
 root = Path(__file__).resolve().parent.parent
 source = (root / "kernels/dialect.h").read_text() + "\n" + (root / "kernels/tiled.kernel").read_text()
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 8192
@@ -19,20 +22,7 @@ taps = np.exp(-0.5 * x * x / sigma**2)
 taps = cp.asarray((taps / taps.sum()).astype(np.float32))
 
 
-def time_ms(f, reps=21):
-    f()
-    times = []
-    for _ in range(reps):
-        s, e = cp.cuda.Event(), cp.cuda.Event()
-        s.record()
-        f()
-        e.record()
-        e.synchronize()
-        times.append(cp.cuda.get_elapsed_time(s, e))
-    return float(np.median(times))
-
-
-copy = time_ms(lambda: cp.copyto(out, a))
+copy = device_ms(lambda: cp.copyto(out, a))
 print(f"copy {copy:.3f} ms (floor)")
 ref = None
 for tx, ty, px, py, tb in [(64, 64, 8, 16, 8), (64, 32, 8, 8, 8), (32, 64, 8, 8, 8), (128, 16, 8, 8, 8),
@@ -47,7 +37,7 @@ for tx, ty, px, py, tb in [(64, 64, 8, 16, 8), (64, 32, 8, 8, 8), (32, 64, 8, 8,
     grid = ((n + tx - 1) // tx, (n + ty - 1) // ty, 1)
     args = (a, out, np.uint64(n), np.uint64(n), np.uint64(1), taps, taps, np.int32(r), np.int32(r),
             np.int32(0), np.float32(1))
-    t = time_ms(lambda: k(grid, (256, 1, 1), args))
+    t = device_ms(lambda: k(grid, (256, 1, 1), args))
     if ref is None:
         ref = out.copy()
     err = float(cp.abs(out - ref).max())
