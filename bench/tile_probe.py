@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Times kernels/tiled.kernel's fused 2D pass (tile_conv_xy, Gaussian sigma 2) under other
 tile shapes, straight through CuPy's NVRTC, to choose the shape on the GPU machine without a
-rebuild. Usage: python3 bench/tile_probe.py [N]   (N x N float32, default 8192)."""
+rebuild. Usage: python3 bench/tile_probe.py [N [KERNEL_FILE]]   (N x N float32, default 8192; another
+version of tiled.kernel to compare)."""
 import sys
 from pathlib import Path
 
@@ -12,8 +13,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peer_cupy import device_ms  # noqa: E402  (the same timing as the peer figures)
 
 root = Path(__file__).resolve().parent.parent
-source = (root / "kernels/dialect.h").read_text() + "\n" + (root / "kernels/tiled.kernel").read_text()
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 8192
+kernel = Path(sys.argv[2]) if len(sys.argv) > 2 else root / "kernels/tiled.kernel"
+source = (root / "kernels/dialect.h").read_text() + "\n" + kernel.read_text()
 a = cp.random.default_rng(1).random((n, n), dtype=cp.float32)
 out = cp.empty_like(a)
 sigma, r = 2.0, 8
