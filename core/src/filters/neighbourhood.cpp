@@ -36,7 +36,7 @@ Defines nb_defines(DType in, DType out) {
 
 enum class SepOp { conv, sum, min, max };  // TILE_OP in tiled.kernel: 0 .. 3
 
-// tiled.kernel: the same types, the radius bucket TB (4, 8 or 12) and the operation.
+// tiled.kernel: the same types, the radius bucket TB (4 or 8) and the operation.
 Defines tile_defines(DType in, DType out, int tb, SepOp op) {
   Defines d = nb_defines(in, out);
   d.emplace_back("TB", std::to_string(tb));
@@ -188,7 +188,8 @@ Array sep_axis(const Array& in, DType out_t, const Separable& s, int axis, doubl
 
 // Applies a separable operation over every axis of the image, writing dtype out_t.
 // conv/sum accumulate in the compute type and keep it between passes; min/max stay in the
-// input dtype (exact). 2D planes with radii up to 12 take the fused x+y kernel.
+// input dtype (exact). 2D planes take a fused x+y kernel: tiled.kernel's for radii up to 8
+// and 4-byte accumulators, separable.kernel's for radii up to 12; then a z pass for 3D.
 Array separable(const Array& in, const Separable& s, DType out_t, const RunOptions& o,
                 std::string_view filter) {
   const bool order = s.op == SepOp::min || s.op == SepOp::max;
