@@ -553,23 +553,8 @@ class TestCudaLoader : public QObject {
       QVERIFY(r.device_known);
       QCOMPARE(r.device_total, std::uint64_t{256} << 20);
       QVERIFY(supports_svm(dev));
-      const Shape s{33, 17};
-      const auto data = test::random_values<std::int32_t>(s.elements());
-      SharedBuffer b = SharedBuffer::allocate(s.elements() * 4, dev);
-      {
-        Mapping m = b.map(MapMode::write);
-        std::memcpy(m.data(), data.data(), b.bytes());
-      }
-      Array a = Array::empty(s, DType::i32, dev);
-      b.copy_to(a);
-      QVERIFY(a.pull_as<std::int32_t>() == data);
-      a.fill(-5);
-      b.copy_from(a);
-      {
-        const Mapping m = b.map(MapMode::read);
-        const auto* p = reinterpret_cast<const std::int32_t*>(m.data());
-        for (std::size_t i = 0; i < s.elements(); ++i) QCOMPARE(p[i], -5);
-      }
+      test::shared_buffer_round_trip(dev);
+      if (QTest::currentTestFailed()) return;
       QVERIFY_THROWS_EXCEPTION(OutOfMemory, SharedBuffer::allocate(std::size_t{300} << 20, dev));
     }
 
