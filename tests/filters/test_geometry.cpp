@@ -380,39 +380,38 @@ T column_extreme(const std::vector<T>& c, bool want_max) {
   return want_max ? *std::max_element(c.begin(), c.end()) : *std::min_element(c.begin(), c.end());
 }
 
+// maximum/minimum_z_projection: the extreme of each z column's non-NaN values, exact, in the
+// input dtype (NaN where a column is all NaN).
+template <class T, class F>
+void extreme_projection_check(const char* name, F project, bool want_max, const Device& device,
+                              const Shape& shape, DType dtype) {
+  auto [a, host] = push_with_nans<T>(device, shape);
+  const Array r = project(a);
+  QCOMPARE(r.dtype(), dtype);
+  const std::size_t plane = shape.width() * shape.height();
+  std::vector<T> expect(plane);
+  for (std::size_t i = 0; i < plane; ++i) {
+    std::vector<T> col;
+    for (std::size_t k = 0; k < shape.depth(); ++k)
+      if (!std::isnan(double(host[k * plane + i]))) col.push_back(host[k * plane + i]);
+    expect[i] = column_extreme(col, want_max);
+  }
+  expect_equal(r.pull_as<T>(), expect, where(name, dtype, shape));
+}
+
 GPIX_REFERENCE("maximum_z_projection") {
   visit_dtype(dtype, [&](auto z) {
-    using T = decltype(z);
-    auto [a, host] = push_with_nans<T>(device, shape);
-    const Array r = maximum_z_projection(a);
-    QCOMPARE(r.dtype(), dtype);
-    const std::size_t plane = shape.width() * shape.height();
-    std::vector<T> expect(plane);
-    for (std::size_t i = 0; i < plane; ++i) {
-      std::vector<T> col;
-      for (std::size_t k = 0; k < shape.depth(); ++k)
-        if (!std::isnan(double(host[k * plane + i]))) col.push_back(host[k * plane + i]);
-      expect[i] = column_extreme(col, true);
-    }
-    expect_equal(r.pull_as<T>(), expect, where("maximum_z_projection", dtype, shape));
+    extreme_projection_check<decltype(z)>(
+        "maximum_z_projection", [](const Array& a) { return maximum_z_projection(a); }, true,
+        device, shape, dtype);
   });
 });
 
 GPIX_REFERENCE("minimum_z_projection") {
   visit_dtype(dtype, [&](auto z) {
-    using T = decltype(z);
-    auto [a, host] = push_with_nans<T>(device, shape);
-    const Array r = minimum_z_projection(a);
-    QCOMPARE(r.dtype(), dtype);
-    const std::size_t plane = shape.width() * shape.height();
-    std::vector<T> expect(plane);
-    for (std::size_t i = 0; i < plane; ++i) {
-      std::vector<T> col;
-      for (std::size_t k = 0; k < shape.depth(); ++k)
-        if (!std::isnan(double(host[k * plane + i]))) col.push_back(host[k * plane + i]);
-      expect[i] = column_extreme(col, false);
-    }
-    expect_equal(r.pull_as<T>(), expect, where("minimum_z_projection", dtype, shape));
+    extreme_projection_check<decltype(z)>(
+        "minimum_z_projection", [](const Array& a) { return minimum_z_projection(a); }, false,
+        device, shape, dtype);
   });
 });
 
