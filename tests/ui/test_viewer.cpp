@@ -47,6 +47,21 @@ QString write_raw(const QString& dir, const QString& stem, const std::vector<T>&
   return path;
 }
 
+// Drags files onto the window as a file manager does: the enter must be accepted, then the
+// drop delivered.
+void drop_files(QWidget* w, const QStringList& paths) {
+  QMimeData mime;
+  QList<QUrl> urls;
+  for (const QString& p : paths) urls << QUrl::fromLocalFile(p);
+  mime.setUrls(urls);
+  const QPointF pos(w->width() / 2.0, w->height() / 2.0);
+  QDragEnterEvent enter(pos.toPoint(), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+  QApplication::sendEvent(w, &enter);
+  QVERIFY(enter.isAccepted());
+  QDropEvent drop(pos, Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+  QApplication::sendEvent(w, &drop);
+}
+
 }  // namespace
 
 class TestViewer : public QObject {
@@ -99,14 +114,8 @@ class TestViewer : public QObject {
     const auto b = test::random_values<float>(s3.elements());
     const QString pa = write_raw(tmp_.path(), QStringLiteral("plane"), a, s2);
     const QString pb = write_raw(tmp_.path(), QStringLiteral("stack"), b, s3);
-    auto* mime = new QMimeData;
-    mime->setUrls({QUrl::fromLocalFile(pa), QUrl::fromLocalFile(pb)});
-    const QPointF pos(w->width() / 2.0, w->height() / 2.0);
-    QDragEnterEvent enter(pos.toPoint(), Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
-    QApplication::sendEvent(w.get(), &enter);
-    QVERIFY(enter.isAccepted());
-    QDropEvent drop(pos, Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
-    QApplication::sendEvent(w.get(), &drop);
+    drop_files(w.get(), {pa, pb});
+    if (QTest::currentTestFailed()) return;
     QVERIFY2(w->last_error().isEmpty(), qPrintable(w->last_error()));
     const QList<int> ids = w->host().layer_ids();
     QCOMPARE(ids.size(), 2);
@@ -119,7 +128,6 @@ class TestViewer : public QObject {
     QCOMPARE(w->view()->slice(), 2);
     // Recent files, newest first, persist in the settings.
     QCOMPARE(w->recent_files().mid(0, 2), (QStringList{pb, pa}));
-    delete mime;
     // A file no reader takes is reported, not fatal.
     w->open_files({tmp_.filePath(QStringLiteral("x.unknown"))});
     QVERIFY(w->last_error().contains(QStringLiteral("no reader")));
@@ -137,15 +145,8 @@ class TestViewer : public QObject {
     io::Metadata m;
     m.spacing = {1.0, 0.25, 0.25};
     io::write(path.toStdString(), HostArray::from(v, s), m);
-    auto* mime = new QMimeData;
-    mime->setUrls({QUrl::fromLocalFile(path)});
-    const QPointF pos(w->width() / 2.0, w->height() / 2.0);
-    QDragEnterEvent enter(pos.toPoint(), Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
-    QApplication::sendEvent(w.get(), &enter);
-    QVERIFY(enter.isAccepted());
-    QDropEvent drop(pos, Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
-    QApplication::sendEvent(w.get(), &drop);
-    delete mime;
+    drop_files(w.get(), {path});
+    if (QTest::currentTestFailed()) return;
     QVERIFY2(w->last_error().isEmpty(), qPrintable(w->last_error()));
     const QList<int> ids = w->host().layer_ids();
     QCOMPARE(ids.size(), 1);
