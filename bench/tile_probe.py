@@ -1,47 +1,155 @@
 #!/usr/bin/env python3
-"""Times kernels/tiled.kernel's fused 2D pass (tile_conv_xy, Gaussian sigma 2) under other
-tile shapes, straight through CuPy's NVRTC, to choose the shape on the GPU machine without a
-rebuild. Usage: python3 bench/tile_probe.py [N [KERNEL_FILE]]   (N x N float32, default 8192; another
-version of tiled.kernel to compare)."""
+"""Times gpix kernels straight through CuPy's NVRTC, to compare tile shapes and kernel
+versions on the GPU machine without a rebuild. Every result is checked against CuPy's
+ndimage on the same data (mode "nearest", gpix's border).
+
+    python3 bench/tile_probe.py gauss [N] [TILED_KERNEL ...]
+        tiled.kernel's fused 2D pass (tile_conv_xy, Gaussian sigma 2) on N x N float32
+        (default 8192) under several tile shapes; further files: other versions of
+        tiled.kernel, timed in the first two shapes.
+    python3 bench/tile_probe.py box3d [N] [NEIGHBOURHOOD_KERNEL ...]
+        neighbourhood.kernel's radius-1 3D median on N^3 float32 (default 512), also from
+        further files (other versions), then the 3D boxes (r1_sum/min/max_3d) for several
+        NB_TZ.
+    python3 bench/tile_probe.py box2d [N] [NEIGHBOURHOOD_KERNEL ...]
+        neighbourhood.kernel's radius-1 2D boxes and median (r1_OP_2d) on N x N float32
+        (default 8192) with 8 and 16 rows per work-item; further files: other versions.
+"""
 import sys
 from pathlib import Path
 
 import cupy as cp
 import numpy as np
+from cupyx.scipy import ndimage as ndi
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peer_cupy import device_ms  # noqa: E402  (the same timing as the peer figures)
 
 root = Path(__file__).resolve().parent.parent
-n = int(sys.argv[1]) if len(sys.argv) > 1 else 8192
-kernel = Path(sys.argv[2]) if len(sys.argv) > 2 else root / "kernels/tiled.kernel"
-source = (root / "kernels/dialect.h").read_text() + "\n" + kernel.read_text()
-a = cp.random.default_rng(1).random((n, n), dtype=cp.float32)
-out = cp.empty_like(a)
-sigma, r = 2.0, 8
-x = np.arange(-r, r + 1)
-taps = np.exp(-0.5 * x * x / sigma**2)
-taps = cp.asarray((taps / taps.sum()).astype(np.float32))
 
 
-copy = device_ms(lambda: cp.copyto(out, a))
-print(f"copy {copy:.3f} ms (floor)")
-ref = None
-for tx, ty, px, py, tb in [(64, 64, 8, 16, 8), (64, 32, 8, 8, 8), (32, 64, 8, 8, 8), (128, 16, 8, 8, 8),
-                           (64, 64, 4, 16, 8), (64, 64, 8, 16, 4)]:
-    opts = ("-std=c++17", "-DT_IN=gpix_f32", "-DT_OUT=gpix_f32", "-DCT=gpix_f32", f"-DTB={tb}", "-DTILE_OP=0",
-            f"-DTL_X={tx}", f"-DTL_Y={ty}", f"-DTL_PX={px}", f"-DTL_PY={py}")
-    try:
-        k = cp.RawModule(code=source, options=opts).get_function("tile_conv_xy")
-    except Exception as e:  # noqa: BLE001
-        print(tx, ty, px, py, tb, "compile failed:", str(e).splitlines()[0])
-        continue
-    grid = ((n + tx - 1) // tx, (n + ty - 1) // ty, 1)
-    args = (a, out, np.uint64(n), np.uint64(n), np.uint64(1), taps, taps, np.int32(r), np.int32(r),
-            np.int32(0), np.float32(1))
-    t = device_ms(lambda: k(grid, (256, 1, 1), args))
-    if ref is None:
-        ref = out.copy()
-    err = float(cp.abs(out - ref).max())
-    print(f"TL_X {tx:3d} TL_Y {ty:3d} PX {px:2d} PY {py:2d} TB {tb:2d}: {t:.3f} ms ({t / copy:.2f}x floor) "
-          f"regs {k.num_regs} smem {k.shared_size_bytes} max|diff| {err:.2e}")
+def source(path):
+    return (root / "kernels/dialect.h").read_text() + "\n" + Path(path).read_text()
+
+
+def compile_fn(path, name, defines):
+    opts = ("-std=c++17",) + tuple(f"-D{d}" for d in defines)
+    return cp.RawModule(code=source(path), options=opts).get_function(name)
+
+
+def report(label, k, t, copy, err):
+    print(f"{label}: {t:.3f} ms ({t / copy:.2f}x floor) regs {k.num_regs} "
+          f"smem {k.shared_size_bytes} max|diff| {err:.2e}", flush=True)
+
+
+def gauss(n, files):
+    a = cp.random.default_rng(1).random((n, n), dtype=cp.float32)
+    out = cp.empty_like(a)
+    sigma, r = 2.0, 8
+    x = np.arange(-r, r + 1)
+    taps = np.exp(-0.5 * x * x / sigma**2)
+    taps = cp.asarray((taps / taps.sum()).astype(np.float32))
+    ref = ndi.gaussian_filter(a, sigma, mode="nearest")
+    copy = device_ms(lambda: cp.copyto(out, a))
+    print(f"gauss {n}^2: copy {copy:.3f} ms (floor), CuPy {device_ms(lambda: ndi.gaussian_filter(a, sigma, mode='nearest')):.3f} ms")
+    shapes = [(64, 64, 8, 16, 8), (64, 64, 4, 16, 8), (64, 32, 8, 8, 8), (32, 64, 8, 8, 8)]
+    runs = [(root / "kernels/tiled.kernel", s) for s in shapes]
+    runs += [(Path(f), s) for f in files for s in shapes[:2]]
+    for path, (tx, ty, px, py, tb) in runs:
+        defines = ("T_IN=gpix_f32", "T_OUT=gpix_f32", "CT=gpix_f32", f"TB={tb}", "TILE_OP=0",
+                   f"TL_X={tx}", f"TL_Y={ty}", f"TL_PX={px}", f"TL_PY={py}")
+        try:
+            k = compile_fn(path, "tile_conv_xy", defines)
+        except Exception as e:  # noqa: BLE001
+            print(path.name, tx, ty, px, py, tb, "compile failed:", str(e).splitlines()[0])
+            continue
+        grid = ((n + tx - 1) // tx, (n + ty - 1) // ty, 1)
+        args = (a, out, np.uint64(n), np.uint64(n), np.uint64(1), taps, taps, np.int32(r),
+                np.int32(r), np.int32(0), np.float32(1))
+        out.fill(np.nan)
+        t = device_ms(lambda: k(grid, (256, 1, 1), args))
+        report(f"{path.name} TL_X {tx} TL_Y {ty} PX {px} PY {py} TB {tb}", k, t, copy,
+               float(cp.abs(out - ref).max()))
+
+
+def box3d(n, files):
+    a = cp.random.default_rng(1).random((n, n, n), dtype=cp.float32)
+    out = cp.empty_like(a)
+    copy = device_ms(lambda: cp.copyto(out, a))
+    print(f"box3d {n}^3: copy {copy:.3f} ms (floor)")
+    peers = {"sum": lambda: ndi.uniform_filter(a, 3, mode="nearest"),
+             "min": lambda: ndi.minimum_filter(a, 3, mode="nearest"),
+             "max": lambda: ndi.maximum_filter(a, 3, mode="nearest")}
+    refs = {op: f() for op, f in peers.items()}
+    for op, f in peers.items():
+        print(f"  CuPy {op}: {device_ms(f):.3f} ms")
+    # The 3D median: a work-item per column, NB_RUN planes (this and other versions).
+    ref = ndi.median_filter(a, 3, mode="nearest")
+    print(f"  CuPy median: {device_ms(lambda: ndi.median_filter(a, 3, mode='nearest')):.3f} ms")
+    for path in [root / "kernels/neighbourhood.kernel"] + [Path(f) for f in files]:
+        k = compile_fn(path, "r1_median_3d", ("T_IN=gpix_f32", "T_OUT=gpix_f32", "CT=gpix_f32"))
+        grid = ((n + 31) // 32, (n + 7) // 8, (n + 7) // 8)
+        args = (a, out, np.uint64(n), np.uint64(n), np.uint64(n), np.float32(1))
+        out.fill(np.nan)
+        t = device_ms(lambda: k(grid, (32, 8, 1), args))
+        report(f"{path.name} r1_median_3d", k, t, copy, float(cp.abs(out - ref).max()))
+    del ref
+    runs = [(root / "kernels/neighbourhood.kernel", tz) for tz in (32, 64)]
+    for path, tz in runs:
+        for op in ("sum", "min", "max"):
+            try:
+                k = compile_fn(path, f"r1_{op}_3d",
+                               ("T_IN=gpix_f32", "T_OUT=gpix_f32", "CT=gpix_f32", f"NB_TZ={tz}"))
+            except Exception as e:  # noqa: BLE001
+                print(path.name, op, "compile failed:", str(e).splitlines()[0])
+                continue
+            grid = ((n + 31) // 32, (n + 15) // 16, (n + tz - 1) // tz)
+            args = (a, out, np.uint64(n), np.uint64(n), np.uint64(n), np.float32(27))
+            out.fill(np.nan)
+            t = device_ms(lambda: k(grid, (32, 8, 1), args))
+            report(f"{path.name} r1_{op}_3d NB_TZ {tz}", k, t, copy,
+                   float(cp.abs(out - refs[op]).max()))
+
+
+def box2d(n, files):
+    a = cp.random.default_rng(1).random((n, n), dtype=cp.float32)
+    out = cp.empty_like(a)
+    copy = device_ms(lambda: cp.copyto(out, a))
+    print(f"box2d {n}^2: copy {copy:.3f} ms (floor)")
+    peers = {"sum": lambda: ndi.uniform_filter(a, 3, mode="nearest"),
+             "min": lambda: ndi.minimum_filter(a, 3, mode="nearest"),
+             "max": lambda: ndi.maximum_filter(a, 3, mode="nearest"),
+             "median": lambda: ndi.median_filter(a, 3, mode="nearest")}
+    refs = {op: f() for op, f in peers.items()}
+    for op, f in peers.items():
+        print(f"  CuPy {op}: {device_ms(f):.3f} ms")
+    runs = [(root / "kernels/neighbourhood.kernel", run) for run in (8, 16)]
+    runs += [(Path(f), 8) for f in files]
+    for path, run in runs:
+        for op in peers:
+            k = compile_fn(path, f"r1_{op}_2d",
+                           ("T_IN=gpix_f32", "T_OUT=gpix_f32", "CT=gpix_f32", f"NB_RUN={run}"))
+            grid = ((n + 63) // 64, ((n + run - 1) // run + 3) // 4, 1)
+            args = (a, out, np.uint64(n), np.uint64(n), np.uint64(1), np.float32(9))
+            out.fill(np.nan)
+            t = device_ms(lambda: k(grid, (64, 4, 1), args))
+            report(f"{path.name} r1_{op}_2d NB_RUN {run}", k, t, copy,
+                   float(cp.abs(out - refs[op]).max()))
+
+
+def main():
+    mode = sys.argv[1] if len(sys.argv) > 1 else "gauss"
+    rest = sys.argv[2:]
+    n = int(rest.pop(0)) if rest and rest[0].isdigit() else None
+    if mode == "gauss":
+        gauss(n or 8192, rest)
+    elif mode == "box2d":
+        box2d(n or 8192, rest)
+    elif mode == "box3d":
+        box3d(n or 512, rest)
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()

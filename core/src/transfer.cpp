@@ -39,11 +39,12 @@ std::size_t env_mb(const char* name, std::size_t fallback) {
 //   GPIX_STAGING_CHUNK_MB   the largest piece one DMA moves (default 16)
 //   GPIX_STAGING_THREADS    host threads copying between pageable and pinned memory (default:
 //                           the hardware's threads, at most 8; 1 copies on the caller alone);
-//                           a transfer uses at most one per 4 MB
+//                           a transfer uses at most one per GPIX_STAGING_WORKER_MB
+//   GPIX_STAGING_WORKER_MB  the least bytes per copy thread (default 4)
 //   GPIX_STAGING_DEPTH      pieces in flight per thread (default 3)
 //   GPIX_NO_STAGING=1       never stage
 struct StagingConfig {
-  std::size_t min_bytes = 0, max_piece = 0;
+  std::size_t min_bytes = 0, max_piece = 0, per_worker = 0;
   unsigned threads = 1, depth = 2;
 };
 
@@ -51,6 +52,7 @@ StagingConfig staging_config() {
   StagingConfig c;
   c.min_bytes = env_mb("GPIX_STAGING_MIN_MB", std::size_t{2} << 20);
   c.max_piece = env_mb("GPIX_STAGING_CHUNK_MB", std::size_t{16} << 20);
+  c.per_worker = env_mb("GPIX_STAGING_WORKER_MB", std::size_t{4} << 20);
   const auto count = [](const char* name, unsigned fallback) {
     const char* v = std::getenv(name);
     const long n = v && *v ? std::atol(v) : 0;
@@ -77,10 +79,10 @@ constexpr std::size_t kPieceAlign = std::size_t{64} << 10;
 StagingPlan plan_staging(std::size_t bytes, const StagingConfig& c, std::size_t ring_bytes) {
   StagingPlan p;
   p.depth = std::max(1u, c.depth);
-  // One worker per 4 MB at most: waking a thread costs more than it saves on small transfers
-  // (H200 sweep: 16 MB moved fastest with 4 workers on CUDA).
-  const std::size_t threads =
-      std::clamp<std::size_t>(bytes / (std::size_t{4} << 20), 1, std::max(1u, c.threads));
+  // One worker per GPIX_STAGING_WORKER_MB (4 MB) at most: waking a thread costs more than it
+  // saves on small transfers (H200 sweep: 16 MB moved fastest with 4 workers on CUDA).
+  const std::size_t threads = std::clamp<std::size_t>(
+      bytes / std::max<std::size_t>(c.per_worker, 1), 1, std::max(1u, c.threads));
   std::size_t piece = bytes / (threads * 4);
   piece = (piece + kPieceAlign - 1) / kPieceAlign * kPieceAlign;
   piece = std::clamp(piece, std::min(kMinPiece, c.max_piece), std::max(c.max_piece, kPieceAlign));

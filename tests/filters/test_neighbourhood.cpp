@@ -283,6 +283,8 @@ class TestNeighbourhood : public QObject {
         {Shape{133, 69}, {{8, 8, 0}, {4, 7, 0}, {12, 5, 0}}},
         {Shape{300}, {{129, 0, 0}, {7, 0, 0}}},
         {Shape{13, 67, 37}, {{1, 1, 1}, {2, 3, 4}, {1, 1, 33}, {0, 0, 20}}},
+        // Several 32 x 16 x 32 tiles of the radius-1 3D kernels on every axis.
+        {Shape{70, 35, 67}, {{1, 1, 1}}},
     };
     for (const auto& [shape, radii] : cases) {
       for (const Radii& r : radii) {

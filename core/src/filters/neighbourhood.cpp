@@ -5,7 +5,8 @@
 
 #include <array>
 #include <cmath>
-#include <cstring>
+#include <cstdint>
+#include <limits>
 
 #include "filters/launch.h"
 #include "filters/registry.h"
@@ -119,8 +120,17 @@ bool tile_acc_ok(SepOp op, DType in, DType out) {
   const DType acc = op == SepOp::min || op == SepOp::max ? in : compute_type({in, out});
   return size_of(acc) <= 4;
 }
+// tiled.kernel indexes rows and columns in 32-bit ints (tile origin + halo included): extents
+// up to 2^31 - 4096 (larger ones take separable.kernel, same results).
+bool tile_extents_ok(const Shape& s) {
+  constexpr std::size_t kMax = std::numeric_limits<std::int32_t>::max() - 4095;
+  return s.width() <= kMax && s.height() <= kMax && s.depth() <= kMax;
+}
 bool tile_xy_ok(const Array& a, SepOp op, DType out, int rx, int ry) {
-  if (rx > kTileRmax || ry > kTileRmax || !tile_acc_ok(op, a.dtype(), out)) return false;
+  if (rx > kTileRmax || ry > kTileRmax || !tile_acc_ok(op, a.dtype(), out) ||
+      !tile_extents_ok(a.shape())) {
+    return false;
+  }
   const auto tb = static_cast<std::size_t>(tile_bucket(std::max(rx, ry)));
   const std::size_t rows = kTileY + 2 * tb;
   const DType acc =
@@ -169,7 +179,8 @@ Array sep_axis(const Array& in, DType out_t, const Separable& s, int axis, doubl
   if (axis == 0 && r <= kRmaxX && fits(in, s.op, in.dtype(), out_t, kLocalX)) {
     sep_launch(in, out, s, "x", grid({sh.width(), sh.height(), sh.depth()}, {256, 1, 1}), 0, -1, 0,
                divisor);
-  } else if (axis > 0 && r <= kTileRmax && tile_acc_ok(s.op, in.dtype(), out_t)) {
+  } else if (axis > 0 && r <= kTileRmax && tile_acc_ok(s.op, in.dtype(), out_t) &&
+             tile_extents_ok(sh)) {
     const std::size_t extent = axis == 1 ? sh.height() : sh.depth();
     const std::size_t other = axis == 1 ? sh.depth() : sh.height();
     sep_launch(in, out, s, "axis",
@@ -287,7 +298,9 @@ bool radius_one(const Array& a, const Radii& r) {
   return true;
 }
 
-// r1_<op>_2d / _3d (kernels/neighbourhood.kernel).
+// r1_<op>_2d / _3d (kernels/neighbourhood.kernel). The 3D box kernels' tile: NB_TX x NB_TY x
+// NB_TZ; r1_median_3d: NB_RUN planes per work-item.
+constexpr std::size_t kR1TileX = 32, kR1TileY = 16, kR1TileZ = 32;
 Array radius_one_box(const Array& in, const char* op, DType out_t, double divisor) {
   Array out = empty_like(in, out_t);
   const Shape& s = in.shape();
@@ -298,10 +311,14 @@ Array radius_one_box(const Array& in, const char* op, DType out_t, double diviso
     launch(in, "neighbourhood.kernel", std::string("r1_") + op + "_2d",
            nb_defines(in.dtype(), out_t),
            grid({s.width(), ceil_div(s.height(), 8), s.depth()}, {64, 4, 1}), args);
+  } else if (std::string_view(op) == "median") {
+    launch(in, "neighbourhood.kernel", "r1_median_3d", nb_defines(in.dtype(), out_t),
+           grid({s.width(), s.height(), ceil_div(s.depth(), 8)}, {32, 8, 1}), args);
   } else {
     launch(in, "neighbourhood.kernel", std::string("r1_") + op + "_3d",
            nb_defines(in.dtype(), out_t),
-           grid({s.width(), s.height(), ceil_div(s.depth(), std::strcmp(op, "sum") == 0 ? 16 : 8)},
+           grid({ceil_div(s.width(), kR1TileX) * 32, ceil_div(s.height(), kR1TileY) * 8,
+                 ceil_div(s.depth(), kR1TileZ)},
                 {32, 8, 1}),
            args);
   }
