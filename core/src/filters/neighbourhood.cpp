@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "filters/launch.h"
@@ -144,22 +145,48 @@ bool tile_xy_ok(const Array& a, SepOp op, DType out, int rx, int ry) {
 void sep_launch(const Array& in, const Array& out, const Separable& s, const char* shape,
                 const Launch& g, int axis_a, int axis_b, int axis, double divisor, int tb = 0) {
   const DType ct = compute_type({in.dtype(), out.dtype()});
-  // Only conv reads taps; the others get the input as a never-read placeholder, which saves
-  // two small uploads per launch.
-  auto taps = [&](int ax) {
-    if (s.op != SepOp::conv || ax < 0) return in;
-    const std::vector<double>& t = s.taps[static_cast<std::size_t>(ax)];
-    if (ct == DType::f64) return Array::push(t, Shape{t.size()}, in.device());
-    std::vector<float> f(t.begin(), t.end());
-    return Array::push(f, Shape{f.size()}, in.device());
-  };
-  const Array wa = taps(axis_a), wb = taps(axis_b);
+  const auto radius = [&](int ax) { return ax >= 0 ? s.radius[static_cast<std::size_t>(ax)] : 0; };
   std::vector<KernelArg> args = {arg(in), arg(out)};
   push_shape(args, in.shape());
-  args.push_back(arg(wa));
-  args.push_back(arg(wb));
-  args.push_back(arg(axis_a >= 0 ? s.radius[static_cast<std::size_t>(axis_a)] : 0));
-  args.push_back(arg(axis_b >= 0 ? s.radius[static_cast<std::size_t>(axis_b)] : 0));
+  if (tb > 0) {
+    // tiled.kernel: the taps by value (float32 at window positions 0 .. 2 tb, zero beyond the
+    // radius, in pairs per 64-bit word), no upload.
+    for (int ax : {axis_a, axis_b}) {
+      std::array<float, 18> w{};
+      if (s.op == SepOp::conv && ax >= 0) {
+        const std::vector<double>& t = s.taps[static_cast<std::size_t>(ax)];
+        const int r = radius(ax);
+        for (int k = 0; k <= 2 * r; ++k) {
+          w[static_cast<std::size_t>(tb - r + k)] =
+              static_cast<float>(t[static_cast<std::size_t>(k)]);
+        }
+      }
+      for (std::size_t i = 0; i < w.size(); i += 2) {
+        std::uint64_t word = 0;
+        std::memcpy(&word, &w[i], sizeof word);
+        args.push_back(arg(word));
+      }
+    }
+  }
+  // separable.kernel reads the taps from device memory; only conv reads them, the others get
+  // the input as a never-read placeholder. (The arguments point into these arrays.)
+  std::vector<Array> uploads;
+  uploads.reserve(2);
+  if (tb == 0) {
+    for (int ax : {axis_a, axis_b}) {
+      if (s.op != SepOp::conv || ax < 0) {
+        args.push_back(arg(in));
+        continue;
+      }
+      const std::vector<double>& t = s.taps[static_cast<std::size_t>(ax)];
+      uploads.push_back(ct == DType::f64 ? Array::push(t, Shape{t.size()}, in.device())
+                                         : Array::push(std::vector<float>(t.begin(), t.end()),
+                                                       Shape{t.size()}, in.device()));
+      args.push_back(arg(uploads.back()));
+    }
+  }
+  args.push_back(arg(radius(axis_a)));
+  args.push_back(arg(radius(axis_b)));
   args.push_back(arg(axis));
   args.push_back(ct_arg(ct, divisor));
   if (tb > 0) {
