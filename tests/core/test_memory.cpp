@@ -248,23 +248,24 @@ class TestMemory : public QObject {
     QFETCH(int, device);
     const Device dev = dev_at(device);
     struct Split {
-      const char *threads, *depth, *chunk_mb, *min_mb;
+      const char *threads, *depth, *chunk_mb, *min_mb, *nt;
     };
-    // Defaults (2 MB threshold, pieces of bytes/(4 threads)); one thread; deep queues of
-    // small pieces; 16 x 8 slots of 1 MB, more than the 64 MB ring holds (pieces shrink).
-    const Split splits[] = {{nullptr, nullptr, nullptr, nullptr},
-                            {"1", "1", "0.25", "0.5"},
-                            {"3", "3", "0.3", "1"},
-                            {"16", "8", "1", "1"}};
+    // Defaults (2 MB threshold, pieces of bytes/(4 threads), non-temporal copies); one
+    // thread, memcpy; deep queues of small pieces; 16 x 8 slots of 1 MB, more than the 64 MB
+    // ring holds (pieces shrink).
+    const Split splits[] = {{nullptr, nullptr, nullptr, nullptr, nullptr},
+                            {"1", "1", "0.25", "0.5", "0"},
+                            {"3", "3", "0.3", "1", nullptr},
+                            {"16", "8", "1", "1", nullptr}};
     constexpr std::size_t MB = std::size_t{1} << 20;
     const std::size_t sizes[] = {
         2 * MB - 1,  2 * MB,  2 * MB + 1,  (MB / 4) * 9 + 3, 5 * MB + 12345, 8 * MB - 64 * 1024 + 1,
         16 * MB - 1, 16 * MB, 16 * MB + 1, 33 * MB + 777};
     const char* const knobs[] = {"GPIX_STAGING_THREADS", "GPIX_STAGING_DEPTH",
-                                 "GPIX_STAGING_CHUNK_MB", "GPIX_STAGING_MIN_MB"};
+                                 "GPIX_STAGING_CHUNK_MB", "GPIX_STAGING_MIN_MB", "GPIX_STAGING_NT"};
     for (const Split& sp : splits) {
-      const char* values[] = {sp.threads, sp.depth, sp.chunk_mb, sp.min_mb};
-      for (int k = 0; k < 4; ++k) {
+      const char* values[] = {sp.threads, sp.depth, sp.chunk_mb, sp.min_mb, sp.nt};
+      for (int k = 0; k < 5; ++k) {
         if (values[k]) {
           qputenv(knobs[k], values[k]);
         } else {
@@ -283,6 +284,16 @@ class TestMemory : public QObject {
                  (std::to_string(n) + " bytes, threads " + (sp.threads ? sp.threads : "default"))
                      .c_str());
         QCOMPARE(out[n], std::uint8_t{0x5A});
+        // Host pointers off any alignment (the copies align their stores themselves).
+        std::vector<std::uint8_t> odd(n + 8, 0x5A);
+        std::memcpy(odd.data() + 3, in.data(), n);
+        a.fill(std::uint8_t{0xA5});
+        a.write(odd.data() + 3, n);
+        std::fill(odd.begin(), odd.end(), std::uint8_t{0x5A});
+        a.read(odd.data() + 5, n);
+        QVERIFY(std::memcmp(odd.data() + 5, in.data(), n) == 0);
+        QCOMPARE(odd[4], std::uint8_t{0x5A});
+        QCOMPARE(odd[n + 5], std::uint8_t{0x5A});
         // The same bytes as a padded 2D array and through a region at an odd origin.
         const std::size_t w = 1021, h = n / w;
         const Shape s2{h, w};
