@@ -40,26 +40,33 @@ std::size_t env_mb(const char* name, std::size_t fallback) {
 // How transfers from ordinary (pageable) host memory are staged. Read on every transfer (a
 // few getenv calls next to a copy of megabytes), so a benchmark can sweep the knobs in one
 // process:
-//   GPIX_STAGING_MIN_MB     transfers from this size on are staged (default 2)
+//   GPIX_STAGING_MIN_MB     transfers from this size on are staged (default 0.5)
 //   GPIX_STAGING_CHUNK_MB   the largest piece one DMA moves (default 16)
 //   GPIX_STAGING_THREADS    host threads copying between pageable and pinned memory (default:
 //                           the hardware's threads, at most 8; 1 copies on the caller alone);
 //                           a transfer uses at most one per GPIX_STAGING_WORKER_MB
-//   GPIX_STAGING_WORKER_MB  the least bytes per copy thread (default 4)
+//   GPIX_STAGING_WORKER_MB  the least bytes per copy thread (default 0.25)
 //   GPIX_STAGING_DEPTH      pieces in flight per thread (default 3)
-//   GPIX_STAGING_NT=0       copy with memcpy instead of non-temporal stores
+//   GPIX_STAGING_NT         0: copy with memcpy; 1: with non-temporal stores; unset: non-
+//                           temporal for pulls, and for pushes below kStreamPushMax
+// Defaults from `bench_memory --sweep` on an H200 host (2026-11-22): staging from 0.5 MB with
+// a worker per 0.25 MB moved 1 MB at 14 GB/s against 12 direct, 4-16 MB at 1.5-2x the old
+// defaults (2 MB, 4 MB per worker); non-temporal stores lifted pulls of 256 MB from 26-35 to
+// 45-49 GB/s and pushes of 16 MB from 17-27 to 29-33, but held pushes of 256 MB at 27-32
+// where memcpy reached 32-47.
 //   GPIX_NO_STAGING=1       never stage
 struct StagingConfig {
   std::size_t min_bytes = 0, max_piece = 0, per_worker = 0;
   unsigned threads = 1, depth = 2;
-  bool streaming = true;
+  int streaming = -1;  // GPIX_STAGING_NT: 0, 1, or -1 (by direction and size)
 };
+constexpr std::size_t kStreamPushMax = std::size_t{64} << 20;
 
 StagingConfig staging_config() {
   StagingConfig c;
-  c.min_bytes = env_mb("GPIX_STAGING_MIN_MB", std::size_t{2} << 20);
+  c.min_bytes = env_mb("GPIX_STAGING_MIN_MB", std::size_t{512} << 10);
   c.max_piece = env_mb("GPIX_STAGING_CHUNK_MB", std::size_t{16} << 20);
-  c.per_worker = env_mb("GPIX_STAGING_WORKER_MB", std::size_t{4} << 20);
+  c.per_worker = env_mb("GPIX_STAGING_WORKER_MB", std::size_t{256} << 10);
   const auto count = [](const char* name, unsigned fallback) {
     const char* v = std::getenv(name);
     const long n = v && *v ? std::atol(v) : 0;
@@ -69,7 +76,7 @@ StagingConfig staging_config() {
       count("GPIX_STAGING_THREADS", std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
   c.depth = count("GPIX_STAGING_DEPTH", 3);  // H200 sweep: 3-4 beat 2 at 16 MB
   const char* nt = std::getenv("GPIX_STAGING_NT");
-  c.streaming = !(nt && std::strcmp(nt, "0") == 0);
+  c.streaming = nt && *nt ? (std::strcmp(nt, "0") == 0 ? 0 : 1) : -1;
   return c;
 }
 
@@ -88,8 +95,8 @@ constexpr std::size_t kPieceAlign = std::size_t{64} << 10;
 StagingPlan plan_staging(std::size_t bytes, const StagingConfig& c, std::size_t ring_bytes) {
   StagingPlan p;
   p.depth = std::max(1u, c.depth);
-  // One worker per GPIX_STAGING_WORKER_MB (4 MB) at most: waking a thread costs more than it
-  // saves on small transfers (H200 sweep: 16 MB moved fastest with 4 workers on CUDA).
+  // One worker per GPIX_STAGING_WORKER_MB at most: waking a thread costs more than copying a
+  // few hundred kB.
   const std::size_t threads = std::clamp<std::size_t>(
       bytes / std::max<std::size_t>(c.per_worker, 1), 1, std::max(1u, c.threads));
   std::size_t piece = bytes / (threads * 4);
@@ -296,6 +303,8 @@ void wait_all(std::vector<std::shared_ptr<EventImpl>>& events, std::exception_pt
 void staged(DeviceImpl& dev, StagingRing& r, Memory& mem, std::size_t offset, const std::byte* from,
             std::byte* to, std::size_t bytes, const StagingConfig& c) {
   const bool to_device = from != nullptr;
+  const bool stream =
+      c.streaming == 1 || (c.streaming == -1 && (!to_device || bytes < kStreamPushMax));
   QueueImpl& q = dev.default_queue();
   const StagingPlan p = plan_staging(bytes, c, r.bytes());
   std::vector<std::exception_ptr> errors(p.workers);
@@ -318,7 +327,7 @@ void staged(DeviceImpl& dev, StagingRing& r, Memory& mem, std::size_t offset, co
             e.reset();
           }
           const std::size_t i = piece_of(j), n = extent(i);
-          piece_copy(slot_at(j), from + i * p.piece, n, c.streaming);
+          piece_copy(slot_at(j), from + i * p.piece, n, stream);
           e = dev.write_rect(q, mem, linear(offset + i * p.piece, n), slot_at(j), linear(0, n),
                              {n, 1, 1}, {});
         }
@@ -334,7 +343,7 @@ void staged(DeviceImpl& dev, StagingRing& r, Memory& mem, std::size_t offset, co
           e->wait();
           e.reset();
           const std::size_t i = piece_of(j);
-          piece_copy(to + i * p.piece, slot_at(j), extent(i), c.streaming);
+          piece_copy(to + i * p.piece, slot_at(j), extent(i), stream);
           if (j + p.depth < mine) enqueue(j + p.depth);
         }
       }

@@ -250,7 +250,7 @@ class TestMemory : public QObject {
     struct Split {
       const char *threads, *depth, *chunk_mb, *min_mb, *nt;
     };
-    // Defaults (2 MB threshold, pieces of bytes/(4 threads), non-temporal copies); one
+    // Defaults (0.5 MB threshold, a thread per 0.25 MB, non-temporal copies by direction); one
     // thread, memcpy; deep queues of small pieces; 16 x 8 slots of 1 MB, more than the 64 MB
     // ring holds (pieces shrink).
     const Split splits[] = {{nullptr, nullptr, nullptr, nullptr, nullptr},
