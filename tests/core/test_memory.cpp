@@ -248,24 +248,25 @@ class TestMemory : public QObject {
     QFETCH(int, device);
     const Device dev = dev_at(device);
     struct Split {
-      const char *threads, *depth, *chunk_mb, *min_mb, *nt;
+      const char *threads, *depth, *chunk_mb, *min_mb, *nt, *pieces;
     };
     // Defaults (0.5 MB threshold, a thread per 0.25 MB, non-temporal copies by direction); one
     // thread, memcpy; deep queues of small pieces; 16 x 8 slots of 1 MB, more than the 64 MB
     // ring holds (pieces shrink).
-    const Split splits[] = {{nullptr, nullptr, nullptr, nullptr, nullptr},
-                            {"1", "1", "0.25", "0.5", "0"},
-                            {"3", "3", "0.3", "1", nullptr},
-                            {"16", "8", "1", "1", nullptr}};
+    const Split splits[] = {{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr},
+                            {"1", "1", "0.25", "0.5", "0", nullptr},
+                            {"3", "3", "0.3", "1", nullptr, "1"},
+                            {"16", "8", "1", "1", nullptr, "2"}};
     constexpr std::size_t MB = std::size_t{1} << 20;
     const std::size_t sizes[] = {
         2 * MB - 1,  2 * MB,  2 * MB + 1,  (MB / 4) * 9 + 3, 5 * MB + 12345, 8 * MB - 64 * 1024 + 1,
         16 * MB - 1, 16 * MB, 16 * MB + 1, 33 * MB + 777};
-    const char* const knobs[] = {"GPIX_STAGING_THREADS", "GPIX_STAGING_DEPTH",
-                                 "GPIX_STAGING_CHUNK_MB", "GPIX_STAGING_MIN_MB", "GPIX_STAGING_NT"};
+    const char* const knobs[] = {"GPIX_STAGING_THREADS",  "GPIX_STAGING_DEPTH",
+                                 "GPIX_STAGING_CHUNK_MB", "GPIX_STAGING_MIN_MB",
+                                 "GPIX_STAGING_NT",       "GPIX_STAGING_PIECES"};
     for (const Split& sp : splits) {
-      const char* values[] = {sp.threads, sp.depth, sp.chunk_mb, sp.min_mb, sp.nt};
-      for (int k = 0; k < 5; ++k) {
+      const char* values[] = {sp.threads, sp.depth, sp.chunk_mb, sp.min_mb, sp.nt, sp.pieces};
+      for (int k = 0; k < 6; ++k) {
         if (values[k]) {
           qputenv(knobs[k], values[k]);
         } else {
