@@ -106,7 +106,7 @@ StagingPlan plan_staging(std::size_t bytes, const StagingConfig& c, std::size_t 
   piece = (piece + kPieceAlign - 1) / kPieceAlign * kPieceAlign;
   piece = std::clamp(piece, std::min(kMinPiece, c.max_piece), std::max(c.max_piece, kPieceAlign));
   p.pieces = (bytes + piece - 1) / piece;
-  p.workers = static_cast<unsigned>(std::min<std::size_t>(threads, p.pieces));
+  p.workers = static_cast<unsigned>(std::clamp<std::size_t>(p.pieces, 1, threads));
   // Every worker's slots must fit into the ring: fewer slots first, then smaller pieces.
   const auto slots_fit = [&] {
     return std::size_t{p.workers} * p.depth * kPieceAlign <= ring_bytes;

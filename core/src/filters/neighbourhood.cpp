@@ -433,7 +433,7 @@ constexpr const char* kBorders = "borders replicate the nearest pixel";
 Array gaussian(const Array& in, double sx, double sy, double sz, const RunOptions& o) {
   const double sigmas[3] = {sx, sy, sz};
   bool any = false;
-  for (int axis = 0; axis < in.ndim(); ++axis) any |= sigmas[axis] > 0;
+  for (int axis = 0; axis < std::min(in.ndim(), 3); ++axis) any |= sigmas[axis] > 0;
   if (!any) return in.copy();
   return gaussian_to(in, {sx, sy, sz}, in.dtype(), o, "gaussian_blur");
 }
