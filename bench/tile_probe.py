@@ -130,7 +130,8 @@ def box2d(n, files):
     for path, run in runs:
         for op in peers:
             k = compile_fn(path, f"r1_{op}_2d",
-                           ("T_IN=gpix_f32", "T_OUT=gpix_f32", "CT=gpix_f32", f"NB_RUN={run}"))
+                           ("T_IN=gpix_f32", "T_OUT=gpix_f32", "CT=gpix_f32", f"NB_RUN={run}",
+                            f"NB_RUN_MEDIAN={run}"))
             grid = ((n + 63) // 64, ((n + run - 1) // run + 3) // 4, 1)
             args = (a, out, np.uint64(n), np.uint64(n), np.uint64(1), np.float32(9))
             out.fill(np.nan)

@@ -75,26 +75,26 @@ def emit(ops, inmap, indent='  '):
     lines=[]
     for lo,hi,a,b in ops:
         A=name(a,inmap); B=name(b,inmap)
-        if lo: lines.append(f'{indent}const T_IN {name(lo,inmap)} = NB_LO({A}, {B});')
-        if hi: lines.append(f'{indent}const T_IN {name(hi,inmap)} = NB_HI({A}, {B});')
+        if lo: lines.append(f'{indent}const NB_K {name(lo,inmap)} = NB_LO({A}, {B});')
+        if hi: lines.append(f'{indent}const NB_K {name(hi,inmap)} = NB_HI({A}, {B});')
     return lines
 out=[]
 out.append('/* Generated (Batcher odd-even merge sort of 16 inputs, padding pruned; checked with the')
 out.append(' * 0-1 principle on every input): sorts v[0..8] ascending. */')
-out.append('GPIX_FUNC void nb_sort9(T_IN* v) {')
+out.append('GPIX_FUNC void nb_sort9(NB_K* v) {')
 out+=emit(sort9, lambda i: f'v[{i}]')
 for k,w in enumerate(sort9_out):
-    out.append(f'  const T_IN s{k} = {name(w, lambda i: f"v[{i}]")};')
+    out.append(f'  const NB_K s{k} = {name(w, lambda i: f"v[{i}]")};')
 for k in range(9): out.append(f'  v[{k}] = s{k};')
 out.append('}')
 out.append('')
 out.append('/* Median of 27 values given as three sorted runs of 9, a, b, c. X = the merge of a and b')
 out.append(' * (only its 5th..14th smallest are computed: a generated, pruned Batcher merge checked like')
 out.append(' * nb_sort9); the 14th smallest of X and c is min over i + j = 14 of max(X_i, c_j). */')
-out.append('GPIX_FUNC T_IN nb_median27(const T_IN* a, const T_IN* b, const T_IN* c) {')
+out.append('GPIX_FUNC NB_K nb_median27(const NB_K* a, const NB_K* b, const NB_K* c) {')
 out+=emit(merge, lambda i: f'a[{i}]' if i<16 else f'b[{i-16}]')
 X=[name(w, lambda i: f'a[{i}]' if i<16 else f'b[{i-16}]') for w in merge_out]  # X_5..X_14
-out.append(f'  T_IN m = {X[9]};')
+out.append(f'  NB_K m = {X[9]};')
 for i in range(5,14):
     j=14-i
     out.append(f'  m = NB_LO(m, NB_HI({X[i-5]}, c[{j-1}]));')

@@ -309,7 +309,11 @@ void staged(DeviceImpl& dev, StagingRing& r, Memory& mem, std::size_t offset, co
   const bool stream =
       c.streaming == 1 || (c.streaming == -1 && (!to_device || bytes < kStreamPushMax));
   QueueImpl& q = dev.default_queue();
-  const StagingPlan p = plan_staging(bytes, c, r.bytes());
+  StagingConfig cd = c;
+  if (const unsigned limit = dev.max_transfer_threads(); limit > 0) {
+    cd.threads = std::min(cd.threads, limit);
+  }
+  const StagingPlan p = plan_staging(bytes, cd, r.bytes());
   std::vector<std::exception_ptr> errors(p.workers);
   std::atomic<bool> failed{false};
   CopyThreads::get().run(p.workers, [&](unsigned w) {

@@ -69,8 +69,6 @@ inline std::vector<double> convolve_axis(const std::vector<double>& in, const Sh
 }
 
 // Applies f to the box of radii (rx, ry, rz) around each pixel (borders replicate; radii of
-// axes the image lacks are ignored); f gets the values.
-// Applies f to the box of radii (rx, ry, rz) around each pixel (borders replicate; radii of
 // axes the image lacks are ignored); f gets the values, in the pixels' own type T (exact for
 // 64-bit integers, which double cannot hold).
 template <class T, class F>

@@ -10,7 +10,12 @@
 //   ~200 cancel to small results, so the error is relative to the inputs, not the output),
 //   1e-10 for float64.
 // Every check also verifies that the input is left untouched.
+#include <algorithm>
 #include <array>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
 
 #include "gpix/filters/neighbourhood.h"
 #include "harness.h"
@@ -331,6 +336,53 @@ class TestNeighbourhood : public QObject {
                 ref::cast<float>(ref::box(ref::to_double(host), shape, r, ref::median)), 0, 0,
                 "median " + QByteArray::fromStdString(shape.str()));
       }
+    }
+  }
+
+  // NaN, infinities and signed zeros: every median kernel (radius 1 in 2D and 3D, the
+  // general one) orders values as documented, -NaN < -inf < ... < -0 < +0 < ... < +inf < NaN,
+  // and returns one of the window's values bit for bit.
+  void median_special_values_data() { devices_data(); }
+  void median_special_values() {
+    QFETCH(int, device);
+    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const auto key = [](float v) {
+      std::uint32_t b = 0;
+      std::memcpy(&b, &v, sizeof b);
+      return static_cast<std::int32_t>(
+          b ^ (static_cast<std::uint32_t>(static_cast<std::int32_t>(b) >> 31) >> 1));
+    };
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+    const float specials[] = {kNaN, -kNaN, kInf, -kInf, 0.0f, -0.0f};
+    const std::pair<Shape, Radii> cases[] = {{Shape{37, 21}, {1, 1, 0}},
+                                             {Shape{37, 21}, {2, 1, 0}},
+                                             {Shape{13, 11, 9}, {1, 1, 1}},
+                                             {Shape{13, 11, 9}, {1, 2, 1}}};
+    for (const auto& [shape, r] : cases) {
+      std::vector<float> values = moderate_values<float>(shape.elements(), false);
+      std::uniform_int_distribution<int> pick(0, 11);  // about one value in two special
+      for (float& v : values) {
+        const int k = pick(rng());
+        if (k < 6) v = specials[k];
+      }
+      const Array a = Array::push(values, shape, dev);
+      const std::vector<float> got = run("median_box", a, box_params(r)).array.pull_as<float>();
+      const std::vector<float> expect =
+          ref::box_t<float>(values, shape, r, [&](std::vector<float> w) {
+            std::sort(w.begin(), w.end(), [&](float x, float y) { return key(x) < key(y); });
+            return w[w.size() / 2];
+          });
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        QVERIFY2(key(got[i]) == key(expect[i]),
+                 (shape.str() + " r=" + std::to_string(r[0]) + "," + std::to_string(r[1]) + "," +
+                  std::to_string(r[2]) + " at element " + std::to_string(i) + ": got " +
+                  std::to_string(got[i]) + ", expected " + std::to_string(expect[i]))
+                     .c_str());
+      }
+      const std::vector<float> after = a.pull_as<float>();  // NaN != NaN: compare the bits
+      QVERIFY2(std::memcmp(after.data(), values.data(), values.size() * sizeof(float)) == 0,
+               "median special values: the input was modified");
     }
   }
 

@@ -299,6 +299,10 @@ class DeviceImpl {
   // devices the CUDA device of their card, see card_memory.h). Ignored by default.
   virtual void set_card_memory_source(std::function<NativeMemoryInfo()> /*source*/) {}
 
+  // How many host threads may call into this device at once for one staged transfer (0: no
+  // limit). A driver that is not safe with concurrent callers says 1.
+  virtual unsigned max_transfer_threads() const { return 0; }
+
   // Shared virtual memory (OpenCL 2.0 coarse-grain SVM; CUDA: cuMemAllocManaged). Whether
   // this device can allocate it, and the calls. svm_map/svm_unmap bracket host access
   // (coarse-grain SVM needs them; managed memory needs only a synchronize).

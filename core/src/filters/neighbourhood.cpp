@@ -325,8 +325,10 @@ bool radius_one(const Array& a, const Radii& r) {
   return true;
 }
 
-// r1_<op>_2d / _3d (kernels/neighbourhood.kernel). The 3D box kernels' tile: NB_TX x NB_TY x
-// NB_TZ; r1_median_3d: NB_RUN planes per work-item.
+// r1_<op>_2d / _3d (kernels/neighbourhood.kernel). Rows per work-item in 2D: NB_RUN (8),
+// NB_RUN_MEDIAN (16) for the median; the 3D box kernels' tile: NB_TX x NB_TY x NB_TZ;
+// r1_median_3d: NB_RUN planes per work-item.
+constexpr std::size_t kR1Run = 8, kR1RunMedian = 16;
 constexpr std::size_t kR1TileX = 32, kR1TileY = 16, kR1TileZ = 32;
 Array radius_one_box(const Array& in, const char* op, DType out_t, double divisor) {
   Array out = empty_like(in, out_t);
@@ -337,10 +339,14 @@ Array radius_one_box(const Array& in, const char* op, DType out_t, double diviso
   if (in.ndim() == 2) {
     launch(in, "neighbourhood.kernel", std::string("r1_") + op + "_2d",
            nb_defines(in.dtype(), out_t),
-           grid({s.width(), ceil_div(s.height(), 8), s.depth()}, {64, 4, 1}), args);
+           grid({s.width(),
+                 ceil_div(s.height(), std::string_view(op) == "median" ? kR1RunMedian : kR1Run),
+                 s.depth()},
+                {64, 4, 1}),
+           args);
   } else if (std::string_view(op) == "median") {
     launch(in, "neighbourhood.kernel", "r1_median_3d", nb_defines(in.dtype(), out_t),
-           grid({s.width(), s.height(), ceil_div(s.depth(), 8)}, {32, 8, 1}), args);
+           grid({s.width(), s.height(), ceil_div(s.depth(), kR1Run)}, {32, 8, 1}), args);
   } else {
     launch(in, "neighbourhood.kernel", std::string("r1_") + op + "_3d",
            nb_defines(in.dtype(), out_t),
@@ -462,7 +468,8 @@ void register_neighbourhood(Catalog& c) {
          "Neighbourhood",
          std::string("Median of the (2r+1) box per axis; ") + kBorders +
              "; the window may hold at most 125 pixels (11x11 in 2D, 5x5x5 in 3D; larger "
-             "radii raise InvalidArgument)",
+             "radii raise InvalidArgument); NaN counts as larger than +inf (-NaN as smaller than "
+             "-inf), -0 as smaller than +0",
          {image_input()},
          radius_params(62),
          {1, 2, 3},

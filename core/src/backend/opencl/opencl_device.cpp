@@ -717,6 +717,15 @@ class ClDevice final : public DeviceImpl {
   PciAddress pci_address() const override { return pci_; }
   void set_pci(PciAddress a) { pci_ = a; }
   void set_nvidia() { nvidia_ = true; }
+  // Named workaround "pocl-basic-threads": PoCL 3.1's synchronous "basic" driver runs
+  // commands in whichever thread enqueues or waits, and with two host threads enqueueing reads
+  // on one queue it deadlocks on its own event mutex (pocl_update_event_running; seen in
+  // test_core_memory_two_devices with POCL_DEVICES="pthread basic"). Staged transfers use one
+  // copy thread there. GPIX_DISABLE_WORKAROUNDS=pocl-basic-threads lifts it.
+  void set_pocl_basic() { pocl_basic_ = true; }
+  unsigned max_transfer_threads() const override {
+    return pocl_basic_ && !workaround_disabled("pocl-basic-threads") ? 1 : 0;
+  }
   void set_card_memory_source(std::function<NativeMemoryInfo()> source) override {
     if (!nvidia_ || workaround_disabled("nvidia-opencl-oom")) return;
     card_ = std::move(source);
@@ -729,6 +738,7 @@ class ClDevice final : public DeviceImpl {
  private:
   PciAddress pci_;
   bool nvidia_ = false;
+  bool pocl_basic_ = false;
   std::function<NativeMemoryInfo()> card_;
   cl_device_id id_;
   cl::Context ctx_;
@@ -804,8 +814,11 @@ BackendDevices enumerate_opencl() {
         continue;
       }
       const bool nvidia = pname.find("NVIDIA") != std::string::npos;
+      const bool pocl_basic =
+          pname == "Portable Computing Language" && info.name.rfind("basic", 0) == 0;
       const std::uint64_t total = info.global_memory;
       auto dev = std::make_shared<ClDevice>(std::move(info), id, std::move(ctx), std::move(q));
+      if (pocl_basic) dev->set_pocl_basic();
       if (nvidia) {
         dev->set_nvidia();
         // cl_nv_device_attribute_query: CL_DEVICE_PCI_BUS_ID_NV, _SLOT_ID_NV, _DOMAIN_ID_NV.
