@@ -382,7 +382,9 @@ class TestMemory : public QObject {
                                                         {Shape{5, 7, 9}, Shape{3, 11, 4}},
                                                         {Shape{1, 13, 1}, Shape{2, 2, 2}},
                                                         {Shape{19}, Shape{7}}};
-    for (const auto& [ss, ds] : pairs) {
+    for (const auto& pair : pairs) {
+      const Shape& ss = pair.first;  // not a structured binding: clang 14 cannot capture those
+      const Shape& ds = pair.second;
       for (Layout sl : layouts) {
         for (Layout dl : layouts) {
           visit_dtype(dtype, [&](auto z) {
