@@ -24,6 +24,18 @@ export LD_LIBRARY_PATH="$build/gpu-libs:$build/core:/usr/local/nvidia/lib64:/usr
 export QT_QPA_PLATFORM=offscreen
 # Only NVIDIA's OpenCL for the suites: PoCL's compiles would take the lease.
 mkdir -p /tmp/nv-icd && echo libnvidia-opencl.so.1 > /tmp/nv-icd/nvidia.icd
+# benches LOG B...: each benchmark B on CUDA and on NVIDIA OpenCL, appended to $out/LOG
+# (the last 25 lines of each shown).
+benches() {
+  local log=$1 dev b
+  shift
+  for dev in cuda: opencl:NVIDIA; do
+    for b in "$@"; do
+      echo "== $b --device $dev"
+      OCL_ICD_VENDORS=/tmp/nv-icd timeout 150 "$build/bin/$b" --device "$dev" 2>&1 | tee -a "$out/$log" | tail -25
+    done
+  done
+}
 echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ) commit: $(git rev-parse --short HEAD 2>/dev/null)"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 case "$stage" in
@@ -41,22 +53,12 @@ case "$stage" in
     tail -5 "$out/ctest.txt"
     ;;
   bench)
-    for dev in cuda: opencl:NVIDIA; do
-      for b in bench_transfer bench_memory bench_filters bench_reductions; do
-        echo "== $b --device $dev"
-        OCL_ICD_VENDORS=/tmp/nv-icd timeout 150 "$build/bin/$b" --device "$dev" 2>&1 | tee -a "$out/bench.txt" | tail -25
-      done
-    done
+    benches bench.txt bench_transfer bench_memory bench_filters bench_reductions
     echo "== CuPy"
     timeout 200 python3 bench/peer_cupy.py 2>&1 | tee "$out/cupy.txt"
     ;;
   filters)
-    for dev in cuda: opencl:NVIDIA; do
-      for b in bench_filters bench_reductions; do
-        echo "== $b --device $dev"
-        OCL_ICD_VENDORS=/tmp/nv-icd timeout 150 "$build/bin/$b" --device "$dev" 2>&1 | tee -a "$out/bench.txt" | tail -25
-      done
-    done
+    benches bench.txt bench_filters bench_reductions
     echo "== CuPy"
     timeout 200 python3 bench/peer_cupy.py --filters 2>&1 | tee "$out/cupy.txt"
     ;;

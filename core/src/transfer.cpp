@@ -50,15 +50,15 @@ std::size_t env_mb(const char* name, std::size_t fallback) {
 //   GPIX_STAGING_PIECES     pieces per thread a transfer is cut into (default 2)
 //   GPIX_STAGING_NT         0: copy with memcpy; 1: with non-temporal stores; unset: non-
 //                           temporal for pulls, and for pushes below kStreamPushMax
+//   GPIX_NO_STAGING=1       never stage
 // Defaults from `bench_memory --sweep` on an H200 host (2026-11-22): staging from 0.5 MB with
 // a worker per 0.25 MB moved 1 MB at 14 GB/s against 12 direct, 4-16 MB at 1.5-2x the old
 // defaults (2 MB, 4 MB per worker); non-temporal stores lifted pulls of 256 MB from 26-35 to
 // 45-49 GB/s and pushes of 16 MB from 17-27 to 29-33, but held pushes of 256 MB at 27-32
-// where memcpy reached 32-47.
-//   GPIX_NO_STAGING=1       never stage
+// where memcpy reached 32-47. staging_config() sets every field.
 struct StagingConfig {
   std::size_t min_bytes = 0, max_piece = 0, per_worker = 0;
-  unsigned threads = 1, depth = 2, pieces = 4;
+  unsigned threads = 1, depth = 1, pieces = 1;
   int streaming = -1;  // GPIX_STAGING_NT: 0, 1, or -1 (by direction and size)
 };
 constexpr std::size_t kStreamPushMax = std::size_t{64} << 20;

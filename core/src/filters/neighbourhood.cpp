@@ -100,10 +100,15 @@ struct Separable {
   std::array<std::vector<double>, 3> taps{};  // conv only: 2 r + 1 taps per axis
 };
 
+// The type a pass accumulates in: min/max stay in the input dtype (exact), conv/sum use the
+// compute type.
+DType acc_type(SepOp op, DType in, DType out) {
+  return op == SepOp::min || op == SepOp::max ? in : compute_type({in, out});
+}
+
 // Whether a tile kernel with `elements` local values of the accumulator type fits the device.
 bool fits(const Array& a, SepOp op, DType in, DType out, std::size_t elements) {
-  const DType acc = op == SepOp::min || op == SepOp::max ? in : compute_type({in, out});
-  return a.device().info().local_memory >= elements * size_of(acc);
+  return a.device().info().local_memory >= elements * size_of(acc_type(op, in, out));
 }
 
 // tiled.kernel (register-blocked passes) serves radii up to 8 in buckets of 4 and 8 when the
@@ -118,8 +123,7 @@ int tile_bucket(int r) {
   return r <= 4 ? 4 : 8;
 }
 bool tile_acc_ok(SepOp op, DType in, DType out) {
-  const DType acc = op == SepOp::min || op == SepOp::max ? in : compute_type({in, out});
-  return size_of(acc) <= 4;
+  return size_of(acc_type(op, in, out)) <= 4;
 }
 // tiled.kernel indexes rows and columns in 32-bit ints (tile origin + halo included): extents
 // up to 2^31 - 4096 (larger ones take separable.kernel, same results).
@@ -134,13 +138,10 @@ bool tile_xy_ok(const Array& a, SepOp op, DType out, int rx, int ry) {
   }
   const auto tb = static_cast<std::size_t>(tile_bucket(std::max(rx, ry)));
   const std::size_t rows = kTileY + 2 * tb;
-  const DType acc =
-      op == SepOp::min || op == SepOp::max ? a.dtype() : compute_type({a.dtype(), out});
-  return a.device().info().local_memory >=
-         rows * ((kTileX + 2 * tb + 1) + (kTileX + 1)) * size_of(acc);
+  return fits(a, op, a.dtype(), out, rows * ((kTileX + 2 * tb + 1) + (kTileX + 1)));
 }
 
-// One launch of sep_<op>_<shape>; wa/wb are the taps (a 1-element dummy when unused).
+// One launch of sep_<op>_<shape>; wa/wb are the taps of axes axis_a/axis_b (-1: none).
 // tb > 0 selects tiled.kernel's tile_<op>_<shape> with radius bucket tb instead.
 void sep_launch(const Array& in, const Array& out, const Separable& s, const char* shape,
                 const Launch& g, int axis_a, int axis_b, int axis, double divisor, int tb = 0) {
@@ -148,12 +149,15 @@ void sep_launch(const Array& in, const Array& out, const Separable& s, const cha
   const auto radius = [&](int ax) { return ax >= 0 ? s.radius[static_cast<std::size_t>(ax)] : 0; };
   std::vector<KernelArg> args = {arg(in), arg(out)};
   push_shape(args, in.shape());
-  if (tb > 0) {
-    // tiled.kernel: the taps by value (float32 at window positions 0 .. 2 tb, zero beyond the
-    // radius, in pairs per 64-bit word), no upload.
-    for (int ax : {axis_a, axis_b}) {
+  std::vector<Array> uploads;  // separable.kernel's taps; the arguments point into them
+  uploads.reserve(2);
+  for (int ax : {axis_a, axis_b}) {
+    const bool conv = s.op == SepOp::conv && ax >= 0;
+    if (tb > 0) {
+      // tiled.kernel: the taps by value (float32 at window positions 0 .. 2 tb, zero beyond
+      // the radius, in pairs per 64-bit word), no upload.
       std::array<float, 18> w{};
-      if (s.op == SepOp::conv && ax >= 0) {
+      if (conv) {
         const std::vector<double>& t = s.taps[static_cast<std::size_t>(ax)];
         const int r = radius(ax);
         for (int k = 0; k <= 2 * r; ++k) {
@@ -166,18 +170,9 @@ void sep_launch(const Array& in, const Array& out, const Separable& s, const cha
         std::memcpy(&word, &w[i], sizeof word);
         args.push_back(arg(word));
       }
-    }
-  }
-  // separable.kernel reads the taps from device memory; only conv reads them, the others get
-  // the input as a never-read placeholder. (The arguments point into these arrays.)
-  std::vector<Array> uploads;
-  uploads.reserve(2);
-  if (tb == 0) {
-    for (int ax : {axis_a, axis_b}) {
-      if (s.op != SepOp::conv || ax < 0) {
-        args.push_back(arg(in));
-        continue;
-      }
+    } else if (!conv) {
+      args.push_back(arg(in));  // only conv reads taps: a never-read placeholder
+    } else {
       const std::vector<double>& t = s.taps[static_cast<std::size_t>(ax)];
       uploads.push_back(ct == DType::f64 ? Array::push(t, Shape{t.size()}, in.device())
                                          : Array::push(std::vector<float>(t.begin(), t.end()),
@@ -230,8 +225,7 @@ Array sep_axis(const Array& in, DType out_t, const Separable& s, int axis, doubl
 // and 4-byte accumulators, separable.kernel's for radii up to 12; then a z pass for 3D.
 Array separable(const Array& in, const Separable& s, DType out_t, const RunOptions& o,
                 std::string_view filter) {
-  const bool order = s.op == SepOp::min || s.op == SepOp::max;
-  const DType inter = order ? in.dtype() : compute_type({in.dtype(), out_t});
+  const DType inter = acc_type(s.op, in.dtype(), out_t);
   require_compute(in, compute_type({in.dtype(), out_t}), filter);
   double window = 1;
   for (int r : s.radius) window *= 2 * r + 1;
@@ -333,18 +327,17 @@ constexpr std::size_t kR1TileX = 32, kR1TileY = 16, kR1TileZ = 32;
 Array radius_one_box(const Array& in, const char* op, DType out_t, double divisor) {
   Array out = empty_like(in, out_t);
   const Shape& s = in.shape();
+  const bool median = std::string_view(op) == "median";
   std::vector<KernelArg> args = {arg(in), arg(out)};
   push_shape(args, s);
   args.push_back(ct_arg(compute_type({in.dtype(), out_t}), divisor));
   if (in.ndim() == 2) {
     launch(in, "neighbourhood.kernel", std::string("r1_") + op + "_2d",
            nb_defines(in.dtype(), out_t),
-           grid({s.width(),
-                 ceil_div(s.height(), std::string_view(op) == "median" ? kR1RunMedian : kR1Run),
-                 s.depth()},
+           grid({s.width(), ceil_div(s.height(), median ? kR1RunMedian : kR1Run), s.depth()},
                 {64, 4, 1}),
            args);
-  } else if (std::string_view(op) == "median") {
+  } else if (median) {
     launch(in, "neighbourhood.kernel", "r1_median_3d", nb_defines(in.dtype(), out_t),
            grid({s.width(), s.height(), ceil_div(s.depth(), kR1Run)}, {32, 8, 1}), args);
   } else {
