@@ -13,7 +13,9 @@ ndimage on the same data (mode "nearest", gpix's border).
         NB_TZ.
     python3 bench/tile_probe.py box2d [N] [NEIGHBOURHOOD_KERNEL ...]
         neighbourhood.kernel's radius-1 2D boxes and median (r1_OP_2d) on N x N float32
-        (default 8192) with 8 and 16 rows per work-item; further files: other versions.
+        (default 8192) with 8 and 16 rows per work-item, and the four-column versions
+        (r1_OP_2d_v4) under several rows per work-item and work-group shapes; further
+        files: other versions.
 """
 import sys
 from pathlib import Path
@@ -137,6 +139,24 @@ def box2d(n, files):
             out.fill(np.nan)
             t = device_ms(lambda: k(grid, (64, 4, 1), args))
             report(f"{path.name} r1_{op}_2d NB_RUN {run}", k, t, copy,
+                   float(cp.abs(out - refs[op]).max()))
+    # Four columns per work-item (r1_OP_2d_v4), where the kernel file has them.
+    vruns = [(root / "kernels/neighbourhood.kernel", run, block)
+             for run, block in ((2, (64, 4)), (4, (64, 4)), (4, (128, 2)), (4, (32, 8)),
+                                (8, (64, 4)), (16, (64, 4)))]
+    vruns += [(Path(f), run, (64, 4)) for f in files for run in (2, 4)]
+    for path, run, block in vruns:
+        if "_2d_v4" not in path.read_text():
+            continue
+        for op in ("sum", "min", "max"):
+            k = compile_fn(path, f"r1_{op}_2d_v4",
+                           ("T_IN=gpix_f32", "T_OUT=gpix_f32", "CT=gpix_f32", f"NB_RUN_V4={run}"))
+            grid = ((n // 4 + block[0] - 1) // block[0],
+                    ((n + run - 1) // run + block[1] - 1) // block[1], 1)
+            args = (a, out, np.uint64(n), np.uint64(n), np.uint64(1), np.float32(9))
+            out.fill(np.nan)
+            t = device_ms(lambda: k(grid, (*block, 1), args))
+            report(f"{path.name} r1_{op}_2d_v4 NB_RUN {run} block {block}", k, t, copy,
                    float(cp.abs(out - refs[op]).max()))
 
 

@@ -31,6 +31,11 @@
  *                                                     fails to compile with a clear #error)
  *   gpix_as_u32(float), gpix_as_f32(u32), gpix_as_u64(double), gpix_as_f64(u64)
  *                                                     bit casts
+ *   gpix_v4(T)                                        four-element vector of an 8-, 16- or
+ *                                                     32-bit gpix type T (uchar4 ... float4;
+ *                                                     members .x .y .z .w), for loads and
+ *                                                     stores of 4 * sizeof(T) aligned data
+ *   gpix_has_v4(T)                                    1 where gpix_v4(T) exists, else 0
  * Sizes and strides are kernel arguments, never compile-time constants, so a new image shape
  * reuses the compiled program. */
 #ifndef GPIX_DIALECT_H
@@ -193,6 +198,25 @@ typedef double gpix_f64;
 #define GPIX_CAT_(a, b) a##b
 #define GPIX_CAT(a, b) GPIX_CAT_(a, b)
 #define GPIX_LOWEST(T) GPIX_CAT(GPIX_LOWEST_, T)
+/* The vector type names are the same in OpenCL C and CUDA (64-bit ones are not: CUDA 13
+ * deprecates its 4-element 64-bit vectors). */
+#define GPIX_V4_gpix_u8 uchar4
+#define GPIX_V4_gpix_i8 char4
+#define GPIX_V4_gpix_u16 ushort4
+#define GPIX_V4_gpix_i16 short4
+#define GPIX_V4_gpix_u32 uint4
+#define GPIX_V4_gpix_i32 int4
+#define GPIX_V4_gpix_f32 float4
+#define gpix_v4(T) GPIX_CAT(GPIX_V4_, T)
+/* gpix_has_v4(T): 1 where gpix_v4(T) exists, else 0 (usable in #if). */
+#define GPIX_HAS_V4_gpix_u8 1
+#define GPIX_HAS_V4_gpix_i8 1
+#define GPIX_HAS_V4_gpix_u16 1
+#define GPIX_HAS_V4_gpix_i16 1
+#define GPIX_HAS_V4_gpix_u32 1
+#define GPIX_HAS_V4_gpix_i32 1
+#define GPIX_HAS_V4_gpix_f32 1
+#define gpix_has_v4(T) GPIX_CAT(GPIX_HAS_V4_, T)
 #define GPIX_HIGHEST(T) GPIX_CAT(GPIX_HIGHEST_, T)
 
 /* ---------------------------------------------------------------- conversions

@@ -339,6 +339,71 @@ class TestNeighbourhood : public QObject {
     }
   }
 
+  // Radius-1 2D mean/minimum/maximum on widths that are a multiple of 4 (the four-column
+  // kernels for 8-, 16- and 32-bit types; the one-column ones for 64-bit types): against the
+  // reference on every dtype, and bit for bit against the one-column kernels: the same image
+  // with its last column repeated (width + 1, not a multiple of 4) has the same first
+  // `width` columns of output under border replication. Outputs land in poisoned memory (a
+  // released array of the same size, filled, which the pool hands out again).
+  void radius_one_vector_widths_data() { devices_data(); }
+  void radius_one_vector_widths() {
+    QFETCH(int, device);
+    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Radii r{1, 1, 0};
+    for (DType dtype : kAllDTypes) {
+      if (dtype == DType::f64 && !dev.supports_fp64()) continue;
+      visit_dtype(dtype, [&](auto z) {
+        using T = decltype(z);
+        for (const Shape& shape : {Shape{1, 4}, Shape{17, 4}, Shape{5, 8}, Shape{33, 76}}) {
+          const std::size_t h = shape.height(), w = shape.width();
+          for (const char* f : {"mean_box", "minimum_box", "maximum_box"}) {
+            const std::string name(f);
+            // Extreme values only where no float sum of them can overflow.
+            auto [a, host] = push_random<T>(dev, shape, name != "mean_box");
+            std::vector<T> wide(h * (w + 1));
+            for (std::size_t y = 0; y < h; ++y) {
+              std::copy_n(host.begin() + static_cast<long>(y * w), w,
+                          wide.begin() + static_cast<long>(y * (w + 1)));
+              wide[y * (w + 1) + w] = host[y * w + w - 1];
+            }
+            const Shape wshape{h, w + 1};
+            const Array b = Array::push(wide, wshape, dev);
+            const QByteArray at = where(f, dtype, shape);
+            Array::create(shape, dtype, dev).fill(Scalar(77));
+            const std::vector<T> got = run(f, a, box_params(r)).array.template pull_as<T>();
+            Array::create(wshape, dtype, dev).fill(Scalar(77));
+            const std::vector<T> one = run(f, b, box_params(r)).array.pull_as<T>();
+            for (std::size_t y = 0; y < h; ++y) {
+              QVERIFY2(
+                  std::memcmp(got.data() + y * w, one.data() + y * (w + 1), w * sizeof(T)) == 0,
+                  at + ": four-column and one-column kernels differ in row " +
+                      QByteArray::number(static_cast<qulonglong>(y)));
+            }
+            if (name == "mean_box") {
+              compare(got, ref::cast<T>(ref::box(ref::to_double(host), shape, r, ref::mean)), 1,
+                      5e-5, at);
+            } else if (name == "minimum_box") {
+              compare(
+                  got,
+                  ref::box_t(host, shape, r,
+                             [](const auto& v) { return *std::min_element(v.begin(), v.end()); }),
+                  0, 0, at);
+            } else {
+              compare(
+                  got,
+                  ref::box_t(host, shape, r,
+                             [](const auto& v) { return *std::max_element(v.begin(), v.end()); }),
+                  0, 0, at);
+            }
+            untouched(a, host, at);
+            if (QTest::currentTestFailed()) return;
+          }
+        }
+      });
+      if (QTest::currentTestFailed()) return;
+    }
+  }
+
   // NaN, infinities and signed zeros: every median kernel (radius 1 in 2D and 3D, the
   // general one) orders values as documented, -NaN < -inf < ... < -0 < +0 < ... < +inf < NaN,
   // and returns one of the window's values bit for bit.

@@ -320,10 +320,20 @@ bool radius_one(const Array& a, const Radii& r) {
 }
 
 // r1_<op>_2d / _3d (kernels/neighbourhood.kernel). Rows per work-item in 2D: NB_RUN (8),
-// NB_RUN_MEDIAN (16) for the median; the 3D box kernels' tile: NB_TX x NB_TY x NB_TZ;
-// r1_median_3d: NB_RUN planes per work-item.
-constexpr std::size_t kR1Run = 8, kR1RunMedian = 16;
+// NB_RUN_MEDIAN (16) for the median, NB_RUN_V4 (2) for the four-column r1_<op>_2d_v4; the 3D
+// box kernels' tile: NB_TX x NB_TY x NB_TZ; r1_median_3d: NB_RUN planes per work-item.
+constexpr std::size_t kR1Run = 8, kR1RunMedian = 16, kR1RunV4 = 2;
 constexpr std::size_t kR1TileX = 32, kR1TileY = 16, kR1TileZ = 32;
+
+// Whether r1_<op>_2d_v4 takes `a`: 8-, 16- and 32-bit types (the dialect's gpix_v4), rows of
+// whole vectors (width a multiple of 4) and an allocation aligned to a vector. gpix's own
+// allocations always are (CUDA: 256 bytes, OpenCL: CL_DEVICE_MEM_BASE_ADDR_ALIGN, and
+// native_pointer() is 0 there); memory wrapped from elsewhere (DLPack) may not be.
+bool r1_vector_ok(const Array& a) {
+  const std::size_t vec = 4 * size_of(a.dtype());
+  return size_of(a.dtype()) <= 4 && a.shape().width() % 4 == 0 &&
+         Access::impl(a).memory->native_pointer() % vec == 0;
+}
 Array radius_one_box(const Array& in, const char* op, DType out_t, double divisor) {
   Array out = empty_like(in, out_t);
   const Shape& s = in.shape();
@@ -331,7 +341,13 @@ Array radius_one_box(const Array& in, const char* op, DType out_t, double diviso
   std::vector<KernelArg> args = {arg(in), arg(out)};
   push_shape(args, s);
   args.push_back(ct_arg(compute_type({in.dtype(), out_t}), divisor));
-  if (in.ndim() == 2) {
+  if (in.ndim() == 2 && !median && r1_vector_ok(in) && r1_vector_ok(out)) {
+    // Four columns per work-item: 1.10-1.13x -> 0.97-0.99x the copy time on an H200 (8192^2
+    // float32, bench/RESULTS.md).
+    launch(in, "neighbourhood.kernel", std::string("r1_") + op + "_2d_v4",
+           nb_defines(in.dtype(), out_t),
+           grid({s.width() / 4, ceil_div(s.height(), kR1RunV4), s.depth()}, {64, 4, 1}), args);
+  } else if (in.ndim() == 2) {
     launch(in, "neighbourhood.kernel", std::string("r1_") + op + "_2d",
            nb_defines(in.dtype(), out_t),
            grid({s.width(), ceil_div(s.height(), median ? kR1RunMedian : kR1Run), s.depth()},
@@ -673,6 +689,10 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
       }
     }
     for (const char* e : stencils) out.push_back({"neighbourhood.kernel", e, nb_defines(t, t)});
+    if (size_of(t) <= 4) {
+      for (const char* e : {"r1_sum_2d_v4", "r1_min_2d_v4", "r1_max_2d_v4"})
+        out.push_back({"neighbourhood.kernel", e, nb_defines(t, t)});
+    }
     for (const char* e : floats)
       out.push_back({"neighbourhood.kernel", e, nb_defines(t, float_out(t))});
   }
