@@ -302,9 +302,9 @@ void wait_all(std::vector<std::shared_ptr<EventImpl>>& events, std::exception_pt
 // One staged transfer between pageable host memory and a contiguous device range, the
 // ring's lock held. Each worker copies its own pieces (so no thread waits for another) and
 // queues their DMAs on the default queue; up to `depth` per worker are in flight. Pushes:
-// copy piece j into a free slot, then queue its write. Pulls: queue the reads of the first
-// `depth` pieces, then copy each out as it lands and queue the next read into that slot.
-// from (host -> device) or to (device -> host) is set.
+// copy piece j into a free slot, then queue its write. Pulls: the caller queues the first
+// `depth` reads of every worker; each worker copies its pieces out as they land and queues
+// the next read into the freed slot. from (host -> device) or to (device -> host) is set.
 void staged(DeviceImpl& dev, StagingRing& r, Memory& mem, std::size_t offset, const std::byte* from,
             std::byte* to, std::size_t bytes, const StagingConfig& c) {
   const bool to_device = from != nullptr;
@@ -318,42 +318,66 @@ void staged(DeviceImpl& dev, StagingRing& r, Memory& mem, std::size_t offset, co
   const StagingPlan p = plan_staging(bytes, cd, r.bytes());
   std::vector<std::exception_ptr> errors(p.workers);
   std::atomic<bool> failed{false};
+  // Worker w's pieces are w, w + workers, ...; its j-th goes through slot j % depth of its own.
+  std::vector<std::vector<std::shared_ptr<EventImpl>>> slots(
+      p.workers, std::vector<std::shared_ptr<EventImpl>>(p.depth));
+  auto slot_at = [&](unsigned w, std::size_t j) {
+    return r.at((std::size_t{w} * p.depth + j % p.depth) * p.piece);
+  };
+  auto piece_of = [&](unsigned w, std::size_t j) { return w + j * p.workers; };
+  auto mine = [&](unsigned w) {
+    return p.pieces > w ? (p.pieces - w + p.workers - 1) / p.workers : std::size_t{0};
+  };
+  auto extent = [&](std::size_t i) { return std::min(p.piece, bytes - i * p.piece); };
+  auto enqueue_read = [&](unsigned w, std::size_t j) {
+    const std::size_t i = piece_of(w, j), n = extent(i);
+    slots[w][j % p.depth] = dev.read_rect(q, mem, linear(offset + i * p.piece, n), slot_at(w, j),
+                                          linear(0, n), {n, 1, 1}, {});
+  };
+  if (!to_device) {
+    // Pulls: the caller queues every worker's first `depth` reads, in piece order, before any
+    // worker wakes, so the DMA engine starts at once instead of after a thread wake-up (tens
+    // of microseconds on a VM, as long as the DMA of a megabyte).
+    try {
+      for (std::size_t j = 0; j < p.depth; ++j) {
+        for (unsigned w = 0; w < p.workers; ++w) {
+          if (j < mine(w)) enqueue_read(w, j);
+        }
+      }
+    } catch (...) {
+      const std::exception_ptr error = std::current_exception();
+      for (auto& s : slots) {
+        std::exception_ptr ignored;
+        wait_all(s, ignored);  // the ring is reused only after every queued read
+      }
+      std::rethrow_exception(error);
+    }
+  }
   CopyThreads::get().run(p.workers, [&](unsigned w) {
-    std::vector<std::shared_ptr<EventImpl>> slot(p.depth);
+    std::vector<std::shared_ptr<EventImpl>>& slot = slots[w];
     std::exception_ptr& error = errors[w];
-    auto slot_at = [&](std::size_t j) {
-      return r.at((std::size_t{w} * p.depth + j % p.depth) * p.piece);
-    };
-    auto piece_of = [&](std::size_t j) { return w + j * p.workers; };  // global piece index
-    const std::size_t mine = p.pieces > w ? (p.pieces - w + p.workers - 1) / p.workers : 0;
-    auto extent = [&](std::size_t i) { return std::min(p.piece, bytes - i * p.piece); };
+    const std::size_t n_mine = mine(w);
     try {
       if (to_device) {
-        for (std::size_t j = 0; j < mine && !failed; ++j) {
+        for (std::size_t j = 0; j < n_mine && !failed; ++j) {
           auto& e = slot[j % p.depth];
           if (e) {
             e->wait();
             e.reset();
           }
-          const std::size_t i = piece_of(j), n = extent(i);
-          piece_copy(slot_at(j), from + i * p.piece, n, stream);
-          e = dev.write_rect(q, mem, linear(offset + i * p.piece, n), slot_at(j), linear(0, n),
+          const std::size_t i = piece_of(w, j), n = extent(i);
+          piece_copy(slot_at(w, j), from + i * p.piece, n, stream);
+          e = dev.write_rect(q, mem, linear(offset + i * p.piece, n), slot_at(w, j), linear(0, n),
                              {n, 1, 1}, {});
         }
       } else {
-        auto enqueue = [&](std::size_t j) {
-          const std::size_t i = piece_of(j), n = extent(i);
-          slot[j % p.depth] = dev.read_rect(q, mem, linear(offset + i * p.piece, n), slot_at(j),
-                                            linear(0, n), {n, 1, 1}, {});
-        };
-        for (std::size_t j = 0; j < std::min<std::size_t>(mine, p.depth); ++j) enqueue(j);
-        for (std::size_t j = 0; j < mine && !failed; ++j) {
+        for (std::size_t j = 0; j < n_mine && !failed; ++j) {
           auto& e = slot[j % p.depth];
           e->wait();
           e.reset();
-          const std::size_t i = piece_of(j);
-          piece_copy(to + i * p.piece, slot_at(j), extent(i), stream);
-          if (j + p.depth < mine) enqueue(j + p.depth);
+          const std::size_t i = piece_of(w, j);
+          piece_copy(to + i * p.piece, slot_at(w, j), extent(i), stream);
+          if (j + p.depth < n_mine) enqueue_read(w, j + p.depth);
         }
       }
     } catch (...) {
