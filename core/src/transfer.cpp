@@ -41,21 +41,22 @@ std::size_t env_mb(const char* name, std::size_t fallback) {
 // few getenv calls next to a copy of megabytes), so a benchmark can sweep the knobs in one
 // process:
 //   GPIX_STAGING_MIN_MB     transfers from this size on are staged (default 0.5)
-//   GPIX_STAGING_CHUNK_MB   the largest piece one DMA moves (default 16)
+//   GPIX_STAGING_CHUNK_MB   the largest piece one DMA moves (default 4)
+//   GPIX_STAGING_PIECES     pieces a transfer is cut into (default 8), as long as a piece
+//                           stays between 256 kB (each DMA call costs microseconds) and
+//                           GPIX_STAGING_CHUNK_MB
+//   GPIX_STAGING_DEPTH      pieces in flight, at most (default 0: as many as the ring holds)
 //   GPIX_STAGING_THREADS    host threads copying between pageable and pinned memory (default:
 //                           the hardware's threads, at most 8; 1 copies on the caller alone);
 //                           a transfer uses at most one per GPIX_STAGING_WORKER_MB
 //   GPIX_STAGING_WORKER_MB  the least bytes per copy thread (default 0.25)
-//   GPIX_STAGING_DEPTH      pieces in flight per thread (default 3)
-//   GPIX_STAGING_PIECES     pieces per thread a transfer is cut into (default 2)
 //   GPIX_STAGING_NT         0: copy with memcpy; 1: with non-temporal stores; unset: non-
 //                           temporal for pulls, and for pushes below kStreamPushMax
 //   GPIX_NO_STAGING=1       never stage
 // Defaults from `bench_memory --sweep` on an H200 host (2026-11-22): staging from 0.5 MB with
-// a worker per 0.25 MB moved 1 MB at 14 GB/s against 12 direct, 4-16 MB at 1.5-2x the old
-// defaults (2 MB, 4 MB per worker); non-temporal stores lifted pulls of 256 MB from 26-35 to
-// 45-49 GB/s and pushes of 16 MB from 17-27 to 29-33, but held pushes of 256 MB at 27-32
-// where memcpy reached 32-47. staging_config() sets every field.
+// a thread per 0.25 MB; non-temporal stores lifted pulls of 256 MB from 26-35 to 45-49 GB/s
+// and pushes of 16 MB from 17-27 to 29-33, but held pushes of 256 MB at 27-32 where memcpy
+// reached 32-47. staging_config() sets every field.
 struct StagingConfig {
   std::size_t min_bytes = 0, max_piece = 0, per_worker = 0;
   unsigned threads = 1, depth = 1, pieces = 1;
@@ -66,62 +67,55 @@ constexpr std::size_t kStreamPushMax = std::size_t{64} << 20;
 StagingConfig staging_config() {
   StagingConfig c;
   c.min_bytes = env_mb("GPIX_STAGING_MIN_MB", std::size_t{512} << 10);
-  c.max_piece = env_mb("GPIX_STAGING_CHUNK_MB", std::size_t{16} << 20);
+  c.max_piece = env_mb("GPIX_STAGING_CHUNK_MB", std::size_t{4} << 20);
   c.per_worker = env_mb("GPIX_STAGING_WORKER_MB", std::size_t{256} << 10);
   const auto count = [](const char* name, unsigned fallback) {
     const char* v = std::getenv(name);
     const long n = v && *v ? std::atol(v) : 0;
-    return n > 0 ? static_cast<unsigned>(std::min(n, 64L)) : fallback;
+    return n > 0 ? static_cast<unsigned>(std::min(n, 4096L)) : fallback;
   };
   // hardware_concurrency() reads /sys/devices/system/cpu/online on every call (6 us here):
   // once per process, not once per transfer.
   static const unsigned cores = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
   c.threads = count("GPIX_STAGING_THREADS", cores);
-  c.depth = count("GPIX_STAGING_DEPTH", 3);    // H200 sweep: 3-4 beat 2 at 16 MB
-  c.pieces = count("GPIX_STAGING_PIECES", 2);  // fewer DMA calls: 16 MB 26 -> 34 GB/s (CUDA)
+  c.depth = count("GPIX_STAGING_DEPTH", 0);  // 0: the ring's capacity
+  c.pieces = count("GPIX_STAGING_PIECES", 8);
   const char* nt = std::getenv("GPIX_STAGING_NT");
   c.streaming = nt && *nt ? (std::strcmp(nt, "0") == 0 ? 0 : 1) : -1;
   return c;
 }
 
-// The split of one staged transfer: `workers` threads, each moving the pieces w, w + workers,
-// ... through `depth` slots of its own in the ring. Pieces are at least kMinPiece (a DMA and
-// a wake-up cost microseconds) and at most max_piece; GPIX_STAGING_PIECES (2) per worker, so
-// that a worker's copy overlaps its previous piece's DMA while few DMA calls are made (each
-// call and event costs microseconds in the driver, shared by all workers).
+// The split of one staged transfer. The bytes go through the ring in `pieces` pieces of
+// `piece` bytes (the last one shorter), one DMA each, `slots` of them in flight (piece k in
+// slot k % slots). Every piece is copied in `per_piece` slices of `slice` bytes, and the
+// transfer's `workers` threads take the slices in order, whichever thread is free: all of
+// them work on the first piece while later ones are in flight, so the copy that trails the
+// last DMA is one slice, not one piece, and a thread that wakes late only joins in.
 struct StagingPlan {
-  std::size_t piece = 0, pieces = 0;
-  unsigned workers = 1, depth = 1;
+  std::size_t piece = 0, pieces = 0, slots = 1, slice = 0, per_piece = 1;
+  unsigned workers = 1;
 };
 
 constexpr std::size_t kMinPiece = std::size_t{256} << 10;
 constexpr std::size_t kPieceAlign = std::size_t{64} << 10;
+constexpr std::size_t kSliceAlign = std::size_t{4} << 10;
 
 StagingPlan plan_staging(std::size_t bytes, const StagingConfig& c, std::size_t ring_bytes) {
   StagingPlan p;
-  p.depth = std::max(1u, c.depth);
-  // One worker per GPIX_STAGING_WORKER_MB at most: waking a thread costs more than copying a
+  // One thread per GPIX_STAGING_WORKER_MB at most: waking a thread costs more than copying a
   // few hundred kB.
-  const std::size_t threads = std::clamp<std::size_t>(
-      bytes / std::max<std::size_t>(c.per_worker, 1), 1, std::max(1u, c.threads));
-  std::size_t piece = bytes / (threads * c.pieces);
+  p.workers = static_cast<unsigned>(std::clamp<std::size_t>(
+      bytes / std::max<std::size_t>(c.per_worker, 1), 1, std::max(1u, c.threads)));
+  std::size_t piece = bytes / std::max(1u, c.pieces);
   piece = (piece + kPieceAlign - 1) / kPieceAlign * kPieceAlign;
   piece = std::clamp(piece, std::min(kMinPiece, c.max_piece), std::max(c.max_piece, kPieceAlign));
-  p.pieces = (bytes + piece - 1) / piece;
-  p.workers = static_cast<unsigned>(std::clamp<std::size_t>(p.pieces, 1, threads));
-  // Every worker's slots must fit into the ring: fewer slots first, then smaller pieces.
-  const auto slots_fit = [&] {
-    return std::size_t{p.workers} * p.depth * kPieceAlign <= ring_bytes;
-  };
-  while (!slots_fit() && p.depth > 1) --p.depth;
-  while (!slots_fit() && p.workers > 1) --p.workers;
-  const std::size_t fit =
-      ring_bytes / (std::size_t{p.workers} * p.depth) / kPieceAlign * kPieceAlign;
-  if (piece > fit) {
-    piece = std::max(fit, kPieceAlign);
-    p.pieces = (bytes + piece - 1) / piece;
-  }
-  p.piece = piece;
+  p.piece = std::max<std::size_t>(std::min(piece, ring_bytes), 1);
+  p.pieces = (bytes + p.piece - 1) / p.piece;
+  p.slots = std::min(p.pieces, ring_bytes / p.piece);
+  if (c.depth > 0) p.slots = std::min<std::size_t>(p.slots, c.depth);
+  p.slice = (p.piece + p.workers - 1) / p.workers;
+  p.slice = (p.slice + kSliceAlign - 1) / kSliceAlign * kSliceAlign;
+  p.per_piece = (p.piece + p.slice - 1) / p.slice;
   return p;
 }
 
@@ -286,25 +280,15 @@ Pitched linear(std::size_t offset, std::size_t bytes) {
   return Pitched{{offset, 0, 0}, bytes, bytes};
 }
 
-// Waits for every event, keeping the first failure; the ring may be reused only after all.
-void wait_all(std::vector<std::shared_ptr<EventImpl>>& events, std::exception_ptr& error) {
-  for (auto& e : events) {
-    if (!e) continue;
-    try {
-      e->wait();
-    } catch (...) {
-      if (!error) error = std::current_exception();
-    }
-    e.reset();
-  }
-}
-
 // One staged transfer between pageable host memory and a contiguous device range, the
-// ring's lock held. Each worker copies its own pieces (so no thread waits for another) and
-// queues their DMAs on the default queue; up to `depth` per worker are in flight. Pushes:
-// copy piece j into a free slot, then queue its write. Pulls: the caller queues the first
-// `depth` reads of every worker; each worker copies its pieces out as they land and queues
-// the next read into the freed slot. from (host -> device) or to (device -> host) is set.
+// ring's lock held; from (host -> device) or to (device -> host) is set. Pulls: the caller
+// queues the reads of the first `slots` pieces before any thread starts (the DMA engine
+// starts at once, not after a thread wake-up); the thread that copies out a piece's last
+// slice queues the read of the piece that takes over its slot. Pushes: the thread that
+// copies in a piece's last slice queues its write; a piece's slices wait for the write of the
+// piece that held the slot before. Slices are taken in order, so every wait is for a piece
+// whose slices were all taken earlier: the transfer cannot deadlock, and a failure stops
+// every thread (queued DMAs are waited for before the ring is released).
 void staged(DeviceImpl& dev, StagingRing& r, Memory& mem, std::size_t offset, const std::byte* from,
             std::byte* to, std::size_t bytes, const StagingConfig& c) {
   const bool to_device = from != nullptr;
@@ -316,79 +300,100 @@ void staged(DeviceImpl& dev, StagingRing& r, Memory& mem, std::size_t offset, co
     cd.threads = std::min(cd.threads, limit);
   }
   const StagingPlan p = plan_staging(bytes, cd, r.bytes());
-  std::vector<std::exception_ptr> errors(p.workers);
+  struct Piece {
+    std::shared_ptr<EventImpl> dma;
+    std::atomic<bool> queued{false};   // dma is set (release / acquire)
+    std::atomic<bool> waiting{false};  // one thread waits for dma in the driver ...
+    std::atomic<bool> done{false};     // ... and the others for this
+    std::atomic<std::size_t> left{0};  // slices not yet copied
+  };
+  std::vector<Piece> pieces(p.pieces);
+  for (Piece& pc : pieces) pc.left.store(p.per_piece, std::memory_order_relaxed);
+  auto extent = [&](std::size_t k) { return std::min(p.piece, bytes - k * p.piece); };
+  auto slot = [&](std::size_t k) { return r.at(k % p.slots * p.piece); };
+  auto queue = [&](std::size_t k) {
+    const std::size_t n = extent(k);
+    const Pitched dev_range = linear(offset + k * p.piece, n);
+    pieces[k].dma = to_device
+                        ? dev.write_rect(q, mem, dev_range, slot(k), linear(0, n), {n, 1, 1}, {})
+                        : dev.read_rect(q, mem, dev_range, slot(k), linear(0, n), {n, 1, 1}, {});
+    pieces[k].queued.store(true, std::memory_order_release);
+  };
   std::atomic<bool> failed{false};
-  // Worker w's pieces are w, w + workers, ...; its j-th goes through slot j % depth of its own.
-  std::vector<std::vector<std::shared_ptr<EventImpl>>> slots(
-      p.workers, std::vector<std::shared_ptr<EventImpl>>(p.depth));
-  auto slot_at = [&](unsigned w, std::size_t j) {
-    return r.at((std::size_t{w} * p.depth + j % p.depth) * p.piece);
+  std::mutex error_mutex;
+  std::exception_ptr error;
+  auto fail = [&](std::exception_ptr e) {
+    std::lock_guard lock(error_mutex);
+    if (!error) error = std::move(e);
+    failed.store(true);
   };
-  auto piece_of = [&](unsigned w, std::size_t j) { return w + j * p.workers; };
-  auto mine = [&](unsigned w) {
-    return p.pieces > w ? (p.pieces - w + p.workers - 1) / p.workers : std::size_t{0};
+  // Waits for piece k's DMA, which another thread may still have to queue; false when the
+  // transfer failed meanwhile. One thread waits in the driver, the others for its word: the
+  // slices of one piece start together, and eight threads in cuEventSynchronize at once cost
+  // more than the copy of a slice.
+  auto until = [&](const std::atomic<bool>& flag) {
+    while (!flag.load(std::memory_order_acquire)) {
+      if (failed.load(std::memory_order_relaxed)) return false;
+      std::this_thread::yield();
+    }
+    return true;
   };
-  auto extent = [&](std::size_t i) { return std::min(p.piece, bytes - i * p.piece); };
-  auto enqueue_read = [&](unsigned w, std::size_t j) {
-    const std::size_t i = piece_of(w, j), n = extent(i);
-    slots[w][j % p.depth] = dev.read_rect(q, mem, linear(offset + i * p.piece, n), slot_at(w, j),
-                                          linear(0, n), {n, 1, 1}, {});
+  auto landed = [&](std::size_t k) {
+    Piece& pc = pieces[k];
+    if (pc.done.load(std::memory_order_acquire)) return true;
+    if (!until(pc.queued)) return false;
+    if (pc.waiting.exchange(true)) return until(pc.done);
+    pc.dma->wait();
+    pc.done.store(true, std::memory_order_release);
+    return true;
   };
   if (!to_device) {
-    // Pulls: the caller queues every worker's first `depth` reads, in piece order, before any
-    // worker wakes, so the DMA engine starts at once instead of after a thread wake-up (tens
-    // of microseconds on a VM, as long as the DMA of a megabyte).
     try {
-      for (std::size_t j = 0; j < p.depth; ++j) {
-        for (unsigned w = 0; w < p.workers; ++w) {
-          if (j < mine(w)) enqueue_read(w, j);
-        }
-      }
+      for (std::size_t k = 0; k < p.slots; ++k) queue(k);
     } catch (...) {
-      const std::exception_ptr error = std::current_exception();
-      for (auto& s : slots) {
-        std::exception_ptr ignored;
-        wait_all(s, ignored);  // the ring is reused only after every queued read
-      }
-      std::rethrow_exception(error);
+      fail(std::current_exception());
     }
   }
-  CopyThreads::get().run(p.workers, [&](unsigned w) {
-    std::vector<std::shared_ptr<EventImpl>>& slot = slots[w];
-    std::exception_ptr& error = errors[w];
-    const std::size_t n_mine = mine(w);
+  std::atomic<std::size_t> next{0};
+  const std::size_t slices = p.pieces * p.per_piece;
+  CopyThreads::get().run(p.workers, [&](unsigned) {
     try {
-      if (to_device) {
-        for (std::size_t j = 0; j < n_mine && !failed; ++j) {
-          auto& e = slot[j % p.depth];
-          if (e) {
-            e->wait();
-            e.reset();
+      while (!failed.load(std::memory_order_relaxed)) {
+        const std::size_t u = next.fetch_add(1, std::memory_order_relaxed);
+        if (u >= slices) return;
+        const std::size_t k = u / p.per_piece, lo = u % p.per_piece * p.slice, n = extent(k);
+        // Pull: piece k has landed. Push: the slot's previous piece has left.
+        if (!(to_device ? k < p.slots || landed(k - p.slots) : landed(k))) return;
+        if (lo < n) {
+          const std::size_t len = std::min(p.slice, n - lo);
+          if (to_device) {
+            piece_copy(slot(k) + lo, from + k * p.piece + lo, len, stream);
+          } else {
+            piece_copy(to + k * p.piece + lo, slot(k) + lo, len, stream);
           }
-          const std::size_t i = piece_of(w, j), n = extent(i);
-          piece_copy(slot_at(w, j), from + i * p.piece, n, stream);
-          e = dev.write_rect(q, mem, linear(offset + i * p.piece, n), slot_at(w, j), linear(0, n),
-                             {n, 1, 1}, {});
         }
-      } else {
-        for (std::size_t j = 0; j < n_mine && !failed; ++j) {
-          auto& e = slot[j % p.depth];
-          e->wait();
-          e.reset();
-          const std::size_t i = piece_of(w, j);
-          piece_copy(to + i * p.piece, slot_at(w, j), extent(i), stream);
-          if (j + p.depth < n_mine) enqueue_read(w, j + p.depth);
+        if (pieces[k].left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+          if (to_device) {
+            queue(k);
+          } else if (k + p.slots < p.pieces) {
+            queue(k + p.slots);
+          }
         }
       }
     } catch (...) {
-      error = std::current_exception();
-      failed = true;
+      fail(std::current_exception());
     }
-    wait_all(slot, error);
   });
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
+  // The ring is reused only after every queued DMA, also after a failure.
+  for (Piece& pc : pieces) {
+    if (!pc.queued.load(std::memory_order_acquire)) continue;
+    try {
+      pc.dma->wait();
+    } catch (...) {
+      fail(std::current_exception());
+    }
   }
+  if (error) std::rethrow_exception(error);
 }
 
 Pitched dense_host(const ArrayImpl& a) {

@@ -251,12 +251,14 @@ class TestMemory : public QObject {
       const char *threads, *depth, *chunk_mb, *min_mb, *nt, *pieces;
     };
     // Defaults (0.5 MB threshold, a thread per 0.25 MB, non-temporal copies by direction); one
-    // thread, memcpy; deep queues of small pieces; 16 x 8 slots of 1 MB, more than the 64 MB
-    // ring holds (pieces shrink).
+    // thread and one slot, memcpy; three threads on 0.3 MB pieces (not a multiple of the
+    // slice alignment) in three slots; sixteen threads, eight slots of 1 MB; eight threads on
+    // 256 kB pieces through two slots (every slot reused many times, slices of 32 kB).
     const Split splits[] = {{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr},
                             {"1", "1", "0.25", "0.5", "0", nullptr},
                             {"3", "3", "0.3", "1", nullptr, "1"},
-                            {"16", "8", "1", "1", nullptr, "2"}};
+                            {"16", "8", "1", "1", nullptr, "2"},
+                            {"8", "2", "0.25", "0.5", nullptr, "64"}};
     constexpr std::size_t MB = std::size_t{1} << 20;
     const std::size_t sizes[] = {
         2 * MB - 1,  2 * MB,  2 * MB + 1,  (MB / 4) * 9 + 3, 5 * MB + 12345, 8 * MB - 64 * 1024 + 1,
