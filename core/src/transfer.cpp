@@ -5,6 +5,7 @@
 // are staged through pinned host memory.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -52,6 +53,8 @@ std::size_t env_mb(const char* name, std::size_t fallback) {
 //   GPIX_STAGING_WORKER_MB  the least bytes per copy thread (default 0.25)
 //   GPIX_STAGING_NT         0: copy with memcpy; 1: with non-temporal stores; unset: non-
 //                           temporal for pulls, and for pushes below kStreamPushMax
+//   GPIX_STAGING_SPIN_US    how long copy threads poll before they sleep (default 50; read
+//                           once per process, see CopyThreads)
 //   GPIX_NO_STAGING=1       never stage
 // Defaults from `bench_memory --sweep` on an H200 host (2026-11-22): staging from 0.5 MB with
 // a thread per 0.25 MB; non-temporal stores lifted pulls of 256 MB from 26-35 to 45-49 GB/s
@@ -153,7 +156,11 @@ void piece_copy(std::byte* dst, const std::byte* src, std::size_t n, bool stream
 
 // A pool of host threads that live as long as the process: a staged transfer hands each
 // worker one task and runs the first itself. Creating threads per transfer costs tens of
-// microseconds each, as much as copying a megabyte.
+// microseconds each, as much as copying a megabyte. Waking a sleeping thread costs about as
+// much on a VM, so both sides spin briefly before they sleep: a worker polls for the next
+// task for GPIX_STAGING_SPIN_US (default 50, read once) after its last one (transfers in a
+// row find it awake), and the caller polls as long for the batch's end before it waits on
+// the condition variable.
 class CopyThreads {
  public:
   static CopyThreads& get() {
@@ -179,10 +186,10 @@ class CopyThreads {
     struct Batch {
       std::mutex m;
       std::condition_variable cv;
-      unsigned left;
+      std::atomic<unsigned> left{0};
     };
     auto batch = std::make_shared<Batch>();
-    batch->left = n - 1;
+    batch->left.store(n - 1);
     {
       std::lock_guard lock(mutex_);
       while (threads_.size() < n - 1) threads_.emplace_back([this] { loop(); });
@@ -190,20 +197,35 @@ class CopyThreads {
         tasks_.push_back([batch, &f, i] {
           f(i);
           std::lock_guard l(batch->m);
-          if (--batch->left == 0) batch->cv.notify_one();
+          if (batch->left.fetch_sub(1) == 1) batch->cv.notify_one();
         });
       }
+      pending_.store(tasks_.size(), std::memory_order_release);
     }
     wake_.notify_all();
     f(0);
+    const auto until = std::chrono::steady_clock::now() + spin_;
+    while (batch->left.load(std::memory_order_acquire) != 0 &&
+           std::chrono::steady_clock::now() < until) {
+      std::this_thread::yield();
+    }
     std::unique_lock l(batch->m);
-    batch->cv.wait(l, [&] { return batch->left == 0; });
+    batch->cv.wait(l, [&] { return batch->left.load() == 0; });
   }
 
  private:
-  CopyThreads() = default;
+  CopyThreads() {
+    const char* v = std::getenv("GPIX_STAGING_SPIN_US");
+    spin_ = std::chrono::microseconds(v && *v ? std::max(0L, std::atol(v)) : 50L);
+  }
   void loop() {
     for (;;) {
+      // Poll for work for spin_ before sleeping on the condition variable.
+      const auto until = std::chrono::steady_clock::now() + spin_;
+      while (pending_.load(std::memory_order_acquire) == 0 &&
+             std::chrono::steady_clock::now() < until) {
+        std::this_thread::yield();
+      }
       std::function<void()> task;
       {
         std::unique_lock lock(mutex_);
@@ -211,6 +233,7 @@ class CopyThreads {
         if (tasks_.empty()) return;  // stopping
         task = std::move(tasks_.front());
         tasks_.pop_front();
+        pending_.store(tasks_.size(), std::memory_order_release);
       }
       task();
     }
@@ -218,7 +241,9 @@ class CopyThreads {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> tasks_;
+  std::atomic<std::size_t> pending_{0};  // tasks_.size(), for polling without the lock
   std::vector<std::thread> threads_;
+  std::chrono::microseconds spin_{0};
   bool stop_ = false;
 };
 
