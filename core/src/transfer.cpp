@@ -44,21 +44,23 @@ std::size_t env_mb(const char* name, std::size_t fallback) {
 //   GPIX_STAGING_MIN_MB     transfers from this size on are staged (default 0.5)
 //   GPIX_STAGING_CHUNK_MB   the largest piece one DMA moves (default 4)
 //   GPIX_STAGING_PIECES     pieces a transfer is cut into (default 8), as long as a piece
-//                           stays between 256 kB (each DMA call costs microseconds) and
+//                           stays between 512 kB (each DMA call costs microseconds) and
 //                           GPIX_STAGING_CHUNK_MB
 //   GPIX_STAGING_DEPTH      pieces in flight, at most (default 0: as many as the ring holds)
 //   GPIX_STAGING_THREADS    host threads copying between pageable and pinned memory (default:
 //                           the hardware's threads, at most 8; 1 copies on the caller alone);
 //                           a transfer uses at most one per GPIX_STAGING_WORKER_MB
-//   GPIX_STAGING_WORKER_MB  the least bytes per copy thread (default 0.25)
+//   GPIX_STAGING_WORKER_MB  the least bytes per copy thread (default 0.0625)
 //   GPIX_STAGING_NT         0: copy with memcpy; 1: with non-temporal stores; unset: non-
 //                           temporal for pulls, and for pushes below kStreamPushMax
 //   GPIX_STAGING_SPIN_US    how long copy threads poll before they sleep (default 50; read
 //                           once per process, see CopyThreads)
 //   GPIX_NO_STAGING=1       never stage
 // Defaults from `bench_memory --sweep` on an H200 host (2026-11-22): staging from 0.5 MB with
-// a thread per 0.25 MB; non-temporal stores lifted pulls of 256 MB from 26-35 to 45-49 GB/s
-// and pushes of 16 MB from 17-27 to 29-33, but held pushes of 256 MB at 27-32 where memcpy
+// a thread per 64 kB and pieces of at least 512 kB (1 MB in two pieces by eight threads, with
+// the threads polling: 20-21 GB/s push and 17-18 pull, against 16-17 and 13-14 with a thread
+// per 256 kB and 256 kB pieces); non-temporal stores lifted pulls of 256 MB from 26-35 to 45-49
+// GB/s and pushes of 16 MB from 17-27 to 29-33, but held pushes of 256 MB at 27-32 where memcpy
 // reached 32-47. staging_config() sets every field.
 struct StagingConfig {
   std::size_t min_bytes = 0, max_piece = 0, per_worker = 0;
@@ -71,7 +73,7 @@ StagingConfig staging_config() {
   StagingConfig c;
   c.min_bytes = env_mb("GPIX_STAGING_MIN_MB", std::size_t{512} << 10);
   c.max_piece = env_mb("GPIX_STAGING_CHUNK_MB", std::size_t{4} << 20);
-  c.per_worker = env_mb("GPIX_STAGING_WORKER_MB", std::size_t{256} << 10);
+  c.per_worker = env_mb("GPIX_STAGING_WORKER_MB", std::size_t{64} << 10);
   const auto count = [](const char* name, unsigned fallback) {
     const char* v = std::getenv(name);
     const long n = v && *v ? std::atol(v) : 0;
@@ -99,14 +101,14 @@ struct StagingPlan {
   unsigned workers = 1;
 };
 
-constexpr std::size_t kMinPiece = std::size_t{256} << 10;
+constexpr std::size_t kMinPiece = std::size_t{512} << 10;
 constexpr std::size_t kPieceAlign = std::size_t{64} << 10;
 constexpr std::size_t kSliceAlign = std::size_t{4} << 10;
 
 StagingPlan plan_staging(std::size_t bytes, const StagingConfig& c, std::size_t ring_bytes) {
   StagingPlan p;
-  // One thread per GPIX_STAGING_WORKER_MB at most: waking a thread costs more than copying a
-  // few hundred kB.
+  // One thread per GPIX_STAGING_WORKER_MB at most: a thread costs a wake-up (or its polling)
+  // and a slice of tens of kB.
   p.workers = static_cast<unsigned>(std::clamp<std::size_t>(
       bytes / std::max<std::size_t>(c.per_worker, 1), 1, std::max(1u, c.threads)));
   std::size_t piece = bytes / std::max(1u, c.pieces);
