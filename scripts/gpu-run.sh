@@ -36,7 +36,8 @@ benches() {
     done
   done
 }
-echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ) commit: $(git rev-parse --short HEAD 2>/dev/null)"
+# The commit pack-gpu.sh built from (this copy's own .git does not say).
+echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ) commit: $(cat "$build/GPU_COMMIT" 2>/dev/null || echo unknown)"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 case "$stage" in
   check)

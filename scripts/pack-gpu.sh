@@ -19,6 +19,13 @@ for f in bin/gpix bin/gpu_check bin/cross_backend bin/bench_* tests/test_* tests
   [ -e "$f" ] && [ ! -d "$f" ] && copy "$f"
 done
 find . -name CTestTestfile.cmake | while read -r f; do copy "$f"; done
+# The commit the binaries were built from (the GPU machine's copy of the tree has its own
+# .git, which does not say), with "+dirty" when the working tree had changes.
+cd - >/dev/null
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || commit="$commit+dirty"
+echo "$commit" > "$dest/GPU_COMMIT"
+cd "$build"
 find "$dest" -type f -executable -exec strip --strip-debug {} + 2>/dev/null || true
 # Shared libraries that Ubuntu 24.04 lacks or has in other versions.
 for exe in "$dest"/tests/test_* "$dest"/bin/*; do
