@@ -198,6 +198,7 @@ typedef double gpix_f64;
 #define GPIX_CAT_(a, b) a##b
 #define GPIX_CAT(a, b) GPIX_CAT_(a, b)
 #define GPIX_LOWEST(T) GPIX_CAT(GPIX_LOWEST_, T)
+#define GPIX_HIGHEST(T) GPIX_CAT(GPIX_HIGHEST_, T)
 /* The vector type names are the same in OpenCL C and CUDA (64-bit ones are not: CUDA 13
  * deprecates its 4-element 64-bit vectors). */
 #define GPIX_V4_gpix_u8 uchar4
@@ -217,7 +218,6 @@ typedef double gpix_f64;
 #define GPIX_HAS_V4_gpix_i32 1
 #define GPIX_HAS_V4_gpix_f32 1
 #define gpix_has_v4(T) GPIX_CAT(GPIX_HAS_V4_, T)
-#define GPIX_HIGHEST(T) GPIX_CAT(GPIX_HIGHEST_, T)
 
 /* ---------------------------------------------------------------- conversions
  * gpix_sat_<t>(x) converts a float or double x to type t: integers round half to even and
