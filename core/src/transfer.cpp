@@ -206,28 +206,26 @@ class CopyThreads {
     }
     wake_.notify_all();
     f(0);
-    const auto until = std::chrono::steady_clock::now() + spin_;
-    while (batch->left.load(std::memory_order_acquire) != 0 &&
-           std::chrono::steady_clock::now() < until) {
-      std::this_thread::yield();
-    }
+    poll([&] { return batch->left.load(std::memory_order_acquire) == 0; });
     std::unique_lock l(batch->m);
     batch->cv.wait(l, [&] { return batch->left.load() == 0; });
   }
 
  private:
+  // Returns once ready() holds or spin_ has passed (the caller then sleeps on a condition
+  // variable, which rechecks).
+  template <class Ready>
+  void poll(Ready ready) const {
+    const auto until = std::chrono::steady_clock::now() + spin_;
+    while (!ready() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  }
   CopyThreads() {
     const char* v = std::getenv("GPIX_STAGING_SPIN_US");
     spin_ = std::chrono::microseconds(v && *v ? std::max(0L, std::atol(v)) : 50L);
   }
   void loop() {
     for (;;) {
-      // Poll for work for spin_ before sleeping on the condition variable.
-      const auto until = std::chrono::steady_clock::now() + spin_;
-      while (pending_.load(std::memory_order_acquire) == 0 &&
-             std::chrono::steady_clock::now() < until) {
-        std::this_thread::yield();
-      }
+      poll([this] { return pending_.load(std::memory_order_acquire) != 0; });
       std::function<void()> task;
       {
         std::unique_lock lock(mutex_);

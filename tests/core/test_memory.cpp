@@ -250,7 +250,7 @@ class TestMemory : public QObject {
     struct Split {
       const char *threads, *depth, *chunk_mb, *min_mb, *nt, *pieces;
     };
-    // Defaults (0.5 MB threshold, a thread per 0.25 MB, non-temporal copies by direction); one
+    // Defaults (0.5 MB threshold, a thread per 64 kB, non-temporal copies by direction); one
     // thread and one slot, memcpy; three threads on 0.3 MB pieces (not a multiple of the
     // slice alignment) in three slots; sixteen threads, eight slots of 1 MB; eight threads on
     // 256 kB pieces through two slots (every slot reused many times, slices of 32 kB).
