@@ -111,6 +111,9 @@ inline double population_variance(const std::vector<double>& w) {
   for (double v : w) sq += (v - m) * (v - m);
   return sq / static_cast<double>(w.size());
 }
+// The smallest and the largest value of a window (any element type).
+inline constexpr auto minimum = [](const auto& w) { return *std::min_element(w.begin(), w.end()); };
+inline constexpr auto maximum = [](const auto& w) { return *std::max_element(w.begin(), w.end()); };
 inline double median(std::vector<double> w) {
   std::nth_element(w.begin(), w.begin() + static_cast<long>(w.size() / 2), w.end());
   return w[w.size() / 2];

@@ -95,12 +95,10 @@ GPIX_REFERENCE("mean_box") {
   box_check<false>("mean_box", device, dtype, shape, false, 1000, ref::mean);
 });
 GPIX_REFERENCE("minimum_box") {
-  box_check<true>("minimum_box", device, dtype, shape, true, 1000,
-                  [](const auto& w) { return *std::min_element(w.begin(), w.end()); });
+  box_check<true>("minimum_box", device, dtype, shape, true, 1000, ref::minimum);
 });
 GPIX_REFERENCE("maximum_box") {
-  box_check<true>("maximum_box", device, dtype, shape, true, 1000,
-                  [](const auto& w) { return *std::max_element(w.begin(), w.end()); });
+  box_check<true>("maximum_box", device, dtype, shape, true, 1000, ref::maximum);
 });
 GPIX_REFERENCE("median_box") {
   box_check<true>("median_box", device, dtype, shape, true, 125, [](const auto& w) {
@@ -147,10 +145,10 @@ void hat_check(const char* fname, bool white, const Device& device, DType dtype,
       const QByteArray w = where(fname, dtype, shape);
       const Result res = run(fname, a, box_params(r));
       QCOMPARE(res.array.dtype(), dtype);
-      auto mn = [](const std::vector<T>& v) { return *std::min_element(v.begin(), v.end()); };
-      auto mx = [](const std::vector<T>& v) { return *std::max_element(v.begin(), v.end()); };
-      const auto first = white ? ref::box_t(host, shape, r, mn) : ref::box_t(host, shape, r, mx);
-      const auto second = white ? ref::box_t(first, shape, r, mx) : ref::box_t(first, shape, r, mn);
+      const auto first = white ? ref::box_t(host, shape, r, ref::minimum)
+                               : ref::box_t(host, shape, r, ref::maximum);
+      const auto second = white ? ref::box_t(first, shape, r, ref::maximum)
+                                : ref::box_t(first, shape, r, ref::minimum);
       std::vector<T> e(host.size());
       for (std::size_t i = 0; i < e.size(); ++i)
         e[i] = white ? sat_sub(host[i], second[i]) : sat_sub(second[i], host[i]);
@@ -300,16 +298,10 @@ class TestNeighbourhood : public QObject {
         const auto hd = ref::to_double(host);
         compare(run("mean_box", a, box_params(r)).array.pull_as<float>(),
                 ref::cast<float>(ref::box(hd, shape, r, ref::mean)), 0, 5e-5, "mean " + w);
-        compare(
-            run("minimum_box", a, box_params(r)).array.pull_as<float>(),
-            ref::cast<float>(ref::box(
-                hd, shape, r, [](const auto& v) { return *std::min_element(v.begin(), v.end()); })),
-            0, 0, "min " + w);
-        compare(
-            run("maximum_box", a, box_params(r)).array.pull_as<float>(),
-            ref::cast<float>(ref::box(
-                hd, shape, r, [](const auto& v) { return *std::max_element(v.begin(), v.end()); })),
-            0, 0, "max " + w);
+        compare(run("minimum_box", a, box_params(r)).array.pull_as<float>(),
+                ref::cast<float>(ref::box(hd, shape, r, ref::minimum)), 0, 0, "min " + w);
+        compare(run("maximum_box", a, box_params(r)).array.pull_as<float>(),
+                ref::cast<float>(ref::box(hd, shape, r, ref::maximum)), 0, 0, "max " + w);
         auto [b, hb] = push_random<std::uint8_t>(dev, shape, true);
         compare(run("mean_box", b, box_params(r)).array.pull_as<std::uint8_t>(),
                 ref::cast<std::uint8_t>(ref::box(ref::to_double(hb), shape, r, ref::mean)), 1, 0,
@@ -383,17 +375,9 @@ class TestNeighbourhood : public QObject {
               compare(got, ref::cast<T>(ref::box(ref::to_double(host), shape, r, ref::mean)), 1,
                       5e-5, at);
             } else if (name == "minimum_box") {
-              compare(
-                  got,
-                  ref::box_t(host, shape, r,
-                             [](const auto& v) { return *std::min_element(v.begin(), v.end()); }),
-                  0, 0, at);
+              compare(got, ref::box_t(host, shape, r, ref::minimum), 0, 0, at);
             } else {
-              compare(
-                  got,
-                  ref::box_t(host, shape, r,
-                             [](const auto& v) { return *std::max_element(v.begin(), v.end()); }),
-                  0, 0, at);
+              compare(got, ref::box_t(host, shape, r, ref::maximum), 0, 0, at);
             }
             untouched(a, host, at);
             if (QTest::currentTestFailed()) return;
