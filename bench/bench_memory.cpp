@@ -6,8 +6,8 @@
 // bytes). Host buffers are allocated and written once and reused by every repetition, pushes
 // and pulls alike, as bench/peer_cupy.py does (so neither side pays first-touch page faults).
 // --sweep: pageable push/pull at 1, 4, 16 and 256 MB under several staging settings
-// (GPIX_STAGING_THREADS / _DEPTH / _CHUNK_MB / _MIN_MB / _WORKER_MB / _NT / _PIECES, set per
-// row), to pick the defaults.
+// (GPIX_STAGING_THREADS / _DEPTH / _CHUNK_MB / _MIN_MB / _WORKER_MB / _NT / _PIECES /
+// _KERNEL_MB / _SLICE_MB, set per row), to pick the defaults.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,24 +22,35 @@ namespace {
 // Pageable push/pull under one staging setting per row; "-" leaves a knob at its default.
 int run_sweep(const gpix::Device& dev, int repeats) {
   struct Setting {
-    const char *threads, *depth, *chunk, *min, *worker, *nt, *pieces;
+    const char *threads, *depth, *chunk, *min, *worker, *nt, *pieces, *kernel, *slice;
   };
   const Setting settings[] = {
-      {"-", "-", "-", "-", "-", "-", "-"},       {"-", "-", "-", "-", "-", "0", "-"},
-      {"-", "-", "-", "-", "-", "-", "4"},       {"-", "-", "-", "-", "-", "-", "8"},
-      {"-", "-", "-", "-", "-", "-", "32"},      {"-", "-", "1", "-", "-", "-", "-"},
-      {"-", "-", "16", "-", "-", "-", "-"},      {"-", "2", "-", "-", "-", "-", "-"},
-      {"-", "4", "-", "-", "-", "-", "-"},       {"-", "-", "-", "-", "0.125", "-", "-"},
-      {"-", "-", "-", "-", "1", "-", "-"},       {"4", "-", "-", "-", "-", "-", "-"},
-      {"-", "-", "-", "1000000", "-", "-", "-"},
+      {"-", "-", "-", "-", "-", "-", "-", "-", "-"},
+      {"-", "-", "-", "-", "-", "0", "-", "-", "-"},
+      {"-", "-", "-", "-", "-", "-", "4", "-", "-"},
+      {"-", "-", "-", "-", "-", "-", "8", "-", "-"},
+      {"-", "-", "-", "-", "-", "-", "32", "-", "-"},
+      {"-", "-", "1", "-", "-", "-", "-", "-", "-"},
+      {"-", "-", "16", "-", "-", "-", "-", "-", "-"},
+      {"-", "2", "-", "-", "-", "-", "-", "-", "-"},
+      {"-", "4", "-", "-", "-", "-", "-", "-", "-"},
+      {"-", "-", "-", "-", "0.125", "-", "-", "-", "-"},
+      {"-", "-", "-", "-", "1", "-", "-", "-", "-"},
+      {"4", "-", "-", "-", "-", "-", "-", "-", "-"},
+      {"-", "-", "-", "1000000", "-", "-", "-", "-", "-"},
+      {"-", "-", "-", "-", "-", "-", "-", "0", "-"},
+      {"4", "-", "-", "-", "-", "-", "-", "0", "-"},
+      {"-", "-", "-", "-", "-", "-", "-", "-", "0.0625"},
+      {"-", "-", "-", "-", "-", "-", "-", "-", "0.25"},
   };
 
-  const char* const knobs[] = {"GPIX_STAGING_THREADS",   "GPIX_STAGING_DEPTH",
-                               "GPIX_STAGING_CHUNK_MB",  "GPIX_STAGING_MIN_MB",
-                               "GPIX_STAGING_WORKER_MB", "GPIX_STAGING_NT",
-                               "GPIX_STAGING_PIECES"};
-  std::printf("%-8s %-6s %-6s %-8s %-7s %-4s %-7s %-7s %10s %10s\n", "threads", "depth", "chunk",
-              "min_mb", "worker", "nt", "pieces", "size", "push GB/s", "pull GB/s");
+  const char* const knobs[] = {
+      "GPIX_STAGING_THREADS", "GPIX_STAGING_DEPTH",     "GPIX_STAGING_CHUNK_MB",
+      "GPIX_STAGING_MIN_MB",  "GPIX_STAGING_WORKER_MB", "GPIX_STAGING_NT",
+      "GPIX_STAGING_PIECES",  "GPIX_STAGING_KERNEL_MB", "GPIX_STAGING_SLICE_MB"};
+  std::printf("%-8s %-6s %-6s %-8s %-7s %-4s %-7s %-7s %-7s %-7s %10s %10s\n", "threads", "depth",
+              "chunk", "min_mb", "worker", "nt", "pieces", "kernel", "slice", "size", "push GB/s",
+              "pull GB/s");
   for (std::size_t mb : {1u, 4u, 16u, 256u}) {
     const std::size_t bytes = mb * 1000 * 1000;
     auto a = gpix::Array::empty(gpix::Shape{bytes}, gpix::DType::u8, dev);
@@ -47,8 +58,9 @@ int run_sweep(const gpix::Device& dev, int repeats) {
     for (std::size_t i = 0; i < bytes; ++i) host[i] = static_cast<unsigned char>(i * 131 + 7);
     std::vector<unsigned char> back(bytes, 0);
     for (const Setting& s : settings) {
-      const char* values[] = {s.threads, s.depth, s.chunk, s.min, s.worker, s.nt, s.pieces};
-      for (int k = 0; k < 7; ++k) {
+      const char* values[] = {s.threads, s.depth,  s.chunk,  s.min,  s.worker,
+                              s.nt,      s.pieces, s.kernel, s.slice};
+      for (int k = 0; k < 9; ++k) {
         if (std::strcmp(values[k], "-") != 0) {
           setenv(knobs[k], values[k], 1);
         } else {
@@ -61,8 +73,9 @@ int run_sweep(const gpix::Device& dev, int repeats) {
         std::fprintf(stderr, "bench_memory: data mismatch in the sweep\n");
         return 1;
       }
-      std::printf("%-8s %-6s %-6s %-8s %-7s %-4s %-7s %-7s %10.2f %10.2f\n", s.threads, s.depth,
-                  s.chunk, s.min, s.worker, s.nt, s.pieces, (std::to_string(mb) + " MB").c_str(),
+      std::printf("%-8s %-6s %-6s %-8s %-7s %-4s %-7s %-7s %-7s %-7s %10.2f %10.2f\n", s.threads,
+                  s.depth, s.chunk, s.min, s.worker, s.nt, s.pieces, s.kernel, s.slice,
+                  (std::to_string(mb) + " MB").c_str(),
                   gpix::bench::gbps(static_cast<double>(bytes), push),
                   gpix::bench::gbps(static_cast<double>(bytes), pull));
       std::fflush(stdout);

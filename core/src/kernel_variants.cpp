@@ -13,6 +13,8 @@ std::vector<KernelVariant> all_kernel_variants() {
   // The CUDA backend's 8-byte fill (the driver has memsets of 1, 2 and 4 bytes only).
   v.push_back({"fill.kernel", "fill_u64", {}});
   v.push_back({"fill.kernel", "fill_pattern", {}});
+  // The CUDA backend's streamed pushes (core/src/transfer.cpp, CudaDevice::stream_in).
+  v.push_back({"staging.kernel", "stage_in", {}});
   add_render_variants(v);
   add_resample_variants(v);
   return v;

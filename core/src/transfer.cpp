@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <exception>
 #include <functional>
 #include <map>
@@ -55,6 +54,10 @@ std::size_t env_mb(const char* name, std::size_t fallback) {
 //                           temporal for pulls, and for pushes below kStreamPushMax
 //   GPIX_STAGING_SPIN_US    how long copy threads poll before they sleep (default 50; read
 //                           once per process, see CopyThreads)
+//   GPIX_STAGING_KERNEL_MB  pushes up to this size go through a kernel that reads the ring
+//                           while the threads fill it, where the backend has one (CUDA,
+//                           DeviceImpl::stream_in; default 16, 0: never)
+//   GPIX_STAGING_SLICE_MB   the slice of such a push (default: 1/128 of it, 32 kB to 1 MB)
 //   GPIX_NO_STAGING=1       never stage
 // Defaults from `bench_memory --sweep` on an H200 host (2026-11-22): staging from 0.5 MB with
 // a thread per 64 kB and pieces of at least 512 kB (1 MB in two pieces by eight threads, with
@@ -63,7 +66,7 @@ std::size_t env_mb(const char* name, std::size_t fallback) {
 // GB/s and pushes of 16 MB from 17-27 to 29-33, but held pushes of 256 MB at 27-32 where memcpy
 // reached 32-47. staging_config() sets every field.
 struct StagingConfig {
-  std::size_t min_bytes = 0, max_piece = 0, per_worker = 0;
+  std::size_t min_bytes = 0, max_piece = 0, per_worker = 0, kernel_max = 0, slice = 0;
   unsigned threads = 1, depth = 1, pieces = 1;
   int streaming = -1;  // GPIX_STAGING_NT: 0, 1, or -1 (by direction and size)
 };
@@ -74,6 +77,11 @@ StagingConfig staging_config() {
   c.min_bytes = env_mb("GPIX_STAGING_MIN_MB", std::size_t{512} << 10);
   c.max_piece = env_mb("GPIX_STAGING_CHUNK_MB", std::size_t{4} << 20);
   c.per_worker = env_mb("GPIX_STAGING_WORKER_MB", std::size_t{64} << 10);
+  const char* km = std::getenv("GPIX_STAGING_KERNEL_MB");
+  c.kernel_max = km && *km && std::strtod(km, nullptr) <= 0
+                     ? 0
+                     : env_mb("GPIX_STAGING_KERNEL_MB", std::size_t{16} << 20);
+  c.slice = env_mb("GPIX_STAGING_SLICE_MB", 0);
   const auto count = [](const char* name, unsigned fallback) {
     const char* v = std::getenv(name);
     const long n = v && *v ? std::atol(v) : 0;
@@ -156,13 +164,13 @@ void piece_copy(std::byte* dst, const std::byte* src, std::size_t n, bool stream
   std::memcpy(dst, src, n);
 }
 
-// A pool of host threads that live as long as the process: a staged transfer hands each
-// worker one task and runs the first itself. Creating threads per transfer costs tens of
-// microseconds each, as much as copying a megabyte. Waking a sleeping thread costs about as
-// much on a VM, so both sides spin briefly before they sleep: a worker polls for the next
-// task for GPIX_STAGING_SPIN_US (default 50, read once) after its last one (transfers in a
-// row find it awake), and the caller polls as long for the batch's end before it waits on
-// the condition variable.
+// A pool of host threads that live as long as the process: a staged transfer runs f(0) on the
+// caller and f(1) .. f(n - 1) on the pool. Creating threads per transfer costs tens of
+// microseconds each, as much as copying a megabyte, and so does waking a sleeping thread on a
+// VM, so both sides poll before they sleep: a worker for GPIX_STAGING_SPIN_US (default 50,
+// read once) after its last batch (transfers in a row find it awake), the caller as long for
+// the batch's end. A batch is published with one atomic word (its generation and its number
+// of threads), which the workers poll: no queue, no lock while nobody sleeps.
 class CopyThreads {
  public:
   static CopyThreads& get() {
@@ -172,79 +180,94 @@ class CopyThreads {
   ~CopyThreads() {
     {
       std::lock_guard lock(mutex_);
-      stop_ = true;
+      stop_.store(true);
+      state_.fetch_add(kGeneration, std::memory_order_release);
     }
     wake_.notify_all();
     for (auto& t : threads_) t.join();
   }
 
   // Runs f(0) .. f(n - 1), f(0) on the caller, and returns when all have returned. f must not
-  // throw (the staging tasks catch their own errors).
+  // throw (the staging tasks catch their own errors). One batch at a time: transfers on two
+  // devices take turns for the threads (their copies share the memory bus anyway).
   void run(unsigned n, const std::function<void(unsigned)>& f) {
+    n = std::min(n, kMaxThreads);
     if (n <= 1) {
       f(0);
       return;
     }
-    struct Batch {
-      std::mutex m;
-      std::condition_variable cv;
-      std::atomic<unsigned> left{0};
-    };
-    auto batch = std::make_shared<Batch>();
-    batch->left.store(n - 1);
+    std::lock_guard batch(run_mutex_);
     {
       std::lock_guard lock(mutex_);
-      while (threads_.size() < n - 1) threads_.emplace_back([this] { loop(); });
-      for (unsigned i = 1; i < n; ++i) {
-        tasks_.push_back([batch, &f, i] {
-          f(i);
-          std::lock_guard l(batch->m);
-          if (batch->left.fetch_sub(1) == 1) batch->cv.notify_one();
-        });
+      while (threads_.size() < n - 1) {
+        const auto index = static_cast<unsigned>(threads_.size() + 1);
+        const std::uint64_t now = state_.load(std::memory_order_relaxed);
+        threads_.emplace_back([this, index, now] { loop(index, now); });
       }
-      pending_.store(tasks_.size(), std::memory_order_release);
+      job_ = &f;
+      left_.store(n - 1, std::memory_order_relaxed);
+      const std::uint64_t s = state_.load(std::memory_order_relaxed);
+      state_.store((s & ~kThreadsMask) + kGeneration + n, std::memory_order_release);
     }
-    wake_.notify_all();
+    if (sleepers_.load() > 0) wake_.notify_all();
     f(0);
-    poll([&] { return batch->left.load(std::memory_order_acquire) == 0; });
-    std::unique_lock l(batch->m);
-    batch->cv.wait(l, [&] { return batch->left.load() == 0; });
+    if (!poll([&] { return left_.load(std::memory_order_acquire) == 0; })) {
+      std::unique_lock lock(mutex_);
+      done_.wait(lock, [&] { return left_.load(std::memory_order_acquire) == 0; });
+    }
   }
 
  private:
-  // Returns once ready() holds or spin_ has passed (the caller then sleeps on a condition
-  // variable, which rechecks).
+  static constexpr unsigned kMaxThreads = 255;
+  static constexpr std::uint64_t kThreadsMask = 0xff, kGeneration = 0x100;
+
+  // Polls ready() for spin_; true once it holds, false when the time ran out (the caller then
+  // sleeps on a condition variable, which rechecks).
   template <class Ready>
-  void poll(Ready ready) const {
+  bool poll(Ready ready) const {
     const auto until = std::chrono::steady_clock::now() + spin_;
-    while (!ready() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    for (unsigned i = 0;; ++i) {
+      if (ready()) return true;
+      if (i % 64 == 63 && std::chrono::steady_clock::now() >= until) return ready();
+      relax();
+    }
   }
   CopyThreads() {
     const char* v = std::getenv("GPIX_STAGING_SPIN_US");
     spin_ = std::chrono::microseconds(v && *v ? std::max(0L, std::atol(v)) : 50L);
   }
-  void loop() {
+  // Worker `index` (1 ..): runs every batch of more than `index` threads. `seen` is the state
+  // it was created under (a batch published after that is one it must run).
+  void loop(unsigned index, std::uint64_t seen) {
     for (;;) {
-      poll([this] { return pending_.load(std::memory_order_acquire) != 0; });
-      std::function<void()> task;
-      {
+      const auto changed = [&] { return state_.load(std::memory_order_acquire) != seen; };
+      if (!poll(changed)) {
         std::unique_lock lock(mutex_);
-        wake_.wait(lock, [this] { return stop_ || !tasks_.empty(); });
-        if (tasks_.empty()) return;  // stopping
-        task = std::move(tasks_.front());
-        tasks_.pop_front();
-        pending_.store(tasks_.size(), std::memory_order_release);
+        ++sleepers_;
+        wake_.wait(lock, changed);
+        --sleepers_;
       }
-      task();
+      seen = state_.load(std::memory_order_acquire);
+      if (stop_.load()) return;
+      // A batch that needs this thread cannot end (nor job_ change) before it has run.
+      if ((seen & kThreadsMask) <= index) continue;
+      (*job_)(index);
+      if (left_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard lock(mutex_);  // the caller may be between its check and its wait
+        done_.notify_one();
+      }
     }
   }
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<std::function<void()>> tasks_;
-  std::atomic<std::size_t> pending_{0};  // tasks_.size(), for polling without the lock
+  std::mutex run_mutex_;  // one batch at a time
+  std::mutex mutex_;      // for sleeping, and for creating threads
+  std::condition_variable wake_, done_;
+  std::atomic<std::uint64_t> state_{0};  // generation * kGeneration + threads of the batch
+  const std::function<void(unsigned)>* job_ = nullptr;
+  std::atomic<unsigned> left_{0};      // workers of the batch still running
+  std::atomic<unsigned> sleepers_{0};  // workers waiting on wake_
+  std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
   std::chrono::microseconds spin_{0};
-  bool stop_ = false;
 };
 
 // A pinned ring per device (GPIX_STAGING_RING_MB, default 64 MB, one allocation): staged
@@ -262,6 +285,10 @@ class StagingRing {
         const std::size_t bytes =
             std::max(env_mb("GPIX_STAGING_RING_MB", std::size_t{64} << 20), kPieceAlign * kChunks);
         block_ = dev_.allocate_host(bytes / kPieceAlign * kPieceAlign);
+        if (!std::getenv("GPIX_NO_TOUCH")) {
+          auto* page = static_cast<volatile std::byte*>(block_->data());
+          for (std::size_t o = 0; o < block_->bytes(); o += 4096) page[o] = std::byte{0};
+        }
         dev_.default_queue();
         state_ = State::ready;
       } catch (const Error&) {
@@ -318,6 +345,43 @@ Pitched linear(std::size_t offset, std::size_t bytes) {
   return Pitched{{offset, 0, 0}, bytes, bytes};
 }
 
+// A staged push that a kernel on the device takes in while the threads copy it into the ring
+// (DeviceImpl::stream_in): the threads take the slices in order and mark each one ready once
+// it is in the ring; the caller launches the kernel first thing. The kernel starts reading
+// with the first slice, and no driver call is made between the launch and the end (a DMA
+// call takes ~5 us while the other threads copy; a 1 MB push queued two of them).
+void streamed(DeviceImpl::StreamedPush& push, std::byte* ring, const std::byte* from,
+              std::size_t bytes, std::size_t slice, unsigned workers, bool stream) {
+  const std::size_t slices = (bytes + slice - 1) / slice;
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr error;  // start()'s, on the caller
+  CopyThreads::get().run(workers, [&](unsigned w) {
+    if (w == 0) {
+      try {
+        push.start();
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    for (;;) {
+      const std::size_t k = next.fetch_add(1, std::memory_order_relaxed);
+      if (k >= slices) return;
+      const std::size_t lo = k * slice;
+      piece_copy(ring + lo, from + lo, std::min(slice, bytes - lo), stream);
+      push.ready(k);
+    }
+  });
+  push.finish(error != nullptr);
+  if (error) std::rethrow_exception(error);
+}
+
+// The slice of a streamed push of `bytes`: 1/128 of it, 32 kB to 1 MB, 4 kB aligned.
+std::size_t stream_slice(std::size_t bytes, const StagingConfig& c) {
+  if (c.slice > 0) return (c.slice + kSliceAlign - 1) / kSliceAlign * kSliceAlign;
+  const std::size_t s = (bytes / 128 + kSliceAlign - 1) / kSliceAlign * kSliceAlign;
+  return std::clamp(s, std::size_t{32} << 10, std::size_t{1} << 20);
+}
+
 // One staged transfer between pageable host memory and a contiguous device range, the
 // ring's lock held; from (host -> device) or to (device -> host) is set. Pulls: the caller
 // queues the reads of the first `slots` pieces before any thread starts (the DMA engine
@@ -338,6 +402,14 @@ void staged(DeviceImpl& dev, StagingRing& r, Memory& mem, std::size_t offset, co
     cd.threads = std::min(cd.threads, limit);
   }
   const StagingPlan p = plan_staging(bytes, cd, r.bytes());
+  if (to_device && bytes <= std::min(c.kernel_max, r.bytes())) {
+    const std::size_t slice = stream_slice(bytes, c);
+    std::byte* ring_at = r.at(r.take(bytes));
+    if (auto push = dev.stream_in(q, mem, offset, ring_at, bytes, slice)) {
+      streamed(*push, ring_at, from, bytes, slice, p.workers, stream);
+      return;
+    }
+  }
   struct Piece {
     std::shared_ptr<EventImpl> dma;
     std::atomic<bool> queued{false};   // dma is set (release / acquire)
@@ -373,7 +445,7 @@ void staged(DeviceImpl& dev, StagingRing& r, Memory& mem, std::size_t offset, co
   auto until = [&](const std::atomic<bool>& flag) {
     while (!flag.load(std::memory_order_acquire)) {
       if (failed.load(std::memory_order_relaxed)) return false;
-      std::this_thread::yield();
+      relax();
     }
     return true;
   };

@@ -136,7 +136,16 @@ typedef struct {
   unsigned char* data;
 } Array;
 
-enum { OP_COPY3D, OP_MEMSET, OP_FILL64, OP_HOSTFN, OP_WAIT_VALUE, OP_WAIT_EVENT, OP_RECORD };
+enum {
+  OP_COPY3D,
+  OP_MEMSET,
+  OP_FILL64,
+  OP_HOSTFN,
+  OP_WAIT_VALUE,
+  OP_WAIT_EVENT,
+  OP_RECORD,
+  OP_STAGE
+};
 typedef struct {
   size_t srcXInBytes, srcY, srcZ, srcLOD;
   int srcMemoryType;
@@ -165,6 +174,7 @@ typedef struct {
   void* data;
   Event* event;
   unsigned target;
+  uint64_t stage[8]; /* stage_in's arguments */
 } Op;
 
 typedef struct {
@@ -195,6 +205,25 @@ static void run_copy(const Memcpy3D* m) {
               m->WidthInBytes);
 }
 
+static int g_stage_launches;
+
+/* staging.kernel's stage_in(ring, dst, bytes, slice, flags, stop, gen, done) on `groups`
+ * groups: waits, as they do, until every slice's flag holds gen (or stop does), then copies
+ * and stores gen in each group's done word. */
+static int run_stage(const uint64_t* a, unsigned groups) {
+  const uint32_t gen = (uint32_t)a[6];
+  const volatile uint32_t* flags = (const volatile uint32_t*)(uintptr_t)a[4];
+  const int stopped = *(const volatile uint32_t*)(uintptr_t)a[5] == gen;
+  const uint64_t slices = (a[2] + a[3] - 1) / a[3];
+  if (!stopped) {
+    for (uint64_t k = 0; k < slices; ++k)
+      if (flags[k] != gen) return 0;
+    memcpy((void*)(uintptr_t)a[1], (const void*)(uintptr_t)a[0], a[2]);
+  }
+  for (unsigned g = 0; g < groups; ++g) ((volatile uint32_t*)(uintptr_t)a[7])[g] = gen;
+  return 1;
+}
+
 /* Runs op if nothing blocks it; returns whether it ran. */
 static int try_run(Op* op) {
   switch (op->type) {
@@ -217,6 +246,8 @@ static int try_run(Op* op) {
     case OP_HOSTFN:
       op->fn(op->data);
       return 1;
+    case OP_STAGE:
+      return run_stage(op->stage, op->target);
   }
   return 1;
 }
@@ -546,8 +577,7 @@ CUresult cuMemcpyPeerAsync(uint64_t dst, void* dctx, uint64_t src, void* sctx, s
 CUresult cuMemcpy3DAsync_v2(const Memcpy3D* m, void* s) {
   NEED_CONTEXT;
   if (!m->WidthInBytes || !m->Height || !m->Depth) return INVALID_VALUE;
-  if (m->srcMemoryType < 1 || m->srcMemoryType > 3 || m->dstMemoryType < 1 ||
-      m->dstMemoryType > 3)
+  if (m->srcMemoryType < 1 || m->srcMemoryType > 3 || m->dstMemoryType < 1 || m->dstMemoryType > 3)
     return INVALID_VALUE;
   /* The driver's own checks: pitches at least a row, slices at least Height rows, arrays big
    * enough. */
@@ -602,10 +632,21 @@ CUresult cuArray3DCreate_v2(void** out, const Array3DDesc* d) {
   NEED_CONTEXT;
   unsigned es;
   switch (d->Format) {
-    case 0x01: case 0x08: es = 1; break;
-    case 0x02: case 0x09: es = 2; break;
-    case 0x03: case 0x0a: case 0x20: es = 4; break;
-    default: return INVALID_VALUE;
+    case 0x01:
+    case 0x08:
+      es = 1;
+      break;
+    case 0x02:
+    case 0x09:
+      es = 2;
+      break;
+    case 0x03:
+    case 0x0a:
+    case 0x20:
+      es = 4;
+      break;
+    default:
+      return INVALID_VALUE;
   }
   if (d->NumChannels != 1 || d->Flags || !d->Width || !d->Height) return INVALID_VALUE;
   const size_t bytes = d->Width * d->Height * (d->Depth ? d->Depth : 1) * es;
@@ -674,6 +715,9 @@ CUresult cuCtxEnablePeerAccess(void* ctx, unsigned flags) {
 }
 
 /* For the test: pinned host memory, arrays, texture objects and events alive. */
+int fake_cuda_stage_launches(void) {
+  return g_stage_launches;
+}
 void fake_cuda_state2(size_t* host_allocated, int* arrays, int* textures, int* events) {
   *host_allocated = g_host_allocated;
   *arrays = g_arrays;
@@ -682,7 +726,7 @@ void fake_cuda_state2(size_t* host_allocated, int* arrays, int* textures, int* e
 }
 
 /* Modules: any image is accepted; two kernel names are known. */
-static const char* const kKernels[] = {"fill_u64", "stats_partial", "resample"};
+static const char* const kKernels[] = {"fill_u64", "stats_partial", "resample", "stage_in"};
 CUresult cuModuleLoadData(void** m, const void* image) {
   NEED_CONTEXT;
   if (!image) return INVALID_VALUE;
@@ -718,6 +762,19 @@ CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned
   NEED_CONTEXT;
   if (!gx || !gy || !gz || !bx || !by || !bz || (size_t)bx * by * bz > 1024 || shared || extra)
     return INVALID_VALUE;
+  if (f == (void*)&kKernels[3]) {
+    Op op = {0};
+    op.type = OP_STAGE;
+    op.target = gx;
+    for (int i = 0; i < 8; ++i) {
+      op.stage[i] = 0;
+      memcpy(&op.stage[i], params[i], i == 6 ? 4 : 8); /* gen is 32-bit */
+    }
+    if (op.stage[0] % 16 || op.stage[1] % 16 || op.stage[3] % 16 || !op.stage[3])
+      return INVALID_VALUE;
+    ++g_stage_launches;
+    return enqueue(s, &op);
+  }
   if (f != (void*)&kKernels[0]) return NOT_SUPPORTED;
   /* fill_u64(gpix_u64* out, gpix_index n, gpix_u64 value) */
   uint64_t out, n, value;

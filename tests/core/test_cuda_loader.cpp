@@ -416,12 +416,20 @@ class TestCudaLoader : public QObject {
       QVERIFY(same_bytes(b.pull(), hb));
     }
 
-    // Pinned and staged: ~3 MB pageable transfers go through 1 MB pinned chunks.
-    {
+    // Pinned and staged: ~3 MB pageable transfers go through 1 MB pinned chunks; pushes up to
+    // GPIX_STAGING_KERNEL_MB through the staging kernel (the fake runs it once every slice is
+    // flagged), larger ones, or all with 0, through DMA pieces.
+    for (const char* kernel_mb : {"16", "1", "0"}) {
+      qputenv("GPIX_STAGING_KERNEL_MB", kernel_mb);
+      const auto launches = fake_fn<int (*)()>("fake_cuda_stage_launches");
+      QVERIFY(launches);
+      const int before = launches();
       const Shape s{3, 501, 523};
       HostArray in = host_random_u32(s);
       Array a = Array::empty(s, DType::u32, dev);
+      a.fill(0xA5A5A5A5u);  // poison
       a.write(in);
+      QCOMPARE(launches() - before, std::strcmp(kernel_mb, "16") == 0 ? 1 : 0);
       HostArray out = HostArray::empty(s, DType::u32);
       a.read(out);
       QVERIFY(same_bytes(out, in));
@@ -431,6 +439,7 @@ class TestCudaLoader : public QObject {
       QVERIFY(same_bytes(p, in));
       QVERIFY(fake_state2().host >= 4u << 20);  // the ring's four chunks
     }
+    qunsetenv("GPIX_STAGING_KERNEL_MB");
 
     // Mapping: write, read_write, read.
     {

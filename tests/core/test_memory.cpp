@@ -248,27 +248,33 @@ class TestMemory : public QObject {
     QFETCH(int, device);
     const Device dev = dev_at(device);
     struct Split {
-      const char *threads, *depth, *chunk_mb, *min_mb, *nt, *pieces;
+      const char *threads, *depth, *chunk_mb, *min_mb, *nt, *pieces, *kernel_mb, *slice_mb;
     };
-    // Defaults (0.5 MB threshold, a thread per 64 kB, non-temporal copies by direction); one
-    // thread and one slot, memcpy; three threads on 0.3 MB pieces (not a multiple of the
-    // slice alignment) in three slots; sixteen threads, eight slots of 1 MB; eight threads on
-    // 256 kB pieces through two slots (every slot reused many times, slices of 32 kB).
-    const Split splits[] = {{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr},
-                            {"1", "1", "0.25", "0.5", "0", nullptr},
-                            {"3", "3", "0.3", "1", nullptr, "1"},
-                            {"16", "8", "1", "1", nullptr, "2"},
-                            {"8", "2", "0.25", "0.5", nullptr, "64"}};
+    // Defaults (0.5 MB threshold, a thread per 64 kB, non-temporal copies by direction, pushes
+    // up to 16 MB through the staging kernel where the backend has one); one thread and one
+    // slot, memcpy, every push through DMA pieces; three threads on 0.3 MB pieces (not a
+    // multiple of the slice alignment) in three slots, kernel slices of ~50 kB; sixteen
+    // threads, eight slots of 1 MB, kernel slices of 12 kB (over 1024 from 12 MB on: those
+    // pushes take DMA pieces); eight threads on 256 kB pieces through two slots (every slot
+    // reused many times, slices of 32 kB), every push of up to 40 MB through the kernel.
+    const Split splits[] = {
+        {nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr},
+        {"1", "1", "0.25", "0.5", "0", nullptr, "0", nullptr},
+        {"3", "3", "0.3", "1", nullptr, "1", nullptr, "0.05"},
+        {"16", "8", "1", "1", nullptr, "2", nullptr, "0.0117"},
+        {"8", "2", "0.25", "0.5", nullptr, "64", "40", nullptr}};
     constexpr std::size_t MB = std::size_t{1} << 20;
     const std::size_t sizes[] = {
         2 * MB - 1,  2 * MB,  2 * MB + 1,  (MB / 4) * 9 + 3, 5 * MB + 12345, 8 * MB - 64 * 1024 + 1,
         16 * MB - 1, 16 * MB, 16 * MB + 1, 33 * MB + 777};
-    const char* const knobs[] = {"GPIX_STAGING_THREADS",  "GPIX_STAGING_DEPTH",
-                                 "GPIX_STAGING_CHUNK_MB", "GPIX_STAGING_MIN_MB",
-                                 "GPIX_STAGING_NT",       "GPIX_STAGING_PIECES"};
+    const char* const knobs[] = {"GPIX_STAGING_THREADS",   "GPIX_STAGING_DEPTH",
+                                 "GPIX_STAGING_CHUNK_MB",  "GPIX_STAGING_MIN_MB",
+                                 "GPIX_STAGING_NT",        "GPIX_STAGING_PIECES",
+                                 "GPIX_STAGING_KERNEL_MB", "GPIX_STAGING_SLICE_MB"};
     for (const Split& sp : splits) {
-      const char* values[] = {sp.threads, sp.depth, sp.chunk_mb, sp.min_mb, sp.nt, sp.pieces};
-      for (int k = 0; k < 6; ++k) {
+      const char* values[] = {sp.threads, sp.depth,  sp.chunk_mb,  sp.min_mb,
+                              sp.nt,      sp.pieces, sp.kernel_mb, sp.slice_mb};
+      for (int k = 0; k < 8; ++k) {
         if (values[k]) {
           qputenv(knobs[k], values[k]);
         } else {

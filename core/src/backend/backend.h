@@ -303,6 +303,28 @@ class DeviceImpl {
   // limit). A driver that is not safe with concurrent callers says 1.
   virtual unsigned max_transfer_threads() const { return 0; }
 
+  // A push that host threads feed while a kernel on the device already takes it in (CUDA,
+  // kernels/staging.kernel). `host` is page-locked memory from allocate_host(); its `bytes`
+  // go to mem at `offset` in slices of `slice` bytes (the last one shorter), each as soon as
+  // the host marks it filled. Runs on q. nullptr where the backend has none or the arguments
+  // do not suit it (alignment, too many slices): the caller then queues DMA pieces.
+  class StreamedPush {
+   public:
+    virtual ~StreamedPush() = default;
+    // Launches the kernel; slices may be marked before or after. Throws the launch's error.
+    virtual void start() = 0;
+    // Slice k is in host memory (the thread's stores to it come first). Any thread, once.
+    virtual void ready(std::size_t k) noexcept = 0;
+    // Returns once device memory holds every slice; throws the device's error. With `failed`
+    // (not every slice was marked) the kernel is told to stop first and nothing is promised.
+    virtual void finish(bool failed) = 0;
+  };
+  virtual std::unique_ptr<StreamedPush> stream_in(QueueImpl& /*q*/, Memory& /*mem*/,
+                                                  std::size_t /*offset*/, void* /*host*/,
+                                                  std::size_t /*bytes*/, std::size_t /*slice*/) {
+    return nullptr;
+  }
+
   // Shared virtual memory (OpenCL 2.0 coarse-grain SVM; CUDA: cuMemAllocManaged). Whether
   // this device can allocate it, and the calls. svm_map/svm_unmap bracket host access
   // (coarse-grain SVM needs them; managed memory needs only a synchronize).

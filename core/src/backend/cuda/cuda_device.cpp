@@ -4,13 +4,16 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "backend/backend.h"
@@ -193,10 +196,241 @@ class UserFlags {
   std::vector<std::size_t> free_;
 };
 
+// The host side of kernels/staging.kernel, one per device: page-locked words mapped into the
+// device, a flag per slice and the stop word (the host writes them) and a done word per
+// work-group (the kernel writes them). A streamed push holds `mutex` from start to finish.
+class StreamControl {
+ public:
+  static constexpr std::size_t kMaxSlices = 1024, kMaxGroups = 64;
+  // Word offsets: the flags, then stop and the done words on cache lines of their own.
+  static constexpr std::size_t kStop = kMaxSlices, kDone = kMaxSlices + 16,
+                               kWords = kDone + kMaxGroups;
+
+  explicit StreamControl(std::shared_ptr<const Context> ctx) : ctx_(std::move(ctx)) {}
+  ~StreamControl() {
+    ContextScope scope(*ctx_, std::nothrow);
+    block_.reset();
+  }
+  StreamControl(const StreamControl&) = delete;
+  StreamControl& operator=(const StreamControl&) = delete;
+
+  // Allocates on first use. Needs the context current and `mutex` held.
+  void ready() {
+    if (block_) return;
+    const cuda::Driver& d = ctx_->driver();
+    const std::string what = "allocating the streamed-push words";
+    void* p = nullptr;
+    check(d.cuMemHostAlloc(&p, kWords * 4, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+          what);
+    cuda::HostPtr block(p);
+    std::memset(p, 0, kWords * 4);
+    CUdeviceptr words = 0;
+    check(d.cuMemHostGetDevicePointer(&words, p, 0), what);
+    block_ = std::move(block);
+    device_words_ = words;
+  }
+  std::uint32_t* words() const { return static_cast<std::uint32_t*>(block_.get()); }
+  CUdeviceptr device_words() const { return device_words_; }
+  // The next generation (never 0, the words' initial value).
+  std::uint32_t next() {
+    if (++generation_ == 0) ++generation_;
+    return generation_;
+  }
+  std::mutex mutex;
+
+ private:
+  std::shared_ptr<const Context> ctx_;
+  cuda::HostPtr block_;
+  CUdeviceptr device_words_ = 0;
+  std::uint32_t generation_ = 0;
+};
+
+// The words of an error message, built only when a call fails: transfers are queued in
+// microseconds, and "writing 1 MB to 'NVIDIA H200'" costs allocations on every call. Holds a
+// reference to a string or to a callable; both must outlive it (pass it down, never keep it).
+class What {
+ public:
+  What(const std::string& text) : obj_(&text), make_(&copy) {}  // NOLINT(*-explicit-*)
+  template <class F>
+  requires std::is_invocable_r_v<std::string, const F&> What(const F& make)  // NOLINT(*-explicit-*)
+      : obj_(&make), make_([](const void* f) { return (*static_cast<const F*>(f))(); }) {}
+  std::string str() const { return make_(obj_); }
+
+ private:
+  static std::string copy(const void* s) { return *static_cast<const std::string*>(s); }
+  const void* obj_;
+  std::string (*make_)(const void*);
+};
+
+// check() for a What: the message is built only on failure.
+void check_what(CUresult r, const What& what, const char* step = "") {
+  if (r != CUDA_SUCCESS) check(r, what.str() + step);
+}
+
+// Plain events for reuse. Creating and destroying a CUevent per transfer are two driver calls
+// more on every queued DMA (a staged 1 MB push queues two); a recorded event is simply
+// recorded again by its next user, so a finished CuEvent hands its CUevent back here.
+class EventPool {
+ public:
+  explicit EventPool(std::shared_ptr<const Context> ctx) : ctx_(std::move(ctx)) {}
+  ~EventPool() {
+    ContextScope scope(*ctx_, std::nothrow);
+    free_.clear();
+  }
+  EventPool(const EventPool&) = delete;
+  EventPool& operator=(const EventPool&) = delete;
+
+  // An event without timing (cheaper to record and to wait for). Needs the context current.
+  cuda::Event take(const What& what) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!free_.empty()) {
+        cuda::Event e = std::move(free_.back());
+        free_.pop_back();
+        return e;
+      }
+    }
+    CUevent e = nullptr;
+    const CUresult r = ctx_->driver().cuEventCreate(&e, CU_EVENT_DISABLE_TIMING);
+    check_what(r, what, " (creating an event)");
+    return cuda::Event(e);
+  }
+  void give(cuda::Event e) noexcept {
+    std::unique_lock lock(mutex_);
+    if (free_.size() < kKeep) {
+      try {
+        free_.push_back(std::move(e));
+        return;
+      } catch (const std::bad_alloc&) {
+      }
+    }
+    lock.unlock();
+    ContextScope scope(*ctx_, std::nothrow);
+    e.reset();
+  }
+
+ private:
+  static constexpr std::size_t kKeep = 256;
+  std::shared_ptr<const Context> ctx_;
+  std::mutex mutex_;
+  std::vector<cuda::Event> free_;
+};
+
+// One streamed push (DeviceImpl::stream_in): the staging kernel on the device's stream, fed
+// through the StreamControl words under their lock.
+class CuStreamedPush final : public DeviceImpl::StreamedPush {
+ public:
+  struct Args {
+    CUfunction kernel;
+    CUstream stream;
+    CUdeviceptr from, to;
+    std::size_t bytes, slice;
+  };
+  CuStreamedPush(std::shared_ptr<const Context> ctx, std::shared_ptr<EventPool> events,
+                 StreamControl& control, std::unique_lock<std::mutex> lock, const Args& a)
+      : ctx_(std::move(ctx)),
+        events_(std::move(events)),
+        control_(control),
+        lock_(std::move(lock)),
+        a_(a),
+        generation_(control.next()) {}
+  ~CuStreamedPush() override {
+    if (launched_ && !finished_) {
+      try {
+        finish(true);
+      } catch (const Error&) {  // a destructor cannot report it; the stream's next call will
+      }
+    }
+  }
+  CuStreamedPush(const CuStreamedPush&) = delete;
+  CuStreamedPush& operator=(const CuStreamedPush&) = delete;
+
+  void start() override {
+    const auto what = [&] { return "starting a streamed push of " + human(a_.bytes); };
+    ContextScope scope(*ctx_);
+    const cuda::Driver& d = ctx_->driver();
+    const std::size_t slices = (a_.bytes + a_.slice - 1) / a_.slice;
+    const CUdeviceptr words = control_.device_words();
+    CUdeviceptr flags = words, stop = words + 4 * StreamControl::kStop,
+                done = words + 4 * StreamControl::kDone, from = a_.from, to = a_.to;
+    unsigned long long bytes = a_.bytes, slice = a_.slice;
+    unsigned gen = generation_;
+    void* params[] = {&from, &to, &bytes, &slice, &flags, &stop, &gen, &done};
+    groups_ = std::min<std::size_t>(slices, StreamControl::kMaxGroups);
+    check_what(d.cuLaunchKernel(a_.kernel, static_cast<unsigned>(groups_), 1, 1, kThreads, 1, 1, 0,
+                                a_.stream, params, nullptr),
+               what);
+    launched_ = true;
+    event_ = events_->take(what);
+    check_what(d.cuEventRecord(event_.get(), a_.stream), what, " (recording an event)");
+  }
+
+  void ready(std::size_t k) noexcept override {
+    std::atomic_ref<std::uint32_t>(control_.words()[k])
+        .store(generation_, std::memory_order_release);
+  }
+
+  void finish(bool failed) override {
+    finished_ = true;
+    if (failed) {
+      std::atomic_ref<std::uint32_t>(control_.words()[StreamControl::kStop])
+          .store(generation_, std::memory_order_release);
+    }
+    if (!launched_) return;
+    const auto landed = [&] {
+      std::uint32_t* done = control_.words() + StreamControl::kDone;
+      for (std::size_t g = 0; g < groups_; ++g) {
+        if (std::atomic_ref<std::uint32_t>(done[g]).load(std::memory_order_acquire) !=
+            generation_) {
+          return false;
+        }
+      }
+      return true;
+    };
+    // The kernel's own words say when the data is in place, microseconds before its event
+    // does. Poll it for up to a millisecond (the stream may still run earlier work), checking
+    // now and then whether the kernel ended without it (an error).
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+    for (unsigned i = 1; !landed(); ++i) {
+      if (i % 256 == 0) {
+        if (ctx_->driver().cuEventQuery(event_.get()) != CUDA_ERROR_NOT_READY) break;
+        if (std::chrono::steady_clock::now() > until) break;
+      }
+      relax();
+    }
+    if (!landed()) {
+      ContextScope scope(*ctx_);
+      check(ctx_->driver().cuEventSynchronize(event_.get()),
+            "waiting for a streamed push of " + human(a_.bytes));
+      if (!landed() && !failed) {
+        throw DeviceError("a streamed push of " + human(a_.bytes) +
+                              " ended without its data; set GPIX_STAGING_KERNEL_MB=0 to push "
+                              "through the DMA engine and report this",
+                          "GPIX_STREAMED_PUSH");
+      }
+    }
+    events_->give(std::move(event_));
+  }
+
+  static constexpr unsigned kThreads = 256;
+
+ private:
+  std::shared_ptr<const Context> ctx_;
+  std::shared_ptr<EventPool> events_;
+  StreamControl& control_;
+  std::unique_lock<std::mutex> lock_;
+  Args a_;
+  std::uint32_t generation_;
+  cuda::Event event_;
+  std::size_t groups_ = 0;
+  bool launched_ = false, finished_ = false;
+};
+
 class CuEvent final : public EventImpl {
  public:
-  CuEvent(std::shared_ptr<const Context> ctx, cuda::Event e)
-      : ctx_(std::move(ctx)), e_(std::move(e)) {}
+  // A plain event, which goes back to pool when dropped.
+  CuEvent(std::shared_ptr<const Context> ctx, cuda::Event e, std::shared_ptr<EventPool> pool)
+      : ctx_(std::move(ctx)), e_(std::move(e)), pool_(std::move(pool)) {}
   // A user event: e_ is recorded on stream, which waits for slot's flag.
   CuEvent(std::shared_ptr<const Context> ctx, cuda::Event e, cuda::Stream stream,
           std::shared_ptr<UserFlags> flags, UserFlags::Slot slot)
@@ -213,6 +447,10 @@ class CuEvent final : public EventImpl {
       // everything waiting on it drain instead of waiting forever.
       complete();
       flags_->release(slot_);
+    }
+    if (pool_) {
+      pool_->give(std::move(e_));
+      return;
     }
     ContextScope scope(*ctx_, std::nothrow);
     e_.reset();
@@ -239,6 +477,7 @@ class CuEvent final : public EventImpl {
  private:
   std::shared_ptr<const Context> ctx_;
   cuda::Event e_;
+  std::shared_ptr<EventPool> pool_;  // plain events
   cuda::Stream stream_;
   std::shared_ptr<UserFlags> flags_;
   UserFlags::Slot slot_;
@@ -449,7 +688,9 @@ class CudaDevice final : public DeviceImpl {
         target_(target),
         ordinal_(ordinal),
         flags_(std::make_shared<UserFlags>(ctx)),
-        pinned_(std::make_shared<PinnedCache>(ctx)) {}
+        pinned_(std::make_shared<PinnedCache>(ctx)),
+        events_(std::make_shared<EventPool>(ctx)),
+        control_(std::make_unique<StreamControl>(ctx)) {}
 
   ~CudaDevice() override {
     {
@@ -646,8 +887,9 @@ class CudaDevice final : public DeviceImpl {
                                         Waits waits) override {
     check_box(dst, d, ext, "write");
     ContextScope scope(*ctx_);
-    const std::string what =
-        "writing " + human(ext[0] * ext[1] * ext[2]) + " to '" + info().name + "'";
+    const auto what = [&] {
+      return "writing " + human(ext[0] * ext[1] * ext[2]) + " to '" + info().name + "'";
+    };
     const CUstream st = native(q);
     wait_for(st, waits, what);
     Side from{CU_MEMORYTYPE_HOST, static_cast<const std::byte*>(src), 0, nullptr, s};
@@ -669,8 +911,9 @@ class CudaDevice final : public DeviceImpl {
                                        const Pitched& d, Extent ext, Waits waits) override {
     check_box(src, s, ext, "read");
     ContextScope scope(*ctx_);
-    const std::string what =
-        "reading " + human(ext[0] * ext[1] * ext[2]) + " from '" + info().name + "'";
+    const auto what = [&] {
+      return "reading " + human(ext[0] * ext[1] * ext[2]) + " from '" + info().name + "'";
+    };
     const CUstream st = native(q);
     wait_for(st, waits, what);
     auto* host = static_cast<std::byte*>(dst);
@@ -681,7 +924,7 @@ class CudaDevice final : public DeviceImpl {
       copy3d(st, side(src, s), Side{CU_MEMORYTYPE_HOST, block.get(), 0, nullptr, dense(ext)}, ext,
              what);
       auto u = std::make_unique<Unpack>(Unpack{std::move(block), host, d, ext});
-      check(drv().cuLaunchHostFunc(st, &run_unpack, u.get()), what);
+      check_what(drv().cuLaunchHostFunc(st, &run_unpack, u.get()), what);
       (void)u.release();  // run_unpack owns it now
     } else {
       copy3d(st, side(src, s), Side{CU_MEMORYTYPE_HOST, host, 0, nullptr, d}, ext, what);
@@ -731,7 +974,9 @@ class CudaDevice final : public DeviceImpl {
     void* p = nullptr;
     // Portable: page-locked for every CUDA context, so peer devices take the fast path too.
     const CUresult r =
-        drv().cuMemHostAlloc(&p, std::max<std::size_t>(bytes, 1), CU_MEMHOSTALLOC_PORTABLE);
+        // Mapped too: streamed pushes (stream_in) read the staging ring from the device.
+        drv().cuMemHostAlloc(&p, std::max<std::size_t>(bytes, 1),
+                             CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
     if (r != CUDA_SUCCESS) {
       throw OutOfMemory("cannot allocate " + human(bytes) + " of page-locked host memory for '" +
                             info().name + "': " + cuda::error_name(r) +
@@ -862,6 +1107,29 @@ class CudaDevice final : public DeviceImpl {
     const std::string what = "copying an array to managed memory on '" + info().name + "'";
     check(drv().cuMemcpyDtoDAsync(address(svm), native(src) + src_offset, bytes, stream()), what);
     sync(what);
+  }
+
+  // ---- streamed pushes (kernels/staging.kernel)
+  std::unique_ptr<StreamedPush> stream_in(QueueImpl& q, Memory& mem, std::size_t offset, void* host,
+                                          std::size_t bytes, std::size_t slice) override {
+    const auto aligned = [](std::uintptr_t v) { return v % 16 == 0; };
+    if (mem.is_image() || bytes == 0 || slice == 0 || !aligned(slice) || !aligned(offset) ||
+        !aligned(reinterpret_cast<std::uintptr_t>(host)) ||
+        (bytes + slice - 1) / slice > StreamControl::kMaxSlices) {
+      return nullptr;
+    }
+    check_range(mem, offset, bytes, "streamed push");
+    // Looked up before the context scope: a first use compiles it.
+    const auto& k = static_cast<const CuKernel&>(kernel(program("staging.kernel"), "stage_in", {}));
+    std::unique_lock lock(control_->mutex);
+    ContextScope scope(*ctx_);
+    control_->ready();
+    CUdeviceptr from = 0;
+    check(drv().cuMemHostGetDevicePointer(&from, host, 0),
+          "mapping the staging ring into '" + info().name + "'");
+    return std::make_unique<CuStreamedPush>(
+        ctx_, events_, *control_, std::move(lock),
+        CuStreamedPush::Args{k.get(), native(q), from, native(mem) + offset, bytes, slice});
   }
 
   // ---- peer copies
@@ -1021,25 +1289,21 @@ class CudaDevice final : public DeviceImpl {
     throw DeviceError("unreachable", name);
   }
 
-  cuda::Event new_event(const std::string& what) {
-    CUevent e = nullptr;
-    // No timing: cheaper to record and to wait for.
-    check(drv().cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), what + " (creating an event)");
-    return cuda::Event(e);
-  }
+  // A plain event from the device's pool (no timing). Needs the context current.
+  cuda::Event new_event(const What& what) { return events_->take(what); }
 
   // An event recorded on st now. Needs the context current.
-  std::shared_ptr<EventImpl> record(CUstream st, const std::string& what) {
+  std::shared_ptr<EventImpl> record(CUstream st, const What& what) {
     cuda::Event e = new_event(what);
-    check(drv().cuEventRecord(e.get(), st), what + " (recording an event)");
-    return std::make_shared<CuEvent>(ctx_, std::move(e));
+    check_what(drv().cuEventRecord(e.get(), st), what, " (recording an event)");
+    return std::make_shared<CuEvent>(ctx_, std::move(e), events_);
   }
 
   // Makes st wait for every event (all of this device: core waits on the host for others).
-  void wait_for(CUstream st, Waits waits, const std::string& what) {
+  void wait_for(CUstream st, Waits waits, const What& what) {
     for (EventImpl* w : waits) {
-      check(drv().cuStreamWaitEvent(st, static_cast<CuEvent*>(w)->get(), 0),
-            what + " (waiting for an event)");
+      check_what(drv().cuStreamWaitEvent(st, static_cast<CuEvent*>(w)->get(), 0), what,
+                 " (waiting for an event)");
     }
   }
 
@@ -1061,7 +1325,7 @@ class CudaDevice final : public DeviceImpl {
 
   // One box between two sides, on st. Buffers and host memory have their origin folded into
   // the address; arrays take it as coordinates (x in bytes, as Pitched says).
-  void copy3d(CUstream st, const Side& s, const Side& d, const Extent& e, const std::string& what) {
+  void copy3d(CUstream st, const Side& s, const Side& d, const Extent& e, const What& what) {
     const bool arrays = s.type == CU_MEMORYTYPE_ARRAY || d.type == CU_MEMORYTYPE_ARRAY;
     if (!arrays && is_dense(s.p, e) && is_dense(d.p, e)) {
       const std::size_t n = e[0] * e[1] * e[2];
@@ -1074,7 +1338,7 @@ class CudaDevice final : public DeviceImpl {
       } else {
         r = drv().cuMemcpyDtoDAsync(d.device + dof, s.device + so, n, st);
       }
-      check(r, what);
+      check_what(r, what);
       return;
     }
     // Rows per slice of a pitched side; slices that are not a whole number of rows apart are
@@ -1139,7 +1403,7 @@ class CudaDevice final : public DeviceImpl {
       m.WidthInBytes = e[0];
       m.Height = e[1];
       m.Depth = depth;
-      check(drv().cuMemcpy3DAsync(&m, st), what);
+      check_what(drv().cuMemcpy3DAsync(&m, st), what);
     }
   }
 
@@ -1307,6 +1571,8 @@ class CudaDevice final : public DeviceImpl {
   int ordinal_;
   std::shared_ptr<UserFlags> flags_;
   std::shared_ptr<PinnedCache> pinned_;
+  std::shared_ptr<EventPool> events_;
+  std::unique_ptr<StreamControl> control_;
   std::mutex maps_mutex_;
   std::map<void*, Mapped> maps_;
   std::mutex peer_mutex_;

@@ -337,7 +337,9 @@ class ClDevice final : public DeviceImpl {
                                      ext.data(), d.row_pitch, d.slice_pitch, s.row_pitch,
                                      s.slice_pitch, host, nw, wp, &e);
     }
-    cl::check(err, "writing " + human(ext[0] * ext[1] * ext[2]) + " to '" + info().name + "'");
+    if (err != CL_SUCCESS) {  // the message only on failure: no allocations per transfer
+      cl::check(err, "writing " + human(ext[0] * ext[1] * ext[2]) + " to '" + info().name + "'");
+    }
     return wrap(e);
   }
 
@@ -364,7 +366,9 @@ class ClDevice final : public DeviceImpl {
                                     ext.data(), s.row_pitch, s.slice_pitch, d.row_pitch,
                                     d.slice_pitch, host, nw, wp, &e);
     }
-    cl::check(err, "reading " + human(ext[0] * ext[1] * ext[2]) + " from '" + info().name + "'");
+    if (err != CL_SUCCESS) {
+      cl::check(err, "reading " + human(ext[0] * ext[1] * ext[2]) + " from '" + info().name + "'");
+    }
     return wrap(e);
   }
 
