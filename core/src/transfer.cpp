@@ -285,10 +285,6 @@ class StagingRing {
         const std::size_t bytes =
             std::max(env_mb("GPIX_STAGING_RING_MB", std::size_t{64} << 20), kPieceAlign * kChunks);
         block_ = dev_.allocate_host(bytes / kPieceAlign * kPieceAlign);
-        if (!std::getenv("GPIX_NO_TOUCH")) {
-          auto* page = static_cast<volatile std::byte*>(block_->data());
-          for (std::size_t o = 0; o < block_->bytes(); o += 4096) page[o] = std::byte{0};
-        }
         dev_.default_queue();
         state_ = State::ready;
       } catch (const Error&) {
@@ -361,6 +357,7 @@ void streamed(DeviceImpl::StreamedPush& push, std::byte* ring, const std::byte* 
         push.start();
       } catch (...) {
         error = std::current_exception();
+        next.store(slices);  // the other threads stop after their current slice
       }
     }
     for (;;) {
