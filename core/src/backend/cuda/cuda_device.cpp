@@ -341,6 +341,7 @@ class CuStreamedPush final : public DeviceImpl::StreamedPush {
       } catch (const Error&) {  // a destructor cannot report it; the stream's next call will
       }
     }
+    if (event_) events_->give(std::move(event_));
   }
   CuStreamedPush(const CuStreamedPush&) = delete;
   CuStreamedPush& operator=(const CuStreamedPush&) = delete;
@@ -357,12 +358,13 @@ class CuStreamedPush final : public DeviceImpl::StreamedPush {
     unsigned gen = generation_;
     void* params[] = {&from, &to, &bytes, &slice, &flags, &stop, &gen, &done};
     groups_ = std::min<std::size_t>(slices, StreamControl::kMaxGroups);
+    event_ = events_->take(what);
     check_what(d.cuLaunchKernel(a_.kernel, static_cast<unsigned>(groups_), 1, 1, kThreads, 1, 1, 0,
                                 a_.stream, params, nullptr),
                what);
     launched_ = true;
-    event_ = events_->take(what);
     check_what(d.cuEventRecord(event_.get(), a_.stream), what, " (recording an event)");
+    recorded_ = true;
   }
 
   void ready(std::size_t k) noexcept override {
@@ -390,6 +392,14 @@ class CuStreamedPush final : public DeviceImpl::StreamedPush {
     // The kernel's own words say when the data is in place, microseconds before its event
     // does. Poll it for up to a millisecond (the stream may still run earlier work), checking
     // now and then whether the kernel ended without it (an error).
+    if (!recorded_) {
+      // The kernel runs but its event was not recorded: the stream says when it has returned
+      // (told to stop, it returns without waiting for the slices).
+      ContextScope scope(*ctx_);
+      check(ctx_->driver().cuStreamSynchronize(a_.stream),
+            "waiting for a streamed push of " + human(a_.bytes));
+      return;
+    }
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
     for (unsigned i = 1; !landed(); ++i) {
       if (i % 256 == 0) {
@@ -423,7 +433,7 @@ class CuStreamedPush final : public DeviceImpl::StreamedPush {
   std::uint32_t generation_;
   cuda::Event event_;
   std::size_t groups_ = 0;
-  bool launched_ = false, finished_ = false;
+  bool launched_ = false, recorded_ = false, finished_ = false;
 };
 
 class CuEvent final : public EventImpl {
