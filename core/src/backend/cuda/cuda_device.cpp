@@ -389,9 +389,6 @@ class CuStreamedPush final : public DeviceImpl::StreamedPush {
       }
       return true;
     };
-    // The kernel's own words say when the data is in place, microseconds before its event
-    // does. Poll it for up to a millisecond (the stream may still run earlier work), checking
-    // now and then whether the kernel ended without it (an error).
     if (!recorded_) {
       // The kernel runs but its event was not recorded: the stream says when it has returned
       // (told to stop, it returns without waiting for the slices).
@@ -400,6 +397,9 @@ class CuStreamedPush final : public DeviceImpl::StreamedPush {
             "waiting for a streamed push of " + human(a_.bytes));
       return;
     }
+    // The kernel's own words say when the data is in place, microseconds before its event
+    // does. Poll them for up to a millisecond (the stream may still run earlier work),
+    // checking now and then whether the kernel ended without them (an error).
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
     for (unsigned i = 1; !landed(); ++i) {
       if (i % 256 == 0) {

@@ -27,4 +27,11 @@ std::string error_name(cl_int code);
 // Throws DeviceError (OutOfMemory for the allocation codes) saying what was being done.
 void check(cl_int code, std::string_view what);
 
+// check() for calls made per transfer: what() builds the message only on failure (a message
+// with the size and device name costs allocations on every call otherwise).
+template <class What>
+void check_lazy(cl_int code, const What& what) {
+  if (code != CL_SUCCESS) check(code, what());
+}
+
 }  // namespace gpix::detail::cl

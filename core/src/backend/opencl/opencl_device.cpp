@@ -210,8 +210,8 @@ class ClDevice final : public DeviceImpl {
   // Checks an enqueue, then waits for the default queue; what() names the transfer in errors.
   template <class What>
   void finish_transfer(cl_int enqueued, const What& what) {
-    if (enqueued != CL_SUCCESS) cl::check(enqueued, what());
-    if (const cl_int err = clFinish(default_.get()); err != CL_SUCCESS) cl::check(err, what());
+    cl::check_lazy(enqueued, what);
+    cl::check_lazy(clFinish(default_.get()), what);
   }
 
   // Blocking transfers: a non-blocking enqueue and clFinish, which NVIDIA's OpenCL returns
@@ -348,9 +348,9 @@ class ClDevice final : public DeviceImpl {
                                      ext.data(), d.row_pitch, d.slice_pitch, s.row_pitch,
                                      s.slice_pitch, host, nw, wp, &e);
     }
-    if (err != CL_SUCCESS) {  // the message only on failure: no allocations per transfer
-      cl::check(err, "writing " + human(ext[0] * ext[1] * ext[2]) + " to '" + info().name + "'");
-    }
+    cl::check_lazy(err, [&] {
+      return "writing " + human(ext[0] * ext[1] * ext[2]) + " to '" + info().name + "'";
+    });
     return wrap(e);
   }
 
@@ -377,9 +377,9 @@ class ClDevice final : public DeviceImpl {
                                     ext.data(), s.row_pitch, s.slice_pitch, d.row_pitch,
                                     d.slice_pitch, host, nw, wp, &e);
     }
-    if (err != CL_SUCCESS) {
-      cl::check(err, "reading " + human(ext[0] * ext[1] * ext[2]) + " from '" + info().name + "'");
-    }
+    cl::check_lazy(err, [&] {
+      return "reading " + human(ext[0] * ext[1] * ext[2]) + " from '" + info().name + "'";
+    });
     return wrap(e);
   }
 
