@@ -293,6 +293,7 @@ int cmd_filters(const QCommandLineParser& p, const QStringList&) {
       o["dtypes"] = dtypes;
       o["output"] = qs(name(f.output));
       o["output_dtype"] = qs(f.output_dtype);
+      o["layout"] = qs(name(f.layout));
       list.append(o);
     }
     print(QString::fromUtf8(QJsonDocument(list).toJson()));
@@ -304,7 +305,9 @@ int cmd_filters(const QCommandLineParser& p, const QStringList&) {
         "`test_cli` checks that this file matches). " +
         QString::number(filters().size()) +
         " filters. Borders replicate the nearest pixel; a box radius r means a 2r+1 window;\n"
-        "integer outputs round half to even and saturate.\n";
+        "integer outputs round half to even and saturate. Every filter takes every array layout\n"
+        "(padded arrays, region views, image objects) and gives the same result as on a\n"
+        "contiguous copy; filters marked *(any layout)* read them without that copy.\n";
     std::string category;
     for (const auto& f : filters()) {
       if (f.category != category) {
@@ -318,7 +321,9 @@ int cmd_filters(const QCommandLineParser& p, const QStringList&) {
       for (const auto& s : f.params)
         ps << "`" + qs(s.name) + "` " + param_range(s) + ", default " + param_default(s);
       for (int d : f.dims) dims << QString::number(d) + "D";
-      md += "| `" + qs(f.name) + "` | " + in.join(", ") + " | " +
+      md += "| `" + qs(f.name) + "`" +
+            (f.layout == InputLayout::any ? QString(" *(any layout)*") : QString()) + " | " +
+            in.join(", ") + " | " +
             (ps.isEmpty() ? "-" : ps.join("; ")) + " | " + dims.join(" ") + " | " +
             dtype_list(f.dtypes) + " | " + qs(name(f.output)) + ", " + qs(f.output_dtype) + " | " +
             qs(f.doc).replace("|", "\\|") + " |\n";

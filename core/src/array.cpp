@@ -270,8 +270,21 @@ Mapping Array::map(MapMode mode) {
   }
   const std::size_t n = a.span_bytes();
   void* p = a.device->map(*a.memory, 0, n, static_cast<detail::MapAccess>(mode));
-  return Mapping(static_cast<std::byte*>(p), n, a.dtype,
+  // A region view's mapping starts at its first pixel and runs to the allocation's end.
+  const std::size_t first = a.first_byte();
+  return Mapping(static_cast<std::byte*>(p) + first, n - first, a.dtype,
                  [impl, p] { impl->device->unmap(*impl->memory, p); });
+}
+
+Array Array::view(const Region& region) const {
+  auto& a = Access::impl(*this);
+  const Box b = check_box(a.shape, region.origin, region.extent, "view");
+  auto v = std::make_shared<ArrayImpl>(a);
+  v->shape = shape_of(region.extent);
+  v->view = true;
+  v->region = true;
+  v->origin = {a.origin[0] + b.z, a.origin[1] + b.y, a.origin[2] + b.x};
+  return Array(std::move(v));
 }
 
 Array Array::reshape(const Shape& new_shape, bool* copied) const {
@@ -322,7 +335,7 @@ void Array::fill(Scalar value) {
   visit_dtype(a.dtype, [&](auto zero) {
     using T = decltype(zero);
     const T v = value.exact_as<T>();
-    if (a.kind == MemoryKind::image) {
+    if (a.kind == MemoryKind::image || a.region) {
       std::vector<T> host(a.shape.elements(), v);
       detail::write_all(a, host.data(), false);
       return;
@@ -335,7 +348,7 @@ void Array::fill(Scalar value) {
 
 void Array::zero() {
   auto& a = Access::impl(*this);
-  if (a.kind == MemoryKind::image) {
+  if (a.kind == MemoryKind::image || a.region) {  // the rest of the allocation is not ours
     std::vector<std::byte> host(a.shape.elements() * a.element_bytes());
     detail::write_all(a, host.data(), false);
     return;
@@ -475,8 +488,9 @@ Event copy_async(const Array& src, Array& dst, const Queue& queue,
 
 Event fill_async(Array& dst, Scalar value, const Queue& queue, const std::vector<Event>& after) {
   auto& a = Access::impl(dst);
-  if (a.kind == MemoryKind::image) {
-    throw InvalidArgument("fill_async works on buffer arrays; use fill() on an image");
+  if (a.kind == MemoryKind::image || a.region) {
+    throw InvalidArgument(std::string("fill_async works on whole buffer arrays; use fill() on ") +
+                          (a.region ? "a region view" : "an image"));
   }
   return visit_dtype(a.dtype, [&](auto zero) {
     using T = decltype(zero);

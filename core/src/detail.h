@@ -1,5 +1,6 @@
 #pragma once
 // Internal access to the implementation behind the public handles.
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -10,8 +11,9 @@
 
 namespace gpix::detail {
 
-// An array: a (shared) allocation and its layout. The usable shape sits at the origin of an
-// allocation of `padded` extents (== shape unless padded); images are never padded.
+// An array: a (shared) allocation and its layout. The usable shape sits at `origin` (z, y, x;
+// nonzero only for region views) of an allocation of `padded` extents (== shape unless padded
+// or a region view); images are never padded.
 class ArrayImpl {
  public:
   ArrayImpl(std::shared_ptr<DeviceImpl> dev, std::shared_ptr<Memory> mem, Shape s, DType t)
@@ -23,16 +25,26 @@ class ArrayImpl {
   DType dtype;
   MemoryKind kind = MemoryKind::buffer;
   bool view = false;
+  // A region view (Array::view) covers only part of its allocation, so whole-allocation
+  // operations (fills, maps) must not touch the rest.
+  bool region = false;
+  std::array<std::size_t, 3> origin{};  // (z, y, x) in pixels
 
   std::size_t element_bytes() const { return size_of(dtype); }
   std::size_t row_pitch() const { return padded.width() * element_bytes(); }
   std::size_t slice_pitch() const { return row_pitch() * padded.height(); }
   // Bytes spanned by the whole allocation as laid out (without the pool's rounding).
   std::size_t span_bytes() const { return slice_pitch() * padded.depth(); }
-  bool contiguous() const { return kind == MemoryKind::buffer && padded == shape; }
-  // The box starting at (z, y, x) = origin, for the backend's pitched transfers.
+  bool contiguous() const { return kind == MemoryKind::buffer && padded == shape && !region; }
+  // The box starting at (z, y, x) of the array (its own origin added), for the backend's
+  // pitched transfers.
   Pitched at(std::size_t z = 0, std::size_t y = 0, std::size_t x = 0) const {
-    return Pitched{{x * element_bytes(), y, z}, row_pitch(), slice_pitch()};
+    return Pitched{{(x + origin[2]) * element_bytes(), y + origin[1], z + origin[0]}, row_pitch(),
+                   slice_pitch()};
+  }
+  // Byte offset of the first pixel in the allocation.
+  std::size_t first_byte() const {
+    return origin[0] * slice_pitch() + origin[1] * row_pitch() + origin[2] * element_bytes();
   }
   // The backend extent of a (depth, height, width) box.
   Extent extent(std::size_t d, std::size_t h, std::size_t w) const {

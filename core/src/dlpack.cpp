@@ -41,8 +41,10 @@ struct Export {
   HostArray host;
 };
 
+// strides (in elements, z y x order as the shape) default to compact row-major.
 DLManagedTensor* make_export(std::unique_ptr<Export> e, void* data, DLDevice dev, const Shape& s,
-                             DType t) {
+                             DType t, const std::int64_t* strides = nullptr,
+                             std::uint64_t byte_offset = 0) {
   DLTensor& d = e->tensor.dl_tensor;
   d.data = data;
   d.device = dev;
@@ -51,12 +53,12 @@ DLManagedTensor* make_export(std::unique_ptr<Export> e, void* data, DLDevice dev
   std::int64_t stride = 1;
   for (int i = s.ndim() - 1; i >= 0; --i) {
     e->shape[i] = static_cast<std::int64_t>(s[i]);
-    e->strides[i] = stride;
+    e->strides[i] = strides ? strides[i] : stride;
     stride *= e->shape[i];
   }
   d.shape = e->shape;
   d.strides = e->strides;
-  d.byte_offset = 0;
+  d.byte_offset = byte_offset;
   e->tensor.manager_ctx = e.get();
   e->tensor.deleter = [](DLManagedTensor* self) { delete static_cast<Export*>(self->manager_ctx); };
   return &e.release()->tensor;
@@ -156,6 +158,10 @@ DLManagedTensor* to_dlpack(const Array& array) {
                           "', whose buffers other frameworks cannot address; export array.pull() "
                           "(a HostArray) instead, or use a CUDA device");
   }
+  if (impl.kind == MemoryKind::image) {
+    throw InvalidArgument("a CUDA array (image object) has no linear address to export; export "
+                          "array.to_buffer() instead");
+  }
   const std::uint64_t ptr = impl.memory->native_pointer();
   const int ordinal = impl.device->native_ordinal();
   if (ptr == 0 || ordinal < 0) {
@@ -165,8 +171,12 @@ DLManagedTensor* to_dlpack(const Array& array) {
   auto e = std::make_unique<Export>();
   e->array = Access::shared(array);
   DLDevice d{kDLCUDA, ordinal};
+  // Padded arrays and region views export their pitches as strides (consumers such as
+  // PyTorch and CuPy take strided tensors) and their first pixel as the byte offset.
+  const auto row = static_cast<std::int64_t>(impl.padded.width());
+  const std::int64_t all[3] = {row * static_cast<std::int64_t>(impl.padded.height()), row, 1};
   return make_export(std::move(e), reinterpret_cast<void*>(static_cast<std::uintptr_t>(ptr)), d,
-                     array.shape(), array.dtype());
+                     array.shape(), array.dtype(), all + (3 - array.ndim()), impl.first_byte());
 }
 
 DLManagedTensor* to_dlpack(const HostArray& host) {

@@ -42,6 +42,15 @@ void execute(std::string_view source, std::string_view entry, std::vector<std::s
               throw InvalidArgument("execute: argument " + std::to_string(i) + " lives on '" +
                                     v.device().label() + "', not on '" + device.label() + "'");
             }
+            if (!v.is_contiguous()) {
+              // A kernel gets the allocation's start and no pitches: it would read padding
+              // (or the wrong pixels of a region view) as data.
+              throw InvalidArgument("execute: argument " + std::to_string(i) + " is a " +
+                                    (v.kind() == MemoryKind::image ? "image object"
+                                     : v.is_view()                 ? "region view"
+                                                                   : "padded array") +
+                                    "; kernels take contiguous buffers: pass a.to_buffer()");
+            }
             kargs.push_back(detail::KernelArg::mem(*detail::Access::impl(v).memory));
           } else {
             kargs.push_back(detail::KernelArg::scalar(v));

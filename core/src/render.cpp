@@ -158,6 +158,21 @@ Array render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::siz
 
 void render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size_t slice,
                  Array& out) {
+  // The kernels read one flat slice: of padded arrays, images and region views that slice is
+  // copied into a contiguous buffer first.
+  if (!a.is_contiguous() && a.valid() && (a.ndim() != 3 || slice < a.shape()[0])) {
+    const Shape& s = a.shape();
+    std::vector<std::size_t> origin(static_cast<std::size_t>(s.ndim()), 0), extent;
+    for (int i = 0; i < s.ndim(); ++i) extent.push_back(s[i]);
+    if (s.ndim() == 3) {
+      origin[0] = slice;
+      extent[0] = 1;
+    }
+    Array flat = Array::empty(Shape(std::span<const std::size_t>(extent)), a.dtype(), a.device());
+    copy_region(a, origin, flat, std::vector<std::size_t>(extent.size(), 0), extent);
+    render_rgba(flat, lo, hi, lut, 0, out);
+    return;
+  }
   auto& impl = Access::impl(a);
   const Shape& s = impl.shape;
   const bool contrast = lut.mode == Lut::Mode::contrast;

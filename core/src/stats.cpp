@@ -87,6 +87,7 @@ std::pair<std::size_t, std::size_t> reduction_grid(const DeviceInfo& info, std::
 }  // namespace
 
 Moments moments(const Array& a) {
+  if (!a.is_contiguous()) return moments(a.to_buffer());  // the kernel reads a flat run
   auto& impl = Access::impl(a);
   auto& dev = *impl.device;
   const std::uint64_t n = a.elements();
@@ -140,7 +141,9 @@ Moments moments(const Array& a) {
 }  // namespace detail
 
 Stats stats(const Array& a) {
-  if (a.kind() == MemoryKind::image) return stats(a.to_buffer());
+  // The kernel reads pitched buffers; images and region views (whose first pixel is not at
+  // the allocation's start) go through one contiguous copy.
+  if (a.kind() == MemoryKind::image || Access::impl(a).region) return stats(a.to_buffer());
   auto& impl = Access::impl(a);
   auto& dev = *impl.device;
   const DeviceInfo& info = dev.info();

@@ -4,6 +4,7 @@
 // of the category x every device x every dtype it claims), so a new catalog entry without a
 // reference check fails its suite.
 #include <QTest>
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -104,12 +105,109 @@ std::vector<T> moderate_values(std::size_t n, bool extremes = true) {
   return v;
 }
 
-// Pushes fresh data, returning the host copy too.
+// ---- layouts. Each row runs its check once per layout an array can have (see Array): the
+// check's inputs come from input() below, so every reference check covers every layout.
+enum class Layout : std::uint8_t { contiguous, padded, region, image };
+constexpr Layout kLayouts[] = {Layout::contiguous, Layout::padded, Layout::region, Layout::image};
+inline const char* name(Layout l) {
+  switch (l) {
+    case Layout::contiguous:
+      return "contiguous";
+    case Layout::padded:
+      return "padded";
+    case Layout::region:
+      return "region view";
+    case Layout::image:
+      break;
+  }
+  return "image";
+}
+inline Layout& current_layout() {
+  static Layout l = Layout::contiguous;
+  return l;
+}
+// Whether a can be stored as an image object on its device (images take 8-32-bit dtypes).
+inline bool image_layout_possible(const Device& d, DType t) {
+  static const DType ok[] = {DType::u8, DType::i8, DType::u16, DType::i16,
+                             DType::u32, DType::i32, DType::f32};
+  return d.info().images && std::find(std::begin(ok), std::end(ok), t) != std::end(ok);
+}
+
+// A value no filter result should take from an input, written where padding or the rest of
+// a region view's allocation lies: a kernel that reads there shows in the comparison.
+inline Scalar poison(DType t) {
+  return visit_dtype(t, [](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_floating_point_v<T>) {
+      return Scalar(std::numeric_limits<T>::quiet_NaN());
+    } else {
+      return Scalar(std::numeric_limits<T>::max() - 3);
+    }
+  });
+}
+
+// a's pixels in layout l: rows padded by 1-17 pixels (and planes by 0-3 rows, 0-2 slices);
+// a region view at a random origin of a poisoned larger array, at its far edge on odd draws;
+// an image object. Throws UnsupportedFeature for an image the device cannot hold.
+inline Array in_layout(const Array& a, Layout l) {
+  auto& r = rng();
+  const Shape& s = a.shape();
+  const int nd = s.ndim();
+  auto grown = [&](std::size_t x_extra_min) {
+    std::vector<std::size_t> dims;
+    for (int i = 0; i < nd; ++i) {
+      const std::size_t extra = i == nd - 1 ? x_extra_min + r() % 17 : r() % (i == 0 ? 3 : 4);
+      dims.push_back(s[i] + extra);
+    }
+    return Shape(std::span<const std::size_t>(dims));
+  };
+  switch (l) {
+    case Layout::contiguous:
+      return a;
+    case Layout::padded: {
+      Array p = Array::padded(s, grown(1), a.dtype(), a.device());
+      p.fill(poison(a.dtype()));
+      p.copy_from(a);
+      return p;
+    }
+    case Layout::region: {
+      Array parent = Array::empty(grown(0), a.dtype(), a.device());
+      parent.fill(poison(a.dtype()));
+      const bool far = r() % 2 == 1;
+      Region box;
+      for (int i = 0; i < nd; ++i) {
+        const std::size_t room = parent.shape()[i] - s[i];
+        box.origin.push_back(far ? room : (room ? r() % (room + 1) : 0));
+        box.extent.push_back(s[i]);
+      }
+      Array v = parent.view(box);
+      v.copy_from(a);
+      return v;
+    }
+    case Layout::image:
+      break;
+  }
+  if (!image_layout_possible(a.device(), a.dtype())) {
+    throw UnsupportedFeature("no image object for " + std::string(gpix::name(a.dtype())));
+  }
+  return a.to_image();
+}
+
+// The pixels of v as a filter input in the current row's layout (a second input of a dtype
+// that images cannot hold stays contiguous in an image row).
+template <class T>
+Array input(const std::vector<T>& v, const Shape& s, const Device& d) {
+  const Array a = Array::push(v, s, d);
+  if (current_layout() == Layout::image && !image_layout_possible(d, a.dtype())) return a;
+  return in_layout(a, current_layout());
+}
+
+// Pushes fresh data (in the current row's layout), returning the host copy too.
 template <class T>
 std::pair<Array, std::vector<T>> push_random(const Device& d, const Shape& s,
                                              bool extremes = true) {
   auto v = moderate_values<T>(s.elements(), extremes);
-  return {Array::push(v, s, d), v};
+  return {input(v, s, d), v};
 }
 
 inline QByteArray where(const char* filter, DType t, const Shape& s) {
@@ -152,12 +250,21 @@ inline void run_row() {
   const DType t = static_cast<DType>(dtype);
   if (t == DType::f64 && !dev.supports_fp64()) QSKIP("no fp64");
   const FilterInfo& info = gpix::filter(fname);
-  for (int dims : info.dims) {
-    for (const Shape& s : shapes_for(dims)) {
-      it->second(dev, t, s);
-      if (QTest::currentTestFailed()) return;
+  for (Layout l : kLayouts) {
+    if (l == Layout::image && !image_layout_possible(dev, t)) continue;
+    current_layout() = l;
+    for (int dims : info.dims) {
+      for (const Shape& s : shapes_for(dims)) {
+        it->second(dev, t, s);
+        if (QTest::currentTestFailed()) {
+          qWarning("inputs stored as: %s", name(l));
+          current_layout() = Layout::contiguous;
+          return;
+        }
+      }
     }
   }
+  current_layout() = Layout::contiguous;
 }
 
 }  // namespace gpix::test

@@ -310,7 +310,7 @@ std::pair<Array, std::vector<T>> push_with_nans(const Device& d, const Shape& s,
       if (i % plane == 0 || rng()() % 10 == 0) v[i] = std::numeric_limits<T>::quiet_NaN();
     }
   }
-  return {Array::push(v, s, d), v};
+  return {input(v, s, d), v};
 }
 
 // column_ref returns (expected value, scale): the tolerance is tol * (1 + scale), tol 1e-5
@@ -506,7 +506,7 @@ void reduction_check(const char* fname, const char* column, const Device& dev, D
       for (auto& x : v)
         if (rng()() % 7 == 0) x = std::numeric_limits<T>::quiet_NaN();
     }
-    const Array a = Array::push(v, s, dev);
+    const Array a = input(v, s, dev);
     const Result r = run(fname, a);
     QVERIFY(r.is_table());
     QCOMPARE(r.table.columns, std::vector<std::string>{column});
@@ -589,7 +589,7 @@ std::vector<std::uint64_t> histogram_ref(const std::vector<T>& v, const std::vec
 template <class T>
 void histogram_check(const Device& dev, const std::vector<T>& v, const Shape& s, int bins,
                      double lo, double hi, const QByteArray& w) {
-  const Array a = Array::push(v, s, dev);
+  const Array a = input(v, s, dev);
   const Result r =
       run("histogram", a, {{"n_bins", double(bins)}, {"minimum", lo}, {"maximum", hi}});
   QCOMPARE(r.table.columns, (std::vector<std::string>{"bin_start", "bin_end", "count"}));
@@ -640,7 +640,7 @@ GPIX_REFERENCE("histogram") {
     for (int i = 0; i <= 16; ++i) edges_data.push_back(T(i * 5));
     edges_data.push_back(T(81));
     if constexpr (std::is_signed_v<T>) edges_data.push_back(T(-1));
-    const Array a = Array::push(edges_data, Shape{edges_data.size()}, device);
+    const Array a = input(edges_data, Shape{edges_data.size()}, device);
     const Histogram h = histogram(a, 16, 0, 80);
     for (std::size_t i = 0; i < 16; ++i) {
       QCOMPARE(h.counts[i], std::uint64_t(i == 15 ? 2 : 1));
@@ -664,7 +664,7 @@ class TestGeometry : public QObject {
   // Every pixel NaN: min, max, mean, std NaN; sum 0; the histogram refuses an automatic range.
   void reductions_all_nan() {
     for (const Device& d : test_devices()) {
-      const Array a = Array::push(std::vector<float>(37, NAN), Shape{37}, d);
+      const Array a = input(std::vector<float>(37, NAN), Shape{37}, d);
       QVERIFY(std::isnan(run("minimum_of_all_pixels", a).table.rows[0][0]));
       QVERIFY(std::isnan(run("maximum_of_all_pixels", a).table.rows[0][0]));
       QCOMPARE(run("sum_of_all_pixels", a).table.rows[0][0], 0.0);
@@ -683,7 +683,7 @@ class TestGeometry : public QObject {
       if (!d.supports_fp64()) continue;
       std::vector<double> v(100003);
       for (std::size_t i = 0; i < v.size(); ++i) v[i] = 1e9 + double(i % 7) - 3.0;
-      const Array a = Array::push(v, Shape{v.size()}, d);
+      const Array a = input(v, Shape{v.size()}, d);
       const HostStats h = host_stats(v);
       // Welford/Chan updates round the running mean at eps * 1e9 ~ 1e-7 each, which bounds
       // the relative error of the std near 1e-7 (3e-9 seen on an H200); a naive sum of
@@ -694,13 +694,13 @@ class TestGeometry : public QObject {
 
   void histogram_validation() {
     const Device d = test_devices().front();
-    const Array a = Array::push(std::vector<float>{1, 2, 3}, Shape{3}, d);
+    const Array a = input(std::vector<float>{1, 2, 3}, Shape{3}, d);
     QVERIFY_THROWS_EXCEPTION(InvalidArgument, run("histogram", a, {{"n_bins", 0.0}}));
     QVERIFY_THROWS_EXCEPTION(InvalidArgument, run("histogram", a, {{"n_bins", 4097.0}}));
     QVERIFY_THROWS_EXCEPTION(InvalidArgument,
                              run("histogram", a, {{"minimum", 2.0}, {"maximum", 1.0}}));
     // A constant image widens to [v - 0.5, v + 0.5], as numpy.histogram.
-    const Array c = Array::push(std::vector<float>(5, 2.0f), Shape{5}, d);
+    const Array c = input(std::vector<float>(5, 2.0f), Shape{5}, d);
     const Histogram h = histogram(c, 2);
     QCOMPARE(h.edges.front(), 1.5);
     QCOMPARE(h.edges.back(), 2.5);

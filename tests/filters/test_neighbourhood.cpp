@@ -359,7 +359,7 @@ class TestNeighbourhood : public QObject {
               wide[y * (w + 1) + w] = host[y * w + w - 1];
             }
             const Shape wshape{h, w + 1};
-            const Array b = Array::push(wide, wshape, dev);
+            const Array b = input(wide, wshape, dev);
             const QByteArray at = where(f, dtype, shape);
             Array::create(shape, dtype, dev).fill(Scalar(77));
             const std::vector<T> got = run(f, a, box_params(r)).array.template pull_as<T>();
@@ -415,7 +415,7 @@ class TestNeighbourhood : public QObject {
         const int k = pick(rng());
         if (k < 6) v = specials[k];
       }
-      const Array a = Array::push(values, shape, dev);
+      const Array a = input(values, shape, dev);
       const std::vector<float> got = run("median_box", a, box_params(r)).array.pull_as<float>();
       const std::vector<float> expect =
           ref::box_t<float>(values, shape, r, [&](std::vector<float> w) {

@@ -223,13 +223,13 @@ std::vector<std::uint8_t> ref_morph(const std::vector<std::uint8_t>& m, const Sh
   return out;
 }
 
-// skimage.filters.threshold_otsu(nbins=256), with gpix's documented binning: bins in float32
-// for 8/16-bit and float32 images, float64 otherwise; NaN ignored. Sets constant for an image
-// whose values are all equal (in that type).
+// skimage.filters.threshold_otsu (0.19) as numpy (1.24) evaluates it, written out: integer
+// images get one bin per value over [min, max] with integer sums; float images get
+// numpy.histogram's 256 uniform bins in the image's own type (index (v - min) * (256 / (max -
+// min)), then corrected against numpy.linspace's edges), centres (e[i] + e[i+1]) / 2 in that
+// type. NaN is ignored. Sets constant for an image whose values are all equal.
 template <class T>
 double ref_otsu(const std::vector<T>& v, bool& constant) {
-  constexpr bool f32 = sizeof(T) <= 2 || std::is_same_v<T, float>;
-  using CT = std::conditional_t<f32, float, double>;
   T mn{}, mx{};
   bool any = false;
   for (T x : v) {
@@ -242,50 +242,69 @@ double ref_otsu(const std::vector<T>& v, bool& constant) {
   }
   constant = false;
   if (!any) return std::numeric_limits<double>::quiet_NaN();
-  const CT lo = static_cast<CT>(mn), hi = static_cast<CT>(mx);
-  if (!(hi > lo)) {
+  if (!(mx > mn)) {
     constant = true;
     return static_cast<double>(mn);
   }
-  const CT scale = static_cast<CT>(256.0 / (static_cast<double>(hi) - static_cast<double>(lo)));
-  std::vector<double> counts(256, 0.0), centres(256);
-  for (T x : v) {
-    if constexpr (std::is_floating_point_v<T>) {
+  std::vector<std::uint64_t> counts;
+  std::vector<long double> centres;  // exact for integers
+  std::vector<double> fcentres;
+  if constexpr (std::is_integral_v<T>) {
+    const std::uint64_t bins = static_cast<std::uint64_t>(mx) - static_cast<std::uint64_t>(mn) + 1;
+    counts.assign(bins, 0);
+    for (T x : v) ++counts[static_cast<std::uint64_t>(x) - static_cast<std::uint64_t>(mn)];
+    for (std::uint64_t i = 0; i < bins; ++i)
+      centres.push_back(static_cast<long double>(mn) + static_cast<long double>(i));
+  } else {
+    const T norm = static_cast<T>(256.0 / static_cast<double>(static_cast<T>(mx - mn)));
+    std::vector<T> e(257);
+    const double step = (static_cast<double>(mx) - static_cast<double>(mn)) / 256.0;
+    for (int i = 0; i < 256; ++i) e[i] = static_cast<T>(i * step + static_cast<double>(mn));
+    e[256] = mx;
+    counts.assign(256, 0);
+    for (T x : v) {
       if (std::isnan(x)) continue;
+      auto b = static_cast<long>((x - mn) * norm);
+      if (b == 256) b = 255;
+      if (x < e[b]) --b;
+      if (b != 255 && x >= e[b + 1]) ++b;
+      ++counts[b];
     }
-    const CT f = (static_cast<CT>(x) - lo) * scale;
-    counts[f >= CT(256) ? 255 : static_cast<std::size_t>(f)] += 1;
+    for (int i = 0; i < 256; ++i) centres.push_back(static_cast<T>((e[i] + e[i + 1]) / T(2)));
   }
-  const double dlo = lo, dhi = hi;
-  for (std::size_t i = 0; i < 256; ++i) centres[i] = dlo + (double(i) + 0.5) * (dhi - dlo) / 256.0;
   // weight1 = cumsum(counts); weight2 = cumsum(counts[::-1])[::-1];
   // mean1 = cumsum(counts * centres) / weight1; mean2 likewise from the top;
-  // variance12 = weight1[:-1] * weight2[1:] * (mean1[:-1] - mean2[1:]) ** 2; argmax.
-  std::vector<double> w1(256), w2(256), m1(256), m2(256);
-  double a = 0, b = 0;
-  for (std::size_t i = 0; i < 256; ++i) {
+  // variance12 = weight1[:-1] * weight2[1:] * (mean1[:-1] - mean2[1:]) ** 2; first argmax.
+  const std::size_t nb = counts.size();
+  std::vector<std::uint64_t> w1(nb), w2(nb);
+  std::vector<double> m1(nb), m2(nb);
+  std::uint64_t a = 0;
+  long double b = 0;
+  for (std::size_t i = 0; i < nb; ++i) {
     a += counts[i];
-    b += counts[i] * centres[i];
+    b += static_cast<long double>(counts[i]) * centres[i];
     w1[i] = a;
-    m1[i] = b / a;
+    m1[i] = static_cast<double>(b) / static_cast<double>(a);
   }
-  a = b = 0;
-  for (std::size_t i = 256; i-- > 0;) {
+  a = 0;
+  b = 0;
+  for (std::size_t i = nb; i-- > 0;) {
     a += counts[i];
-    b += counts[i] * centres[i];
+    b += static_cast<long double>(counts[i]) * centres[i];
     w2[i] = a;
-    m2[i] = b / a;
+    m2[i] = static_cast<double>(b) / static_cast<double>(a);
   }
   std::size_t idx = 0;
   double best = -1;
-  for (std::size_t i = 0; i < 255; ++i) {
-    const double var = w1[i] * w2[i + 1] * (m1[i] - m2[i + 1]) * (m1[i] - m2[i + 1]);
+  for (std::size_t i = 0; i + 1 < nb; ++i) {
+    const double d = m1[i] - m2[i + 1];
+    const double var = static_cast<double>(w1[i] * w2[i + 1]) * (d * d);
     if (var > best) {
       best = var;
       idx = i;
     }
   }
-  return centres[idx];
+  return static_cast<double>(centres[idx]);
 }
 
 template <class T>
@@ -297,9 +316,9 @@ std::vector<std::uint8_t> ref_greater(const std::vector<T>& v, double t) {
 }
 
 template <class T>
-std::vector<T> bimodal(std::size_t n) {
-  // The extremes of float64 span no finite range (an error, tested below).
-  auto v = moderate_values<T>(n, !std::is_same_v<T, double>);
+std::vector<T> bimodal(std::size_t n, bool extremes = std::is_integral_v<T>) {
+  // The extremes of a float type span no finite range in that type (an error, tested below).
+  auto v = moderate_values<T>(n, extremes);
   const auto m = irand(3);
   for (auto& x : v) {
     if (irand(2) == 0)
@@ -343,8 +362,17 @@ GPIX_REFERENCE("threshold") {
 GPIX_REFERENCE("threshold_otsu") {
   visit_dtype(dtype, [&](auto zero) {
     using T = decltype(zero);
-    const auto host = bimodal<T>(shape.elements());
-    const Array a = Array::push(host, shape, device);
+    auto host = bimodal<T>(shape.elements());
+    if constexpr (std::is_integral_v<T> && sizeof(T) >= 4) {
+      // One bin per value: the extremes of 32/64-bit types span too many values to bin, and
+      // the error says so; then the same image without them.
+      if (host.size() > 3) {
+        QVERIFY_THROWS_EXCEPTION(InvalidArgument, otsu_threshold(input(host, shape, device)));
+        QVERIFY_THROWS_EXCEPTION(InvalidArgument, threshold_otsu(input(host, shape, device)));
+      }
+      host = bimodal<T>(shape.elements(), false);
+    }
+    const Array a = input(host, shape, device);
     bool constant = false;
     const double t = ref_otsu(host, constant);
     const double got_t = otsu_threshold(a);
@@ -356,15 +384,20 @@ GPIX_REFERENCE("threshold_otsu") {
     compare(out.pull_as<std::uint8_t>(), ref_greater(host, t), 0, 0,
             at("threshold_otsu", dtype, shape));
     if constexpr (std::is_floating_point_v<T>) {
-      if (host.size() > 1) {
+      if (host.size() > 3) {
         auto inf = host;
         inf[0] = std::numeric_limits<T>::infinity();
-        QVERIFY_THROWS_EXCEPTION(InvalidArgument, threshold_otsu(Array::push(inf, shape, device)));
+        QVERIFY_THROWS_EXCEPTION(InvalidArgument, threshold_otsu(input(inf, shape, device)));
+        // max - min overflows the image's type: numpy's histogram breaks there too.
+        auto wide = host;
+        wide[0] = std::numeric_limits<T>::lowest();
+        wide[1] = std::numeric_limits<T>::max();
+        QVERIFY_THROWS_EXCEPTION(InvalidArgument, threshold_otsu(input(wide, shape, device)));
       }
     }
     // A constant image: all 0 (scikit-image returns the value itself as threshold).
     std::vector<T> flat(shape.elements(), host[0] == host[0] ? host[0] : T(3));
-    const Array c = Array::push(flat, shape, device);
+    const Array c = input(flat, shape, device);
     compare(threshold_otsu(c).pull_as<std::uint8_t>(), std::vector<std::uint8_t>(flat.size(), 0), 0,
             0, at("threshold_otsu constant", dtype, shape));
   });
@@ -374,7 +407,7 @@ GPIX_REFERENCE("threshold_otsu") {
 template <class T>
 void check_logic(const char* name, const Device& device, const Shape& shape, DType dtype) {
   const auto ma = as_pixels<T>(blobs(shape));
-  const Array a = Array::push(ma, shape, device);
+  const Array a = input(ma, shape, device);
   const auto na = nonzero(ma);
   std::vector<std::uint8_t> expect(na.size());
   const std::string n = name;
@@ -395,7 +428,7 @@ void check_logic(const char* name, const Device& device, const Shape& shape, DTy
                   : n == "binary_or" ? (na[i] | nb[i])
                                      : (na[i] ^ nb[i]);
     }
-    const Array b = Array::push(mb, shape, device);
+    const Array b = input(mb, shape, device);
     const Array inputs[] = {a, b};
     const Array out = run(name, inputs).array;
     QCOMPARE(out.dtype(), DType::u8);
@@ -419,7 +452,7 @@ template <class T>
 void check_morph(const char* name, const Device& device, const Shape& shape, DType dtype) {
   const auto px = as_pixels<T>(blobs(shape));
   const auto m = nonzero(px);
-  const Array a = Array::push(px, shape, device);
+  const Array a = input(px, shape, device);
   const std::string n = name;
   for (int r : {static_cast<int>(irand(4)), 1}) {
     for (bool cross : {false, true}) {
@@ -479,7 +512,7 @@ GPIX_REFERENCE("connected_components") {
     using T = decltype(zero);
     const auto px = as_pixels<T>(blobs(shape));
     const auto m = nonzero(px);
-    const Array a = Array::push(px, shape, device);
+    const Array a = input(px, shape, device);
     for (bool full : {false, true}) {
       const Array out =
           run("connected_components", a, {{"connectivity", std::string(full ? "full" : "face")}})
@@ -518,7 +551,7 @@ void check_relabel(const Device& device, const Shape& shape, DType dtype) {
       if (irand(20) == 0) blob_value = 1 + rng()() % top;
       labels[i] = m[i] ? static_cast<T>(blob_value) : T(0);
     }
-    const Array a = Array::push(labels, shape, device);
+    const Array a = input(labels, shape, device);
     const Array out = relabel_sequential(a);
     QCOMPARE(out.dtype(), DType::u32);
     compare(out.pull_as<std::uint32_t>(), ref_relabel(labels), 0, 0,
@@ -526,8 +559,28 @@ void check_relabel(const Device& device, const Shape& shape, DType dtype) {
     if constexpr (std::is_signed_v<T>) {
       labels[irand(labels.size())] = T(-1);
       QVERIFY_THROWS_EXCEPTION(InvalidArgument,
-                               relabel_sequential(Array::push(labels, shape, device)));
+                               relabel_sequential(input(labels, shape, device)));
     }
+  }
+  {
+    // Ids anywhere in the dtype's range, its largest included (for 32/64-bit dtypes far more
+    // than the pixel count: the hash-table path).
+    const auto m = blobs(shape);
+    auto pick = [] {
+      T v{};
+      do v = random_values<T>(1)[0];
+      while (v <= T(0));
+      return v;
+    };
+    std::vector<T> labels(m.size());
+    T blob_value = std::numeric_limits<T>::max();
+    for (std::size_t i = 0; i < m.size(); ++i) {
+      if (irand(7) == 0) blob_value = pick();
+      labels[i] = m[i] ? blob_value : T(0);
+    }
+    const Array out = relabel_sequential(input(labels, shape, device));
+    compare(out.pull_as<std::uint32_t>(), ref_relabel(labels), 0, 0,
+            at("relabel_sequential (sparse ids)", dtype, shape));
   }
 }
 
@@ -595,7 +648,7 @@ GPIX_REFERENCE("voronoi_otsu_labeling") {
     const auto m = blobs(shape);
     for (std::size_t i = 0; i < img.size(); ++i)
       img[i] = static_cast<T>(m[i] ? 60 + irand(40) : irand(30));
-    const Array a = Array::push(img, shape, device);
+    const Array a = input(img, shape, device);
     const double ss = 1.5, os = 1.0;
     const Array out = voronoi_otsu_labeling(a, ss, os);
     QCOMPARE(out.dtype(), DType::u32);
@@ -630,7 +683,7 @@ GPIX_REFERENCE("label_statistics") {
     if constexpr (std::is_floating_point_v<T>) {
       if (host.size() > 7 && irand(2)) {
         host[7] = std::numeric_limits<T>::quiet_NaN();
-        img = Array::push(host, shape, device);
+        img = input(host, shape, device);
       }
     }
     const DType lt = random_dtype(true);
@@ -638,7 +691,7 @@ GPIX_REFERENCE("label_statistics") {
     visit_dtype(lt, [&](auto lz) {
       using L = decltype(lz);
       std::vector<L> l(lab.begin(), lab.end());
-      labels = Array::push(l, shape, device);
+      labels = input(l, shape, device);
     });
     const Table tab = label_statistics(labels, img);
     QCOMPARE(tab.columns.size(), std::size_t(5));
@@ -694,19 +747,67 @@ class TestSegmentation : public QObject {
   // Bad input: typed errors that say what would work.
   void errors() {
     const Device dev = test_devices().front();
-    const Array a = Array::push(std::vector<float>{1, 2, 3, 4, 5, 6}, Shape{2, 3}, dev);
-    const Array b = Array::push(std::vector<std::uint8_t>{1, 0, 1, 0}, Shape{2, 2}, dev);
+    const Array a = input(std::vector<float>{1, 2, 3, 4, 5, 6}, Shape{2, 3}, dev);
+    const Array b = input(std::vector<std::uint8_t>{1, 0, 1, 0}, Shape{2, 2}, dev);
     QVERIFY_THROWS_EXCEPTION(InvalidArgument, binary_and(a, b));
     QVERIFY_THROWS_EXCEPTION(UnsupportedDType, label_statistics(a, a));
     QVERIFY_THROWS_EXCEPTION(UnsupportedDType, relabel_sequential(a));
     QVERIFY_THROWS_EXCEPTION(InvalidArgument, connected_components(a, "diagonal"));
     QVERIFY_THROWS_EXCEPTION(InvalidArgument, binary_erosion(a, -1));
-    const Array big = Array::push(std::vector<std::int32_t>{0, 20000000}, Shape{1, 2}, dev);
+    const Array big = input(std::vector<std::int32_t>{0, 20000000}, Shape{1, 2}, dev);
     try {
       label_statistics(big, big);
       QFAIL("no exception");
     } catch (const InvalidArgument& e) {
       QVERIFY2(std::string(e.what()).find("relabel_sequential") != std::string::npos, e.what());
+    }
+  }
+
+  // Label images from other tools carry large or hashed ids: no table sized by the largest
+  // id (ids 1 and 4000000000 once asked for 16 GB).
+  void sparse_label_ids() {
+    for (const Device& dev : test_devices()) {
+      const Shape s{13, 17};
+      std::vector<std::uint32_t> ids(s.elements(), 0);
+      std::vector<std::uint32_t> expect(s.elements(), 0);
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (i % 5 == 1) ids[i] = 4000000000u;
+        if (i % 5 == 3) ids[i] = 1;
+        expect[i] = ids[i] == 4000000000u ? 1 : (ids[i] == 1 ? 2 : 0);
+      }
+      QVERIFY(relabel_sequential(Array::push(ids, s, dev)).pull_as<std::uint32_t>() == expect);
+      std::vector<std::int64_t> wide(ids.begin(), ids.end());
+      for (auto& v : wide) v = v == 4000000000u ? std::numeric_limits<std::int64_t>::max() : v;
+      QVERIFY(relabel_sequential(Array::push(wide, s, dev)).pull_as<std::uint32_t>() == expect);
+      std::vector<std::uint64_t> huge(ids.begin(), ids.end());
+      for (auto& v : huge) v = v == 1 ? 0x9e3779b97f4a7c15ull : v;
+      QVERIFY(relabel_sequential(Array::push(huge, s, dev)).pull_as<std::uint32_t>() == expect);
+      // label_statistics has one row per id 1..max: sparse ids are refused, naming the fix.
+      try {
+        label_statistics(Array::push(ids, s, dev), Array::push(ids, s, dev));
+        QFAIL("no exception");
+      } catch (const InvalidArgument& e) {
+        QVERIFY2(std::string(e.what()).find("relabel_sequential") != std::string::npos, e.what());
+      }
+    }
+  }
+
+  // Integer images: scikit-image's threshold exactly (one bin per value), the smooth
+  // uint16 image; 256 bins over its range would put 0.4% of the pixels on the other side.
+  // threshold_otsu(img) = 21826 by skimage 0.19.3 for
+  // img = ((x*x + y*y) * 60000 // 73684).astype(uint16) on a 211 x 173 grid.
+  void otsu_integer_like_skimage() {
+    for (const Device& dev : test_devices()) {
+      const Shape s{211, 173};
+      std::vector<std::uint16_t> img(s.elements());
+      for (std::uint64_t y = 0; y < 211; ++y)
+        for (std::uint64_t x = 0; x < 173; ++x)
+          img[y * 173 + x] = static_cast<std::uint16_t>((x * x + y * y) * 60000 / 73684);
+      const Array a = Array::push(img, s, dev);
+      QCOMPARE(otsu_threshold(a), 21826.0);
+      std::vector<std::uint8_t> expect(img.size());
+      for (std::size_t i = 0; i < img.size(); ++i) expect[i] = img[i] > 21826 ? 1 : 0;
+      QVERIFY(threshold_otsu(a).pull_as<std::uint8_t>() == expect);
     }
   }
 
@@ -720,7 +821,7 @@ class TestSegmentation : public QObject {
         for (long x = 0; x < dm.w; ++x) m[dm.at(x, y, 0)] = 1;
       for (long y = 1; y < dm.h; y += 2) m[dm.at((y / 2) % 2 ? 0 : dm.w - 1, y, 0)] = 1;
       const auto got =
-          connected_components(Array::push(m, s, dev), "face").pull_as<std::uint32_t>();
+          connected_components(input(m, s, dev), "face").pull_as<std::uint32_t>();
       compare(got, ref_components(m, s, false), 0, 0, "snake");
     }
   }

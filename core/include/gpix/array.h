@@ -158,8 +158,15 @@ class Array {
   void write_region(const Region& region, const HostArray& src);
 
   // Host access to the array's memory until the Mapping ends. Buffers only (InvalidArgument
-  // for images: pull or copy them instead).
+  // for images: pull or copy them instead). A region view's mapping starts at its first pixel
+  // and keeps the allocation's pitches.
   Mapping map(MapMode mode);
+
+  // A view of a box of this array that shares its memory (is_view() is true): writes through
+  // either are seen by the other. The view keeps the allocation's pitches, so it is not
+  // contiguous (unless it is the whole array); every gpix operation honours that (filters
+  // read it through one contiguous copy). OutOfRange when the box leaves the array.
+  Array view(const Region& region) const;
 
   // The same pixels in a new shape with as many elements. A contiguous array gives a view
   // that shares its memory (is_view() is true, *copied false); a padded array is copied into
@@ -171,7 +178,7 @@ class Array {
   // Copies src's pixels into this array; shapes and dtypes must match. Works across devices
   // (staged through host memory when the devices differ).
   void copy_from(const Array& src);
-  // Sets every pixel to value. Throws InvalidArgument when value is not exactly representable
+  // Sets every pixel to value (of a region view: only the view's). Throws InvalidArgument when value is not exactly representable
   // in the dtype (300 in u8, 1.5 in i32, NaN in an integer type): gpix does not round or clamp.
   void fill(Scalar value);
   void zero();
@@ -185,9 +192,10 @@ class Array {
   const Shape& padded_shape() const;
   std::size_t row_pitch() const;    // bytes between rows (y)
   std::size_t slice_pitch() const;  // bytes between slices (z)
-  // Whether the pixels fill their memory without gaps (not padded, not an image).
+  // Whether the pixels fill their memory without gaps (not padded, not an image, not a region
+  // view).
   bool is_contiguous() const;
-  // Whether this array was made by reshape() and shares another array's memory.
+  // Whether this array was made by reshape() or view() and shares another array's memory.
   bool is_view() const;
   int ndim() const { return shape().ndim(); }
   std::size_t elements() const { return shape().elements(); }

@@ -43,6 +43,13 @@ struct InputSpec {
 enum class OutputKind : std::uint8_t { image, labels, binary, table };
 std::string_view name(OutputKind k);
 
+// Which input layouts (see Array: padded arrays, region views, image objects) a filter reads
+// itself. `contiguous`: gpix::run hands it contiguous buffers, copying any other layout into
+// one first (one device copy of that input, decided in run() for every filter alike); `any`:
+// the filter honours every layout without a copy.
+enum class InputLayout : std::uint8_t { contiguous, any };
+std::string_view name(InputLayout l);  // "contiguous", "any"
+
 struct FilterInfo {
   std::string name;      // "gaussian_blur"
   std::string category;  // "Arithmetic", "Types", "Neighbourhood", "Segmentation",
@@ -54,6 +61,7 @@ struct FilterInfo {
   std::vector<DType> dtypes;  // accepted input dtypes
   OutputKind output = OutputKind::image;
   std::string output_dtype;  // the rule in words: "same as input", "float32", ...
+  InputLayout layout = InputLayout::contiguous;
 
   const ParamSpec* param(std::string_view n) const;
 };
@@ -93,7 +101,8 @@ ParamValue parse_param(const ParamSpec& spec, std::string_view text);
 // Runs any catalog entry on inputs (all on one device) with params (missing ones take their
 // defaults). Checks everything first: unknown or out-of-range parameters, a wrong number of
 // inputs, an unsupported dtype or dimensionality each raise a typed error naming what
-// would work, before any device work starts. Inputs are never modified.
+// would work, before any device work starts. Inputs of any layout are accepted (see
+// InputLayout) and never modified.
 Result run(std::string_view name, std::span<const Array> inputs, const Params& params = {},
            const RunOptions& options = {});
 inline Result run(std::string_view name, const Array& input, const Params& params = {},

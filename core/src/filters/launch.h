@@ -22,7 +22,14 @@ Launch image_grid(const Shape& s);
 // A flat grid over n elements (work-group size 256).
 Launch flat_grid(std::size_t n);
 
+// A buffer argument. Kernels index it as a flat run from the allocation's start, so only
+// contiguous arrays may get here (gpix::run copies other layouts first).
 inline KernelArg arg(const Array& a) {
+  if (!a.is_contiguous()) {
+    throw Error("internal: a " + a.shape().str() + " array of layout " +
+                (a.kind() == MemoryKind::image ? "image" : a.is_view() ? "region view" : "padded") +
+                " reached a kernel that reads contiguous buffers");
+  }
   return KernelArg::mem(*Access::impl(a).memory);
 }
 template <class T>

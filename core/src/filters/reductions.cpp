@@ -220,6 +220,7 @@ void register_reductions(Catalog& c) {
   }
 
   const std::string nan_rule = "; NaN pixels are ignored as gpix::stats() does";
+  // stats() reads every layout itself, so these four need no contiguous copy.
   c.add({"minimum_of_all_pixels",
          "Reductions",
          "the smallest pixel value (table column 'minimum'; NaN if every pixel is NaN; 64-bit "
@@ -230,7 +231,8 @@ void register_reductions(Catalog& c) {
          {1, 2, 3},
          types,
          OutputKind::table,
-         "table: minimum"},
+         "table: minimum",
+         InputLayout::any},
         [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
           return row("minimum", stats(x[0]).min.as_double());
         });
@@ -244,7 +246,8 @@ void register_reductions(Catalog& c) {
          {1, 2, 3},
          types,
          OutputKind::table,
-         "table: maximum"},
+         "table: maximum",
+         InputLayout::any},
         [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
           return row("maximum", stats(x[0]).max.as_double());
         });
@@ -258,7 +261,8 @@ void register_reductions(Catalog& c) {
          {1, 2, 3},
          types,
          OutputKind::table,
-         "table: sum"},
+         "table: sum",
+         InputLayout::any},
         [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
           return row("sum", stats(x[0]).sum.as_double());
         });
@@ -270,7 +274,8 @@ void register_reductions(Catalog& c) {
          {1, 2, 3},
          types,
          OutputKind::table,
-         "table: mean"},
+         "table: mean",
+         InputLayout::any},
         [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
           return row("mean", stats(x[0]).mean);
         });

@@ -187,6 +187,14 @@ Result run_entry(const FilterEntry& e, std::span<const Array> inputs, const Para
     resolved.emplace(spec.name, std::move(v));
   }
   checkpoint(options, 0.0, info.name);
+  // The one place where layouts are decided: kernels index flat runs, so an entry that does
+  // not read pitches itself gets contiguous copies of padded arrays, region views and images.
+  std::vector<Array> contiguous;
+  if (info.layout == InputLayout::contiguous &&
+      std::any_of(inputs.begin(), inputs.end(), [](const Array& a) { return !a.is_contiguous(); })) {
+    for (const Array& a : inputs) contiguous.push_back(a.is_contiguous() ? a : a.to_buffer());
+    inputs = contiguous;
+  }
   Result r = e.fn(inputs, ResolvedParams(info, std::move(resolved)), options);
   if (options.progress) options.progress(1.0);
   return r;
@@ -292,6 +300,10 @@ std::string_view name(OutputKind k) {
       break;
   }
   return "table";
+}
+
+std::string_view name(InputLayout l) {
+  return l == InputLayout::any ? "any" : "contiguous";
 }
 
 const ParamSpec* FilterInfo::param(std::string_view n) const {

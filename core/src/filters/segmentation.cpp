@@ -131,31 +131,38 @@ Array threshold_gt(const Array& in, double value) {
   return threshold_with(in, t, all);
 }
 
-// skimage.filters.threshold_otsu's search over 256 counts with the given bin centres.
-std::size_t otsu_bin(const std::vector<double>& counts, const std::vector<double>& centres) {
+// skimage.filters.threshold_otsu's search, operation for operation as numpy evaluates it:
+// integer class weights (their product taken as an integer before it meets the float
+// square), class sums accumulated in the centres' precision, the first maximum wins.
+// Centre is long double for integer images (numpy's int64 products and sums, exact below 2^64)
+// and double for float ones.
+template <class Centre>
+std::size_t otsu_bin(const std::vector<std::uint64_t>& counts, const std::vector<Centre>& centres) {
   const std::size_t nb = counts.size();
-  std::vector<double> w1(nb), w2(nb), m1(nb), m2(nb);
-  double cw = 0, cm = 0;
+  std::vector<std::uint64_t> w1(nb), w2(nb);
+  std::vector<double> m1(nb), m2(nb);
+  std::uint64_t cw = 0;
+  Centre cm = 0;
   for (std::size_t i = 0; i < nb; ++i) {
     cw += counts[i];
-    cm += counts[i] * centres[i];
+    cm += static_cast<Centre>(counts[i]) * centres[i];
     w1[i] = cw;
-    m1[i] = cm / cw;
+    m1[i] = static_cast<double>(cm) / static_cast<double>(cw);
   }
   cw = 0;
   cm = 0;
   for (std::size_t i = nb; i-- > 0;) {
     cw += counts[i];
-    cm += counts[i] * centres[i];
+    cm += static_cast<Centre>(counts[i]) * centres[i];
     w2[i] = cw;
-    m2[i] = cm / cw;
+    m2[i] = static_cast<double>(cm) / static_cast<double>(cw);
   }
   std::size_t best = 0;
   double best_v = -1;
   for (std::size_t i = 0; i + 1 < nb; ++i) {
     const double d = m1[i] - m2[i + 1];
-    const double v = w1[i] * w2[i + 1] * d * d;
-    if (v > best_v) {
+    const double v = static_cast<double>(w1[i] * w2[i + 1]) * (d * d);
+    if (v > best_v) {  // no class is empty: the first bin holds the minimum, the last the max
       best_v = v;
       best = i;
     }
@@ -163,73 +170,105 @@ std::size_t otsu_bin(const std::vector<double>& counts, const std::vector<double
   return best;
 }
 
+// Integer images with more distinct values than this are refused: scikit-image's one bin
+// per value would need a table larger than the image for any realistic image.
+constexpr double kMaxOtsuBins = 16777216;
+
 struct Otsu {
-  double threshold = 0;
-  bool constant = false;  // all pixels equal (in the compute type): the threshold is the min
-  Scalar min;
+  Scalar threshold;  // in the image's dtype (a float32 centre for float32 images): pixel > it
+  bool constant = false;
 };
 
 Otsu otsu(const Array& in) {
+  if (!in.is_contiguous()) return otsu(in.to_buffer());
   require_u32_indices(in, "threshold_otsu");  // uint32 bin counts
   const Stats s = stats(in);
   Otsu r;
-  r.min = s.min;
   if (s.count == 0) {
-    r.threshold = std::numeric_limits<double>::quiet_NaN();
+    r.threshold = Scalar(std::numeric_limits<double>::quiet_NaN());
     return r;
   }
-  const DType ct = compute_type({in.dtype()});
-  require_dtype(in.device(), ct,
-                "threshold_otsu on " + std::string(name(in.dtype())) + " (binned in float64)");
-  double lo = s.min.as_double(), hi = s.max.as_double();
-  KernelArg lo_arg, scale_arg;
-  if (ct == DType::f32) {
-    lo = static_cast<float>(lo);
-    hi = static_cast<float>(hi);
-    lo_arg = arg(static_cast<float>(lo));
-    scale_arg = arg(static_cast<float>(256.0 / (hi - lo)));
-  } else {
-    lo_arg = arg(lo);
-    scale_arg = arg(256.0 / (hi - lo));
-  }
-  if (!std::isfinite(hi - lo)) {
-    throw InvalidArgument("threshold_otsu: the image's range [" + s.min.str() + ", " + s.max.str() +
-                          "] has no 256 finite bins (scikit-image refuses it too); clip or "
-                          "rescale_intensity first");
-  }
-  if (!(hi > lo)) {
-    r.constant = true;
-    r.threshold = lo;
+  if (s.min.as_double() == s.max.as_double() &&
+      (is_float(in.dtype()) || s.min.str() == s.max.str())) {
+    r.constant = true;  // scikit-image returns the value itself
+    r.threshold = s.min;
     return r;
   }
-  auto& dev = *Access::impl(in).device;
-  Array hist = Array::create(Shape{256}, DType::u32, in.device());
-  const std::size_t groups = std::clamp<std::size_t>(
-      std::min<std::size_t>((in.elements() + 255) / 256, dev.info().compute_units * 8u), 1, 4096);
-  Launch l;
-  l.global[0] = groups * 256;
-  l.local[0] = 256;
-  launch(in, kFile, "otsu_histogram", otsu_defines(in.dtype()), l,
-         {arg(in), arg<std::uint64_t>(in.elements()), lo_arg, scale_arg, arg(hist)});
-  const auto counts32 = hist.pull_as<std::uint32_t>();
-  std::vector<double> counts(counts32.begin(), counts32.end()), centres(256);
-  for (std::size_t i = 0; i < 256; ++i) {
-    centres[i] = lo + (static_cast<double>(i) + 0.5) * (hi - lo) / 256.0;
-  }
-  r.threshold = centres[otsu_bin(counts, centres)];
-  return r;
+  return visit_dtype(in.dtype(), [&](auto zero) -> Otsu {
+    using T = decltype(zero);
+    if constexpr (std::is_integral_v<T>) {
+      // One bin per value over [min, max], as scikit-image's bincount histogram.
+      const T lo = s.min.exact_as<T>(), hi = s.max.exact_as<T>();
+      const auto range = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo);
+      if (static_cast<double>(range) >= kMaxOtsuBins) {
+        throw InvalidArgument(
+            "threshold_otsu on " + std::string(name(in.dtype())) + ": the image spans " +
+            s.min.str() + " to " + s.max.str() +
+            "; scikit-image bins integer images one bin per value, which gpix does up to " +
+            "16777216 values. Convert to float32 first for scikit-image's 256 float bins");
+      }
+      const std::size_t bins = static_cast<std::size_t>(range) + 1;
+      Array hist = Array::create(Shape{bins}, DType::u32, in.device());
+      launch(in, kFile, "otsu_count", seg_defines(in.dtype()), flat_grid(in.elements()),
+             {arg(in), arg<std::uint64_t>(in.elements()), arg(lo), arg(hist)});
+      const auto c32 = hist.pull_as<std::uint32_t>();
+      std::vector<std::uint64_t> counts(c32.begin(), c32.end());
+      std::vector<long double> centres(bins);
+      for (std::size_t i = 0; i < bins; ++i) centres[i] = static_cast<long double>(lo) + static_cast<long double>(i);
+      r.threshold = Scalar(static_cast<T>(static_cast<std::uint64_t>(lo) + otsu_bin(counts, centres)));
+    } else {
+      // numpy.histogram(image, 256, range=(min, max)) in the image's own float type: edges
+      // from numpy.linspace (computed in float64, then stored as T), the scale 256 / (max -
+      // min) with the difference taken in T, centres (e[i] + e[i+1]) / 2 in T.
+      const T lo = s.min.exact_as<T>(), hi = s.max.exact_as<T>();
+      const T diff = hi - lo;
+      if (!std::isfinite(diff)) {
+        throw InvalidArgument("threshold_otsu: the image's range [" + s.min.str() + ", " +
+                              s.max.str() +
+                              "] has no 256 finite bins (scikit-image refuses it too); clip or "
+                              "rescale_intensity first");
+      }
+      const T norm = static_cast<T>(256.0 / static_cast<double>(diff));
+      std::vector<T> edges(257);
+      const double start = lo, step = (static_cast<double>(hi) - start) / 256.0;
+      for (std::size_t i = 0; i < 256; ++i) edges[i] = static_cast<T>(static_cast<double>(i) * step + start);
+      edges[256] = hi;
+      auto& dev = *Access::impl(in).device;
+      Array edge_arr = Array::push(edges, Shape{257}, in.device());
+      Array hist = Array::create(Shape{256}, DType::u32, in.device());
+      const std::size_t groups = std::clamp<std::size_t>(
+          std::min<std::size_t>((in.elements() + 255) / 256, dev.info().compute_units * 8u), 1,
+          4096);
+      Launch l;
+      l.global[0] = groups * 256;
+      l.local[0] = 256;
+      launch(in, kFile, "otsu_histogram", otsu_defines(in.dtype()), l,
+             {arg(in), arg<std::uint64_t>(in.elements()), arg(lo), arg(norm), arg(edge_arr),
+              arg(hist)});
+      const auto c32 = hist.pull_as<std::uint32_t>();
+      std::vector<std::uint64_t> counts(c32.begin(), c32.end());
+      std::vector<double> centres(256);
+      std::vector<T> centres_t(256);
+      for (std::size_t i = 0; i < 256; ++i) {
+        centres_t[i] = static_cast<T>((edges[i] + edges[i + 1]) / T(2));
+        centres[i] = centres_t[i];
+      }
+      r.threshold = Scalar(centres_t[otsu_bin(counts, centres)]);
+    }
+    return r;
+  });
 }
 
 Array threshold_otsu_impl(const Array& in) {
   const Otsu o = otsu(in);
-  if (o.constant) {
-    // pixel > min, exactly (a 64-bit range that rounds to one double is not constant).
-    return visit_dtype(in.dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      return threshold_with(in, arg(o.min.exact_as<T>()), -1);
-    });
-  }
-  return threshold_gt(in, o.threshold);
+  return visit_dtype(in.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_floating_point_v<T>) {
+      return threshold_with(in, arg(static_cast<T>(o.threshold.as_double())), -1);
+    } else {
+      return threshold_with(in, arg(o.threshold.exact_as<T>()), -1);
+    }
+  });
 }
 
 // ------------------------------------------------------------------ binary logic, morphology
@@ -324,26 +363,33 @@ Array relabel(const Array& labels, const RunOptions& o) {
         "smallest is " +
         s.min.str());
   }
-  if (s.max.as_double() >= static_cast<double>(kNone)) {
-    throw InvalidArgument(
-        "relabel_sequential: label values must be below 4294967295; the "
-        "largest is " +
-        s.max.str());
-  }
-  const auto table = static_cast<std::size_t>(s.max.as_double()) + 1;
+  // Dense ids index first[] directly; sparse ones (ids from other tools are often large or
+  // hashed) go through a hash table of pixel indices sized by the pixel count, so any id the
+  // dtype holds works. The largest id decides, rounded up in double (exactness is not needed).
+  const double max_id = s.max.as_double();
+  const bool dense = max_id < static_cast<double>(2 * n + 65536);
+  std::size_t table = dense ? static_cast<std::size_t>(max_id) + 1 : 1;
+  while (!dense && table < 2 * n && table < (std::size_t{1} << 32)) table *= 2;
+  const std::uint32_t mask = dense ? 0u : static_cast<std::uint32_t>(table - 1);
   checkpoint(o, 0.25, "relabel_sequential");
   Array first = Array::empty(Shape{table}, DType::u32, labels.device());
   first.fill(Scalar(kNone));
+  Array slots = first;  // unused where ids are dense
+  if (!dense) {
+    slots = Array::empty(Shape{table}, DType::u32, labels.device());
+    slots.fill(Scalar(kNone));
+  }
   Array flags = empty_like(labels, DType::u32);
   Array out = empty_like(labels, DType::u32);
   const Defines d = seg_defines(labels.dtype());
   launch(labels, kFile, "relabel_first", d, flat_grid(n),
-         {arg(labels), arg(first), arg<std::uint64_t>(n)});
+         {arg(labels), arg(slots), arg(first), arg(mask), arg<std::uint64_t>(n)});
   launch(labels, kFile, "relabel_flags", d, flat_grid(n),
-         {arg(labels), arg(first), arg(flags), arg<std::uint64_t>(n)});
+         {arg(labels), arg(slots), arg(first), arg(flags), arg(mask), arg<std::uint64_t>(n)});
   exclusive_scan(flags);
   launch(labels, kFile, "relabel_write", d, flat_grid(n),
-         {arg(labels), arg(first), arg(flags), arg(out), arg<std::uint64_t>(n)});
+         {arg(labels), arg(slots), arg(first), arg(flags), arg(out), arg(mask),
+          arg<std::uint64_t>(n)});
   return out;
 }
 
@@ -531,13 +577,13 @@ void register_segmentation(Catalog& c) {
         });
   c.add({"threshold_otsu",
          "Segmentation",
-         "binary image: 1 where pixel > Otsu's threshold, as scikit-image's "
-         "threshold_otsu(image, nbins=256): 256 equal bins over [min, max] (bin = floor((v - "
-         "min) * 256 / (max - min)) in float32 for 8/16-bit and float32 images, float64 "
-         "otherwise; the max in the last bin), threshold = the centre of the bin maximising the "
-         "between-class variance. scikit-image bins integer images one bin per value instead, "
-         "so integer results can differ from it where the range is not 255. A constant image "
-         "gives 0 everywhere; NaN pixels are ignored and give 0",
+         "binary image: 1 where pixel > Otsu's threshold, exactly as image > "
+         "skimage.filters.threshold_otsu(image): integer images get one bin per value over "
+         "[min, max] (the threshold is one of the image's values; ranges of more than 16777216 "
+         "values raise InvalidArgument: convert to float32 first), float images 256 bins as "
+         "numpy.histogram in the image's own float type (threshold = a bin centre); the "
+         "threshold maximises the between-class variance. A constant image gives 0 everywhere; "
+         "NaN pixels are ignored and give 0",
          {image_input()},
          {},
          dims,
@@ -630,10 +676,12 @@ void register_segmentation(Catalog& c) {
         });
   c.add({"relabel_sequential",
          "Segmentation",
-         "renumbers labels (integers >= 0, 0 = background) to uint32 1..n in raster order of "
-         "first appearance, as connected_components numbers them; note scikit-image's "
-         "relabel_sequential keeps the labels' value order instead",
-         {{"labels", InputKind::labels, "integer labels >= 0, below 4294967295"}},
+         "renumbers labels (integers >= 0, 0 = background; any id the dtype holds, sparse ids "
+         "through a hash table on the device) to uint32 1..n in raster order of first "
+         "appearance, as connected_components numbers them; deliberate difference: "
+         "scikit-image's relabel_sequential keeps the labels' value order instead (the same "
+         "regions, other numbers)",
+         {{"labels", InputKind::labels, "integer labels >= 0 (any size)"}},
          {},
          dims,
          integer_dtypes(),
@@ -690,12 +738,12 @@ void add_segmentation_variants(std::vector<KernelVariant>& out) {
     const Defines d = seg_defines(t);
     for (const char* e : typed) out.push_back({kFile, e, d});
     if (!is_float(t)) {
-      for (const char* e : {"relabel_first", "relabel_flags", "relabel_write"})
+      for (const char* e : {"relabel_first", "relabel_flags", "relabel_write", "otsu_count"})
         out.push_back({kFile, e, d});
     }
     out.push_back({kFile, "binary_logic", logic_defines(t, t)});
     if (t != DType::u8) out.push_back({kFile, "binary_logic", logic_defines(t, DType::u8)});
-    out.push_back({kFile, "otsu_histogram", otsu_defines(t)});
+    if (is_float(t)) out.push_back({kFile, "otsu_histogram", otsu_defines(t)});
     if (is_float(t)) out.push_back({kFile, "local_maxima", seg_defines(t)});
     out.push_back({kStatsFile, "label_stats", label_stats_defines(t, true)});
     if (t == DType::f32) out.push_back({kStatsFile, "label_stats", label_stats_defines(t, false)});
@@ -718,8 +766,7 @@ Array threshold_otsu(const Array& a) {
 }
 double otsu_threshold(const Array& a) {
   if (!a.valid()) throw InvalidArgument("otsu_threshold: the input is a null array");
-  const auto o = detail::otsu(a);
-  return o.constant ? o.min.as_double() : o.threshold;
+  return detail::otsu(a).threshold.as_double();
 }
 Array binary_and(const Array& a, const Array& b) {
   return run_array("binary_and", {a, b});

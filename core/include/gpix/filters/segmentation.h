@@ -13,9 +13,10 @@ namespace gpix {
 Array threshold(const Array& a, double value);
 // 1 where pixel > the Otsu threshold (otsu_threshold), else 0.
 Array threshold_otsu(const Array& a);
-// scikit-image's threshold_otsu(image, nbins=256) computed on the device: 256 equal bins over
-// [min, max], the centre of the bin that maximises the between-class variance. A constant
-// image gives its value; NaN pixels are ignored (an all-NaN image gives NaN).
+// scikit-image's threshold_otsu(image) computed on the device: integer images binned one bin
+// per value (InvalidArgument beyond 16777216 values), float images in 256 bins as
+// numpy.histogram; the bin that maximises the between-class variance. A constant image gives
+// its value; NaN pixels are ignored (an all-NaN image gives NaN).
 double otsu_threshold(const Array& a);
 
 Array binary_and(const Array& a, const Array& b);
