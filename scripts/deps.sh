@@ -2,7 +2,8 @@
 # Installs what gpix needs on Debian 12 / Ubuntu, only where something is missing.
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config qt6-base-dev qt6-base-dev-tools ocl-icd-opencl-dev
-          opencl-headers pocl-opencl-icd clinfo xvfb xauth libinsighttoolkit5-dev libdlpack-dev)
+          opencl-headers pocl-opencl-icd clinfo xvfb xauth libinsighttoolkit5-dev libdlpack-dev
+          libtiff-dev python3-tifffile)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

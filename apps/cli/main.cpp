@@ -135,6 +135,15 @@ void read_file(const QString& source, const QCommandLineParser& p, HostArray& ho
   meta["direction"] = numbers(img.meta.direction);
   text = "format: " + qs(img.format) + "\nspacing: " + joined(img.meta.spacing) +
          " (z, y, x)\norigin: " + joined(img.meta.origin) + "\n";
+  // The decoder's remarks on a file it could read (libtiff's), on stdout with the card.
+  if (!img.warnings.empty()) {
+    QJsonArray w;
+    for (const auto& s : img.warnings) {
+      w.append(qs(s));
+      text += "warning: " + qs(s) + "\n";
+    }
+    meta["warnings"] = w;
+  }
 }
 #else
 constexpr bool kHaveIo = false;

@@ -8,7 +8,6 @@
 #include <itkNiftiImageIO.h>
 #include <itkNrrdImageIO.h>
 #include <itkPNGImageIO.h>
-#include <itkTIFFImageIO.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,10 +19,12 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <system_error>
 
 #include "gpix/error.h"
 #include "gpix/stats.h"
+#include "tiff.h"
 #include "validate.h"
 
 namespace gpix::io {
@@ -55,12 +56,13 @@ std::string lower(std::string s) {
 
 const std::vector<DType> kAll(kAllDTypes.begin(), kAllDTypes.end());
 
-// What each ITK writer stores without loss, checked by tests/io/test_io_formats.cpp.
+// What each writer stores without loss, checked by tests/io/test_io_formats.cpp. TIFF is
+// written with libtiff (tiff.h), the others with ITK.
 std::vector<Format> make_formats() {
   using enum DType;
   using enum Kept;
   return {
-      {"TIFF", {".tif", ".tiff"}, {u8, i8, u16, i16, f32}, 2, 3, false, spacing_yx},
+      {"TIFF", {".tif", ".tiff"}, kAll, 2, 3, false, spacing_yx},
       {"PNG", {".png"}, {u8, u16}, 2, 2, false, spacing_yx},
       {"JPEG", {".jpg", ".jpeg"}, {u8}, 2, 2, true, none},
       {"NRRD", {".nrrd", ".nhdr"}, kAll, 1, 3, false, all},
@@ -70,7 +72,7 @@ std::vector<Format> make_formats() {
 }
 
 itk::ImageIOBase::Pointer make_io(const std::string& format) {
-  if (format == "TIFF") return itk::TIFFImageIO::New().GetPointer();
+  if (format == "TIFF") return detail::libtiff_io();
   if (format == "PNG") return itk::PNGImageIO::New().GetPointer();
   if (format == "JPEG") return itk::JPEGImageIO::New().GetPointer();
   if (format == "NRRD") return itk::NrrdImageIO::New().GetPointer();
@@ -323,25 +325,33 @@ Image read(const fs::path& path, const ReadOptions& options) {
   check_input_file(path);
   const NiftiLink nifti_link(path);
   const std::string p = nifti_link.file(path);
-  auto io = make_io(format.name);
+  // What libtiff says (gpix's reader or ITK's) goes into the IoError or Image::warnings,
+  // never to stderr.
+  std::optional<detail::TiffMessages> tiff;
+  if (format.name == "TIFF") tiff.emplace();
+  auto libtiff = [&] { return tiff ? tiff->says() : std::string(); };
+  // The one place that picks a TIFF's reader: libtiff for grayscale, ITK for colour.
+  auto io = format.name == "TIFF" ? detail::tiff_reader(p) : make_io(format.name);
   try {
     // libpng and libjpeg abort or crash on some truncated files, even in CanReadFile: their
     // structure is checked first.
     const std::string broken = detail::check_structure(format.name, path);
     if (!broken.empty() || !io->CanReadFile(p.c_str())) {
+      const std::string why = libtiff();  // before sniff() tries the other formats
       const std::string actual = sniff(path);
       if (!actual.empty() && actual != format.name) {
         fail(path, "is named like a " + format.name + " file but its content is " + actual +
                        "; rename it with the right extension");
       }
-      fail(path, "is not a readable " + format.name + " file" +
-                     (broken.empty() ? " (corrupt, truncated or another format)" : ": " + broken));
+      fail(path,
+           "is not a readable " + format.name + " file" +
+               (broken.empty() ? " (corrupt, truncated or another format)" + why : ": " + broken));
     }
     io->SetFileName(p);
     io->SetExpandRGBPalette(!options.palette_indices);
     io->ReadImageInformation();
   } catch (const itk::ExceptionObject& e) {
-    fail(path, "cannot read the " + format.name + " header: " + itk_message(e));
+    fail(path, "cannot read the " + format.name + " header: " + itk_message(e) + libtiff());
   }
 
   // Dimensions in ITK order (x first); trailing extents of 1 beyond three are dropped (NIfTI
@@ -452,7 +462,7 @@ Image read(const fs::path& path, const ReadOptions& options) {
     }
   } catch (const itk::ExceptionObject& e) {
     fail(path, "cannot read the " + format.name +
-                   " pixels (truncated or corrupt file?): " + itk_message(e));
+                   " pixels (truncated or corrupt file?): " + itk_message(e) + libtiff());
   } catch (const OutOfMemory& e) {
     fail(path, std::string("does not fit in host memory: ") + e.what());
   } catch (const std::bad_alloc&) {
@@ -487,6 +497,7 @@ Image read(const fs::path& path, const ReadOptions& options) {
     }
     img.meta.direction = d;
   }
+  if (tiff) img.warnings = tiff->all();
   return img;
 }
 
@@ -497,6 +508,7 @@ DeviceImage read_to_device(const fs::path& path, const Device& device, const Rea
   d.meta = std::move(img.meta);
   d.format = std::move(img.format);
   d.file_components = img.file_components;
+  d.warnings = std::move(img.warnings);
   return d;
 }
 
@@ -565,7 +577,7 @@ void write(const fs::path& path, const HostArray& pixels, const Metadata& meta,
       format.write_dtypes.end()) {
     fail(path, "cannot store " + std::string(name(t)) + " pixels as " + format.name +
                    "; it stores " + dtype_list(format.write_dtypes) +
-                   " (NRRD, MetaImage and NIfTI store every dtype)");
+                   " (TIFF, NRRD, MetaImage and NIfTI store every dtype)");
   }
   if (ndim < format.min_write_dims) {
     fail(path, "cannot store a 1D image as " + format.name +
@@ -610,6 +622,8 @@ void write(const fs::path& path, const HostArray& pixels, const Metadata& meta,
   const auto dir = meta.direction_or_default(ndim);
 
   TempFolder tmp(path);
+  std::optional<detail::TiffMessages> tiff;
+  if (format.name == "TIFF") tiff.emplace();
   auto io = make_io(format.name);
   try {
     io->SetNumberOfDimensions(static_cast<unsigned>(ndim));
@@ -634,7 +648,8 @@ void write(const fs::path& path, const HostArray& pixels, const Metadata& meta,
     io->SetFileName(str(tmp.file()));
     io->Write(pixels.data());
   } catch (const itk::ExceptionObject& e) {
-    fail(path, "cannot be written as " + format.name + ": " + itk_message(e));
+    fail(path, "cannot be written as " + format.name + ": " + itk_message(e) +
+                   (tiff ? tiff->says() : std::string()));
   }
   tmp.commit();
 }

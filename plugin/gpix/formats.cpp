@@ -23,6 +23,13 @@ using gpix::plugin::Layer;
 
 namespace {
 
+// Where a layer of any dtype and shape can go.
+#if GPIX_FORMATS_HAVE_IO
+constexpr const char* kAnyDtype = ".tif (every dtype, 2D and 3D), .nrrd or .raw";
+#else
+constexpr const char* kAnyDtype = ".raw";
+#endif
+
 std::string s(const QString& q) {
   return q.toStdString();
 }
@@ -200,7 +207,8 @@ gpix::plugin::Writer png_writer() {
             (h.dtype() != gpix::DType::u8 && h.dtype() != gpix::DType::u16)) {
           throw gpix::IoError("PNG holds 2D uint8 or uint16 images; '" + s(l.name) + "' is " +
                                   h.shape().str() + " " + std::string(gpix::name(h.dtype())) +
-                                  ": convert it first (filter 'convert') or save as .raw",
+                                  ": save it as " + kAnyDtype +
+                                  ", or convert it first (filter 'convert')",
                               s(path));
         }
         const bool wide = h.dtype() == gpix::DType::u16;
@@ -232,7 +240,8 @@ gpix::plugin::Reader sample_reader() {
 }
 
 #if GPIX_FORMATS_HAVE_IO
-// Every format of gpix_io (ITK): TIFF stacks, NRRD, MetaImage, NIfTI, JPEG. PNG stays with
+// Every format of gpix_io (libtiff, ITK): TIFF stacks of every dtype, NRRD, MetaImage, NIfTI,
+// JPEG. PNG stays with
 // the Qt reader above (it splits colour into one layer per channel). Colour files in the ITK
 // formats open as a (channel, y, x) stack, never mixed silently into one value.
 QStringList io_patterns(bool writing) {
@@ -259,6 +268,11 @@ gpix::plugin::Reader io_reader() {
         for (double v : img.meta.spacing_or_default(img.pixels.shape().ndim()))
           sp << QString::number(v);
         l.metadata.insert(QStringLiteral("spacing"), sp.join(QStringLiteral(", ")));
+        if (!img.warnings.empty()) {
+          QStringList w;
+          for (const auto& m : img.warnings) w << QString::fromStdString(m);
+          l.metadata.insert(QStringLiteral("warnings"), w.join(QLatin1Char('\n')));
+        }
         if (img.file_components > 1) {
           l.metadata.insert(
               QStringLiteral("channels"),

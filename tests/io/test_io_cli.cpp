@@ -129,6 +129,23 @@ class TestIoCli : public QObject {
       QCOMPARE(conv.pixels.as<float>()[i], static_cast<float>(std::min<int>(2 * data[i], 65535)));
     }
 
+    // Labels (uint32) from a TIFF to a TIFF, as microscopy users keep them.
+    const Shape ms{3, 11, 14};
+    std::vector<std::uint8_t> mask(ms.elements());
+    for (auto& m : mask) m = test::rng()() % 3 == 0 ? 1 : 0;
+    const QString mask_tif = dir.filePath("mask.tif"), labels_tif = dir.filePath("labels.tif");
+    io::write(mask_tif.toStdString(), HostArray::from(mask, ms));
+    const ProcResult cc =
+        run({"run", "connected_components", mask_tif, labels_tif, "--device", "0"});
+    QVERIFY2(cc.code == 0, cc.err);
+    QVERIFY2(cc.err.isEmpty(), cc.err);
+    const io::Image labels = io::read(labels_tif.toStdString());
+    QCOMPARE(labels.pixels.dtype(), DType::u32);
+    const auto want_labels =
+        connected_components(Array::push(mask, ms, devs[0])).pull_as<std::uint32_t>();
+    QVERIFY(std::equal(want_labels.begin(), want_labels.end(),
+                       labels.pixels.as<std::uint32_t>().begin()));
+
     // A table result: printed as JSON, or written as CSV.
     const ProcResult h = run({"run", "histogram", in, "--n_bins", "4", "--json", "--device", "0"});
     QVERIFY2(h.code == 0, h.err);

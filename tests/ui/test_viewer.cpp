@@ -16,6 +16,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QUrl>
+#include <algorithm>
 
 #include "common.h"
 #include "gpix/samples.h"
@@ -159,6 +160,53 @@ class TestViewer : public QObject {
     const QString out = tmp_.filePath(QStringLiteral("cells.nrrd"));
     w->host().save_layer(ids[0], out);
     QVERIFY(same_bytes(io::read(out.toStdString()).pixels, HostArray::from(v, s)));
+  }
+
+  // Filter results of any dtype save as TIFF through the host's writer (File > Save layer
+  // as) and open again bit for bit: connected_components' uint32 labels, an int64 stack and
+  // a float64 plane with NaN and infinities.
+  void results_of_any_dtype_save_as_tiff() {
+    auto w = make();
+    const Shape s{23, 31};
+    std::vector<std::uint8_t> mask(s.elements());
+    for (auto& m : mask) m = test::rng()() % 3 == 0 ? 1 : 0;
+    const QList<int> ids = w->open_files({write_raw(tmp_.path(), QStringLiteral("mask"), mask, s)});
+    QCOMPARE(ids.size(), 1);
+    auto* panel = qobject_cast<ui::FilterPanel*>(w->host().dock_widget(QStringLiteral("filters")));
+    QVERIFY(panel);
+    QVERIFY(panel->select_filter(QStringLiteral("connected_components")));
+    QSignalSpy done(panel, &ui::FilterPanel::finished);
+    panel->run();
+    QVERIFY(done.wait(60000));
+    QVERIFY2(done.first().first().toBool(), qPrintable(panel->error_text()));
+    const int labels_id = w->host().layer_ids().last();
+    const HostArray labels = w->host().layer(labels_id).array.pull();
+    QCOMPARE(labels.dtype(), DType::u32);
+    const auto lv = labels.as<std::uint32_t>();
+    QVERIFY2(*std::max_element(lv.begin(), lv.end()) > 1, "expected several labels");
+
+    const Shape s3{3, 7, 5};
+    plugin::Layer wide;
+    wide.name = QStringLiteral("wide");
+    wide.host = HostArray::from(test::random_bits<std::int64_t>(s3.elements()), s3);
+    plugin::Layer dbl;
+    dbl.name = QStringLiteral("double");
+    dbl.host = HostArray::from(test::random_bits<double>(s.elements()), s);
+    const std::vector<std::pair<int, HostArray>> cases = {{labels_id, labels},
+                                                          {w->host().add_layer(wide), wide.host},
+                                                          {w->host().add_layer(dbl), dbl.host}};
+    for (const auto& [id, want] : cases) {
+      const QString out = tmp_.filePath(QStringLiteral("saved_%1.tif").arg(id));
+      w->host().save_layer(id, out);
+      const io::Image file = io::read(out.toStdString());
+      QCOMPARE(file.pixels.dtype(), want.dtype());
+      QVERIFY2(same_bytes(file.pixels, want), qPrintable(out));
+      // Opened again in the viewer, through the plugin's reader.
+      const QList<int> back = w->open_files({out});
+      QCOMPARE(back.size(), 1);
+      const plugin::Layer& l = w->host().layer(back.first());
+      QVERIFY2(same_bytes(l.array.valid() ? l.array.pull() : l.host, want), qPrintable(out));
+    }
   }
 #endif
 

@@ -462,15 +462,19 @@ class TestWidgets : public QObject {
     const HostArray f3 = random_host<float>(Shape{2, 3, 4});
     const int a = add(host(), QStringLiteral("two d"), h16);
     const int b = add(host(), QStringLiteral("stack"), f3);
-    QCOMPARE(list.list()->count(), 2);
-    QCOMPARE(list.list()->item(0)->text(), QStringLiteral("stack"));  // top first
+    const HostArray u32 = random_host<std::uint32_t>(Shape{7, 9});
+    const int c = add(host(), QStringLiteral("labels"), u32);
+    QCOMPARE(list.list()->count(), 3);
+    QCOMPARE(list.list()->item(0)->text(), QStringLiteral("labels"));  // top first
 #if GPIX_TEST_HAVE_IO
-    // gpix_io's writer is registered last and preferred: TIFF keeps 16 bits, stacks, spacing.
+    // gpix_io's writer is registered last and preferred: TIFF keeps every dtype, stacks,
+    // spacing.
     const QString s2 = QStringLiteral(".tif"), s3 = QStringLiteral(".tif");
 #else
     const QString s2 = QStringLiteral(".png"), s3 = QStringLiteral(".raw");
 #endif
-    for (auto [id, want, suffix] : {std::tuple{a, h16, s2}, std::tuple{b, f3, s3}}) {
+    for (auto [id, want, suffix] :
+         {std::tuple{a, h16, s2}, std::tuple{b, f3, s3}, std::tuple{c, u32, s3}}) {
       QString why;
       std::unique_ptr<QMimeData> mime(list.mime_for(id, &why));
       QVERIFY2(mime, qPrintable(why));

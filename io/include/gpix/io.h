@@ -1,7 +1,8 @@
 #pragma once
-// gpix_io: image files through ITK. Reads and writes TIFF (multi-page as a 3D stack), PNG,
-// JPEG, NRRD, MetaImage and NIfTI, keeping spacing, origin and direction where the format has
-// them. Nothing of ITK appears here; see gpix/itk.h for itk::Image interop.
+// gpix_io: image files through ITK and libtiff. Reads and writes TIFF (multi-page as a 3D
+// stack; every dtype, through libtiff), PNG, JPEG, NRRD, MetaImage and NIfTI (through ITK),
+// keeping spacing, origin and direction where the format has them. Nothing of ITK appears
+// here; see gpix/itk.h for itk::Image interop.
 //
 // Axis order: everything is in (z, y, x) order like gpix::Shape: spacing[0] is the spacing of
 // the first (slowest) axis. ITK's own order is (x, y, z); gpix reverses it on the way in and
@@ -41,6 +42,9 @@ struct Image {
   Metadata meta;
   std::string format;       // "TIFF", "PNG", ... (the reader that was used)
   int file_components = 1;  // components per pixel in the file (3 for RGB) before the policy
+  // What the decoder said about a file it could still read (libtiff's "Bogus
+  // StripByteCounts", unknown tags...), instead of printing it on stderr. TIFF only for now.
+  std::vector<std::string> warnings;
 };
 
 // The same on a device.
@@ -49,6 +53,7 @@ struct DeviceImage {
   Metadata meta;
   std::string format;
   int file_components = 1;
+  std::vector<std::string> warnings;
 };
 
 // What to do with files whose pixels have several components (RGB, RGBA, vectors). gpix

@@ -1,0 +1,435 @@
+// TIFF through libtiff: files gpix writes read the same in tifffile (Python) and files
+// tifffile writes read bit for bit in gpix (every dtype, big-endian, tiled, compressed);
+// files made with libtiff here for the reader's edge cases (row order, thumbnails, pages that
+// differ, float16, RGB through ITK); and libtiff's warnings and errors never reach stderr raw
+// (the `gpix info` CLI run as a subprocess), but gpix's message or Image::warnings.
+#include <tiffio.h>
+
+#include <QDir>
+#include <QFile>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+#include <fstream>
+
+#include "common.h"
+#include "gpix/io.h"
+
+using namespace gpix;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct ProcResult {
+  int code = -1;
+  QByteArray out, err;
+};
+
+ProcResult run(const QString& program, const QStringList& args) {
+  QProcess p;
+  p.start(program, args);
+  if (!p.waitForFinished(300000)) qFatal("%s did not finish", qPrintable(program));
+  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, p.readAllStandardOutput(),
+          p.readAllStandardError()};
+}
+
+ProcResult gpix_cli(const QStringList& args) {
+  return run(QStringLiteral(GPIX_CLI_PATH), args);
+}
+
+// A Python 3 that has tifffile (Debian's python3-tifffile; a pyenv python3 first in PATH may
+// lack it), or empty.
+QString python_with_tifffile() {
+  static const QString found = [] {
+    for (const QString& py : {QStringLiteral("python3"), QStringLiteral("/usr/bin/python3")}) {
+      QProcess p;
+      p.start(py, {QStringLiteral("-c"), QStringLiteral("import numpy, tifffile")});
+      if (p.waitForFinished(60000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0)
+        return py;
+    }
+    return QString();
+  }();
+  return found;
+}
+
+QByteArray slurp(const QString& path) {
+  QFile f(path);
+  return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+bool same_bytes(const HostArray& a, const HostArray& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
+         std::memcmp(a.data(), b.data(), a.bytes()) == 0;
+}
+
+bool mentions(const std::vector<std::string>& lines, const std::string& word) {
+  return std::any_of(lines.begin(), lines.end(),
+                     [&](const std::string& l) { return l.find(word) != std::string::npos; });
+}
+
+// Sets a SHORT or LONG tag of the first directory of a little-endian classic TIFF (as gpix
+// writes them) to `value`, to make broken files.
+void patch_tag(const QString& path, std::uint16_t tag, std::uint32_t value) {
+  QByteArray b = slurp(path);
+  QVERIFY(b.size() > 8 && b.startsWith("II*"));
+  auto u16 = [&](qsizetype at) {
+    return static_cast<std::uint16_t>(static_cast<std::uint8_t>(b[at]) |
+                                      (static_cast<std::uint8_t>(b[at + 1]) << 8));
+  };
+  auto u32 = [&](qsizetype at) {
+    return static_cast<std::uint32_t>(u16(at)) | (static_cast<std::uint32_t>(u16(at + 2)) << 16);
+  };
+  const qsizetype ifd = u32(4);
+  const int n = u16(ifd);
+  for (int i = 0; i < n; ++i) {
+    const qsizetype e = ifd + 2 + 12 * i;
+    if (u16(e) != tag) continue;
+    QCOMPARE(u32(e + 4), 1u);  // one value, stored in the entry
+    const std::uint16_t type = u16(e + 2);
+    QVERIFY(type == TIFF_SHORT || type == TIFF_LONG);
+    for (int k = 0; k < (type == TIFF_SHORT ? 2 : 4); ++k)
+      b[e + 8 + k] = static_cast<char>((value >> (8 * k)) & 0xff);
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write(b);
+    return;
+  }
+  QFAIL(qPrintable(QStringLiteral("tag %1 not found in %2").arg(tag).arg(path)));
+}
+
+// A page for write_tiff: raw sample bytes in the file's row order.
+struct Page {
+  std::uint32_t width = 0, height = 0;
+  std::uint16_t spp = 1, bits = 8, format = SAMPLEFORMAT_UINT;
+  std::uint16_t photometric = PHOTOMETRIC_MINISBLACK, orientation = ORIENTATION_TOPLEFT;
+  std::uint32_t subfile = 0;
+  std::vector<std::uint8_t> data;
+};
+
+// Writes pages with libtiff directly; mode "w" (little-endian) or "wb" (big-endian, libtiff
+// swaps the samples).
+void write_tiff(const QString& path, const char* mode, const std::vector<Page>& pages) {
+  TIFF* t = TIFFOpen(path.toLocal8Bit().constData(), mode);
+  QVERIFY(t);
+  for (const Page& p : pages) {
+    TIFFSetField(t, TIFFTAG_IMAGEWIDTH, p.width);
+    TIFFSetField(t, TIFFTAG_IMAGELENGTH, p.height);
+    TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, p.spp);
+    TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, p.bits);
+    TIFFSetField(t, TIFFTAG_SAMPLEFORMAT, p.format);
+    TIFFSetField(t, TIFFTAG_PHOTOMETRIC, p.photometric);
+    TIFFSetField(t, TIFFTAG_ORIENTATION, p.orientation);
+    TIFFSetField(t, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+    TIFFSetField(t, TIFFTAG_ROWSPERSTRIP, p.height);
+    if (p.subfile) TIFFSetField(t, TIFFTAG_SUBFILETYPE, p.subfile);
+    std::vector<std::uint8_t> copy = p.data;  // libtiff may swap in place
+    QVERIFY(TIFFWriteEncodedStrip(t, 0, copy.data(), static_cast<tmsize_t>(copy.size())) ==
+            static_cast<tmsize_t>(copy.size()));
+    QVERIFY(TIFFWriteDirectory(t));
+  }
+  TIFFClose(t);
+}
+
+template <class T>
+std::vector<std::uint8_t> bytes_of(const std::vector<T>& v) {
+  std::vector<std::uint8_t> b(v.size() * sizeof(T));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+// Every line of stderr is gpix's own ("gpix: ..."), one at most: no libtiff text before it.
+void expect_clean_stderr(const ProcResult& r) {
+  const QList<QByteArray> lines = r.err.trimmed().split('\n');
+  if (r.err.trimmed().isEmpty()) return;
+  QVERIFY2(lines.size() == 1 && lines[0].startsWith("gpix: "), r.err.constData());
+}
+
+}  // namespace
+
+class TestIoTiff : public QObject {
+  Q_OBJECT
+ private slots:
+  // gpix writes every dtype, 2D and 3D; tifffile reads the same values with the same dtype.
+  void tifffile_reads_gpix_files() {
+    const QString py = python_with_tifffile();
+    if (py.isEmpty()) QSKIP("no python3 with numpy and tifffile (apt install python3-tifffile)");
+    QTemporaryDir dir;
+    std::vector<std::pair<QString, HostArray>> files;
+    for (DType t : kAllDTypes) {
+      for (const Shape& s : {Shape{13, 17}, Shape{4, 9, 6}}) {
+        const HostArray h = visit_dtype(t, [&](auto z) {
+          return HostArray::from(test::random_bits<decltype(z)>(s.elements()), s);
+        });
+        const QString path = dir.filePath(
+            QStringLiteral("%1_%2d.tif").arg(QString::fromUtf8(name(t).data())).arg(s.ndim()));
+        io::write(path.toStdString(), h);
+        files.emplace_back(path, h);
+      }
+    }
+    const QString script = dir.filePath(QStringLiteral("read.py"));
+    QFile f(script);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(
+        "import sys, numpy as np, tifffile\n"
+        "for p in sys.argv[1:]:\n"
+        "    a = tifffile.imread(p)\n"
+        "    a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder('='))\n"
+        "    open(p + '.bin', 'wb').write(a.tobytes())\n"
+        "    print(p, a.dtype.name, 'x'.join(map(str, a.shape)))\n");
+    f.close();
+    QStringList args{script};
+    for (const auto& [p, h] : files) args << p;
+    const ProcResult r = run(py, args);
+    QVERIFY2(r.code == 0, r.err.constData());
+    const QList<QByteArray> lines = r.out.trimmed().split('\n');
+    QCOMPARE(lines.size(), static_cast<qsizetype>(files.size()));
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      const auto& [path, h] = files[i];
+      const QList<QByteArray> w = lines[static_cast<qsizetype>(i)].split(' ');
+      QCOMPARE(QString::fromUtf8(w[0]), path);
+      QCOMPARE(w[1].toStdString(), std::string(name(h.dtype())));
+      QCOMPARE(w[2].toStdString(), [&] {
+        std::string s;
+        for (std::size_t d : h.shape().dims()) s += (s.empty() ? "" : "x") + std::to_string(d);
+        return s;
+      }());
+      const QByteArray got = slurp(path + QStringLiteral(".bin"));
+      QVERIFY2(static_cast<std::size_t>(got.size()) == h.bytes() &&
+                   std::memcmp(got.constData(), h.data(), h.bytes()) == 0,
+               qPrintable(path));
+    }
+  }
+
+  // tifffile writes (uint32, int64, float64 with NaN and infinities, and the rest; big-endian,
+  // tiled, zlib, a predictor; 2D and stacks); gpix reads them bit for bit.
+  void gpix_reads_tifffile_files() {
+    const QString py = python_with_tifffile();
+    if (py.isEmpty()) QSKIP("no python3 with numpy and tifffile (apt install python3-tifffile)");
+    QTemporaryDir dir;
+    const QString script = dir.filePath(QStringLiteral("write.py"));
+    QFile f(script);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(
+        "import sys, numpy as np, tifffile\n"
+        "d, seed = sys.argv[1], int(sys.argv[2])\n"
+        "rng = np.random.default_rng(seed)\n"
+        "def bits(dtype, shape):\n"
+        "    dt = np.dtype(dtype)\n"
+        "    raw = rng.integers(0, 256, size=int(np.prod(shape)) * dt.itemsize, dtype=np.uint8)\n"
+        "    a = raw.view(dt).reshape(shape).copy()\n"
+        "    if dt.kind == 'f':\n"
+        "        a.flat[:4] = [np.nan, np.inf, -np.inf, -0.0]\n"
+        "    else:\n"
+        "        a.flat[:2] = [np.iinfo(dt).min, np.iinfo(dt).max]\n"
+        "    return a\n"
+        "cases = [\n"
+        "    ('u32', bits('u4', (13, 17)), {}),\n"
+        "    ('u32_zlib', bits('u4', (13, 17)), dict(compression='zlib')),\n"
+        "    ('u32_bigendian', bits('u4', (5, 7)), dict(byteorder='>')),\n"
+        "    ('i64_stack', bits('i8', (4, 9, 6)), {}),\n"
+        "    ('i64_tiled', bits('i8', (3, 37, 21)), dict(tile=(16, 16))),\n"
+        "    ('f64', bits('f8', (11, 9)), {}),\n"
+        "    ('f64_stack_zlib', bits('f8', (2, 5, 3)), dict(compression='zlib')),\n"
+        "    ('f64_bigendian', bits('f8', (3, 4)), dict(byteorder='>')),\n"
+        "    ('i32_predictor', bits('i4', (8, 8)), dict(compression='zlib', predictor=True)),\n"
+        "    ('u64', bits('u8', (1, 9)), {}),\n"
+        "    ('f32', bits('f4', (9, 1)), {}),\n"
+        "    ('u8', bits('u1', (6, 5)), {}),\n"
+        "    ('i8', bits('i1', (2, 6, 5)), {}),\n"
+        "    ('u16_tiled', bits('u2', (33, 17)), dict(tile=(16, 16))),\n"
+        "    ('i16', bits('i2', (6, 5)), {}),\n"
+        "]\n"
+        "for name, a, kw in cases:\n"
+        "    p = f'{d}/{name}.tif'\n"
+        "    tifffile.imwrite(p, a, photometric='minisblack', **kw)\n"
+        "    open(p + '.bin', 'wb').write(np.ascontiguousarray(a).tobytes())\n"
+        "    print(name, a.dtype.name, 'x'.join(map(str, a.shape)))\n");
+    f.close();
+    const ProcResult r = run(py, {script, dir.path(), QString::number(test::rng()() % 1000000)});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const QList<QByteArray> lines = r.out.trimmed().split('\n');
+    QCOMPARE(lines.size(), 15);
+    for (const QByteArray& line : lines) {
+      const QList<QByteArray> w = line.split(' ');
+      const QString path = dir.filePath(QString::fromUtf8(w[0]) + QStringLiteral(".tif"));
+      const io::Image img = io::read(path.toStdString());
+      QCOMPARE(std::string(name(img.pixels.dtype())), w[1].toStdString());
+      std::vector<std::size_t> dims;
+      for (const QByteArray& d : w[2].split('x')) dims.push_back(d.toULongLong());
+      QCOMPARE(img.pixels.shape(), Shape(std::span<const std::size_t>(dims)));
+      const QByteArray want = slurp(path + QStringLiteral(".bin"));
+      QVERIFY2(static_cast<std::size_t>(want.size()) == img.pixels.bytes() &&
+                   std::memcmp(want.constData(), img.pixels.data(), img.pixels.bytes()) == 0,
+               qPrintable(path));
+      QVERIFY2(img.warnings.empty(), img.warnings.empty() ? "" : img.warnings[0].c_str());
+    }
+  }
+
+  // Files made with libtiff: big-endian, bottom-left row order, a thumbnail between two
+  // pages, pages that differ, float16, and RGB (read by ITK, through the channel policy).
+  void reader_edge_cases() {
+    QTemporaryDir dir;
+    const auto v = test::random_bits<std::uint16_t>(4 * 5);
+    Page p{.width = 5, .height = 4, .bits = 16, .data = bytes_of(v)};
+    const QString be = dir.filePath(QStringLiteral("big.tif"));
+    write_tiff(be, "wb", {p});
+    QVERIFY(same_bytes(io::read(be.toStdString()).pixels, HostArray::from(v, Shape{4, 5})));
+
+    Page bottom = p;
+    bottom.orientation = ORIENTATION_BOTLEFT;
+    const QString bl = dir.filePath(QStringLiteral("bottom.tif"));
+    write_tiff(bl, "w", {bottom});
+    std::vector<std::uint16_t> flipped;
+    for (int y = 3; y >= 0; --y)
+      flipped.insert(flipped.end(), v.begin() + y * 5, v.begin() + y * 5 + 5);
+    QVERIFY(same_bytes(io::read(bl.toStdString()).pixels, HostArray::from(flipped, Shape{4, 5})));
+
+    const auto v2 = test::random_bits<std::uint16_t>(4 * 5);
+    Page second = p;
+    second.data = bytes_of(v2);
+    Page thumb{.width = 2,
+               .height = 2,
+               .bits = 16,
+               .subfile = FILETYPE_REDUCEDIMAGE,
+               .data = std::vector<std::uint8_t>(8, 7)};
+    const QString th = dir.filePath(QStringLiteral("thumb.tif"));
+    write_tiff(th, "w", {p, thumb, second});
+    std::vector<std::uint16_t> both = v;
+    both.insert(both.end(), v2.begin(), v2.end());
+    QVERIFY(same_bytes(io::read(th.toStdString()).pixels, HostArray::from(both, Shape{2, 4, 5})));
+
+    Page other = p;
+    other.width = 4;
+    other.data.resize(4 * 4 * 2);
+    const QString un = dir.filePath(QStringLiteral("unequal.tif"));
+    write_tiff(un, "w", {p, other});
+    QVERIFY_THROWS_EXCEPTION(IoError, io::read(un.toStdString()));
+    try {
+      io::read(un.toStdString());
+    } catch (const IoError& e) {
+      QVERIFY2(std::string(e.what()).find("equal pages") != std::string::npos, e.what());
+      QCOMPARE(e.path(), un.toStdString());
+    }
+
+    Page half = p;
+    half.format = SAMPLEFORMAT_IEEEFP;
+    const QString hp = dir.filePath(QStringLiteral("half.tif"));
+    write_tiff(hp, "w", {half});
+    try {
+      io::read(hp.toStdString());
+      QFAIL("a float16 TIFF was read");
+    } catch (const IoError& e) {
+      QVERIFY2(std::string(e.what()).find("16-bit floating-point") != std::string::npos, e.what());
+    }
+
+    const auto rgb = test::random_bits<std::uint8_t>(3 * 4 * 5);
+    Page colour{.width = 5, .height = 4, .spp = 3, .photometric = PHOTOMETRIC_RGB, .data = rgb};
+    const QString cp = dir.filePath(QStringLiteral("rgb.tif"));
+    write_tiff(cp, "w", {colour});
+    QVERIFY_THROWS_EXCEPTION(IoError, io::read(cp.toStdString()));
+    const io::Image g =
+        io::read(cp.toStdString(), {.channels = io::Channels::channel, .channel = 1});
+    QCOMPARE(g.file_components, 3);
+    for (std::size_t i = 0; i < 20; ++i) QCOMPARE(g.pixels.as<std::uint8_t>()[i], rgb[3 * i + 1]);
+  }
+
+  // libtiff's "Bogus StripByteCounts" warning: the file reads (libtiff estimates the count),
+  // the warning is in Image::warnings and on gpix info's stdout, nothing on stderr. Once for
+  // gpix's libtiff reader (grayscale) and once for ITK's private libtiff (RGB).
+  void bogus_strip_byte_counts_stay_off_stderr() {
+    if (test::test_devices().empty()) QSKIP("no device");
+    QTemporaryDir dir;
+    const Shape s{13, 17};
+    const auto v = test::random_bits<std::uint16_t>(s.elements());
+    const QString gray = dir.filePath(QStringLiteral("gray.tif"));
+    io::write(gray.toStdString(), HostArray::from(v, s));
+    patch_tag(gray, TIFFTAG_STRIPBYTECOUNTS, 0);
+    if (QTest::currentTestFailed()) return;
+    const io::Image img = io::read(gray.toStdString());
+    QVERIFY(same_bytes(img.pixels, HostArray::from(v, s)));
+    QVERIFY2(mentions(img.warnings, "StripByteCounts"),
+             img.warnings.empty() ? "no warning" : img.warnings[0].c_str());
+    const ProcResult r =
+        gpix_cli({QStringLiteral("info"), gray, QStringLiteral("--device"), QStringLiteral("0")});
+    QVERIFY2(r.code == 0, r.err.constData());
+    QVERIFY2(r.err.isEmpty(), r.err.constData());
+    QVERIFY2(r.out.contains("warning: ") && r.out.contains("StripByteCounts"), r.out.constData());
+
+    const auto rgb = test::random_bits<std::uint8_t>(3 * 4 * 5);
+    const QString colour = dir.filePath(QStringLiteral("rgb.tif"));
+    write_tiff(
+        colour, "w",
+        {Page{.width = 5, .height = 4, .spp = 3, .photometric = PHOTOMETRIC_RGB, .data = rgb}});
+    patch_tag(colour, TIFFTAG_STRIPBYTECOUNTS, 0);
+    if (QTest::currentTestFailed()) return;
+    const io::Image c =
+        io::read(colour.toStdString(), {.channels = io::Channels::channel, .channel = 2});
+    for (std::size_t i = 0; i < 20; ++i) QCOMPARE(c.pixels.as<std::uint8_t>()[i], rgb[3 * i + 2]);
+    QVERIFY2(mentions(c.warnings, "StripByteCounts"),
+             c.warnings.empty() ? "no warning" : c.warnings[0].c_str());
+    const ProcResult rc =
+        gpix_cli({QStringLiteral("info"), colour, QStringLiteral("--channels"), QStringLiteral("2"),
+                  QStringLiteral("--device"), QStringLiteral("0")});
+    QVERIFY2(rc.code == 0, rc.err.constData());
+    QVERIFY2(rc.err.isEmpty(), rc.err.constData());
+  }
+
+  // libtiff's errors end up in gpix's one-line message, never printed before it.
+  void libtiff_errors_in_the_message() {
+    QTemporaryDir dir;
+    const Shape s{13, 17};
+    const QString good = dir.filePath(QStringLiteral("good.tif"));
+    io::write(good.toStdString(),
+              HostArray::from(test::random_bits<std::uint16_t>(s.elements()), s));
+    const QByteArray bytes = slurp(good);
+    // Pixels past the end of the file (the directory is intact).
+    const QString away = dir.filePath(QStringLiteral("away.tif"));
+    QVERIFY(QFile::copy(good, away));
+    patch_tag(away, TIFFTAG_STRIPOFFSETS, static_cast<std::uint32_t>(bytes.size() + 4096));
+    if (QTest::currentTestFailed()) return;
+    try {
+      io::read(away.toStdString());
+      QFAIL("pixels past the end of the file were read");
+    } catch (const IoError& e) {
+      QCOMPARE(e.path(), away.toStdString());
+      QVERIFY2(std::string(e.what()).find("libtiff: ") != std::string::npos, e.what());
+    }
+    // Cut before the directory (libtiff writes it last), and not a TIFF at all.
+    const QString cut = dir.filePath(QStringLiteral("cut.tif"));
+    QFile c(cut);
+    QVERIFY(c.open(QIODevice::WriteOnly));
+    c.write(bytes.left(bytes.size() / 2));
+    c.close();
+    const QString junk = dir.filePath(QStringLiteral("junk.tif"));
+    QFile j(junk);
+    QVERIFY(j.open(QIODevice::WriteOnly));
+    j.write(QByteArray(300, 'x'));
+    j.close();
+    for (const QString& p : {away, cut, junk}) {
+      const ProcResult r = gpix_cli({QStringLiteral("info"), p});
+      QCOMPARE(r.code, 1);
+      expect_clean_stderr(r);
+      QVERIFY2(r.err.contains(p.toUtf8()), r.err.constData());
+    }
+  }
+
+  // x/y spacing survives as a resolution, compression is lossless, only the file is left.
+  void spacing_compression() {
+    QTemporaryDir dir;
+    const Shape s{3, 20, 30};
+    const HostArray h = HostArray::from(test::random_bits<std::uint32_t>(s.elements()), s);
+    io::Metadata m;
+    m.spacing = {2.0, 0.3, 0.125};
+    const QString path = dir.filePath(QStringLiteral("labels.tif"));
+    io::write(path.toStdString(), h, m, {.compress = true});
+    const io::Image back = io::read(path.toStdString());
+    QVERIFY(same_bytes(back.pixels, h));
+    QVERIFY(std::abs(back.meta.spacing[1] - 0.3) < 1e-6);
+    QVERIFY(std::abs(back.meta.spacing[2] - 0.125) < 1e-6);
+    QCOMPARE(QDir(dir.path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
+             QStringList{QStringLiteral("labels.tif")});
+  }
+};
+
+QTEST_GUILESS_MAIN(TestIoTiff)
+#include "test_io_tiff.moc"
