@@ -383,6 +383,8 @@ double std_of_all_pixels(const Array& a) {
 }
 Histogram histogram(const Array& a, int n_bins, double minimum, double maximum) {
   check_input(a, "histogram");
-  return detail::histogram_impl(a, n_bins, minimum, maximum, {});
+  // Like gpix::run, other layouts are read through one contiguous copy.
+  return detail::histogram_impl(a.is_contiguous() ? a : a.to_buffer(), n_bins, minimum, maximum,
+                                {});
 }
 }  // namespace gpix
