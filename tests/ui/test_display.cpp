@@ -24,6 +24,7 @@
 #include "gpix/ui/layer_card.h"
 #include "gpix/ui/layer_list.h"
 #include "gpix/ui/render.h"
+#include "ui/image_words.h"
 
 using namespace gpix;
 using gpix::plugin::BasicHost;
@@ -31,14 +32,7 @@ using gpix::plugin::Layer;
 
 namespace {
 
-std::vector<std::uint32_t> words(const QImage& img) {
-  std::vector<std::uint32_t> v(std::size_t(img.width()) * std::size_t(img.height()));
-  for (int y = 0; y < img.height(); ++y) {
-    std::memcpy(v.data() + std::size_t(y) * std::size_t(img.width()), img.constScanLine(y),
-                std::size_t(img.width()) * 4);
-  }
-  return v;
-}
+using gpix::test::words;
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include "gpix/filters/reductions.h"
 #include "gpix/stats.h"
 #include "gpix/ui/render.h"
+#include "ui/image_words.h"
 
 using namespace gpix;
 using namespace gpix::ui;
@@ -24,15 +25,7 @@ HostArray random_host(const Shape& s) {
   return HostArray::from(test::random_values<T>(s.elements()), s);
 }
 
-// The QImage's pixels as render_rgba's u32 words (bytes R, G, B, A).
-std::vector<std::uint32_t> words(const QImage& img) {
-  std::vector<std::uint32_t> v(std::size_t(img.width()) * std::size_t(img.height()));
-  for (int y = 0; y < img.height(); ++y) {
-    std::memcpy(v.data() + std::size_t(y) * std::size_t(img.width()), img.constScanLine(y),
-                std::size_t(img.width()) * 4);
-  }
-  return v;
-}
+using gpix::test::words;
 
 // The pixel of rank floor(p * (n - 1)) among the sorted non-NaN values.
 double percentile(std::vector<double> v, double p) {
