@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdlib>
 #include <mutex>
 
 #include "backend/backend.h"
+#include "config.h"
 #include "detail.h"
 #include "gpix/error.h"
 #include "program_cache.h"
@@ -14,25 +14,6 @@
 namespace gpix {
 
 namespace detail {
-
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v && std::string_view(v) != "0";
-}
-
-bool workaround_disabled(std::string_view name) {
-  const char* v = std::getenv("GPIX_DISABLE_WORKAROUNDS");
-  if (!v) return false;
-  std::string_view list(v);
-  while (!list.empty()) {
-    const auto comma = list.find(',');
-    const std::string_view item = list.substr(0, comma);
-    if (item == name || item == "all") return true;
-    if (comma == std::string_view::npos) break;
-    list.remove_prefix(comma + 1);
-  }
-  return false;
-}
 
 DeviceImpl& Access::impl(const Device& d) {
   if (!d.impl_)
@@ -224,7 +205,7 @@ std::string Device::pci_address() const {
 }
 
 bool Device::supports_fp64() const {
-  return info().fp64 && !detail::env_flag("GPIX_DISABLE_FP64");
+  return info().fp64 && !detail::config().disable_fp64;
 }
 
 void Device::finish() const {

@@ -21,6 +21,7 @@
 #include <emmintrin.h>  // SSE2 (baseline x86-64): non-temporal stores for staged pieces
 #endif
 
+#include "config.h"
 #include "detail.h"
 #include "gpix/error.h"
 #include "memory_pool.h"
@@ -29,74 +30,14 @@
 namespace gpix::detail {
 namespace {
 
-// A size knob in MB; fractions allowed ("0.25" is 256 KiB), so tests can make pieces small.
-std::size_t env_mb(const char* name, std::size_t fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  const double mb = std::strtod(v, nullptr);
-  return mb > 0 ? static_cast<std::size_t>(mb * 1024 * 1024) : fallback;
-}
-
-// How transfers from ordinary (pageable) host memory are staged. Read on every transfer (a
-// few getenv calls next to a copy of megabytes), so a benchmark can sweep the knobs in one
-// process:
-//   GPIX_STAGING_MIN_MB     transfers from this size on are staged (default 0.5)
-//   GPIX_STAGING_CHUNK_MB   the largest piece one DMA moves (default 4)
-//   GPIX_STAGING_PIECES     pieces a transfer is cut into (default 8), as long as a piece
-//                           stays between 512 kB (each DMA call costs microseconds) and
-//                           GPIX_STAGING_CHUNK_MB
-//   GPIX_STAGING_DEPTH      pieces in flight, at most (default 0: as many as the ring holds)
-//   GPIX_STAGING_THREADS    host threads copying between pageable and pinned memory (default:
-//                           the hardware's threads, at most 8; 1 copies on the caller alone);
-//                           a transfer uses at most one per GPIX_STAGING_WORKER_MB
-//   GPIX_STAGING_WORKER_MB  the least bytes per copy thread (default 0.0625)
-//   GPIX_STAGING_NT         0: copy with memcpy; 1: with non-temporal stores; unset: non-
-//                           temporal for pulls, and for pushes below kStreamPushMax
-//   GPIX_STAGING_SPIN_US    how long copy threads poll before they sleep (default 50; read
-//                           once per process, see CopyThreads)
-//   GPIX_STAGING_KERNEL_MB  pushes up to this size go through a kernel that reads the ring
-//                           while the threads fill it, where the backend has one (CUDA,
-//                           DeviceImpl::stream_in; default 16, 0: never)
-//   GPIX_STAGING_SLICE_MB   the slice of such a push (default: 1/128 of it, 32 kB to 1 MB)
-//   GPIX_NO_STAGING=1       never stage
-// Defaults from `bench_memory --sweep` on an H200 host (2026-11-22): staging from 0.5 MB with
-// a thread per 64 kB and pieces of at least 512 kB (1 MB in two pieces by eight threads, with
-// the threads polling: 20-21 GB/s push and 17-18 pull, against 16-17 and 13-14 with a thread
-// per 256 kB and 256 kB pieces); non-temporal stores lifted pulls of 256 MB from 26-35 to 45-49
-// GB/s and pushes of 16 MB from 17-27 to 29-33, but held pushes of 256 MB at 27-32 where memcpy
-// reached 32-47. staging_config() sets every field.
-struct StagingConfig {
-  std::size_t min_bytes = 0, max_piece = 0, per_worker = 0, kernel_max = 0, slice = 0;
-  unsigned threads = 1, depth = 1, pieces = 1;
-  int streaming = -1;  // GPIX_STAGING_NT: 0, 1, or -1 (by direction and size)
-};
+// How transfers from ordinary (pageable) host memory are staged: config().staging
+// (core/src/config.h; the variables are in docs/ENVIRONMENT.md). Defaults from
+// `bench_memory --sweep` on an H200 host (2026-11-22): staging from 0.5 MB with a thread per
+// 64 kB and pieces of at least 512 kB (1 MB in two pieces by eight threads, with the threads
+// polling: 20-21 GB/s push and 17-18 pull, against 16-17 and 13-14 with a thread per 256 kB and
+// 256 kB pieces); non-temporal stores lifted pulls of 256 MB from 26-35 to 45-49 GB/s and pushes
+// of 16 MB from 17-27 to 29-33, but held pushes of 256 MB at 27-32 where memcpy reached 32-47.
 constexpr std::size_t kStreamPushMax = std::size_t{64} << 20;
-
-StagingConfig staging_config() {
-  StagingConfig c;
-  c.min_bytes = env_mb("GPIX_STAGING_MIN_MB", std::size_t{512} << 10);
-  c.max_piece = env_mb("GPIX_STAGING_CHUNK_MB", std::size_t{4} << 20);
-  c.per_worker = env_mb("GPIX_STAGING_WORKER_MB", std::size_t{64} << 10);
-  const char* km = std::getenv("GPIX_STAGING_KERNEL_MB");
-  c.kernel_max = km && *km && std::strtod(km, nullptr) <= 0
-                     ? 0
-                     : env_mb("GPIX_STAGING_KERNEL_MB", std::size_t{16} << 20);
-  c.slice = env_mb("GPIX_STAGING_SLICE_MB", 0);
-  const auto count = [](const char* name, unsigned fallback) {
-    const char* v = std::getenv(name);
-    const long n = v && *v ? std::atol(v) : 0;
-    return n > 0 ? static_cast<unsigned>(std::min(n, 4096L)) : fallback;
-  };
-  // hardware_concurrency() reads /sys/devices/system/cpu/online on every call (6 us here):
-  // once per process, not once per transfer.
-  static const unsigned cores = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-  c.threads = count("GPIX_STAGING_THREADS", cores);
-  c.depth = count("GPIX_STAGING_DEPTH", 0);  // 0: the ring's capacity
-  c.pieces = count("GPIX_STAGING_PIECES", 8);
-  const char* nt = std::getenv("GPIX_STAGING_NT");
-  c.streaming = nt && *nt ? (std::strcmp(nt, "0") == 0 ? 0 : 1) : -1;
-  return c;
-}
 
 // The split of one staged transfer. The bytes go through the ring in `pieces` pieces of
 // `piece` bytes (the last one shorter), one DMA each, `slots` of them in flight (piece k in
@@ -168,9 +109,9 @@ void piece_copy(std::byte* dst, const std::byte* src, std::size_t n, bool stream
 // caller and f(1) .. f(n - 1) on the pool. Creating threads per transfer costs tens of
 // microseconds each, as much as copying a megabyte, and so does waking a sleeping thread on a
 // VM, so both sides poll before they sleep: a worker for GPIX_STAGING_SPIN_US (default 50,
-// read once) after its last batch (transfers in a row find it awake), the caller as long for
-// the batch's end. A batch is published with one atomic word (its generation and its number
-// of threads), which the workers poll: no queue, no lock while nobody sleeps.
+// read when the pool starts) after its last batch (transfers in a row find it awake), the caller as
+// long for the batch's end. A batch is published with one atomic word (its generation and its
+// number of threads), which the workers poll: no queue, no lock while nobody sleeps.
 class CopyThreads {
  public:
   static CopyThreads& get() {
@@ -232,10 +173,7 @@ class CopyThreads {
       relax();
     }
   }
-  CopyThreads() {
-    const char* v = std::getenv("GPIX_STAGING_SPIN_US");
-    spin_ = std::chrono::microseconds(v && *v ? std::max(0L, std::atol(v)) : 50L);
-  }
+  CopyThreads() { spin_ = config().staging.spin; }
   // Worker `index` (1 ..): runs every batch of more than `index` threads. `seen` is the state
   // it was created under (a batch published after that is one it must run).
   void loop(unsigned index, std::uint64_t seen) {
@@ -282,8 +220,7 @@ class StagingRing {
   bool ready() {
     if (state_ == State::unknown) {
       try {
-        const std::size_t bytes =
-            std::max(env_mb("GPIX_STAGING_RING_MB", std::size_t{64} << 20), kPieceAlign * kChunks);
+        const std::size_t bytes = std::max(config().staging.ring_bytes, kPieceAlign * kChunks);
         block_ = dev_.allocate_host(bytes / kPieceAlign * kPieceAlign);
         dev_.default_queue();
         state_ = State::ready;
@@ -334,7 +271,7 @@ StagingRing& ring(DeviceImpl& dev) {
 }
 
 bool want_staging(std::size_t bytes, const StagingConfig& c) {
-  return !env_flag("GPIX_NO_STAGING") && bytes >= c.min_bytes;
+  return !c.off && bytes >= c.min_bytes;
 }
 
 Pitched linear(std::size_t offset, std::size_t bytes) {
@@ -525,9 +462,9 @@ void write_all(ArrayImpl& a, const void* src, bool host_pinned) {
   DeviceImpl& dev = *a.device;
   const std::size_t bytes = a.shape.elements() * a.element_bytes();
   if (a.contiguous()) {
-    // Pinned memory goes straight to the DMA engine (staging_config() is not even read: at
-    // 1 MB a call takes ~27 us, and microseconds of overhead show).
-    const StagingConfig c = host_pinned ? StagingConfig{} : staging_config();
+    // Pinned memory goes straight to the DMA engine (at 1 MB a call takes ~27 us, and
+    // microseconds of overhead show).
+    const StagingConfig& c = config().staging;
     if (!host_pinned && want_staging(bytes, c)) {
       StagingRing& r = ring(dev);
       std::lock_guard lock(r.mutex);
@@ -546,7 +483,7 @@ void read_all(const ArrayImpl& a, void* dst, bool host_pinned) {
   DeviceImpl& dev = *a.device;
   const std::size_t bytes = a.shape.elements() * a.element_bytes();
   if (a.contiguous()) {
-    const StagingConfig c = host_pinned ? StagingConfig{} : staging_config();
+    const StagingConfig& c = config().staging;
     if (!host_pinned && want_staging(bytes, c)) {
       StagingRing& r = ring(dev);
       std::lock_guard lock(r.mutex);

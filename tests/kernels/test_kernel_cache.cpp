@@ -5,6 +5,7 @@
 #include <QTest>
 
 #include "common.h"
+#include "config.h"
 #include "gpix/kernel.h"
 #include "program_cache.h"
 
@@ -29,7 +30,8 @@ class TestKernelCache : public QObject {
   QTemporaryDir dir_;
 
  private slots:
-  void initTestCase() { qputenv("GPIX_CACHE_DIR", dir_.path().toUtf8()); }
+  // The environment is read once per process, so the folder is set through the configuration.
+  void initTestCase() { detail::config_for_testing().cache_dir = dir_.path().toStdString(); }
 
   void stable_hash() {
     // Fixed values: the disk cache must find its files again in another process and build.
@@ -116,7 +118,8 @@ class TestKernelCache : public QObject {
 
   void disk_cache_off() {
     const Device dev = test::test_devices().front();
-    qputenv("GPIX_NO_DISK_CACHE", "1");
+    detail::ScopedConfig scoped_config;
+    detail::config_for_testing().no_disk_cache = true;  // GPIX_NO_DISK_CACHE=1
     QVERIFY(program_cache_dir().empty());
     Array a = Array::push(std::vector<float>{1, 2}, Shape{2}, dev);
     clear_memory_program_cache(dev);
@@ -126,7 +129,6 @@ class TestKernelCache : public QObject {
     auto d = delta(s, program_cache_stats(dev));
     QCOMPARE(d.disk_writes, 0u);
     QCOMPARE(d.disk_hits, 0u);
-    qunsetenv("GPIX_NO_DISK_CACHE");
     QCOMPARE(a.pull_as<float>(), (std::vector<float>{3, 6}));
   }
 

@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "backend/opencl/cl.h"
 #include "backend/opencl/opencl_svm.h"
+#include "config.h"
 #include "gpix/error.h"
 #include "memory_pool.h"
 #include "programs.h"
@@ -260,9 +261,9 @@ class ClDevice final : public DeviceImpl {
   // GPIX_TEST_FILL_KERNEL=1 takes the kernel for every fill (tests of fill_pattern on any
   // device; the 4 GB case needs an NVIDIA card).
   bool fill_by_kernel(std::size_t offset, std::size_t bytes) const {
-    if (env_flag("GPIX_TEST_FILL_KERNEL")) return true;
+    if (config().test_fill_kernel) return true;
     return nvidia_ && offset + bytes >= (std::size_t{1} << 32) &&
-           !workaround_disabled("nvidia-opencl-fill-4g");
+           !config().workaround_disabled("nvidia-opencl-fill-4g");
   }
   void fill_kernel(cl_command_queue q, Memory& dst, std::size_t offset, std::size_t bytes,
                    const void* pattern, std::size_t pattern_bytes,
@@ -739,10 +740,10 @@ class ClDevice final : public DeviceImpl {
   // copy thread there. GPIX_DISABLE_WORKAROUNDS=pocl-basic-threads lifts it.
   void set_pocl_basic() { pocl_basic_ = true; }
   unsigned max_transfer_threads() const override {
-    return pocl_basic_ && !workaround_disabled("pocl-basic-threads") ? 1 : 0;
+    return pocl_basic_ && !config().workaround_disabled("pocl-basic-threads") ? 1 : 0;
   }
   void set_card_memory_source(std::function<NativeMemoryInfo()> source) override {
-    if (!nvidia_ || workaround_disabled("nvidia-opencl-oom")) return;
+    if (!nvidia_ || config().workaround_disabled("nvidia-opencl-oom")) return;
     card_ = std::move(source);
     // The card's own count replaces the 95% cap on gpix's accounting (set at enumeration).
     pool().set_limit(0);
@@ -854,7 +855,7 @@ BackendDevices enumerate_opencl() {
       // Otherwise gpix stops at 95% of the device's memory by its own accounting and raises
       // OutOfMemory itself, with the context intact (other processes' use is not seen then).
       // GPIX_DISABLE_WORKAROUNDS=nvidia-opencl-oom (or gpix::set_memory_limit) lifts both.
-      if (nvidia && !workaround_disabled("nvidia-opencl-oom")) {
+      if (nvidia && !config().workaround_disabled("nvidia-opencl-oom")) {
         dev->pool().set_limit(total / 100 * 95);
         dev->pool().set_limit_reason(
             "95% of the device's memory: NVIDIA's OpenCL cannot recover from running out, "
