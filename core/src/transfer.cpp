@@ -6,15 +6,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <functional>
-#include <map>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -22,9 +18,11 @@
 #endif
 
 #include "config.h"
+#include "copy_threads.h"
 #include "detail.h"
 #include "gpix/error.h"
 #include "memory_pool.h"
+#include "staging_ring.h"
 #include "util.h"
 
 namespace gpix::detail {
@@ -51,7 +49,6 @@ struct StagingPlan {
 };
 
 constexpr std::size_t kMinPiece = std::size_t{512} << 10;
-constexpr std::size_t kPieceAlign = std::size_t{64} << 10;
 constexpr std::size_t kSliceAlign = std::size_t{4} << 10;
 
 StagingPlan plan_staging(std::size_t bytes, const StagingConfig& c, std::size_t ring_bytes) {
@@ -103,171 +100,6 @@ void piece_copy(std::byte* dst, const std::byte* src, std::size_t n, bool stream
 #endif
   (void)streaming;
   std::memcpy(dst, src, n);
-}
-
-// A pool of host threads that live as long as the process: a staged transfer runs f(0) on the
-// caller and f(1) .. f(n - 1) on the pool. Creating threads per transfer costs tens of
-// microseconds each, as much as copying a megabyte, and so does waking a sleeping thread on a
-// VM, so both sides poll before they sleep: a worker for GPIX_STAGING_SPIN_US (default 50,
-// read when the pool starts) after its last batch (transfers in a row find it awake), the caller as
-// long for the batch's end. A batch is published with one atomic word (its generation and its
-// number of threads), which the workers poll: no queue, no lock while nobody sleeps.
-class CopyThreads {
- public:
-  static CopyThreads& get() {
-    static CopyThreads pool;
-    return pool;
-  }
-  ~CopyThreads() {
-    {
-      std::lock_guard lock(mutex_);
-      stop_.store(true);
-      state_.fetch_add(kGeneration, std::memory_order_release);
-    }
-    wake_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-
-  // Runs f(0) .. f(n - 1), f(0) on the caller, and returns when all have returned. f must not
-  // throw (the staging tasks catch their own errors). One batch at a time: transfers on two
-  // devices take turns for the threads (their copies share the memory bus anyway).
-  void run(unsigned n, const std::function<void(unsigned)>& f) {
-    n = std::min(n, kMaxThreads);
-    if (n <= 1) {
-      f(0);
-      return;
-    }
-    std::lock_guard batch(run_mutex_);
-    {
-      std::lock_guard lock(mutex_);
-      while (threads_.size() < n - 1) {
-        const auto index = static_cast<unsigned>(threads_.size() + 1);
-        const std::uint64_t now = state_.load(std::memory_order_relaxed);
-        threads_.emplace_back([this, index, now] { loop(index, now); });
-      }
-      job_ = &f;
-      left_.store(n - 1, std::memory_order_relaxed);
-      const std::uint64_t s = state_.load(std::memory_order_relaxed);
-      state_.store((s & ~kThreadsMask) + kGeneration + n, std::memory_order_release);
-    }
-    if (sleepers_.load() > 0) wake_.notify_all();
-    f(0);
-    if (!poll([&] { return left_.load(std::memory_order_acquire) == 0; })) {
-      std::unique_lock lock(mutex_);
-      done_.wait(lock, [&] { return left_.load(std::memory_order_acquire) == 0; });
-    }
-  }
-
- private:
-  static constexpr unsigned kMaxThreads = 255;
-  static constexpr std::uint64_t kThreadsMask = 0xff, kGeneration = 0x100;
-
-  // Polls ready() for spin_; true once it holds, false when the time ran out (the caller then
-  // sleeps on a condition variable, which rechecks).
-  template <class Ready>
-  bool poll(Ready ready) const {
-    const auto until = std::chrono::steady_clock::now() + spin_;
-    for (unsigned i = 0;; ++i) {
-      if (ready()) return true;
-      if (i % 64 == 63 && std::chrono::steady_clock::now() >= until) return ready();
-      relax();
-    }
-  }
-  CopyThreads() { spin_ = config().staging.spin; }
-  // Worker `index` (1 ..): runs every batch of more than `index` threads. `seen` is the state
-  // it was created under (a batch published after that is one it must run).
-  void loop(unsigned index, std::uint64_t seen) {
-    for (;;) {
-      const auto changed = [&] { return state_.load(std::memory_order_acquire) != seen; };
-      if (!poll(changed)) {
-        std::unique_lock lock(mutex_);
-        ++sleepers_;
-        wake_.wait(lock, changed);
-        --sleepers_;
-      }
-      seen = state_.load(std::memory_order_acquire);
-      if (stop_.load()) return;
-      // A batch that needs this thread cannot end (nor job_ change) before it has run.
-      if ((seen & kThreadsMask) <= index) continue;
-      (*job_)(index);
-      if (left_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard lock(mutex_);  // the caller may be between its check and its wait
-        done_.notify_one();
-      }
-    }
-  }
-  std::mutex run_mutex_;  // one batch at a time
-  std::mutex mutex_;      // for sleeping, and for creating threads
-  std::condition_variable wake_, done_;
-  std::atomic<std::uint64_t> state_{0};  // generation * kGeneration + threads of the batch
-  const std::function<void(unsigned)>* job_ = nullptr;
-  std::atomic<unsigned> left_{0};      // workers of the batch still running
-  std::atomic<unsigned> sleepers_{0};  // workers waiting on wake_
-  std::atomic<bool> stop_{false};
-  std::vector<std::thread> threads_;
-  std::chrono::microseconds spin_{0};
-};
-
-// A pinned ring per device (GPIX_STAGING_RING_MB, default 64 MB, one allocation): staged
-// transfers cut it into slots per worker; cross-device copies into kChunks equal chunks.
-class StagingRing {
- public:
-  static constexpr int kChunks = 4;
-  explicit StagingRing(DeviceImpl& dev) : dev_(dev) {}
-
-  // False when the backend has no pinned memory or async transfers yet; then the plain path
-  // is used (a performance choice, the result is the same).
-  bool ready() {
-    if (state_ == State::unknown) {
-      try {
-        const std::size_t bytes = std::max(config().staging.ring_bytes, kPieceAlign * kChunks);
-        block_ = dev_.allocate_host(bytes / kPieceAlign * kPieceAlign);
-        dev_.default_queue();
-        state_ = State::ready;
-      } catch (const Error&) {
-        block_.reset();
-        state_ = State::unavailable;
-      }
-    }
-    return state_ == State::ready;
-  }
-  std::size_t bytes() const { return block_->bytes(); }
-  std::byte* at(std::size_t offset) { return static_cast<std::byte*>(block_->data()) + offset; }
-  std::size_t chunk_bytes() const { return bytes() / kChunks / kPieceAlign * kPieceAlign; }
-  std::byte* chunk(int k) { return at(static_cast<std::size_t>(k) * chunk_bytes()); }
-  // Where a staged transfer that needs `used` bytes of slots starts: after the previous one,
-  // around the ring. A DMA into or out of pinned memory whose lines sit in a CPU's cache (the
-  // copy threads just read them) waits for the snoops: a 1 MiB pull 26 -> 34-45 us on an
-  // H200 host, 29 us once 8 MB of other data has passed through the cache. Moving on through
-  // the ring gives the lines that time (same lease, staged pulls: 1 MB 15-18 -> 22-26 GB/s,
-  // 16 MB 35-39 -> 44-47). Call with `mutex` held.
-  std::size_t take(std::size_t used) {
-    if (cursor_ + used > bytes()) cursor_ = 0;
-    const std::size_t base = cursor_;
-    cursor_ = (base + used + kPieceAlign - 1) / kPieceAlign * kPieceAlign;
-    return base;
-  }
-  std::mutex mutex;
-
- private:
-  enum class State { unknown, ready, unavailable };
-  DeviceImpl& dev_;
-  State state_ = State::unknown;
-  std::unique_ptr<HostMemory> block_;
-  std::size_t cursor_ = 0;
-};
-
-std::mutex g_rings_mutex;
-std::map<const DeviceImpl*, std::unique_ptr<StagingRing>>& rings() {
-  static std::map<const DeviceImpl*, std::unique_ptr<StagingRing>> m;
-  return m;
-}
-
-StagingRing& ring(DeviceImpl& dev) {
-  std::lock_guard lock(g_rings_mutex);
-  auto& r = rings()[&dev];
-  if (!r) r = std::make_unique<StagingRing>(dev);
-  return *r;
 }
 
 bool want_staging(std::size_t bytes, const StagingConfig& c) {
@@ -466,7 +298,7 @@ void write_all(ArrayImpl& a, const void* src, bool host_pinned) {
     // microseconds of overhead show).
     const StagingConfig& c = config().staging;
     if (!host_pinned && want_staging(bytes, c)) {
-      StagingRing& r = ring(dev);
+      StagingRing& r = dev.staging_ring();
       std::lock_guard lock(r.mutex);
       if (r.ready()) {
         staged(dev, r, *a.memory, 0, static_cast<const std::byte*>(src), nullptr, bytes, c);
@@ -485,7 +317,7 @@ void read_all(const ArrayImpl& a, void* dst, bool host_pinned) {
   if (a.contiguous()) {
     const StagingConfig& c = config().staging;
     if (!host_pinned && want_staging(bytes, c)) {
-      StagingRing& r = ring(dev);
+      StagingRing& r = dev.staging_ring();
       std::lock_guard lock(r.mutex);
       if (r.ready()) {
         staged(dev, r, *a.memory, 0, nullptr, static_cast<std::byte*>(dst), bytes, c);
@@ -549,7 +381,7 @@ void copy_box(const ArrayImpl& src, const Pitched& s, ArrayImpl& dst, const Pitc
       if (dc) copy_box(*dc, dc->at(), dst, d, e);
       return;
     }
-    StagingRing& r = ring(*sp->device);
+    StagingRing& r = sp->device->staging_ring();
     std::unique_lock lock(r.mutex);
     if (r.ready()) {
       DeviceImpl& sd = *sp->device;

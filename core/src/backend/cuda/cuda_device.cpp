@@ -708,22 +708,14 @@ class CudaDevice final : public DeviceImpl {
       // Everything queued, host functions included, is done before the caches go.
       drv().cuCtxSynchronize();
     }
-    collect(true);
-    pool().trim();  // cached blocks go back while the device still exists
+    release_resources();  // cached blocks and the staging ring go back while the device exists
   }
 
   int native_ordinal() const noexcept override { return ordinal_; }
   PciAddress pci_address() const override { return pci_; }
   void set_pci(PciAddress a) { pci_ = a; }
 
-  std::unique_ptr<Memory> allocate(std::size_t bytes) override {
-    if (bytes > info().max_allocation) {
-      throw OutOfMemory("cannot allocate " + human(bytes) + " on '" + info().name +
-                            "': its largest single allocation is " + human(info().max_allocation) +
-                            " (total memory " + human(info().global_memory) +
-                            "); use a smaller image or a device with more memory",
-                        bytes);
-    }
+  std::unique_ptr<Memory> do_allocate(std::size_t bytes) override {
     ContextScope scope(*ctx_);
     CUdeviceptr p = 0;
     // cuMemAlloc rejects 0 bytes; CUDA memory is backed at allocation, so no touch is needed.
@@ -776,29 +768,22 @@ class CudaDevice final : public DeviceImpl {
     return std::make_unique<CuMemory>(bytes, ctx_, ptr, std::move(release));
   }
 
-  void write(Memory& dst, std::size_t offset, const void* src, std::size_t bytes) override {
-    check_range(dst, offset, bytes, "write");
-    if (bytes == 0) return;
+  void do_write(Memory& dst, std::size_t offset, const void* src, std::size_t bytes) override {
     ContextScope scope(*ctx_);
     const std::string what = "writing " + human(bytes) + " to '" + info().name + "'";
     check(drv().cuMemcpyHtoDAsync(native(dst) + offset, src, bytes, stream()), what);
     sync(what);
   }
 
-  void read(const Memory& src, std::size_t offset, void* dst, std::size_t bytes) override {
-    check_range(src, offset, bytes, "read");
-    if (bytes == 0) return;
+  void do_read(const Memory& src, std::size_t offset, void* dst, std::size_t bytes) override {
     ContextScope scope(*ctx_);
     const std::string what = "reading " + human(bytes) + " from '" + info().name + "'";
     check(drv().cuMemcpyDtoHAsync(dst, native(src) + offset, bytes, stream()), what);
     sync(what);
   }
 
-  void copy(const Memory& src, std::size_t src_offset, Memory& dst, std::size_t dst_offset,
-            std::size_t bytes) override {
-    check_range(src, src_offset, bytes, "copy from");
-    check_range(dst, dst_offset, bytes, "copy to");
-    if (bytes == 0) return;
+  void do_copy(const Memory& src, std::size_t src_offset, Memory& dst, std::size_t dst_offset,
+               std::size_t bytes) override {
     ContextScope scope(*ctx_);
     const std::string what = "copying " + human(bytes) + " on '" + info().name + "'";
     check(drv().cuMemcpyDtoDAsync(native(dst) + dst_offset, native(src) + src_offset, bytes,
@@ -807,27 +792,18 @@ class CudaDevice final : public DeviceImpl {
     sync(what);
   }
 
-  void fill(Memory& dst, std::size_t offset, std::size_t bytes, const void* pattern,
-            std::size_t pattern_bytes) override {
-    const Kernel* fill64 = check_fill(dst, offset, bytes, pattern_bytes);
-    if (bytes == 0) return;
+  void do_fill(Memory& dst, std::size_t offset, std::size_t bytes, const void* pattern,
+               std::size_t pattern_bytes) override {
+    const Kernel* fill64 = fill64_kernel(bytes, pattern_bytes);
     ContextScope scope(*ctx_);
     const std::string what = "filling " + human(bytes) + " on '" + info().name + "'";
     enqueue_fill(stream(), dst, offset, bytes, pattern, pattern_bytes, fill64, what);
     sync(what);
   }
 
-  void launch(const Kernel& k, const Launch& l, std::span<const KernelArg> args) override {
+  void do_launch(const Kernel& k, const Launch& l, std::span<const KernelArg> args) override {
     ContextScope scope(*ctx_);
     enqueue_launch(stream(), k, l, args);
-  }
-
-  void finish() override {
-    {
-      ContextScope scope(*ctx_);
-      sync("waiting for '" + info().name + "'");
-    }
-    collect();
   }
 
   // ---- queues and events
@@ -841,12 +817,9 @@ class CudaDevice final : public DeviceImpl {
     return std::make_unique<CuQueue>(ctx_, cuda::Stream(s));
   }
 
-  void finish(QueueImpl& q) override {
-    {
-      ContextScope scope(*ctx_);
-      check(drv().cuStreamSynchronize(native(q)), "waiting for a queue of '" + info().name + "'");
-    }
-    collect();
+  void do_finish(QueueImpl& q) override {
+    ContextScope scope(*ctx_);
+    check(drv().cuStreamSynchronize(native(q)), "waiting for a queue of '" + info().name + "'");
   }
 
   std::shared_ptr<EventImpl> marker(QueueImpl& q, Waits waits) override {
@@ -892,10 +865,9 @@ class CudaDevice final : public DeviceImpl {
   }
 
   // ---- pitched transfers
-  std::shared_ptr<EventImpl> write_rect(QueueImpl& q, Memory& dst, const Pitched& d,
-                                        const void* src, const Pitched& s, Extent ext,
-                                        Waits waits) override {
-    check_box(dst, d, ext, "write");
+  std::shared_ptr<EventImpl> do_write_rect(QueueImpl& q, Memory& dst, const Pitched& d,
+                                           const void* src, const Pitched& s, Extent ext,
+                                           Waits waits) override {
     ContextScope scope(*ctx_);
     const auto what = [&] {
       return "writing " + human(ext[0] * ext[1] * ext[2]) + " to '" + info().name + "'";
@@ -917,9 +889,9 @@ class CudaDevice final : public DeviceImpl {
     return e;
   }
 
-  std::shared_ptr<EventImpl> read_rect(QueueImpl& q, const Memory& src, const Pitched& s, void* dst,
-                                       const Pitched& d, Extent ext, Waits waits) override {
-    check_box(src, s, ext, "read");
+  std::shared_ptr<EventImpl> do_read_rect(QueueImpl& q, const Memory& src, const Pitched& s,
+                                          void* dst, const Pitched& d, Extent ext,
+                                          Waits waits) override {
     ContextScope scope(*ctx_);
     const auto what = [&] {
       return "reading " + human(ext[0] * ext[1] * ext[2]) + " from '" + info().name + "'";
@@ -942,11 +914,9 @@ class CudaDevice final : public DeviceImpl {
     return record(st, what);
   }
 
-  std::shared_ptr<EventImpl> copy_rect(QueueImpl& q, const Memory& src, const Pitched& s,
-                                       Memory& dst, const Pitched& d, Extent ext,
-                                       Waits waits) override {
-    check_box(src, s, ext, "copy from");
-    check_box(dst, d, ext, "copy to");
+  std::shared_ptr<EventImpl> do_copy_rect(QueueImpl& q, const Memory& src, const Pitched& s,
+                                          Memory& dst, const Pitched& d, Extent ext,
+                                          Waits waits) override {
     ContextScope scope(*ctx_);
     const std::string what =
         "copying " + human(ext[0] * ext[1] * ext[2]) + " on '" + info().name + "'";
@@ -956,10 +926,10 @@ class CudaDevice final : public DeviceImpl {
     return record(st, what);
   }
 
-  std::shared_ptr<EventImpl> fill_async(QueueImpl& q, Memory& dst, std::size_t offset,
-                                        std::size_t bytes, const void* pattern,
-                                        std::size_t pattern_bytes, Waits waits) override {
-    const Kernel* fill64 = check_fill(dst, offset, bytes, pattern_bytes);
+  std::shared_ptr<EventImpl> do_fill_async(QueueImpl& q, Memory& dst, std::size_t offset,
+                                           std::size_t bytes, const void* pattern,
+                                           std::size_t pattern_bytes, Waits waits) override {
+    const Kernel* fill64 = fill64_kernel(bytes, pattern_bytes);
     ContextScope scope(*ctx_);
     const std::string what = "filling " + human(bytes) + " on '" + info().name + "'";
     const CUstream st = native(q);
@@ -968,8 +938,9 @@ class CudaDevice final : public DeviceImpl {
     return record(st, what);
   }
 
-  std::shared_ptr<EventImpl> launch_async(QueueImpl& q, const Kernel& k, const Launch& l,
-                                          std::span<const KernelArg> args, Waits waits) override {
+  std::shared_ptr<EventImpl> do_launch_async(QueueImpl& q, const Kernel& k, const Launch& l,
+                                             std::span<const KernelArg> args,
+                                             Waits waits) override {
     ContextScope scope(*ctx_);
     const CUstream st = native(q);
     const std::string what = "launching a kernel on '" + info().name + "'";
@@ -996,8 +967,7 @@ class CudaDevice final : public DeviceImpl {
     return std::make_unique<CuHostMemory>(ctx_, cuda::HostPtr(p), bytes);
   }
 
-  void* map(Memory& m, std::size_t offset, std::size_t bytes, MapAccess access) override {
-    check_range(m, offset, bytes, "map");
+  void* do_map(Memory& m, std::size_t offset, std::size_t bytes, MapAccess access) override {
     ContextScope scope(*ctx_);
     // CUDA has no mapping of device memory: a pinned block holds the bytes while mapped.
     auto block = pinned_->take(bytes);
@@ -1012,7 +982,7 @@ class CudaDevice final : public DeviceImpl {
     return p;
   }
 
-  void unmap(Memory& m, void* ptr) override {
+  void do_unmap(Memory& m, void* ptr) override {
     Mapped mp;
     {
       std::lock_guard lock(maps_mutex_);
@@ -1039,11 +1009,7 @@ class CudaDevice final : public DeviceImpl {
     return array_format(t) != static_cast<CUarray_format>(0) && (dims == 2 || dims == 3);
   }
 
-  std::unique_ptr<Memory> allocate_image(const ImageFormat& f) override {
-    if (!image_supported(f.dtype, f.dims)) {
-      throw UnsupportedDType("'" + info().name + "' has no one-channel " + std::to_string(f.dims) +
-                             "D CUDA array for " + std::string(name(f.dtype)));
-    }
+  std::unique_ptr<Memory> do_allocate_image(const ImageFormat& f) override {
     const std::size_t es = size_of(f.dtype);
     const std::size_t bytes = f.width * f.height * f.depth * es;
     CUDA_ARRAY3D_DESCRIPTOR desc{};
@@ -1102,17 +1068,15 @@ class CudaDevice final : public DeviceImpl {
     check(drv().cuCtxSynchronize(), "mapping managed memory on '" + info().name + "'");
   }
   void svm_unmap(void*) override {}
-  void svm_copy_to(Memory& dst, std::size_t dst_offset, const void* svm,
-                   std::size_t bytes) override {
-    check_range(dst, dst_offset, bytes, "copy to");
+  void do_svm_copy_to(Memory& dst, std::size_t dst_offset, const void* svm,
+                      std::size_t bytes) override {
     ContextScope scope(*ctx_);
     const std::string what = "copying managed memory to an array on '" + info().name + "'";
     check(drv().cuMemcpyDtoDAsync(native(dst) + dst_offset, address(svm), bytes, stream()), what);
     sync(what);
   }
-  void svm_copy_from(const Memory& src, std::size_t src_offset, void* svm,
-                     std::size_t bytes) override {
-    check_range(src, src_offset, bytes, "copy from");
+  void do_svm_copy_from(const Memory& src, std::size_t src_offset, void* svm,
+                        std::size_t bytes) override {
     ContextScope scope(*ctx_);
     const std::string what = "copying an array to managed memory on '" + info().name + "'";
     check(drv().cuMemcpyDtoDAsync(address(svm), native(src) + src_offset, bytes, stream()), what);
@@ -1120,15 +1084,15 @@ class CudaDevice final : public DeviceImpl {
   }
 
   // ---- streamed pushes (kernels/staging.kernel)
-  std::unique_ptr<StreamedPush> stream_in(QueueImpl& q, Memory& mem, std::size_t offset, void* host,
-                                          std::size_t bytes, std::size_t slice) override {
+  std::unique_ptr<StreamedPush> do_stream_in(QueueImpl& q, Memory& mem, std::size_t offset,
+                                             void* host, std::size_t bytes,
+                                             std::size_t slice) override {
     const auto aligned = [](std::uintptr_t v) { return v % 16 == 0; };
     if (mem.is_image() || bytes == 0 || slice == 0 || !aligned(slice) || !aligned(offset) ||
         !aligned(reinterpret_cast<std::uintptr_t>(host)) ||
         (bytes + slice - 1) / slice > StreamControl::kMaxSlices) {
       return nullptr;
     }
-    check_range(mem, offset, bytes, "streamed push");
     // Looked up before the context scope: a first use compiles it.
     const auto& k = static_cast<const CuKernel&>(kernel(program("staging.kernel"), "stage_in", {}));
     std::unique_lock lock(control_->mutex);
@@ -1143,13 +1107,11 @@ class CudaDevice final : public DeviceImpl {
   }
 
   // ---- peer copies
-  std::shared_ptr<EventImpl> copy_peer(const Memory& src, std::size_t src_offset, DeviceImpl& to,
-                                       Memory& dst, std::size_t dst_offset,
-                                       std::size_t bytes) override {
+  std::shared_ptr<EventImpl> do_copy_peer(const Memory& src, std::size_t src_offset, DeviceImpl& to,
+                                          Memory& dst, std::size_t dst_offset,
+                                          std::size_t bytes) override {
     auto* peer = dynamic_cast<CudaDevice*>(&to);
     if (!peer || peer == this || !peer_access(*peer)) return nullptr;
-    check_range(src, src_offset, bytes, "copy from");
-    check_range(dst, dst_offset, bytes, "copy to");
     ContextScope scope(*ctx_);
     const std::string what = "copying " + human(bytes) + " from '" + info().name + "' to '" +
                              peer->info().name + "' (peer to peer)";
@@ -1417,38 +1379,9 @@ class CudaDevice final : public DeviceImpl {
     }
   }
 
-  // Range checks: internal callers pass valid ones; a wrong one would corrupt memory.
-  void check_range(const Memory& m, std::size_t offset, std::size_t bytes, const char* op) const {
-    if (offset > m.bytes() || bytes > m.bytes() - offset) {
-      throw InvalidArgument(std::string(op) + " of " + std::to_string(bytes) + " bytes at offset " +
-                            std::to_string(offset) + " is outside an allocation of " +
-                            std::to_string(m.bytes()) + " bytes on '" + info().name + "'");
-    }
-  }
-  void check_box(const Memory& m, const Pitched& p, const Extent& e, const char* op) const {
-    if (e[0] == 0 || e[1] == 0 || e[2] == 0) {
-      throw InvalidArgument(std::string(op) + " of an empty box on '" + info().name + "'");
-    }
-    if (!m.is_image()) {
-      const std::size_t last = p.offset(e[0] - 1, e[1] - 1, e[2] - 1);
-      check_range(m, p.offset(0, 0, 0), last + 1 - p.offset(0, 0, 0), op);
-    }
-  }
-
-  // Validates a fill and returns the 8-byte fill kernel where one is needed (looked up before
-  // any context scope: a first use compiles it).
-  const Kernel* check_fill(const Memory& dst, std::size_t offset, std::size_t bytes,
-                           std::size_t pattern_bytes) {
-    check_range(dst, offset, bytes, "fill");
-    if (pattern_bytes != 1 && pattern_bytes != 2 && pattern_bytes != 4 && pattern_bytes != 8) {
-      throw InvalidArgument("a fill pattern has 1, 2, 4 or 8 bytes, not " +
-                            std::to_string(pattern_bytes));
-    }
-    if (offset % pattern_bytes != 0 || bytes % pattern_bytes != 0) {
-      throw InvalidArgument("a fill of " + std::to_string(bytes) + " bytes at offset " +
-                            std::to_string(offset) + " is not a whole number of " +
-                            std::to_string(pattern_bytes) + "-byte patterns");
-    }
+  // The 8-byte fill kernel where a fill needs one (the driver has no 8-byte memset), looked
+  // up before any context scope: a first use compiles it.
+  const Kernel* fill64_kernel(std::size_t bytes, std::size_t pattern_bytes) {
     return pattern_bytes == 8 && bytes ? &kernel(program("fill.kernel"), "fill_u64", {}) : nullptr;
   }
 
@@ -1503,12 +1436,7 @@ class CudaDevice final : public DeviceImpl {
     std::size_t threads = 1;
     for (int d = 0; d < l.dims && d < 3; ++d) {
       const auto i = static_cast<std::size_t>(d);
-      if (l.local[i] == 0 || l.global[i] % l.local[i] != 0) {
-        throw InvalidArgument("kernel " + kern.name() + ": the global size " +
-                              std::to_string(l.global[i]) + " on axis " + std::to_string(d) +
-                              " is not a multiple of the work-group size " +
-                              std::to_string(l.local[i]));
-      }
+      // The front checked that global is a whole number of work-groups (DeviceImpl::launch).
       if (l.global[i] == 0) return;  // nothing to do
       const std::size_t groups = l.global[i] / l.local[i];
       const std::size_t max_groups = d == 0 ? 0x7fffffffu : 65535u;

@@ -179,19 +179,11 @@ class ClDevice final : public DeviceImpl {
   ClDevice(DeviceInfo info, cl_device_id id, cl::Context ctx, cl::Queue queue)
       : DeviceImpl(std::move(info)), id_(id), ctx_(std::move(ctx)), default_(std::move(queue)) {}
   ~ClDevice() override {
-    // Cached blocks go back while the context and queues still exist.
-    collect(true);
-    pool().trim();
+    // Cached blocks and the staging ring go back while the context and queues still exist.
+    release_resources();
   }
 
-  std::unique_ptr<Memory> allocate(std::size_t bytes) override {
-    if (bytes > info().max_allocation) {
-      throw OutOfMemory("cannot allocate " + human(bytes) + " on '" + info().name +
-                            "': its largest single allocation is " + human(info().max_allocation) +
-                            " (total memory " + human(info().global_memory) +
-                            "); use a smaller image or a device with more memory",
-                        bytes);
-    }
+  std::unique_ptr<Memory> do_allocate(std::size_t bytes) override {
     check_card_free(bytes, "a buffer");
     cl_int err = CL_SUCCESS;
     cl::Mem mem(clCreateBuffer(ctx_.get(), CL_MEM_READ_WRITE, bytes, nullptr, &err));
@@ -219,30 +211,30 @@ class ClDevice final : public DeviceImpl {
   // from sooner than from a blocking call (H200, pinned 1 MB pushes 32.5-33.9 -> 34.2-35.3
   // GB/s, same lease). The queue is in order, so both wait for the same work. Messages are
   // built only on failure.
-  void write(Memory& dst, std::size_t offset, const void* src, std::size_t bytes) override {
+  void do_write(Memory& dst, std::size_t offset, const void* src, std::size_t bytes) override {
     std::lock_guard lock(mutex_);
     finish_transfer(clEnqueueWriteBuffer(default_.get(), native(dst), CL_FALSE, offset, bytes, src,
                                          0, nullptr, nullptr),
                     [&] { return "writing " + human(bytes) + " to '" + info().name + "'"; });
   }
 
-  void read(const Memory& src, std::size_t offset, void* dst, std::size_t bytes) override {
+  void do_read(const Memory& src, std::size_t offset, void* dst, std::size_t bytes) override {
     std::lock_guard lock(mutex_);
     finish_transfer(clEnqueueReadBuffer(default_.get(), native(src), CL_FALSE, offset, bytes, dst,
                                         0, nullptr, nullptr),
                     [&] { return "reading " + human(bytes) + " from '" + info().name + "'"; });
   }
 
-  void copy(const Memory& src, std::size_t src_offset, Memory& dst, std::size_t dst_offset,
-            std::size_t bytes) override {
+  void do_copy(const Memory& src, std::size_t src_offset, Memory& dst, std::size_t dst_offset,
+               std::size_t bytes) override {
     std::lock_guard lock(mutex_);
     cl::check(clEnqueueCopyBuffer(default_.get(), native(src), native(dst), src_offset, dst_offset,
                                   bytes, 0, nullptr, nullptr),
               "copying " + human(bytes) + " on '" + info().name + "'");
   }
 
-  void fill(Memory& dst, std::size_t offset, std::size_t bytes, const void* pattern,
-            std::size_t pattern_bytes) override {
+  void do_fill(Memory& dst, std::size_t offset, std::size_t bytes, const void* pattern,
+               std::size_t pattern_bytes) override {
     if (fill_by_kernel(offset, bytes)) {  // enqueue_kernel takes mutex_ itself
       fill_kernel(default_.get(), dst, offset, bytes, pattern, pattern_bytes, {}, nullptr);
       return;
@@ -288,13 +280,8 @@ class ClDevice final : public DeviceImpl {
     enqueue_kernel(q, k, l, args, waits, e);
   }
 
-  void launch(const Kernel& k, const Launch& l, std::span<const KernelArg> args) override {
+  void do_launch(const Kernel& k, const Launch& l, std::span<const KernelArg> args) override {
     enqueue_kernel(default_.get(), k, l, args, {}, nullptr);
-  }
-
-  void finish() override {
-    cl::check(clFinish(default_.get()), "waiting for '" + info().name + "'");
-    collect();
   }
 
   // ---- queues and events
@@ -305,9 +292,8 @@ class ClDevice final : public DeviceImpl {
     cl::check(err, "creating a queue on '" + info().name + "'");
     return std::make_unique<ClQueue>(std::move(q));
   }
-  void finish(QueueImpl& q) override {
+  void do_finish(QueueImpl& q) override {
     cl::check(clFinish(native(q)), "waiting for a queue of '" + info().name + "'");
-    collect();
   }
   std::shared_ptr<EventImpl> marker(QueueImpl& q, Waits waits) override {
     const auto w = wait_list(waits);
@@ -325,9 +311,9 @@ class ClDevice final : public DeviceImpl {
   }
 
   // ---- pitched transfers
-  std::shared_ptr<EventImpl> write_rect(QueueImpl& q, Memory& dst, const Pitched& d,
-                                        const void* src, const Pitched& s, Extent ext,
-                                        Waits waits) override {
+  std::shared_ptr<EventImpl> do_write_rect(QueueImpl& q, Memory& dst, const Pitched& d,
+                                           const void* src, const Pitched& s, Extent ext,
+                                           Waits waits) override {
     const auto w = wait_list(waits);
     const cl_uint nw = static_cast<cl_uint>(w.size());
     const cl_event* wp = w.empty() ? nullptr : w.data();
@@ -355,8 +341,9 @@ class ClDevice final : public DeviceImpl {
     return wrap(e);
   }
 
-  std::shared_ptr<EventImpl> read_rect(QueueImpl& q, const Memory& src, const Pitched& s, void* dst,
-                                       const Pitched& d, Extent ext, Waits waits) override {
+  std::shared_ptr<EventImpl> do_read_rect(QueueImpl& q, const Memory& src, const Pitched& s,
+                                          void* dst, const Pitched& d, Extent ext,
+                                          Waits waits) override {
     const auto w = wait_list(waits);
     const cl_uint nw = static_cast<cl_uint>(w.size());
     const cl_event* wp = w.empty() ? nullptr : w.data();
@@ -384,9 +371,9 @@ class ClDevice final : public DeviceImpl {
     return wrap(e);
   }
 
-  std::shared_ptr<EventImpl> copy_rect(QueueImpl& q, const Memory& src, const Pitched& s,
-                                       Memory& dst, const Pitched& d, Extent ext,
-                                       Waits waits) override {
+  std::shared_ptr<EventImpl> do_copy_rect(QueueImpl& q, const Memory& src, const Pitched& s,
+                                          Memory& dst, const Pitched& d, Extent ext,
+                                          Waits waits) override {
     const auto w = wait_list(waits);
     const cl_uint nw = static_cast<cl_uint>(w.size());
     const cl_event* wp = w.empty() ? nullptr : w.data();
@@ -421,9 +408,9 @@ class ClDevice final : public DeviceImpl {
     return wrap(e);
   }
 
-  std::shared_ptr<EventImpl> fill_async(QueueImpl& q, Memory& dst, std::size_t offset,
-                                        std::size_t bytes, const void* pattern,
-                                        std::size_t pattern_bytes, Waits waits) override {
+  std::shared_ptr<EventImpl> do_fill_async(QueueImpl& q, Memory& dst, std::size_t offset,
+                                           std::size_t bytes, const void* pattern,
+                                           std::size_t pattern_bytes, Waits waits) override {
     const auto w = wait_list(waits);
     cl_event e = nullptr;
     if (fill_by_kernel(offset, bytes)) {
@@ -437,8 +424,9 @@ class ClDevice final : public DeviceImpl {
     return wrap(e);
   }
 
-  std::shared_ptr<EventImpl> launch_async(QueueImpl& q, const Kernel& k, const Launch& l,
-                                          std::span<const KernelArg> args, Waits waits) override {
+  std::shared_ptr<EventImpl> do_launch_async(QueueImpl& q, const Kernel& k, const Launch& l,
+                                             std::span<const KernelArg> args,
+                                             Waits waits) override {
     const auto w = wait_list(waits);
     cl_event e = nullptr;
     enqueue_kernel(native(q), k, l, args, w, &e);
@@ -457,7 +445,7 @@ class ClDevice final : public DeviceImpl {
     return std::make_unique<ClHostMemory>(p, bytes, std::move(mem), default_.get());
   }
 
-  void* map(Memory& m, std::size_t offset, std::size_t bytes, MapAccess access) override {
+  void* do_map(Memory& m, std::size_t offset, std::size_t bytes, MapAccess access) override {
     cl_map_flags flags = 0;
     if (access == MapAccess::read) flags = CL_MAP_READ;
     if (access == MapAccess::write) flags = CL_MAP_WRITE_INVALIDATE_REGION;
@@ -468,7 +456,7 @@ class ClDevice final : public DeviceImpl {
     cl::check(err, "mapping " + human(bytes) + " of '" + info().name + "'");
     return p;
   }
-  void unmap(Memory& m, void* ptr) override {
+  void do_unmap(Memory& m, void* ptr) override {
     cl_int err = clEnqueueUnmapMemObject(default_.get(), native(m), ptr, 0, nullptr, nullptr);
     if (err == CL_SUCCESS) err = clFinish(default_.get());
     cl::check(err, "unmapping an array of '" + info().name + "'");
@@ -493,11 +481,7 @@ class ClDevice final : public DeviceImpl {
     });
   }
 
-  std::unique_ptr<Memory> allocate_image(const ImageFormat& f) override {
-    if (!image_supported(f.dtype, f.dims)) {
-      throw UnsupportedDType("'" + info().name + "' has no one-channel " + std::to_string(f.dims) +
-                             "D image format for " + std::string(name(f.dtype)));
-    }
+  std::unique_ptr<Memory> do_allocate_image(const ImageFormat& f) override {
     const cl_image_format format{CL_R, channel_type(f.dtype)};
     cl_image_desc desc{};
     desc.image_type = f.dims == 2 ? CL_MEM_OBJECT_IMAGE2D : CL_MEM_OBJECT_IMAGE3D;
@@ -521,6 +505,13 @@ class ClDevice final : public DeviceImpl {
     return std::make_unique<ClMemory>(bytes, std::move(mem), es, f.dims);
   }
 
+  // OpenCL buffers have no address outside their context (DLPack needs one).
+  std::unique_ptr<Memory> adopt(std::uint64_t, std::size_t, std::function<void()>) override {
+    throw DeviceError("'" + info().name +
+                      "' (opencl) cannot adopt memory allocated elsewhere; import host memory, or "
+                      "use a CUDA device");
+  }
+
   // ---- shared virtual memory
   bool svm_supported() override { return info().svm; }
   void* svm_allocate(std::size_t bytes) override {
@@ -538,8 +529,8 @@ class ClDevice final : public DeviceImpl {
     cl::check(clsvm::unmap(default_.get(), p),
               "unmapping shared virtual memory on '" + info().name + "'");
   }
-  void svm_copy_to(Memory& dst, std::size_t dst_offset, const void* svm,
-                   std::size_t bytes) override {
+  void do_svm_copy_to(Memory& dst, std::size_t dst_offset, const void* svm,
+                      std::size_t bytes) override {
     // Coarse-grain SVM is host-visible only while mapped.
     void* p = const_cast<void*>(svm);
     svm_map(p, bytes, MapAccess::read);
@@ -548,8 +539,8 @@ class ClDevice final : public DeviceImpl {
     svm_unmap(p);
     cl::check(err, "copying shared virtual memory to an array on '" + info().name + "'");
   }
-  void svm_copy_from(const Memory& src, std::size_t src_offset, void* svm,
-                     std::size_t bytes) override {
+  void do_svm_copy_from(const Memory& src, std::size_t src_offset, void* svm,
+                        std::size_t bytes) override {
     svm_map(svm, bytes, MapAccess::write);
     cl_int err = clEnqueueReadBuffer(default_.get(), native(src), CL_TRUE, src_offset, bytes, svm,
                                      0, nullptr, nullptr);
