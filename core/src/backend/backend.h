@@ -357,6 +357,15 @@ class DeviceImpl {
     virtual void finish(bool failed) = 0;
   };
 
+  // A built program that hands out its kernels (backends derive their programs from it).
+  class Program {
+   public:
+    virtual ~Program() = default;
+    virtual std::unique_ptr<Kernel> create_kernel(std::string_view name) = 0;
+    // The device binary for the disk cache; empty where the backend cannot provide one.
+    virtual std::vector<char> binary() const { return {}; }
+  };
+
   // ---- shared by every backend (keep_alive.cpp, kernel_cache.cpp)
 
   // The device's memory pool (core/src/memory_pool.h); every allocation of arrays and
@@ -439,14 +448,6 @@ class DeviceImpl {
     return nullptr;
   }
 
-  // A built program that hands out its kernels.
-  class Program {
-   public:
-    virtual ~Program() = default;
-    virtual std::unique_ptr<Kernel> create_kernel(std::string_view name) = 0;
-    // The device binary for the disk cache; empty where the backend cannot provide one.
-    virtual std::vector<char> binary() const { return {}; }
-  };
   virtual std::unique_ptr<Program> build(const ProgramSource& src, const Defines& defines) = 0;
   // A program from a binary that binary() produced on this device and driver; nullptr when
   // the backend rejects it (it is then rebuilt from source) or has no binaries.
