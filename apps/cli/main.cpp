@@ -21,6 +21,7 @@
 #include <filesystem>
 
 #include "gpix/io.h"
+#include "gpix/raw.h"
 #endif
 
 namespace {
@@ -150,12 +151,26 @@ constexpr bool kHaveIo = false;
 void read_file(const QString&, const QCommandLineParser&, HostArray&, QJsonObject&, QString&) {}
 #endif
 
-// Reads a raw file of the given shape and dtype (native byte order, no header).
+// Reads a raw file through gpix_io, the one implementation the gpix plugin uses too: the
+// layout from --shape and --dtype, or without them from the file's sidecar (PATH.json) or
+// name (NAME_ZxYxX_DTYPE.raw).
 HostArray read_raw(const QString& path, const QCommandLineParser& p) {
+#if GPIX_CLI_HAVE_IO
+  const auto file = std::filesystem::u8path(path.toStdString());
+  if (!p.isSet("shape") && !p.isSet("dtype")) {
+    io::RawLayout layout;
+    try {
+      layout = io::raw_layout(file);
+    } catch (const IoError& e) {
+      // Nothing says the layout: a usage error, as a missing option always was.
+      throw InvalidArgument(std::string(e.what()) + "; a raw file needs --shape Z,Y,X (or Y,X " +
+                            "or X) and --dtype (" + dtype_names() + ") when it does not say them");
+    }
+    return io::read_raw(file, layout);
+  }
   if (!p.isSet("shape") || !p.isSet("dtype")) {
-    throw InvalidArgument("a raw file needs --shape Z,Y,X (or Y,X or X) and --dtype (" +
-                          dtype_names() +
-                          (kHaveIo ? ")" : "); this build has no gpix_io for file formats"));
+    throw InvalidArgument("a raw file needs both --shape Z,Y,X (or Y,X or X) and --dtype (" +
+                          dtype_names() + ")");
   }
   std::vector<std::size_t> dims;
   for (const QString& part : p.value("shape").split(',', Qt::SkipEmptyParts)) {
@@ -166,26 +181,18 @@ HostArray read_raw(const QString& path, const QCommandLineParser& p) {
                             p.value("shape").toStdString() + "'");
     dims.push_back(static_cast<std::size_t>(v));
   }
-  const Shape shape{std::span<const std::size_t>(dims)};
   const auto dtype = parse_dtype(p.value("dtype").toStdString());
   if (!dtype) {
     throw InvalidArgument("unknown dtype '" + p.value("dtype").toStdString() + "'; use one of " +
                           dtype_names());
   }
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) {
-    throw IoError("cannot open '" + path.toStdString() + "': " + f.errorString().toStdString(),
-                  path.toStdString());
-  }
-  HostArray h = HostArray::empty(shape, *dtype);
-  if (static_cast<std::size_t>(f.size()) != h.bytes()) {
-    throw IoError("'" + path.toStdString() + "' has " + std::to_string(f.size()) + " bytes but a " +
-                      shape.str() + " " + std::string(name(*dtype)) + " image needs " +
-                      std::to_string(h.bytes()),
-                  path.toStdString());
-  }
-  f.read(reinterpret_cast<char*>(h.data()), static_cast<qint64>(h.bytes()));
-  return h;
+  return io::read_raw(file, {Shape{std::span<const std::size_t>(dims)}, *dtype});
+#else
+  (void)p;
+  throw InvalidArgument("'" + path.toStdString() +
+                        "': this build of gpix has no gpix_io, which reads raw files and every "
+                        "other format; only samples ('sample', 'sample:NAME') are available");
+#endif
 }
 
 // Loads a source for info and run: a sample, a raw file, or a file through gpix_io.
@@ -332,10 +339,9 @@ int cmd_filters(const QCommandLineParser& p, const QStringList&) {
       for (int d : f.dims) dims << QString::number(d) + "D";
       md += "| `" + qs(f.name) + "`" +
             (f.layout == InputLayout::any ? QString(" *(any layout)*") : QString()) + " | " +
-            in.join(", ") + " | " +
-            (ps.isEmpty() ? "-" : ps.join("; ")) + " | " + dims.join(" ") + " | " +
-            dtype_list(f.dtypes) + " | " + qs(name(f.output)) + ", " + qs(f.output_dtype) + " | " +
-            qs(f.doc).replace("|", "\\|") + " |\n";
+            in.join(", ") + " | " + (ps.isEmpty() ? "-" : ps.join("; ")) + " | " + dims.join(" ") +
+            " | " + dtype_list(f.dtypes) + " | " + qs(name(f.output)) + ", " + qs(f.output_dtype) +
+            " | " + qs(f.doc).replace("|", "\\|") + " |\n";
     }
     print(md);
     return 0;

@@ -105,7 +105,8 @@ int main(int argc, char** argv) {
     // Wait for filters to finish and the window to settle, then grab it.
     auto* timer = new QTimer(&w);
     QObject::connect(timer, &QTimer::timeout, &w, [&w, target, filters, out, timer] {
-      if (filters && filters->busy()) return;
+      // Frames and contrast arrive from worker threads: wait for them too.
+      if ((filters && filters->busy()) || w.view()->busy()) return;
       timer->stop();
       QTimer::singleShot(300, &w, [target, out] {
         const bool ok = target->grab().save(out);

@@ -1,8 +1,11 @@
 #include "gpix/render.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <string>
+#include <utility>
 
 #include "detail.h"
 #include "gpix/error.h"
@@ -79,6 +82,38 @@ Lut Lut::inverted_gray() {
   return l;
 }
 
+namespace {
+// A contrast table whose entry i is f(i / 255.0) with components 0..1.
+template <class F>
+Lut ramp(std::string name, F&& f) {
+  Lut l;
+  l.name = std::move(name);
+  for (int i = 0; i < 256; ++i) {
+    const auto [r, g, b] = f(i / 255.0);
+    l.table[static_cast<std::size_t>(i)] =
+        rgba(to_byte(r * 255), to_byte(g * 255), to_byte(b * 255));
+  }
+  return l;
+}
+using Rgb = std::array<double, 3>;
+}  // namespace
+
+Lut Lut::hot() {
+  return ramp("hot", [](double t) { return Rgb{3 * t, 3 * t - 1, 3 * t - 2}; });
+}
+
+Lut Lut::cool() {
+  return ramp("cool", [](double t) { return Rgb{t, 1 - t, 1}; });
+}
+
+Lut Lut::green() {
+  return ramp("green", [](double t) { return Rgb{0, t, 0}; });
+}
+
+Lut Lut::magenta() {
+  return ramp("magenta", [](double t) { return Rgb{t, 0, t}; });
+}
+
 Lut Lut::viridis() {
   // Nine samples along viridis (dark purple, blue, teal, green, yellow), linearly interpolated.
   static const double stops[9][3] = {{68, 1, 84},    {72, 40, 120},  {59, 82, 139},
@@ -113,8 +148,9 @@ Lut Lut::labels() {
 }
 
 const std::vector<Lut>& builtin_luts() {
-  static const std::vector<Lut> luts = {Lut::gray(), Lut::inverted_gray(), Lut::viridis(),
-                                        Lut::labels()};
+  static const std::vector<Lut> luts = {Lut::gray(),    Lut::inverted_gray(), Lut::hot(),
+                                        Lut::cool(),    Lut::green(),         Lut::magenta(),
+                                        Lut::viridis(), Lut::labels()};
   return luts;
 }
 

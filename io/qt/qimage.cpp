@@ -18,6 +18,65 @@ void copy_rows(const QImage& im, std::byte* dst, std::size_t row_bytes) {
   }
 }
 
+// 16 bits per component (what Qt decodes 16-bit colour PNG and TIFF files to): the same
+// policy as for 8 bits, in u16.
+HostArray from_rgba64(const QImage& image, io::Channels channels, int channel) {
+  const auto h = static_cast<std::size_t>(image.height());
+  const auto w = static_cast<std::size_t>(image.width());
+  const QImage im = image.format() == QImage::Format_RGBA64_Premultiplied
+                        ? image.convertToFormat(QImage::Format_RGBA64)
+                        : image;
+  const int comps = im.format() == QImage::Format_RGBX64 ? 3 : 4;
+  auto component = [](QRgba64 p, int c) -> std::uint16_t {
+    return c == 0 ? p.red() : c == 1 ? p.green() : c == 2 ? p.blue() : p.alpha();
+  };
+  auto row_of = [&](std::size_t y) {
+    return reinterpret_cast<const QRgba64*>(im.constScanLine(static_cast<int>(y)));
+  };
+  switch (channels) {
+    case io::Channels::error:
+      throw InvalidArgument("from_qimage(): the " + shape_of(im) + " image has " +
+                            std::to_string(comps) + " 16-bit components (" +
+                            (comps == 3 ? "RGB" : "RGBA") +
+                            "); choose Channels::luminance (float32), Channels::channel with an "
+                            "index, or Channels::split ((components, height, width) u16)");
+    case io::Channels::luminance: {
+      HostArray out = HostArray::empty(Shape{h, w}, DType::f32);
+      float* dst = out.as<float>().data();
+      for (std::size_t y = 0; y < h; ++y) {
+        const QRgba64* row = row_of(y);
+        for (std::size_t x = 0; x < w; ++x) {
+          dst[y * w + x] = static_cast<float>(0.2126 * row[x].red() + 0.7152 * row[x].green() +
+                                              0.0722 * row[x].blue());
+        }
+      }
+      return out;
+    }
+    case io::Channels::channel:
+    case io::Channels::split:
+      break;
+  }
+  const bool split = channels == io::Channels::split;
+  if (!split && (channel < 0 || channel >= comps)) {
+    throw InvalidArgument("from_qimage(): channel " + std::to_string(channel) +
+                          " does not exist in an image of " + std::to_string(comps) +
+                          " components (use 0 to " + std::to_string(comps - 1) + ")");
+  }
+  HostArray out = split ? HostArray::empty(Shape{static_cast<std::size_t>(comps), h, w}, DType::u16)
+                        : HostArray::empty(Shape{h, w}, DType::u16);
+  std::uint16_t* dst = out.as<std::uint16_t>().data();
+  const int c0 = split ? 0 : channel;
+  const int c1 = split ? comps : channel + 1;
+  for (int c = c0; c < c1; ++c) {
+    std::uint16_t* plane = dst + static_cast<std::size_t>(c - c0) * h * w;
+    for (std::size_t y = 0; y < h; ++y) {
+      const QRgba64* row = row_of(y);
+      for (std::size_t x = 0; x < w; ++x) plane[y * w + x] = component(row[x], c);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 HostArray from_qimage(const QImage& image, io::Channels channels, int channel) {
@@ -39,10 +98,14 @@ HostArray from_qimage(const QImage& image, io::Channels channels, int channel) {
     case QImage::Format_ARGB32:
     case QImage::Format_ARGB32_Premultiplied:
       break;
+    case QImage::Format_RGBX64:
+    case QImage::Format_RGBA64:
+    case QImage::Format_RGBA64_Premultiplied:
+      return from_rgba64(image, channels, channel);
     default:
       throw InvalidArgument(
-          "from_qimage() takes Grayscale8, Grayscale16, RGB32, ARGB32 and "
-          "ARGB32_Premultiplied images; this one has QImage format " +
+          "from_qimage() takes Grayscale8, Grayscale16, RGB32, ARGB32(_Premultiplied) and "
+          "RGBX64/RGBA64(_Premultiplied) images; this one has QImage format " +
           std::to_string(static_cast<int>(image.format())) +
           "; convert it with QImage::convertToFormat first");
   }

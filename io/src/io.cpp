@@ -318,9 +318,25 @@ class NiftiLink {
   fs::path dir_, link_;
 };
 
-}  // namespace
+// Every exception of a library under a reader or writer (ITK's ExceptionObject, the standard
+// library's) becomes gpix's IoError naming the file, wherever in the call it was raised: no
+// foreign exception type reaches gpix's callers (an escaped one aborted `gpix info`).
+template <class F>
+auto translated(const fs::path& path, const char* doing, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const gpix::Error&) {
+    throw;
+  } catch (const itk::ExceptionObject& e) {
+    fail(path, std::string(doing) + ": " + itk_message(e));
+  } catch (const std::bad_alloc&) {
+    fail(path, std::string(doing) + ": out of host memory");
+  } catch (const std::exception& e) {
+    fail(path, std::string(doing) + ": " + e.what());
+  }
+}
 
-Image read(const fs::path& path, const ReadOptions& options) {
+Image read_unchecked(const fs::path& path, const ReadOptions& options) {
   const Format& format = format_for(path);
   check_input_file(path);
   const NiftiLink nifti_link(path);
@@ -372,6 +388,12 @@ Image read(const fs::path& path, const ReadOptions& options) {
   }
 
   const PixelKind kind = io->GetPixelType();
+  if (io->GetComponentType() == Component::UNKNOWNCOMPONENTTYPE) {
+    // ITK throws from GetComponentSize() for it; say what the header lacks instead.
+    fail(path, "has a header whose pixel type is unknown or misspelt (a MetaImage ElementType "
+               "such as MET_USHORT, a NIfTI datatype code); gpix reads " +
+                   dtype_names());
+  }
   const auto dtype = to_dtype(io->GetComponentType(), io->GetComponentSize());
   if (!dtype || kind == PixelKind::COMPLEX || kind == PixelKind::SYMMETRICSECONDRANKTENSOR ||
       kind == PixelKind::DIFFUSIONTENSOR3D || kind == PixelKind::MATRIX ||
@@ -501,6 +523,12 @@ Image read(const fs::path& path, const ReadOptions& options) {
   return img;
 }
 
+}  // namespace
+
+Image read(const fs::path& path, const ReadOptions& options) {
+  return translated(path, "cannot be read", [&] { return read_unchecked(path, options); });
+}
+
 DeviceImage read_to_device(const fs::path& path, const Device& device, const ReadOptions& options) {
   Image img = read(path, options);
   DeviceImage d;
@@ -565,10 +593,8 @@ class TempFolder {
   fs::path dir_;
 };
 
-}  // namespace
-
-void write(const fs::path& path, const HostArray& pixels, const Metadata& meta,
-           const WriteOptions& options) {
+void write_unchecked(const fs::path& path, const HostArray& pixels, const Metadata& meta,
+                     const WriteOptions& options) {
   const Format& format = format_for(path);
   if (!pixels.valid()) fail(path, "cannot be written from an empty HostArray");
   const DType t = pixels.dtype();
@@ -652,6 +678,13 @@ void write(const fs::path& path, const HostArray& pixels, const Metadata& meta,
                    (tiff ? tiff->says() : std::string()));
   }
   tmp.commit();
+}
+
+}  // namespace
+
+void write(const fs::path& path, const HostArray& pixels, const Metadata& meta,
+           const WriteOptions& options) {
+  translated(path, "cannot be written", [&] { write_unchecked(path, pixels, meta, options); });
 }
 
 void write(const fs::path& path, const Image& image, const WriteOptions& options) {

@@ -3,7 +3,9 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -215,11 +217,106 @@ std::string check_nifti(const fs::path& path, std::uint64_t data_bytes) {
   return {};
 }
 
+// The header of a .nii or .nii.gz file (up to 540 bytes; fewer when the file is shorter).
+std::vector<unsigned char> nifti_header(const fs::path& path) {
+  if (!lower(path.filename().string()).ends_with(".gz")) return head(path, 540);
+  std::vector<unsigned char> h(540);
+  gzFile gz = gzopen(path.c_str(), "rb");
+  if (!gz) return {};
+  const int got = gzread(gz, h.data(), static_cast<unsigned>(h.size()));
+  gzclose(gz);
+  h.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+  return h;
+}
+
+// The geometry fields ITK turns into a direction matrix: spacing (pixdim), the quaternion and
+// its offsets, and the affine rows. A NaN there makes vnl abort the process ("matrix has
+// non-finite elements") and absurd magnitudes can keep its SVD from converging, so they are
+// refused before ITK sees the header.
+std::string check_nifti_geometry(const fs::path& path) {
+  const auto h = nifti_header(path);
+  if (h.size() < 348) return {};  // too short for a header: the reader says so
+  std::int32_t sizeof_hdr;
+  std::memcpy(&sizeof_hdr, h.data(), 4);
+  const bool swapped = sizeof_hdr != 348 && sizeof_hdr != 540;
+  if (swapped) {
+    sizeof_hdr =
+        static_cast<std::int32_t>(__builtin_bswap32(static_cast<std::uint32_t>(sizeof_hdr)));
+  }
+  const bool two = sizeof_hdr == 540;
+  if (!two && sizeof_hdr != 348) return {};
+  if (two && h.size() < 540) return {};
+  auto value = [&](std::size_t off) -> double {
+    if (two) {
+      std::uint64_t bits;
+      std::memcpy(&bits, h.data() + off, 8);
+      if (swapped) bits = __builtin_bswap64(bits);
+      double d;
+      std::memcpy(&d, &bits, 8);
+      return d;
+    }
+    std::uint32_t bits;
+    std::memcpy(&bits, h.data() + off, 4);
+    if (swapped) bits = __builtin_bswap32(bits);
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  };
+  auto integer = [&](std::size_t off1, std::size_t off2) -> std::int64_t {
+    if (two) {
+      std::uint32_t bits;
+      std::memcpy(&bits, h.data() + off2, 4);
+      if (swapped) bits = __builtin_bswap32(bits);
+      return static_cast<std::int32_t>(bits);
+    }
+    std::uint16_t bits;
+    std::memcpy(&bits, h.data() + off1, 2);
+    if (swapped) bits = static_cast<std::uint16_t>(__builtin_bswap16(bits));
+    return static_cast<std::int16_t>(bits);
+  };
+  std::int64_t ndim = integer(40, 0);
+  if (two) {
+    std::uint64_t d;
+    std::memcpy(&d, h.data() + 16, 8);
+    ndim = static_cast<std::int64_t>(swapped ? __builtin_bswap64(d) : d);
+  }
+  ndim = std::clamp<std::int64_t>(ndim, 0, 7);
+  struct Field {
+    const char* name;
+    std::size_t off1, off2, first, count;  // NIfTI-1 and NIfTI-2 offsets, values checked
+    bool used;                             // what ITK reads: the forms whose code is set
+  };
+  const Field fields[] = {
+      {"pixdim", 76, 104, 1, static_cast<std::size_t>(ndim), true},
+      {"quatern_b/c/d", 256, 352, 0, 3, integer(252, 344) > 0},
+      {"qoffset_x/y/z", 268, 376, 0, 3, integer(252, 344) > 0},
+      {"srow_x", 280, 400, 0, 4, integer(254, 348) > 0},
+      {"srow_y", 296, 432, 0, 4, integer(254, 348) > 0},
+      {"srow_z", 312, 464, 0, 4, integer(254, 348) > 0}};
+  constexpr double kLimit = 1e15;  // far beyond any spacing or position in mm
+  const std::size_t step = two ? 8 : 4;
+  for (const Field& f : fields) {
+    if (!f.used) continue;
+    for (std::size_t i = f.first; i < f.first + f.count; ++i) {
+      const double v = value((two ? f.off2 : f.off1) + i * step);
+      if (!std::isfinite(v) || std::fabs(v) > kLimit) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%g", v);
+        return "its header's " + std::string(f.name) + "[" + std::to_string(i) + "] is " + text +
+               "; spacing and orientation values must be finite and below 1e15 (the header is "
+               "corrupt)";
+      }
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string check_structure(const std::string& format, const fs::path& path) {
   if (format == "PNG") return check_png(path);
   if (format == "JPEG") return check_jpeg(path);
+  if (format == "NIfTI") return check_nifti_geometry(path);
   return {};
 }
 

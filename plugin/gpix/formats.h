@@ -1,9 +1,9 @@
 #pragma once
-// The file formats the gpix plugin contributes until gpix_io (ITK) is merged: raw files (with
-// a JSON sidecar or a NAME_ZxYxX_DTYPE.raw name), PNG through QImage, and the embedded samples
-// ("sample", "sample:NAME"). gpix_io registers its readers the same way:
-//   host.register_reader({"itk", {"*.tif", "*.tiff", "*.nrrd", ...}, &gpix::io::read_layers});
-// and, registered later, it takes precedence for the patterns it shares with these.
+// The file formats the gpix plugin contributes: raw files (gpix/raw.h of gpix_io: a JSON
+// sidecar or a NAME_ZxYxX_DTYPE.raw name, as the CLI reads them), PNG through Qt's decoder and
+// gpix_qt's QImage conversion, every format of gpix_io (TIFF, NRRD, MetaImage, NIfTI, JPEG),
+// and the embedded samples ("sample", "sample:NAME"). A reader registered later takes
+// precedence for the patterns it shares with these.
 #include "gpix/plugin_api.h"
 
 namespace gpix::formats {

@@ -84,7 +84,13 @@ class TestRender : public QObject {
   Q_OBJECT
  private slots:
   void luts() {
-    QCOMPARE(builtin_luts().size(), std::size_t{4});
+    QCOMPARE(builtin_luts().size(), std::size_t{8});
+    // The ramps gpix-viewer used to build itself, now core's (same entries as before).
+    QCOMPARE(lut("hot").table[85], rgba(255, 0, 0));
+    QCOMPARE(lut("hot").table[255], rgba(255, 255, 255));
+    QCOMPARE(lut("cool").table[0], rgba(0, 255, 255));
+    QCOMPARE(lut("green").table[100], rgba(0, 100, 0));
+    QCOMPARE(lut("magenta").table[100], rgba(100, 0, 100));
     const Lut& g = lut("gray");
     const auto* b = reinterpret_cast<const std::uint8_t*>(&g.table[200]);
     QCOMPARE(int(b[0]), 200);

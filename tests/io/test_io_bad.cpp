@@ -6,6 +6,8 @@
 #include <QFile>
 #include <QTemporaryDir>
 #include <QTest>
+#include <cmath>
+#include <cstring>
 #include <fstream>
 
 #include "common.h"
@@ -152,6 +154,40 @@ class TestIoBad : public QObject {
         "MET_DOUBLE\n"
         "ElementDataFile = LOCAL\n");
     expect_io_error([&] { io::read(q); }, q, "");
+  }
+
+  // Headers ITK cannot survive: an unknown MetaImage element type made ITK throw from outside
+  // gpix's translation (gpix info aborted), a NaN in a NIfTI affine made vnl abort the process.
+  void headers_itk_cannot_survive() {
+    QTemporaryDir dir;
+    const auto m = in(dir, "mistyped.mha");
+    put(m,
+        "ObjectType = Image\nNDims = 2\nDimSize = 4 3\nElementType = MET_USHO\n"
+        "ElementDataFile = LOCAL\n" +
+            std::string(24, '\0'));
+    expect_io_error([&] { io::read(m); }, m, "pixel type is unknown");
+    const auto good = in(dir, "good.nii");
+    io::write(good, HostArray::from(std::vector<std::uint16_t>(6 * 20 * 24, 7), Shape{6, 20, 24}));
+    const std::string bytes = slurp(good);
+    QCOMPARE(io::read(good).pixels.shape(), (Shape{6, 20, 24}));
+    struct Patch {
+      const char* file;
+      std::size_t offset;
+      float value;
+      const char* field;
+    };
+    for (const Patch& p : {Patch{"nan_srow.nii", 280, NAN, "srow_x[0]"},
+                           Patch{"inf_spacing.nii", 80, INFINITY, "pixdim[1]"},
+                           Patch{"huge_quatern.nii", 256, 3e38f, "quatern_b/c/d[0]"}}) {
+      std::string b = bytes;
+      const std::int16_t code = 1;  // make both forms count, as ITK reads them then
+      std::memcpy(b.data() + 252, &code, 2);
+      std::memcpy(b.data() + 254, &code, 2);
+      std::memcpy(b.data() + p.offset, &p.value, 4);
+      const auto path = in(dir, p.file);
+      put(path, b);
+      expect_io_error([&] { io::read(path); }, path, p.field);
+    }
   }
 
   void unwritable() {

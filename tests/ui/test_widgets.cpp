@@ -143,8 +143,11 @@ class TestWidgets : public QObject {
     ui::LayerCard card(host());
     const Shape s{19, 31};
     const HostArray h = random_of(dtype, s);
+    QSignalSpy refreshed(&card, &ui::LayerCard::refreshed);
     add(host(), QStringLiteral("card"), h);
     QCOMPARE(card.value(QStringLiteral("name")), QStringLiteral("card"));
+    // The statistics are computed off the GUI thread.
+    QTRY_VERIFY_WITH_TIMEOUT(!refreshed.isEmpty(), 30000);
     QCOMPARE(card.value(QStringLiteral("shape")), QString::fromStdString(s.str()));
     QCOMPARE(card.value(QStringLiteral("dtype")), QString::fromUtf8(name(dtype).data()));
     QCOMPARE(card.value(QStringLiteral("size")), QString::fromStdString(human_bytes(h.bytes())));
@@ -495,7 +498,7 @@ class TestWidgets : public QObject {
     list.list()->item(0)->setCheckState(Qt::Unchecked);
     QCOMPARE(host().layer(a).visible, false);
     list.auto_contrast_current();
-    QVERIFY(host().layer(a).has_contrast());
+    QTRY_VERIFY_WITH_TIMEOUT(host().layer(a).has_contrast(), 30000);  // computed in the background
   }
 };
 

@@ -2,10 +2,14 @@
 
 #include <QMouseEvent>
 #include <QPainter>
+#include <QTimer>
 #include <QWheelEvent>
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <vector>
 
+#include "async.h"
 #include "gpix/error.h"
 #include "gpix/ui/render.h"
 
@@ -14,20 +18,49 @@ namespace gpix::ui {
 using gpix::plugin::HostContext;
 using gpix::plugin::Layer;
 
+namespace {
+
+// Side of the square of pixel values read around the cursor: moving within it needs no read.
+constexpr int kTile = 64;
+
+// The box (z, then rows y0.., columns x0..) of a host array as a new (1, h, w) array, or
+// (w) / (h, w) for 1D / 2D arrays as read_region gives them.
+gpix::HostArray host_box(const gpix::HostArray& h, std::size_t z, const QRect& box) {
+  const gpix::Shape& s = h.shape();
+  std::vector<std::size_t> extent;
+  if (s.ndim() == 3) extent.push_back(1);
+  if (s.ndim() >= 2) extent.push_back(std::size_t(box.height()));
+  extent.push_back(std::size_t(box.width()));
+  gpix::HostArray out =
+      gpix::HostArray::empty(gpix::Shape(std::span<const std::size_t>(extent)), h.dtype());
+  const std::size_t e = gpix::size_of(h.dtype());
+  const std::size_t row = std::size_t(box.width()) * e;
+  for (int y = 0; y < box.height(); ++y) {
+    const std::size_t src =
+        ((z * s.height() + std::size_t(box.y() + y)) * s.width() + std::size_t(box.x())) * e;
+    std::memcpy(out.data() + std::size_t(y) * row, h.data() + src, row);
+  }
+  return out;
+}
+
+}  // namespace
+
 ImageView::ImageView(HostContext& host, QWidget* parent) : QWidget(parent), host_(host) {
   setMouseTracking(true);
   setMinimumSize(200, 200);
   setFocusPolicy(Qt::StrongFocus);
   setAttribute(Qt::WA_OpaquePaintEvent);
   connect(&host_, &HostContext::layer_added, this, [this](int id) {
+    frames_[id];
     ensure_contrast(id);
     update_depth();
     if (!fitted_) fit();
-    update();
+    invalidate(id);
   });
   connect(&host_, &HostContext::layer_changed, this, &ImageView::on_layer_changed);
   connect(&host_, &HostContext::layer_removed, this, [this](int id) {
-    cache_.remove(id);
+    frames_.remove(id);
+    if (tile_.id == id) tile_ = Tile{};
     update_depth();
     if (host_.layer_ids().isEmpty()) fitted_ = false;
     update();
@@ -37,21 +70,125 @@ ImageView::ImageView(HostContext& host, QWidget* parent) : QWidget(parent), host
 }
 
 void ImageView::on_layer_changed(int id) {
-  cache_.remove(id);
+  ++frames_[id].data;
   ensure_contrast(id);
   update_depth();
+  invalidate(id);
+}
+
+int ImageView::slice_of(const Layer& l) const {
+  return l.shape().ndim() == 3 ? std::min(slice_, int(l.shape().depth()) - 1) : 0;
+}
+
+void ImageView::invalidate(int id) {
+  Frame& f = frames_[id];
+  f.wanted = ++next_request_;
+  f.latest->store(f.wanted);
+  // Ask on the next turn of the event loop, so that several changes in a row (a layer and
+  // its contrast, a slider drag) make one request, and hidden views still get their frames.
+  QTimer::singleShot(0, this, [this, id] { request_frame(id); });
   update();
 }
 
+void ImageView::request_frame(int id) {
+  auto it = frames_.find(id);
+  if (it == frames_.end()) return;
+  Frame& f = *it;
+  if (f.shown == f.wanted || f.pending == f.wanted || f.failed == f.wanted) return;
+  const Layer l = host_.layer(id);
+  if (!l.valid() || !l.visible) return;
+  if (!l.has_contrast()) {
+    ensure_contrast(id);  // lands as a layer change, which asks for the frame again
+    return;
+  }
+  const RenderOptions o{slice_of(l), l.contrast_min, l.contrast_max, l.colormap};
+  const quint64 req = f.wanted;
+  f.pending = req;
+  struct Result {
+    QImage image;
+    std::size_t pulled = 0;
+    bool skipped = false;
+  };
+  detail::run_async(
+      this,
+      [a = l.array, h = l.array.valid() ? gpix::HostArray{} : l.host, dev = host_.device(), o, req,
+       latest = f.latest]() {
+        Result r;
+        // A newer request exists (the slider moved on): nobody would see this frame.
+        if (latest->load() != req) {
+          r.skipped = true;
+          return r;
+        }
+        r.image =
+            a.valid() ? gpix::ui::render(a, o, &r.pulled) : gpix::ui::render(h, dev, o, &r.pulled);
+        return r;
+      },
+      [this, id, req](const detail::Outcome<Result>& out) {
+        auto found = frames_.find(id);
+        if (found == frames_.end()) return;
+        Frame& fr = *found;
+        if (fr.pending == req) fr.pending = 0;
+        if (!out.value) {
+          // An unknown colour map or a failed read: show nothing for this layer until it
+          // changes, and say why.
+          if (req >= fr.shown) fr.image = QImage();
+          fr.failed = req;
+          host_.show_status(tr("Cannot display '%1': %2").arg(host_.layer(id).name, out.error));
+        } else if (!out.value->skipped) {
+          bytes_pulled_ += out.value->pulled;
+          if (req > fr.shown) {
+            fr.image = out.value->image;
+            fr.shown = req;
+            emit frame_ready(id);
+          }
+        }
+        update();
+        if (fr.shown != fr.wanted) request_frame(id);
+      });
+}
+
 void ImageView::ensure_contrast(int id) {
-  Layer l = host_.layer(id);
-  if (!l.valid() || l.has_contrast()) return;
-  const gpix::HostArray h = host_.host_data(id);
-  const auto [lo, hi] = auto_contrast(h, -1);
-  l = host_.layer(id);  // host_data() may have cached the pull
-  l.contrast_min = lo;
-  l.contrast_max = hi;
-  host_.replace_layer(id, l);  // emits layer_changed again, now with limits set
+  Frame& f = frames_[id];
+  const Layer l = host_.layer(id);
+  if (!l.valid() || l.has_contrast() || f.contrast_pending) return;
+  f.contrast_pending = true;
+  detail::run_async(
+      this,
+      [a = l.array, h = l.array.valid() ? gpix::HostArray{} : l.host, dev = host_.device()]() {
+        return auto_contrast(a.valid() ? a : display_copy(h, dev), -1);
+      },
+      [this, id, data = f.data](const detail::Outcome<std::pair<double, double>>& out) {
+        auto found = frames_.find(id);
+        if (found == frames_.end()) return;
+        found->contrast_pending = false;
+        Layer cur = host_.layer(id);
+        if (!cur.valid() || cur.has_contrast()) return;
+        if (found->data != data) {
+          ensure_contrast(id);  // the data changed meanwhile: its own limits
+          return;
+        }
+        if (!out.value) {
+          // Keep the layer visible with a plain range rather than asking again and again.
+          host_.show_status(tr("No automatic contrast for '%1': %2").arg(cur.name, out.error));
+          cur.contrast_min = 0;
+          cur.contrast_max = 1;
+        } else {
+          cur.contrast_min = out.value->first;
+          cur.contrast_max = out.value->second;
+        }
+        host_.replace_layer(id, cur);  // emits layer_changed: the frame follows
+      });
+}
+
+bool ImageView::busy() const {
+  if (tile_pending_) return true;
+  for (auto it = frames_.begin(); it != frames_.end(); ++it) {
+    const Frame& f = *it;
+    if (f.pending || f.contrast_pending) return true;
+    const Layer l = host_.layer(it.key());
+    if (l.valid() && l.visible && f.shown != f.wanted && f.failed != f.wanted) return true;
+  }
+  return false;
 }
 
 int ImageView::depth() const {
@@ -86,7 +223,10 @@ void ImageView::set_slice(int z) {
   z = std::clamp(z, 0, depth_ - 1);
   if (z == slice_) return;
   slice_ = z;
-  cache_.clear();
+  for (int id : host_.layer_ids()) {
+    const Layer l = host_.layer(id);
+    if (l.valid() && l.shape().ndim() == 3) invalidate(id);
+  }
   emit slice_changed(z);
   update();
 }
@@ -123,46 +263,68 @@ QPointF ImageView::image_pos(QPointF p) const {
   return (p - offset_) / zoom_;
 }
 
-QImage ImageView::image_of(int id) {
-  auto it = cache_.find(id);
-  if (it != cache_.end()) return *it;
-  const Layer l = host_.layer(id);
-  QImage img;
-  try {
-    RenderOptions o;
-    o.slice = l.shape().ndim() == 3 ? std::min(slice_, int(l.shape().depth()) - 1) : 0;
-    o.low = l.contrast_min;
-    o.high = l.contrast_max;
-    o.colormap = l.colormap;
-    img = gpix::ui::render(host_.host_data(id), o);
-  } catch (const gpix::Error&) {
-    // An unknown colour map or a failed pull: show nothing for this layer.
-  }
-  cache_.insert(id, img);
-  return img;
-}
-
 void ImageView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), QColor(24, 24, 28));
   // Nearest neighbour when magnifying, so pixels stay pixels; smooth when shrinking.
   p.setRenderHint(QPainter::SmoothPixmapTransform, zoom_ * devicePixelRatioF() < 1.0);
+  bool computing = false;
   for (int id : host_.layer_ids()) {
     const Layer l = host_.layer(id);
     if (!l.visible || !l.valid()) continue;
-    const QImage img = image_of(id);
-    if (img.isNull()) continue;
+    const Frame& f = frames_[id];
+    computing = computing || (f.shown != f.wanted && f.failed != f.wanted);
+    if (f.image.isNull()) continue;
     p.setOpacity(std::clamp(l.opacity, 0.0, 1.0));
-    p.drawImage(QRectF(offset_, QSizeF(img.width() * zoom_, img.height() * zoom_)), img);
+    p.drawImage(QRectF(offset_, QSizeF(f.image.width() * zoom_, f.image.height() * zoom_)),
+                f.image);
   }
   p.setOpacity(1.0);
+  p.setPen(QColor(160, 160, 170));
   if (host_.layer_ids().isEmpty()) {
-    p.setPen(QColor(160, 160, 170));
     p.drawText(rect(), Qt::AlignCenter, tr("Drop image files here, or File > Open"));
+  } else if (computing) {
+    // The previous frame stays on screen meanwhile; a long filter may hold the device.
+    p.drawText(rect().adjusted(8, 8, -8, -8), Qt::AlignLeft | Qt::AlignBottom, tr("computing…"));
   }
 }
 
+void ImageView::request_tile(int id, int z, int x, int y) {
+  if (tile_pending_) return;  // one read at a time; describe() asks again when it lands
+  const Layer l = host_.layer(id);
+  const gpix::Shape s = l.shape();
+  const QRect box =
+      QRect(x - kTile / 2, y - kTile / 2, kTile, kTile)
+          .intersected(QRect(0, 0, int(s.width()), s.ndim() >= 2 ? int(s.height()) : 1));
+  tile_pending_ = true;
+  detail::run_async(
+      this,
+      [a = l.array, h = l.array.valid() ? gpix::HostArray{} : l.host, z, box]() {
+        if (!a.valid()) return host_box(h, std::size_t(z), box);
+        gpix::Region r;
+        if (a.ndim() == 3) {
+          r.origin.push_back(std::size_t(z));
+          r.extent.push_back(1);
+        }
+        if (a.ndim() >= 2) {
+          r.origin.push_back(std::size_t(box.y()));
+          r.extent.push_back(std::size_t(box.height()));
+        }
+        r.origin.push_back(std::size_t(box.x()));
+        r.extent.push_back(std::size_t(box.width()));
+        return a.read_region(r);
+      },
+      [this, id, z, box, data = frames_[id].data,
+       from_device = l.array.valid()](const detail::Outcome<gpix::HostArray>& out) {
+        tile_pending_ = false;
+        tile_ = Tile{id, data, z, box, out.value ? *out.value : gpix::HostArray{}};
+        if (out.value && from_device) bytes_pulled_ += out.value->bytes();
+        if (last_cursor_.x() >= 0) emit cursor_info(describe(last_cursor_));
+      });
+}
+
 QString ImageView::describe(QPointF widget_pos) {
+  last_cursor_ = widget_pos;
   const QPointF ip = image_pos(widget_pos);
   const long x = std::lround(std::floor(ip.x())), y = std::lround(std::floor(ip.y()));
   int id = host_.current_layer();
@@ -172,11 +334,21 @@ QString ImageView::describe(QPointF widget_pos) {
   if (!l.valid()) return {};
   const gpix::Shape s = l.shape();
   if (x < 0 || y < 0 || x >= long(s.width()) || y >= long(s.height())) return {};
-  const int z = s.ndim() == 3 ? std::min(slice_, int(s.depth()) - 1) : 0;
-  const double v = value_at(host_.host_data(id), std::size_t(z), std::size_t(y), std::size_t(x));
+  const int z = slice_of(l);
+  QString value = QStringLiteral("...");
+  if (tile_.id == id && tile_.data == frames_[id].data && tile_.z == z &&
+      tile_.box.contains(int(x), int(y))) {
+    value = tile_.values.valid()
+                ? QString::number(value_at(tile_.values, 0, std::size_t(y - tile_.box.y()),
+                                           std::size_t(x - tile_.box.x())),
+                                  'g', 8)
+                : QStringLiteral("?");
+  } else {
+    request_tile(id, z, int(x), int(y));
+  }
   QString text = QStringLiteral("x %1  y %2").arg(x).arg(y);
   if (s.ndim() == 3) text += QStringLiteral("  z %1").arg(z);
-  text += QStringLiteral("  value %1  (%2)").arg(QString::number(v, 'g', 8), l.name);
+  text += QStringLiteral("  value %1  (%2)").arg(value, l.name);
   return text;
 }
 

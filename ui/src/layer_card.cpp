@@ -4,10 +4,12 @@
 #include <QPainter>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <cmath>
 
+#include "async.h"
 #include "gpix/error.h"
+#include "gpix/filters/reductions.h"
 #include "gpix/stats.h"
-#include "gpix/ui/render.h"
 
 namespace gpix::ui {
 
@@ -76,37 +78,67 @@ void LayerCard::refresh() {
   for (QLabel* l : fields_) l->clear();
   hist_->set_counts({});
   error_->hide();
+  ++request_;
   const int id = host_.current_layer();
   if (id < 0) return;
   const gpix::plugin::Layer layer = host_.layer(id);
   fields_["name"]->setText(layer.name);
-  try {
-    gpix::Array a = layer.array;
-    if (!a.valid()) {
-      // Host-only layer (the device could not hold it): say so instead of computing on it.
-      fields_["shape"]->setText(qs(layer.host.shape().str()));
-      fields_["dtype"]->setText(QString::fromUtf8(gpix::name(layer.host.dtype()).data()));
-      fields_["size"]->setText(qs(gpix::human_bytes(layer.host.bytes())));
-      fields_["device"]->setText(tr("host memory only"));
-      return;
-    }
-    const gpix::Card c = gpix::card(a);  // min/max/mean on the device, one pass
-    fields_["shape"]->setText(qs(c.shape.str()));
-    fields_["dtype"]->setText(QString::fromUtf8(gpix::name(c.dtype).data()));
-    fields_["size"]->setText(qs(c.size));
-    fields_["min"]->setText(qs(c.stats.min.str()));
-    fields_["max"]->setText(qs(c.stats.max.str()));
-    fields_["mean"]->setText(
-        QString::number(c.stats.mean, 'g', 6) +
-        (c.stats.nan_count ? tr(" (%1 NaN)").arg(c.stats.nan_count) : QString()));
-    fields_["device"]->setText(qs(c.device));
-    fields_["kind"]->setText(QString::fromUtf8(gpix::name(c.kind).data()));
-    const double lo = c.stats.min.as_double(), hi = c.stats.max.as_double();
-    hist_->set_counts(gpix::ui::histogram(host_.host_data(id), lo, hi > lo ? hi : lo + 1, 64));
-  } catch (const gpix::Error& e) {
-    error_->setText(qs(e.what()));
-    error_->show();
+  const gpix::Array a = layer.array;
+  if (!a.valid()) {
+    // Host-only layer (the device could not hold it): say so instead of computing on it.
+    fields_["shape"]->setText(qs(layer.host.shape().str()));
+    fields_["dtype"]->setText(QString::fromUtf8(gpix::name(layer.host.dtype()).data()));
+    fields_["size"]->setText(qs(gpix::human_bytes(layer.host.bytes())));
+    fields_["device"]->setText(tr("host memory only"));
+    return;
   }
+  // What the handle knows at once; the statistics wait for the device, off this thread.
+  fields_["shape"]->setText(qs(a.shape().str()));
+  fields_["dtype"]->setText(QString::fromUtf8(gpix::name(a.dtype()).data()));
+  fields_["size"]->setText(qs(gpix::human_bytes(a.shape().elements() * gpix::size_of(a.dtype()))));
+  fields_["device"]->setText(qs(a.device().label()));
+  for (const char* key : {"min", "max", "mean"}) fields_[QLatin1String(key)]->setText(tr("…"));
+  struct Result {
+    gpix::Card card;
+    std::vector<std::uint64_t> counts;
+    bool skipped = false;
+  };
+  latest_->store(request_);
+  detail::run_async(
+      this,
+      [a, req = request_, latest = latest_]() {
+        Result r;
+        // Superseded while it waited (display tweaks refresh the card): nobody would see it.
+        if (latest->load() != req) {
+          r.skipped = true;
+          return r;
+        }
+        r.card = gpix::card(a);  // min/max/mean on the device, one pass
+        const double lo = r.card.stats.min.as_double(), hi = r.card.stats.max.as_double();
+        if (std::isfinite(lo) && std::isfinite(hi)) {
+          r.counts = gpix::histogram(a, kBins, lo, hi > lo ? hi : lo + 1).counts;
+        }
+        return r;
+      },
+      [this, req = request_](const detail::Outcome<Result>& out) {
+        if (req != request_ || (out.value && out.value->skipped)) return;
+        if (!out.value) {
+          for (const char* key : {"min", "max", "mean"}) fields_[QLatin1String(key)]->clear();
+          error_->setText(out.error);
+          error_->show();
+        } else {
+          const gpix::Card& c = out.value->card;
+          fields_["size"]->setText(qs(c.size));
+          fields_["min"]->setText(qs(c.stats.min.str()));
+          fields_["max"]->setText(qs(c.stats.max.str()));
+          fields_["mean"]->setText(
+              QString::number(c.stats.mean, 'g', 6) +
+              (c.stats.nan_count ? tr(" (%1 NaN)").arg(c.stats.nan_count) : QString()));
+          fields_["kind"]->setText(QString::fromUtf8(gpix::name(c.kind).data()));
+          hist_->set_counts(out.value->counts);
+        }
+        emit refreshed();
+      });
 }
 
 }  // namespace gpix::ui

@@ -14,6 +14,7 @@
 #include <QVBoxLayout>
 #include <limits>
 
+#include "async.h"
 #include "gpix/error.h"
 #include "gpix/ui/render.h"
 
@@ -165,7 +166,8 @@ void LayerList::refresh_controls() {
   }
   if (l.valid()) {
     opacity_->setValue(int(std::lround(l.opacity * 100)));
-    colormap_->setCurrentText(l.colormap);
+    // Layers saved by earlier viewers may name a map by its old alias ("inverted").
+    colormap_->setCurrentText(canonical_colormap(l.colormap));
     low_->setValue(l.contrast_min);
     high_->setValue(l.contrast_max);
   }
@@ -188,13 +190,28 @@ void LayerList::apply_controls() {
 
 void LayerList::auto_contrast_current(int slice) {
   const int id = host_.current_layer();
-  Layer l = host_.layer(id);
-  if (!l.valid()) return;
-  const auto [lo, hi] = auto_contrast(host_.host_data(id), slice);
-  l = host_.layer(id);
-  l.contrast_min = lo;
-  l.contrast_max = hi;
-  host_.replace_layer(id, l);
+  const Layer l = host_.layer(id);
+  if (!l.valid() || contrast_pending_) return;  // one at a time, like the disabled button
+  contrast_pending_ = true;
+  auto_->setEnabled(false);
+  // On the device, off the GUI thread: a running filter may hold the device for a while.
+  detail::run_async(
+      this,
+      [a = l.array, h = l.array.valid() ? gpix::HostArray{} : l.host, dev = host_.device(),
+       slice]() { return auto_contrast(a.valid() ? a : display_copy(h, dev), slice); },
+      [this, id](const detail::Outcome<std::pair<double, double>>& out) {
+        contrast_pending_ = false;
+        auto_->setEnabled(host_.layer(host_.current_layer()).valid());
+        Layer cur = host_.layer(id);
+        if (!cur.valid()) return;
+        if (!out.value) {
+          host_.show_status(tr("Automatic contrast failed: %1").arg(out.error));
+          return;
+        }
+        cur.contrast_min = out.value->first;
+        cur.contrast_max = out.value->second;
+        host_.replace_layer(id, cur);
+      });
 }
 
 QMimeData* LayerList::mime_for(int id, QString* why) {

@@ -24,6 +24,10 @@ struct Lut {
 
   static Lut gray();
   static Lut inverted_gray();
+  static Lut hot();    // black, red, yellow, white (R rises over the first third, G the second...)
+  static Lut cool();   // cyan to magenta
+  static Lut green();  // black to green
+  static Lut magenta();  // black to magenta
   static Lut viridis();  // a perceptually ordered blue-green-yellow ramp in the style of viridis
   // Distinct colours for label ids; entry 0 (background) is transparent black.
   static Lut labels();
@@ -32,7 +36,8 @@ struct Lut {
 // The entry whose bytes in memory are r, g, b, a.
 std::uint32_t rgba(std::uint8_t r, std::uint8_t g, std::uint8_t b, std::uint8_t a = 255);
 
-// The built-in tables: gray, inverted_gray, viridis, labels.
+// The built-in tables: gray, inverted_gray, hot, cool, green, magenta, viridis, labels (the
+// one set of colour tables: gpix-viewer offers exactly these).
 const std::vector<Lut>& builtin_luts();
 // A built-in table by name; throws InvalidArgument listing the names.
 const Lut& lut(std::string_view name);

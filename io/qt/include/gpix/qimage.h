@@ -14,6 +14,8 @@ namespace gpix::qt {
 //   gpix/io.h: Channels::error (default) throws InvalidArgument naming the options, luminance
 //   gives float32, channel gives u8 component N (0 = R), split gives u8 (components, height,
 //   width).
+//   RGBX64 / RGBA64 (_Premultiplied un-premultiplied first): the same policy with u16
+//   components (luminance still float32).
 // Any other format throws InvalidArgument; convert it with QImage::convertToFormat first.
 HostArray from_qimage(const QImage& image, io::Channels channels = io::Channels::error,
                       int channel = 0);

@@ -1,10 +1,19 @@
 #pragma once
 // The image view: every visible layer composited bottom to top (each with its own contrast
 // limits, colour map and opacity), zoom, pan, fit, 1:1 and a slice for 3D stacks.
+//
+// The GUI thread never waits on the device: frames (gpix::render_rgba of the plane on screen,
+// only its RGBA read back), automatic contrast limits and pixel values for the readout are
+// computed on worker threads and land through queued signals. Until a layer's new frame
+// arrives the view keeps showing its previous one and says "computing".
 #include <QHash>
 #include <QImage>
 #include <QPointF>
+#include <QRect>
 #include <QWidget>
+#include <atomic>
+#include <cstddef>
+#include <memory>
 
 #include "gpix/plugin_api.h"
 
@@ -21,8 +30,18 @@ class ImageView : public QWidget {
   // The image pixel (x, y) under a widget position.
   QPointF image_pos(QPointF widget_pos) const;
   // "x 12  y 40  z 3  value 1234 (layer)" for a widget position; empty outside the image.
+  // The value comes from a small tile of pixels read in the background: until it arrives
+  // the text says "value ..." and cursor_info() is emitted again with the value.
   QString describe(QPointF widget_pos);
   QSize image_size() const;
+
+  // Whether a frame, contrast limits or pixel values are still being computed.
+  bool busy() const;
+  // The frame shown for a layer (null before the first one arrived).
+  QImage frame(int id) const { return frames_.value(id).image; }
+  // Bytes read back from the device for display since construction (frames and readout
+  // tiles): what the view costs in transfers, for diagnostics and tests.
+  std::size_t bytes_pulled() const { return bytes_pulled_; }
 
  public slots:
   void set_slice(int z);
@@ -37,6 +56,8 @@ class ImageView : public QWidget {
   void slice_changed(int z);
   void depth_changed(int depth);
   void zoom_changed(double zoom);
+  // A layer's new frame is on screen.
+  void frame_ready(int id);
 
  protected:
   void paintEvent(QPaintEvent*) override;
@@ -47,13 +68,43 @@ class ImageView : public QWidget {
   void resizeEvent(QResizeEvent*) override;
 
  private:
+  // What the view holds per layer. `wanted` is bumped by every change of the layer or the
+  // slice; a frame is requested when `shown` lags behind it and no request for it is out.
+  struct Frame {
+    QImage image;         // the last frame that arrived, shown until a newer one does
+    quint64 shown = 0;    // request number of `image`
+    quint64 wanted = 1;   // request number the current settings need
+    quint64 pending = 0;  // newest request in flight (0: none)
+    quint64 failed = 0;   // request number that failed (not retried until a change)
+    quint64 data = 1;     // bumped on every change of the layer (the readout tile's key)
+    bool contrast_pending = false;
+    // The newest request, read by workers so that frames nobody will see are skipped.
+    std::shared_ptr<std::atomic<quint64>> latest = std::make_shared<std::atomic<quint64>>(1);
+  };
+  // Pixel values around the cursor, read in the background for the readout.
+  struct Tile {
+    int id = -1;
+    quint64 data = 0;
+    int z = 0;
+    QRect box;               // in image pixels
+    gpix::HostArray values;  // (box.height(), box.width())
+  };
+
   void on_layer_changed(int id);
+  void invalidate(int id);
+  void request_frame(int id);
   void ensure_contrast(int id);
+  void request_tile(int id, int z, int x, int y);
   void update_depth();
-  QImage image_of(int id);
+  int slice_of(const gpix::plugin::Layer& l) const;
 
   gpix::plugin::HostContext& host_;
-  QHash<int, QImage> cache_;  // rendered slice per layer; cleared when anything changes
+  QHash<int, Frame> frames_;
+  quint64 next_request_ = 1;
+  Tile tile_;
+  bool tile_pending_ = false;
+  QPointF last_cursor_{-1, -1};
+  std::size_t bytes_pulled_ = 0;
   double zoom_ = 1.0;
   QPointF offset_;  // widget position of image pixel (0, 0)
   int slice_ = 0;

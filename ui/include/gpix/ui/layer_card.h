@@ -1,9 +1,13 @@
 #pragma once
 // The metadata card of the current layer: shape, dtype, size, min, max, mean, device, memory
-// kind (gpix::card, computed on the device) and a small histogram.
+// kind (gpix::card, computed on the device) and a small histogram (gpix::histogram, kBins bins
+// between min and max). The statistics are computed off the GUI thread: the fields show "…"
+// until refreshed() says they arrived.
 #include <QLabel>
 #include <QMap>
 #include <QWidget>
+#include <atomic>
+#include <memory>
 #include <vector>
 
 #include "gpix/plugin_api.h"
@@ -36,15 +40,23 @@ class LayerCard : public QWidget {
   // "device", "kind"; empty when no layer is shown.
   QString value(const QString& key) const;
   const Histogram* histogram() const { return hist_; }
+  static constexpr int kBins = 64;
 
  public slots:
   void refresh();
+
+ signals:
+  // The statistics and histogram of the shown layer arrived (or their error).
+  void refreshed();
 
  private:
   gpix::plugin::HostContext& host_;
   QMap<QString, QLabel*> fields_;
   Histogram* hist_ = nullptr;
   QLabel* error_ = nullptr;
+  quint64 request_ = 0;  // the newest refresh; older results are dropped
+  // The same for the workers, which skip refreshes that were superseded before they ran.
+  std::shared_ptr<std::atomic<quint64>> latest_ = std::make_shared<std::atomic<quint64>>(0);
 };
 
 }  // namespace gpix::ui

@@ -27,7 +27,9 @@ class LayerList : public QWidget {
   // layer as PNG where a PNG writer exists, else the others in turn) and returns a QMimeData
   // with its file URL; nullptr (and the reason in *why) when no writer could.
   QMimeData* mime_for(int id, QString* why = nullptr);
-  // Sets the current layer's limits from its 0.5 and 99.5 percentiles (of the shown slice).
+  // Sets the current layer's limits from its 0.5 and 99.5 percentiles (of the shown slice),
+  // computed on the device in the background (gpix::ui::auto_contrast); the layer changes when
+  // they arrive.
   void auto_contrast_current(int slice = -1);
 
  public slots:
@@ -45,6 +47,7 @@ class LayerList : public QWidget {
   QPushButton* auto_ = nullptr;
   QTemporaryDir drag_dir_;
   bool updating_ = false;
+  bool contrast_pending_ = false;  // an automatic contrast is being computed
   friend class LayerListWidget;
 };
 

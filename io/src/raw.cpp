@@ -1,0 +1,148 @@
+#include "gpix/raw.h"
+
+#include <cctype>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gpix/error.h"
+
+namespace gpix::io {
+namespace {
+
+std::string str(const std::filesystem::path& p) {
+  const std::u8string u = p.u8string();
+  return {reinterpret_cast<const char*>(u.data()), u.size()};
+}
+
+std::filesystem::path sidecar_of(const std::filesystem::path& path) {
+  return std::filesystem::path(path).concat(".json");
+}
+
+std::string hint(const std::filesystem::path& path) {
+  return "give it a sidecar '" + str(sidecar_of(path).filename()) +
+         "' with {\"shape\": [Z, Y, X], \"dtype\": \"uint16\"}, name it NAME_ZxYxX_DTYPE.raw "
+         "(e.g. cells_32x256x256_u16.raw), or pass the shape and dtype (gpix --shape, --dtype)";
+}
+
+RawLayout make_layout(const std::filesystem::path& path, const std::vector<std::size_t>& dims,
+                      const std::string& dtype_text) {
+  std::string lower = dtype_text;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const auto dtype = parse_dtype(lower);
+  if (!dtype) {
+    throw IoError(
+        "'" + str(path) + "': unknown dtype '" + dtype_text + "'; use one of " + dtype_names(),
+        str(path));
+  }
+  try {
+    return {Shape(std::span<const std::size_t>(dims)), *dtype};
+  } catch (const InvalidArgument& e) {
+    throw IoError("'" + str(path) + "': " + e.what() + "; " + hint(path), str(path));
+  }
+}
+
+// The two keys of the sidecar. A sidecar is small and written by write_raw or by hand, so a
+// pattern for each key is all the JSON this needs (gpix_io has no JSON library).
+RawLayout from_sidecar(const std::filesystem::path& path, const std::filesystem::path& side,
+                       const std::string& text) {
+  static const std::regex shape_re(R"re("shape"\s*:\s*\[([^\]]*)\])re");
+  static const std::regex dtype_re(R"re("dtype"\s*:\s*"([^"]*)")re");
+  std::smatch shape_m, dtype_m;
+  if (!std::regex_search(text, shape_m, shape_re) || !std::regex_search(text, dtype_m, dtype_re)) {
+    throw IoError("the sidecar '" + str(side) + "' lacks \"shape\" or \"dtype\"; " + hint(path),
+                  str(side));
+  }
+  std::vector<std::size_t> dims;
+  std::stringstream list(shape_m[1].str());
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    const auto first = item.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) continue;
+    std::size_t used = 0;
+    unsigned long long v = 0;
+    try {
+      v = std::stoull(item.substr(first), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || item.find_first_not_of(" \t\r\n", first + used) != std::string::npos) {
+      throw IoError("the sidecar '" + str(side) + "' has a shape entry '" + item +
+                        "' that is not a whole number; " + hint(path),
+                    str(side));
+    }
+    dims.push_back(static_cast<std::size_t>(v));
+  }
+  return make_layout(path, dims, dtype_m[1].str());
+}
+
+}  // namespace
+
+RawLayout raw_layout(const std::filesystem::path& path) {
+  const std::filesystem::path side = sidecar_of(path);
+  if (std::ifstream f(side, std::ios::binary); f) {
+    std::stringstream text;
+    text << f.rdbuf();
+    return from_sidecar(path, side, text.str());
+  }
+  static const std::regex name_re(R"(_(\d+(?:x\d+){0,2})_([A-Za-z0-9]+)\.raw$)", std::regex::icase);
+  const std::string name = str(path.filename());
+  std::smatch m;
+  if (!std::regex_search(name, m, name_re)) {
+    throw IoError("'" + name + "' does not say its shape and dtype; " + hint(path), str(path));
+  }
+  std::vector<std::size_t> dims;
+  std::stringstream list(m[1].str());
+  std::string item;
+  while (std::getline(list, item, 'x')) dims.push_back(std::stoull(item));
+  return make_layout(path, dims, m[2].str());
+}
+
+HostArray read_raw(const std::filesystem::path& path, const RawLayout& layout) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw IoError("cannot open '" + str(path) + "'", str(path));
+  HostArray h = HostArray::empty(layout.shape, layout.dtype);
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec || size != h.bytes()) {
+    throw IoError("'" + str(path) + "' has " +
+                      (ec ? "an unknown number of" : std::to_string(size)) + " bytes but a " +
+                      layout.shape.str() + " " + std::string(name(layout.dtype)) + " image needs " +
+                      std::to_string(h.bytes()),
+                  str(path));
+  }
+  if (!f.read(reinterpret_cast<char*>(h.data()), static_cast<std::streamsize>(h.bytes()))) {
+    throw IoError(
+        "reading '" + str(path) + "' failed after " + std::to_string(f.gcount()) + " bytes",
+        str(path));
+  }
+  return h;
+}
+
+HostArray read_raw(const std::filesystem::path& path) {
+  return read_raw(path, raw_layout(path));
+}
+
+void write_raw(const std::filesystem::path& path, const HostArray& pixels) {
+  if (!pixels.valid()) throw InvalidArgument("write_raw('" + str(path) + "') was given no pixels");
+  {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    if (!f || !f.write(reinterpret_cast<const char*>(pixels.data()),
+                       static_cast<std::streamsize>(pixels.bytes()))) {
+      throw IoError("cannot write '" + str(path) + "'", str(path));
+    }
+  }
+  std::string dims;
+  for (std::size_t d : pixels.shape().dims())
+    dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+  const std::filesystem::path side = sidecar_of(path);
+  std::ofstream s(side, std::ios::trunc);
+  if (!s || !(s << "{\n  \"shape\": [" << dims << "],\n  \"dtype\": \"" << name(pixels.dtype())
+                << "\"\n}\n")) {
+    throw IoError("cannot write the sidecar of '" + str(path) + "'", str(side));
+  }
+}
+
+}  // namespace gpix::io

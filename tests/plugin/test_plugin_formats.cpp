@@ -1,0 +1,127 @@
+// The gpix plugin's formats go through the one implementation of each: raw files through
+// gpix_io (the same file read with the CLI's --shape/--dtype, through its sidecar, and by the
+// plugin gives the same pixels) and PNG through gpix_qt's QImage conversion.
+#include <QCoreApplication>
+#include <QGuiApplication>
+#include <QImage>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+#include <cstring>
+#include <filesystem>
+
+#include "common.h"
+#include "formats.h"
+#include "gpix/io.h"
+#include "gpix/qimage.h"
+#include "gpix/raw.h"
+
+using namespace gpix;
+
+namespace {
+
+bool same_bytes(const HostArray& a, const HostArray& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
+         std::memcmp(a.data(), b.data(), a.bytes()) == 0;
+}
+
+// Runs the gpix CLI; its exit code, and stderr on failure.
+int cli(const QStringList& args, QString* err = nullptr) {
+  QProcess p;
+  p.start(QStringLiteral(GPIX_CLI_PATH), args);
+  if (!p.waitForFinished(120000)) return -1;
+  if (err) *err = QString::fromUtf8(p.readAllStandardError());
+  return p.exitCode();
+}
+
+}  // namespace
+
+class TestPluginFormats : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+
+ private slots:
+  void raw_reads_the_same_everywhere() {
+    const Shape s{4, 6, 5};
+    const HostArray want = HostArray::from(test::random_values<std::uint16_t>(s.elements()), s);
+    // Written by the plugin's writer: pixels plus sidecar.
+    const QString path = tmp_.filePath(QStringLiteral("scan.raw"));
+    plugin::Layer l;
+    l.name = QStringLiteral("scan");
+    l.host = want;
+    formats::raw_writer().write(l, path);
+    const auto file = std::filesystem::u8path(path.toStdString());
+    // The plugin's reader and gpix_io, with the sidecar and with the CLI's explicit layout.
+    const QList<plugin::Layer> read = formats::raw_reader().read(path);
+    QCOMPARE(read.size(), 1);
+    QVERIFY(same_bytes(read.first().host, want));
+    QVERIFY(same_bytes(io::read_raw(file), want));
+    QVERIFY(same_bytes(io::read_raw(file, {s, DType::u16}), want));
+    // A name that says its layout needs no sidecar.
+    const QString named = tmp_.filePath(QStringLiteral("cells_4x6x5_u16.raw"));
+    QVERIFY(QFile::copy(path, named));
+    QVERIFY(same_bytes(formats::raw_reader().read(named).first().host, want));
+    // The CLI: --shape/--dtype and the sidecar give the pixels the plugin read (invert is one
+    // to one, so equal outputs mean equal inputs).
+    const QString a = tmp_.filePath(QStringLiteral("a.tif")),
+                  b = tmp_.filePath(QStringLiteral("b.tif"));
+    QString err;
+    QVERIFY2(
+        cli({QStringLiteral("run"), QStringLiteral("invert"), path, a, QStringLiteral("--shape"),
+             QStringLiteral("4,6,5"), QStringLiteral("--dtype"), QStringLiteral("u16")},
+            &err) == 0,
+        qPrintable(err));
+    QVERIFY2(cli({QStringLiteral("run"), QStringLiteral("invert"), path, b}, &err) == 0,
+             qPrintable(err));
+    const HostArray inv = invert(Array::push(read.first().host)).pull();
+    QVERIFY(same_bytes(io::read(a.toStdString()).pixels, inv));
+    QVERIFY(same_bytes(io::read(b.toStdString()).pixels, inv));
+    // Wrong sizes are reported with both numbers by either path.
+    QVERIFY_THROWS_EXCEPTION(IoError, io::read_raw(file, {Shape{4, 6, 6}, DType::u16}));
+    QCOMPARE(cli({QStringLiteral("info"), path, QStringLiteral("--shape"), QStringLiteral("4,6,6"),
+                  QStringLiteral("--dtype"), QStringLiteral("u16")},
+                 &err),
+             1);
+    QVERIFY2(err.contains(QStringLiteral("240 bytes")), qPrintable(err));
+  }
+
+  void png_goes_through_gpix_qt() {
+    QImage gray(7, 5, QImage::Format_Grayscale8), deep(7, 5, QImage::Format_Grayscale16);
+    QImage rgb(7, 5, QImage::Format_RGB32), rgb16(7, 5, QImage::Format_RGBX64);
+    for (int y = 0; y < 5; ++y) {
+      for (int x = 0; x < 7; ++x) {
+        gray.setPixel(x, y, qRgb(x * 30, x * 30, x * 30));
+        reinterpret_cast<std::uint16_t*>(deep.scanLine(y))[x] = std::uint16_t(x * 9000 + y);
+        rgb.setPixel(x, y, qRgb(x * 30, y * 50, 200 - x * 10));
+        reinterpret_cast<QRgba64*>(rgb16.scanLine(y))[x] =
+            QRgba64::fromRgba64(std::uint16_t(x * 9000), std::uint16_t(y * 700), 40000, 65535);
+      }
+    }
+    for (const QImage& img : {gray, deep, rgb, rgb16}) {
+      const QString path = tmp_.filePath(QStringLiteral("f%1.png").arg(int(img.format())));
+      QVERIFY(img.save(path, "PNG"));
+      const QList<plugin::Layer> layers = formats::png_reader().read(path);
+      if (img.isGrayscale()) {
+        QCOMPARE(layers.size(), 1);
+        QVERIFY(same_bytes(layers.first().host, qt::from_qimage(img)));
+        // And back through the writer: the same file contents as pixels.
+        const QString again = tmp_.filePath(QStringLiteral("again.png"));
+        formats::png_writer().write(layers.first(), again);
+        QVERIFY(same_bytes(qt::from_qimage(QImage(again).convertToFormat(img.format())),
+                           layers.first().host));
+      } else {
+        QCOMPARE(layers.size(), 3);
+        for (int c = 0; c < 3; ++c) {
+          QVERIFY(same_bytes(layers[c].host, qt::from_qimage(img, io::Channels::channel, c)));
+        }
+      }
+    }
+  }
+};
+
+int main(int argc, char** argv) {
+  QGuiApplication app(argc, argv);
+  TestPluginFormats t;
+  return QTest::qExec(&t, argc, argv);
+}
+#include "test_plugin_formats.moc"
