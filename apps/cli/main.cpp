@@ -3,14 +3,18 @@
 //   gpix info <source> [--shape Z,Y,X] [--dtype T] [--channels C] [--device NAME] [--json]
 //   gpix filters [--json | --markdown]
 //   gpix run FILTER INPUT... [OUTPUT] [--PARAM VALUE ...] [--device NAME] [--json]
+//            [--tiled] [--tile-budget SIZE] [--device NAME,NAME...]
 // Each command is one function in kCommands below; adding a command is adding a row.
+#include <unistd.h>
 #include <QCommandLineParser>
 #include <QCoreApplication>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
+
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "gpix/gpix.h"
@@ -359,6 +363,81 @@ int cmd_filters(const QCommandLineParser& p, const QStringList&) {
   return 0;
 }
 
+// "256MB", "1.5GB", "512MiB", "1000000": bytes (SI and binary units, as gpix prints sizes).
+std::uint64_t parse_bytes(const QString& text) {
+  static const std::pair<const char*, double> units[] = {
+      {"KIB", 1024.0}, {"MIB", 1048576.0}, {"GIB", 1073741824.0}, {"TIB", 1099511627776.0},
+      {"KB", 1e3},     {"MB", 1e6},        {"GB", 1e9},           {"TB", 1e12},
+      {"B", 1.0}};
+  QString t = text.trimmed().toUpper();
+  double scale = 1.0;
+  for (const auto& [u, f] : units) {
+    if (t.endsWith(QLatin1String(u))) {
+      t.chop(static_cast<qsizetype>(std::strlen(u)));
+      scale = f;
+      break;
+    }
+  }
+  bool ok = false;
+  const double v = t.trimmed().toDouble(&ok);
+  if (!ok || !(v > 0) || v * scale > 1.8e19) {
+    throw InvalidArgument(
+        "--tile-budget takes a size such as 256MB, 2GiB or 1000000 (bytes), not '" +
+        text.toStdString() + "'");
+  }
+  return static_cast<std::uint64_t>(v * scale);
+}
+
+// gpix run ... --tiled: inputs stay in host memory; slabs of them go to the device(s)
+// (--device takes a comma-separated list here, each device one worker).
+int run_tiled_cli(const QCommandLineParser& p, const QStringList& args, const FilterInfo& f,
+                  const Params& params) {
+  TiledOptions o;
+  if (p.isSet("device")) {
+    for (const QString& d : p.value("device").split(',', Qt::SkipEmptyParts))
+      o.devices.push_back(select_device(d.trimmed().toStdString()));
+  }
+  if (p.isSet("tile-budget")) o.budget_bytes = parse_bytes(p.value("tile-budget"));
+  std::vector<HostArray> inputs;
+  for (qsizetype i = 0; i < static_cast<qsizetype>(f.inputs.size()); ++i) {
+    QString label, text;
+    QJsonObject meta;
+    inputs.push_back(load_source(args[2 + i], p, label, meta, text));
+  }
+  const bool bar = isatty(fileno(stderr)) != 0 && !p.isSet("json");
+  if (bar) {
+    o.progress = [](double fraction) {
+      std::fprintf(stderr, "\r%s: %3.0f%%", "tiled", fraction * 100.0);
+      std::fflush(stderr);
+    };
+  }
+  TiledReport report;
+  o.report = &report;
+  const HostArray out = run_tiled(f.name, inputs, params, o);
+  if (bar) std::fputc('\n', stderr);
+#if GPIX_CLI_HAVE_IO
+  io::write(std::filesystem::u8path(args.last().toStdString()), out);
+#else
+  (void)out;
+  throw InvalidArgument("this build of gpix has no gpix_io to write files");
+#endif
+  if (p.isSet("json")) {
+    QJsonArray per_device;
+    for (std::size_t k : report.slabs_per_device) per_device.append(static_cast<qint64>(k));
+    print_json(QJsonObject{{"output", args.last()},
+                           {"shape", qs(out.shape().str())},
+                           {"dtype", qs(std::string(name(out.dtype())))},
+                           {"slabs", static_cast<qint64>(report.slabs)},
+                           {"planes_per_slab", static_cast<qint64>(report.planes_per_slab)},
+                           {"halo", static_cast<qint64>(report.halo)},
+                           {"slabs_per_device", per_device},
+                           {"bytes_in", static_cast<qint64>(report.bytes_in)},
+                           {"bytes_out", static_cast<qint64>(report.bytes_out)},
+                           {"seconds", report.seconds}});
+  }
+  return 0;
+}
+
 // gpix run NAME INPUT... [OUTPUT] [--PARAM VALUE ...] [--device NAME] [--json]
 // Image results are written to OUTPUT (format by extension); table results are printed
 // (JSON with --json) or written as CSV when OUTPUT ends in .csv.
@@ -379,6 +458,11 @@ int cmd_run(const QCommandLineParser& p, const QStringList& args) {
   Params params;
   for (const auto& s : f.params) {
     if (p.isSet(qs(s.name))) params[s.name] = parse_param(s, p.value(qs(s.name)).toStdString());
+  }
+  if (p.isSet("tiled") || p.isSet("tile-budget")) {
+    if (table)
+      throw InvalidArgument("filter '" + f.name + "' returns a table; it cannot run tiled");
+    return run_tiled_cli(p, args, f, params);
   }
   const Device dev = chosen_device(p);
   std::vector<Array> inputs;
@@ -480,10 +564,17 @@ int main(int argc, char** argv) {
   p.addOption({"shape", "Shape of a raw file, z,y,x order.", "Z,Y,X"});
   p.addOption({"dtype", "Pixel type of a raw file (u8 ... f64).", "T"});
   p.addOption({"markdown", "filters: print the catalog as a Markdown table."});
+  p.addOption({"tiled",
+               "run: filter in slabs along the slowest axis, so the image need not fit on the "
+               "device (--device may list several devices, comma-separated)."});
+  p.addOption({"tile-budget",
+               "run --tiled: device memory per slab, e.g. 256MB (default: a "
+               "quarter of the device's memory).",
+               "SIZE"});
   // Every catalog parameter is an option (`gpix run gaussian_blur in.tif out.tif --sigma_x 3`);
   // a parameter named like a global option (dtype) serves both.
-  QStringList seen = {"json",     "device",   "shape", "dtype",
-                      "channels", "markdown", "help",  "version"};
+  QStringList seen = {"json",     "device", "shape",   "dtype", "channels",
+                      "markdown", "help",   "version", "tiled", "tile-budget"};
   for (const auto& f : gpix::filters()) {
     for (const auto& s : f.params) {
       const QString n = qs(s.name);

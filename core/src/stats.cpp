@@ -189,7 +189,10 @@ Stats stats(const Array& a) {
     const auto& kernel = dev.kernel(detail::program("stats.kernel"), "stats_partial", defines);
 
     // One partial buffer, one read back (four reads cost four round trips of latency).
-    auto partials = dev.pool().allocate(groups * 5 * sizeof(std::uint64_t));
+    // Floats use four slots per group; integers a fifth for the high halves of their sums
+    // (the read-back is latency-bound, so floats do not carry the extra slot).
+    const std::size_t slots = kFloat ? 4 : 5;
+    auto partials = dev.pool().allocate(groups * slots * sizeof(std::uint64_t));
     const std::uint64_t w = impl.contiguous() ? n : impl.shape.width();
     const KernelArg args[] = {
         KernelArg::mem(*impl.memory),
@@ -204,7 +207,7 @@ Stats stats(const Array& a) {
     l.local[0] = wg;
     dev.launch(kernel, l, args);
 
-    std::vector<std::byte> raw(groups * 5 * sizeof(std::uint64_t));
+    std::vector<std::byte> raw(groups * slots * sizeof(std::uint64_t));
     dev.read(*partials, 0, raw.data(), raw.size());
     const std::size_t slot = groups * sizeof(std::uint64_t);
     std::vector<T> mins(groups), maxs(groups);

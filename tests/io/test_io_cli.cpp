@@ -5,6 +5,7 @@
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
+#include <cstring>
 
 #include "common.h"
 #include "gpix/filters.h"
@@ -169,6 +170,37 @@ class TestIoCli : public QObject {
     QVERIFY(!QFile::exists(never));
     QCOMPARE(run({"run", "gausian_blur", in, never}).code, 2);
     QCOMPARE(run({"run", "add_images", in, never}).code, 2);
+  }
+
+  // `gpix run --tiled`: a TIFF stack filtered in slabs under a small budget equals the
+  // whole-array run; untileable filters and bad budgets are usage errors.
+  void run_tiled() {
+    const auto& devs = test::test_devices();
+    QTemporaryDir dir;
+    const Shape s{37, 21, 17};
+    const auto data = test::random_values<std::uint16_t>(s.elements());
+    const QString in = dir.filePath("stack.tif"), whole = dir.filePath("whole.tif"),
+                  tiled = dir.filePath("tiled.tif");
+    io::write(in.toStdString(), HostArray::from(data, s));
+    QCOMPARE(run({"run", "median_box", in, whole, "--radius_z", "2", "--device", "0"}).code, 0);
+    const ProcResult r = run({"run", "median_box", in, tiled, "--radius_z", "2", "--device", "0",
+                              "--tiled", "--tile-budget", "40kB", "--json"});
+    QVERIFY2(r.code == 0, r.err);
+    const QJsonObject o = QJsonDocument::fromJson(r.out).object();
+    QVERIFY2(o["slabs"].toInteger() >= 8, r.out);
+    QCOMPARE(o["halo"].toInteger(), 2);
+    const io::Image a = io::read(whole.toStdString()), b = io::read(tiled.toStdString());
+    QVERIFY(a.pixels.bytes() == b.pixels.bytes());
+    QVERIFY(std::memcmp(a.pixels.data(), b.pixels.data(), a.pixels.bytes()) == 0);
+    (void)devs;
+    const QString never = dir.filePath("never.tif");
+    const ProcResult otsu = run({"run", "threshold_otsu", in, never, "--tiled"});
+    QCOMPARE(otsu.code, 2);
+    QVERIFY2(otsu.err.contains("histogram"), otsu.err);
+    const ProcResult budget = run({"run", "mean_box", in, never, "--tile-budget", "lots"});
+    QCOMPARE(budget.code, 2);
+    QVERIFY2(budget.err.contains("256MB"), budget.err);
+    QVERIFY(!QFile::exists(never));
   }
 
   // docs/FILTERS.md is `gpix filters --markdown`: the docs follow the catalog.

@@ -7,6 +7,7 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QMimeData>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QSemaphore>
 #include <QSettings>
@@ -319,6 +320,34 @@ class TestWidgets : public QObject {
     QVERIFY(same_bytes(host().layer(id).array.pull(), h));
     QVERIFY(workflow_->steps().isEmpty());
     QVERIFY(host().undo_stack()->count() == 0);
+  }
+
+  // A real long filter, no gate: a 3D median on a 64 x 256 x 256 stack runs slab by slab
+  // (gpix::run_in_slabs); Cancel pressed once the bar has moved stops it before the end,
+  // adds nothing and leaves the input as it was.
+  void cancel_stops_a_long_filter() {
+    ui::FilterPanel panel(host(), workflow_.get());
+    const HostArray h = random_host<float>(Shape{64, 256, 256});
+    const int id = add(host(), QStringLiteral("stack"), h);
+    QVERIFY(panel.select_filter(QStringLiteral("median_box")));
+    QVERIFY(panel.form()->set_param(QStringLiteral("radius_x"), 2.0));
+    QVERIFY(panel.form()->set_param(QStringLiteral("radius_y"), 2.0));
+    QVERIFY(panel.form()->set_param(QStringLiteral("radius_z"), 1.0));
+    auto* bar = panel.findChild<QProgressBar*>();
+    QVERIFY(bar);
+    QSignalSpy done(&panel, &ui::FilterPanel::finished);
+    panel.run();
+    QTRY_VERIFY_WITH_TIMEOUT(bar->value() > 0 || !done.isEmpty(), 180000);
+    QVERIFY2(done.isEmpty(), "the filter ended before its progress moved");
+    const int at = bar->value();
+    QVERIFY(at < 1000);
+    panel.findChild<QPushButton*>(QStringLiteral("cancel"))->click();
+    QVERIFY(done.wait(180000));
+    QCOMPARE(done.first().first().toBool(), false);
+    QVERIFY2(panel.error_text().contains(QStringLiteral("ancel")), qPrintable(panel.error_text()));
+    QCOMPARE(host().layer_ids().size(), 1);
+    QVERIFY(same_bytes(host().layer(id).array.pull(), h));
+    QVERIFY(workflow_->steps().isEmpty());
   }
 
   void undo_redo() {

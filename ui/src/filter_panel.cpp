@@ -21,6 +21,7 @@
 
 #include "gpix/error.h"
 #include "gpix/scalar.h"
+#include "gpix/tiled.h"
 
 namespace gpix::ui {
 
@@ -453,7 +454,9 @@ void FilterPanel::start(bool preview) {
       gpix::RunOptions opts;
       opts.cancel = task->cancel_flag();
       opts.progress = [task](double f) { task->set_progress(f); };
-      o.result = gpix::run(name, arrays, params, opts);
+      // Slab by slab on the device where the filter tiles, so that Cancel takes effect
+      // within a fraction of a long run and the bar advances per slab (same result).
+      o.result = gpix::run_in_slabs(name, arrays, params, opts);
     } catch (const gpix::Cancelled& e) {
       o.cancelled = true;
       o.error = QString::fromStdString(e.what());

@@ -15,4 +15,5 @@
 #include "gpix/shape.h"
 #include "gpix/stats.h"
 #include "gpix/svm.h"
+#include "gpix/tiled.h"
 #include "gpix/version.h"

@@ -1,0 +1,402 @@
+// Slab-wise execution of catalog filters (gpix/tiled.h).
+#include "gpix/tiled.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "gpix/array.h"
+#include "gpix/error.h"
+#include "util.h"
+
+namespace gpix {
+namespace {
+
+// How a filter's output depends on its input along the slab axis. Every catalog filter is
+// listed (test_tiled checks that none is missing), so a new filter must say how it tiles.
+enum class Rule {
+  pointwise,   // halo 0
+  radius,      // the radius parameter of the slab axis (radius_z / radius_y / radius_x) x factor
+  radius_iso,  // the one "radius" parameter x factor (binary morphology)
+  sigma,       // Gaussian radius int(4 sigma + 0.5) of the slab axis' sigma parameter
+  sigma_iso,   // the same for the largest of the listed isotropic sigma parameters
+  stencil,     // one pixel (3-point derivatives, Laplace, Sobel)
+  none,        // the output depends on the whole image
+};
+
+struct Tiling {
+  const char* filter;
+  Rule rule;
+  int factor = 1;                // opening/closing: two windows in a row
+  const char* params = nullptr;  // sigma_iso: comma-separated parameter names
+  const char* reason = nullptr;  // Rule::none
+};
+
+constexpr const char* kGlobal = "its output depends on the whole image";
+
+constexpr Tiling kTilings[] = {
+    // Arithmetic and Types: pixel by pixel.
+    {"absolute", Rule::pointwise},
+    {"add_images", Rule::pointwise},
+    {"add_scalar", Rule::pointwise},
+    {"clip", Rule::pointwise},
+    {"divide_images", Rule::pointwise},
+    {"exp", Rule::pointwise},
+    {"invert", Rule::pointwise},
+    {"log", Rule::pointwise},
+    {"maximum_images", Rule::pointwise},
+    {"minimum_images", Rule::pointwise},
+    {"multiply_images", Rule::pointwise},
+    {"multiply_scalar", Rule::pointwise},
+    {"power", Rule::pointwise},
+    {"sqrt", Rule::pointwise},
+    {"subtract_images", Rule::pointwise},
+    {"convert", Rule::pointwise},
+    {"rescale_intensity", Rule::none, 1, nullptr,
+     "it maps the whole image's minimum and maximum (compute them first, then use "
+     "multiply_scalar and add_scalar, which tile)"},
+    // Neighbourhood.
+    {"bottom_hat_box", Rule::radius, 2},  // closing: a maximum then a minimum box
+    {"top_hat_box", Rule::radius, 2},     // opening: a minimum then a maximum box
+    {"maximum_box", Rule::radius},
+    {"minimum_box", Rule::radius},
+    {"mean_box", Rule::radius},
+    {"median_box", Rule::radius},
+    {"variance_box", Rule::radius},
+    {"gaussian_blur", Rule::sigma},
+    {"difference_of_gaussian", Rule::sigma_iso, 1, "sigma1,sigma2"},
+    {"unsharp_mask", Rule::sigma_iso, 1, "sigma"},
+    {"gradient_x", Rule::stencil},
+    {"gradient_y", Rule::stencil},
+    {"gradient_z", Rule::stencil},
+    {"laplace", Rule::stencil},
+    {"sobel", Rule::stencil},
+    // Segmentation.
+    {"binary_and", Rule::pointwise},
+    {"binary_or", Rule::pointwise},
+    {"binary_xor", Rule::pointwise},
+    {"binary_not", Rule::pointwise},
+    {"threshold", Rule::pointwise},
+    {"binary_dilation", Rule::radius_iso},
+    {"binary_erosion", Rule::radius_iso},
+    {"binary_opening", Rule::radius_iso, 2},
+    {"binary_closing", Rule::radius_iso, 2},
+    {"threshold_otsu", Rule::none, 1, nullptr,
+     "its threshold comes from the whole image's histogram"},
+    {"connected_components", Rule::none, 1, nullptr, "a label can span the whole image"},
+    {"relabel_sequential", Rule::none, 1, nullptr, "the numbering depends on the whole image"},
+    {"label_statistics", Rule::none, 1, nullptr, "it returns a table over the whole image"},
+    {"voronoi_otsu_labeling", Rule::none, 1, nullptr, "it thresholds and labels the whole image"},
+    // Geometry: outputs of another shape, or pixels that come from anywhere.
+    {"affine_transform", Rule::none, 1, nullptr, "an output pixel can come from anywhere"},
+    {"crop", Rule::none, 1, nullptr, "its output has another shape (crop the host array instead)"},
+    {"flip", Rule::none, 1, nullptr, "an output pixel comes from the far side of the image"},
+    {"resample", Rule::none, 1, nullptr, "its output has another shape"},
+    {"transpose", Rule::none, 1, nullptr, "its output has another shape"},
+    // Projections and reductions: one value per column or per image.
+    {"maximum_z_projection", Rule::none, 1, nullptr, kGlobal},
+    {"mean_z_projection", Rule::none, 1, nullptr, kGlobal},
+    {"minimum_z_projection", Rule::none, 1, nullptr, kGlobal},
+    {"std_z_projection", Rule::none, 1, nullptr, kGlobal},
+    {"sum_z_projection", Rule::none, 1, nullptr, kGlobal},
+    {"histogram", Rule::none, 1, nullptr, kGlobal},
+    {"maximum_of_all_pixels", Rule::none, 1, nullptr, kGlobal},
+    {"mean_of_all_pixels", Rule::none, 1, nullptr, kGlobal},
+    {"minimum_of_all_pixels", Rule::none, 1, nullptr, kGlobal},
+    {"std_of_all_pixels", Rule::none, 1, nullptr, kGlobal},
+    {"sum_of_all_pixels", Rule::none, 1, nullptr, kGlobal},
+};
+
+const Tiling& tiling(std::string_view name) {
+  const FilterInfo& info = filter(name);  // InvalidArgument with suggestions for a typo
+  for (const Tiling& t : kTilings) {
+    if (info.name == t.filter) return t;
+  }
+  throw Error("internal: filter '" + info.name +
+              "' does not say how it tiles (core/src/tiled.cpp)");
+}
+
+// The parameter's value as given or its default.
+double number(const FilterInfo& info, const Params& params, const std::string& name) {
+  const ParamSpec* spec = info.param(name);
+  if (!spec) throw Error("internal: filter '" + info.name + "' has no parameter '" + name + "'");
+  auto it = params.find(name);
+  if (it == params.end()) return spec->default_value;
+  const double* d = std::get_if<double>(&it->second);
+  if (!d || !std::isfinite(*d)) {
+    throw InvalidArgument("filter '" + info.name + "' parameter '" + name + "' must be a number");
+  }
+  return *d;
+}
+
+std::size_t gaussian_radius(double sigma) {
+  return sigma <= 0 ? 0 : static_cast<std::size_t>(4.0 * sigma + 0.5);
+}
+
+// The slab axis' letter for an input of ndim dimensions: z, y or x.
+const char* slab_axis(int ndim) {
+  return ndim >= 3 ? "z" : ndim == 2 ? "y" : "x";
+}
+
+}  // namespace
+
+TileInfo tile_info(std::string_view name) {
+  const Tiling& t = tiling(name);
+  if (t.rule == Rule::none) return {false, t.reason};
+  return {true, {}};
+}
+
+std::size_t tile_halo(std::string_view name, int ndim, const Params& params) {
+  const Tiling& t = tiling(name);
+  const FilterInfo& info = filter(name);
+  const auto factor = static_cast<std::size_t>(t.factor);
+  switch (t.rule) {
+    case Rule::pointwise:
+      return 0;
+    case Rule::stencil:
+      return 1;
+    case Rule::radius: {
+      const double r = number(info, params, std::string("radius_") + slab_axis(ndim));
+      return static_cast<std::size_t>(std::max(0.0, r)) * factor;
+    }
+    case Rule::radius_iso:
+      return static_cast<std::size_t>(std::max(0.0, number(info, params, "radius"))) * factor;
+    case Rule::sigma:
+      return gaussian_radius(number(info, params, std::string("sigma_") + slab_axis(ndim))) *
+             factor;
+    case Rule::sigma_iso: {
+      std::size_t h = 0;
+      std::string_view list = t.params;
+      while (!list.empty()) {
+        const auto comma = list.find(',');
+        h = std::max(h, gaussian_radius(number(info, params, std::string(list.substr(0, comma)))));
+        if (comma == std::string_view::npos) break;
+        list.remove_prefix(comma + 1);
+      }
+      return h * factor;
+    }
+    case Rule::none:
+      break;
+  }
+  throw InvalidArgument("filter '" + info.name + "' cannot run tiled: " + t.reason);
+}
+
+HostArray run_tiled(std::string_view name, std::span<const HostArray> inputs, const Params& params,
+                    const TiledOptions& options) {
+  const auto t_start = std::chrono::steady_clock::now();
+  const FilterInfo& info = filter(name);
+  const std::string who = "run_tiled: filter '" + info.name + "'";
+  if (inputs.empty() || !inputs[0].valid()) throw InvalidArgument(who + " needs an input array");
+  const Shape& shape = inputs[0].shape();
+  for (const HostArray& h : inputs) {
+    if (!h.valid() || !(h.shape() == shape)) {
+      throw InvalidArgument(who + ": every input must have the first input's shape " + shape.str());
+    }
+  }
+  const int ndim = static_cast<int>(shape.ndim());
+  const std::size_t halo = tile_halo(name, ndim, params);
+
+  // Slabs along axis 0 (numpy order: the slowest axis), each plane `plane` pixels.
+  const std::size_t planes = shape[0];
+  const std::size_t plane = shape.elements() / std::max<std::size_t>(planes, 1);
+  std::size_t in_plane_bytes = 0, widest = 4;
+  for (const HostArray& h : inputs) {
+    in_plane_bytes += plane * size_of(h.dtype());
+    widest = std::max(widest, size_of(h.dtype()));
+  }
+  // A slab holds its inputs, its output (at most 8 bytes a pixel, at least the widest
+  // input) and the filter's intermediates (separable and two-pass filters keep one or two
+  // arrays of the output's size): twice inputs plus output is the working set assumed.
+  const std::size_t plane_cost = 2 * (in_plane_bytes + plane * widest);
+
+  std::vector<Device> devices = options.devices;
+  if (devices.empty()) devices.push_back(default_device());
+  const std::size_t workers_per_device = std::max<std::size_t>(1, options.workers_per_device);
+  std::size_t slab = planes;  // planes kept per slab, the same on every device
+  for (const Device& d : devices) {
+    const DeviceInfo& di = d.info();
+    const std::uint64_t budget =
+        options.budget_bytes ? options.budget_bytes
+                             : std::min<std::uint64_t>(di.global_memory / 4, di.max_allocation);
+    const std::uint64_t fit = budget / workers_per_device / std::max<std::size_t>(plane_cost, 1);
+    if (fit < 2 * halo + 1) {
+      throw InvalidArgument(
+          who + " needs " + detail::human(plane_cost * (2 * halo + 1)) +
+          " of device memory for one plane and its halo of " + std::to_string(halo) +
+          " planes on each side; the budget on '" + d.label() + "' is " + detail::human(budget) +
+          (workers_per_device > 1 ? " shared by " + std::to_string(workers_per_device) + " workers"
+                                  : std::string()) +
+          " (raise the budget, or use smaller radii)");
+    }
+    slab = std::min<std::size_t>(slab, static_cast<std::size_t>(fit - 2 * halo));
+  }
+  const std::size_t tiles = (planes + slab - 1) / slab;
+
+  std::mutex mutex;
+  HostArray out;  // allocated when the first slab's output dtype is known
+  // Worker i starts with slab i, so every device starts at once (and each gets one where
+  // there are enough slabs); then each takes the next free slab, so faster devices take more.
+  const std::size_t workers = devices.size() * workers_per_device;
+  std::size_t next = std::min(workers, tiles), done = 0;
+  TiledReport report;
+  report.halo = halo;
+  report.planes_per_slab = slab;
+  report.slabs = tiles;
+  report.slabs_per_device.assign(devices.size(), 0);
+  std::exception_ptr error;
+
+  auto worker = [&](std::size_t worker_index) {
+    const std::size_t device_index = worker_index % devices.size();
+    const Device& device = devices[device_index];
+    try {
+      for (bool first = true;; first = false) {
+        std::size_t t = 0;
+        {
+          std::lock_guard lock(mutex);
+          if (error) return;
+          if (first && worker_index < tiles) {
+            t = worker_index;
+          } else {
+            if (next >= tiles) return;
+            t = next++;
+          }
+        }
+        if (options.cancel && options.cancel->load()) {
+          throw Cancelled(who + " was cancelled after " + std::to_string(done) + " of " +
+                          std::to_string(tiles) + " slabs");
+        }
+        const std::size_t z0 = t * slab, z1 = std::min(planes, z0 + slab);
+        const std::size_t l0 = z0 >= halo ? z0 - halo : 0, l1 = std::min(planes, z1 + halo);
+        std::vector<std::size_t> dims(shape.dims().begin(), shape.dims().end());
+        dims[0] = l1 - l0;
+        const Shape slab_shape{std::span<const std::size_t>(dims)};
+        std::vector<Array> arrays;
+        arrays.reserve(inputs.size());
+        for (const HostArray& h : inputs) {
+          Array a = Array::empty(slab_shape, h.dtype(), device);
+          const std::size_t pb = plane * size_of(h.dtype());
+          a.write(h.data() + l0 * pb, (l1 - l0) * pb);
+          arrays.push_back(std::move(a));
+        }
+        RunOptions ro;
+        ro.cancel = options.cancel;
+        const Result r = run(name, arrays, params, ro);
+        if (r.is_table() || !(r.array.shape() == slab_shape)) {
+          throw Error("internal: " + who + " gave no array of the slab's shape");
+        }
+        std::byte* dst = nullptr;
+        std::size_t ob = 0;
+        {
+          std::lock_guard lock(mutex);
+          if (!out.valid()) out = HostArray::empty(shape, r.array.dtype());
+          if (out.dtype() != r.array.dtype()) throw Error("internal: slabs of different dtypes");
+          ob = plane * size_of(out.dtype());
+          dst = out.data() + z0 * ob;
+        }
+        std::vector<std::size_t> origin(dims.size(), 0), extent = dims;
+        origin[0] = z0 - l0;
+        extent[0] = z1 - z0;
+        const Array interior =
+            (l0 == z0 && l1 == z1) ? r.array : r.array.view(Region{origin, extent});
+        interior.read(dst, (z1 - z0) * ob);
+        {
+          std::lock_guard lock(mutex);
+          ++done;
+          ++report.slabs_per_device[device_index];
+          report.bytes_in += (l1 - l0) * in_plane_bytes;
+          report.bytes_out += (z1 - z0) * ob;
+          if (options.progress)
+            options.progress(static_cast<double>(done) / static_cast<double>(tiles));
+        }
+      }
+    } catch (...) {
+      std::lock_guard lock(mutex);
+      if (!error) error = std::current_exception();
+    }
+  };
+
+  if (workers == 1) {
+    worker(0);
+  } else {
+    std::vector<std::thread> threads;
+    threads.reserve(workers);
+    for (std::size_t i = 0; i < workers; ++i) threads.emplace_back(worker, i);
+    for (auto& th : threads) th.join();
+  }
+  if (error) std::rethrow_exception(error);
+  report.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  if (options.report) *options.report = report;
+  return out;
+}
+
+Result run_in_slabs(std::string_view name, std::span<const Array> inputs, const Params& params,
+                    const RunOptions& options, std::size_t slabs) {
+  if (inputs.empty() || !inputs[0].valid() || !tile_info(name).tileable) {
+    return run(name, inputs, params, options);
+  }
+  const Shape& shape = inputs[0].shape();
+  for (const Array& a : inputs) {
+    if (!a.valid() || !(a.shape() == shape) || !(a.device() == inputs[0].device())) {
+      return run(name, inputs, params, options);  // run gives the precise error
+    }
+  }
+  const int ndim = static_cast<int>(shape.ndim());
+  const std::size_t halo = tile_halo(name, ndim, params);
+  const std::size_t planes = shape[0];
+  if (slabs == 0) {
+    std::size_t bytes = 0;
+    for (const Array& a : inputs) bytes += a.bytes();
+    const std::size_t min_planes = std::max<std::size_t>(8 * halo, 1);
+    slabs = bytes < (16u << 20) ? 1 : std::clamp<std::size_t>(planes / min_planes, 1, 32);
+  }
+  slabs = std::min(slabs, planes);
+  if (slabs <= 1) return run(name, inputs, params, options);
+  const std::size_t per = (planes + slabs - 1) / slabs;
+  const std::size_t tiles = (planes + per - 1) / per;
+
+  Array out;
+  std::vector<std::size_t> dims(shape.dims().begin(), shape.dims().end());
+  for (std::size_t t = 0; t < tiles; ++t) {
+    if (options.cancel && options.cancel->load()) {
+      throw Cancelled("filter '" + std::string(name) + "' was cancelled after " +
+                      std::to_string(t) + " of " + std::to_string(tiles) + " slabs");
+    }
+    const std::size_t z0 = t * per, z1 = std::min(planes, z0 + per);
+    const std::size_t l0 = z0 >= halo ? z0 - halo : 0, l1 = std::min(planes, z1 + halo);
+    std::vector<std::size_t> origin(dims.size(), 0), extent = dims;
+    origin[0] = l0;
+    extent[0] = l1 - l0;
+    std::vector<Array> views;
+    views.reserve(inputs.size());
+    for (const Array& a : inputs) views.push_back(a.view(Region{origin, extent}));
+    RunOptions ro;
+    ro.cancel = options.cancel;
+    if (options.progress) {
+      ro.progress = [&, t](double f) {
+        options.progress((static_cast<double>(t) + f) / static_cast<double>(tiles));
+      };
+    }
+    const Result r = run(name, views, params, ro);
+    if (!out.valid()) out = Array::empty(shape, r.array.dtype(), inputs[0].device());
+    std::vector<std::size_t> keep_origin(dims.size(), 0), keep_extent = dims;
+    keep_origin[0] = z0 - l0;
+    keep_extent[0] = z1 - z0;
+    std::vector<std::size_t> out_origin(dims.size(), 0);
+    out_origin[0] = z0;
+    out.view(Region{out_origin, keep_extent})
+        .copy_from(r.array.view(Region{keep_origin, keep_extent}));
+    if (options.progress) {
+      options.progress(static_cast<double>(t + 1) / static_cast<double>(tiles));
+    }
+  }
+  Result result;
+  result.array = std::move(out);
+  return result;
+}
+
+}  // namespace gpix

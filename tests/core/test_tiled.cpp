@@ -1,0 +1,245 @@
+// gpix::run_tiled: every tileable catalog filter, cut into 8-20 slabs by a small memory
+// budget, gives the whole-array result bit for bit (2D and 3D, odd sizes, the filter's
+// default and larger windows, several dtypes); untileable filters, small budgets and cancel
+// give typed errors; with two devices (POCL_DEVICES="pthread pthread") the slabs are shared.
+#include <QTest>
+#include <atomic>
+#include <cstring>
+
+#include "common.h"
+#include "gpix/gpix.h"
+
+using namespace gpix;
+
+namespace {
+
+HostArray random_host(const Shape& s, DType t) {
+  return visit_dtype(t, [&](auto z) {
+    using T = decltype(z);
+    auto v = test::random_values<T>(s.elements());
+    if constexpr (std::is_floating_point_v<T>) {
+      for (auto& x : v) x = static_cast<T>(std::fmod(static_cast<double>(x), 100.0));
+    }
+    return HostArray::from(v, s);
+  });
+}
+
+// Larger windows than the defaults where the filter has them, so halos of several planes.
+Params wide_params(const FilterInfo& f) {
+  Params p;
+  for (const auto& spec : f.params) {
+    if (spec.name.rfind("radius", 0) == 0) p[spec.name] = std::min(2.0, spec.max);
+    if (spec.name.rfind("sigma", 0) == 0) p[spec.name] = 1.2;
+  }
+  if (f.name == "difference_of_gaussian") {
+    p["sigma1"] = 0.8;
+    p["sigma2"] = 1.6;
+  }
+  return p;
+}
+
+// The budget that cuts `planes` planes into about `want` slabs (same working-set rule as
+// run_tiled: twice the inputs plus an output of the widest of (inputs, 4 bytes)).
+std::uint64_t budget_for(const Shape& s, DType t, std::size_t inputs, std::size_t halo,
+                         std::size_t want) {
+  const std::size_t plane = s.elements() / s[0];
+  const std::size_t cost =
+      2 * (inputs * plane * size_of(t) + plane * std::max<std::size_t>(4, size_of(t)));
+  const std::size_t slab = std::max<std::size_t>(1, (s[0] + want - 1) / want);
+  return cost * (slab + 2 * halo);
+}
+
+bool same_bytes(const HostArray& a, const Array& b) {
+  if (!(a.shape() == b.shape()) || a.dtype() != b.dtype()) return false;
+  const HostArray hb = b.pull();
+  return std::memcmp(a.data(), hb.data(), a.bytes()) == 0;
+}
+
+void check_filter(const FilterInfo& f, const std::vector<Device>& devices, bool wide) {
+  const DType dtypes[] = {DType::f32, DType::u16, DType::u8, DType::i32, DType::f64};
+  int tested = 0;
+  for (int dims : {2, 3}) {
+    if (std::find(f.dims.begin(), f.dims.end(), dims) == f.dims.end()) continue;
+    const Shape s = dims == 3 ? Shape{23, 9, 11} : Shape{41, 13};
+    for (DType t : dtypes) {
+      if (std::find(f.dtypes.begin(), f.dtypes.end(), t) == f.dtypes.end()) continue;
+      if (t == DType::f64 && !devices[0].supports_fp64()) continue;
+      if (tested >= 2 + dims) break;  // a few dtypes per filter keep CI short
+      ++tested;
+      const Params p = wide ? wide_params(f) : Params{};
+      std::vector<HostArray> hosts;
+      std::vector<Array> arrays;
+      for (std::size_t i = 0; i < f.inputs.size(); ++i) {
+        hosts.push_back(random_host(s, t));
+        arrays.push_back(Array::push(hosts.back(), devices[0]));
+      }
+      const Result whole = run(f.name, arrays, p);
+      const std::size_t halo = tile_halo(f.name, dims, p);
+      TiledOptions o;
+      o.devices = devices;
+      o.budget_bytes = budget_for(s, t, hosts.size(), halo, 10);
+      int slabs = 0;
+      o.progress = [&](double) { ++slabs; };
+      TiledReport report;
+      o.report = &report;
+      const HostArray tiled = run_tiled(f.name, hosts, p, o);
+      const QByteArray where = QByteArray::fromStdString(
+          f.name + " " + std::string(name(t)) + " " + s.str() + (wide ? " wide" : " defaults") +
+          " halo " + std::to_string(halo) + " slabs " + std::to_string(slabs));
+      QVERIFY2(slabs >= 8 && slabs <= 23, where);
+      QVERIFY2(same_bytes(tiled, whole.array), where + " differs from the whole-array run");
+      QCOMPARE(report.slabs, static_cast<std::size_t>(slabs));
+      QCOMPARE(report.halo, halo);
+      QCOMPARE(report.bytes_out, tiled.bytes());
+      // Every device took slabs (two devices under POCL_DEVICES="pthread pthread").
+      for (std::size_t k : report.slabs_per_device) QVERIFY2(k > 0, where + " left a device idle");
+    }
+  }
+}
+
+}  // namespace
+
+class TestTiled : public QObject {
+  Q_OBJECT
+ private slots:
+  // Every catalog filter says how it tiles, and untileable ones say why.
+  void every_filter_says() {
+    int tileable = 0;
+    for (const FilterInfo& f : filters()) {
+      const TileInfo ti = tile_info(f.name);
+      if (ti.tileable) {
+        ++tileable;
+        QVERIFY2(ti.reason.empty(), f.name.c_str());
+      } else {
+        QVERIFY2(!ti.reason.empty(), f.name.c_str());
+        try {
+          (void)tile_halo(f.name, 3);
+          QFAIL(("no error for untileable " + f.name).c_str());
+        } catch (const InvalidArgument& e) {
+          QVERIFY2(std::string(e.what()).find(ti.reason) != std::string::npos, e.what());
+        }
+      }
+    }
+    QVERIFY(tileable >= 40);
+  }
+
+  void halos() {
+    QCOMPARE(tile_halo("add_scalar", 3), std::size_t{0});
+    QCOMPARE(tile_halo("median_box", 3, {{"radius_z", 3.0}}), std::size_t{3});
+    QCOMPARE(tile_halo("median_box", 2, {{"radius_y", 2.0}, {"radius_z", 5.0}}), std::size_t{2});
+    QCOMPARE(tile_halo("top_hat_box", 3, {{"radius_z", 2.0}}), std::size_t{4});
+    QCOMPARE(tile_halo("gaussian_blur", 3, {{"sigma_z", 2.0}}), std::size_t{8});
+    QCOMPARE(tile_halo("difference_of_gaussian", 2, {{"sigma1", 1.0}, {"sigma2", 3.0}}),
+             std::size_t{12});
+    QCOMPARE(tile_halo("binary_closing", 3, {{"radius", 2.0}}), std::size_t{4});
+    QCOMPARE(tile_halo("sobel", 2), std::size_t{1});
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, tile_halo("gausian_blur", 2));  // typo
+  }
+
+  void whole_array_equal_data() {
+    QTest::addColumn<QString>("filter");
+    QTest::addColumn<bool>("wide");
+    for (const FilterInfo& f : filters()) {
+      if (!tile_info(f.name).tileable) continue;
+      QTest::newRow((f.name + " defaults").c_str()) << QString::fromStdString(f.name) << false;
+      if (tile_halo(f.name, 3, wide_params(f)) != tile_halo(f.name, 3))
+        QTest::newRow((f.name + " wide").c_str()) << QString::fromStdString(f.name) << true;
+    }
+  }
+  void whole_array_equal() {
+    QFETCH(QString, filter);
+    QFETCH(bool, wide);
+    // Every device of the first device's kind shares the slabs (two with POCL_DEVICES="pthread
+    // pthread"). Devices of different backends round some float operations differently
+    // (OpenCL's divide and sqrt are not correctly rounded, CUDA's are), so only devices of one
+    // kind promise the whole-array bytes.
+    std::vector<Device> devs;
+    for (const Device& d : test::test_devices()) {
+      const Device& first = test::test_devices().front();
+      if (d.info().backend == first.info().backend && d.info().name == first.info().name)
+        devs.push_back(d);
+    }
+    check_filter(gpix::filter(filter.toStdString()), devs, wide);
+  }
+
+  // On the device, slab by slab into one output: the same bytes as gpix::run, progress per
+  // slab, cancel between slabs with the input intact.
+  void device_slabs() {
+    const Device dev = test::test_devices().front();
+    for (const char* f : {"median_box", "gaussian_blur", "top_hat_box", "add_scalar", "sobel"}) {
+      for (const Shape& s : {Shape{29, 7, 9}, Shape{37, 11}}) {
+        const HostArray h = random_host(s, DType::f32);
+        const Array a = Array::push(h, dev);
+        const Params p = wide_params(gpix::filter(f));
+        const Result whole = run(f, a, p);
+        int calls = 0;
+        RunOptions o;
+        o.progress = [&](double) { ++calls; };
+        const Array in[] = {a};
+        const Result slabbed = run_in_slabs(f, in, p, o, 6);
+        QVERIFY2(same_bytes(slabbed.array.pull(), whole.array),
+                 (std::string(f) + " " + s.str()).c_str());
+        QVERIFY(calls >= 6);
+      }
+    }
+    // Untileable filters run whole.
+    const HostArray h = random_host(Shape{12, 10, 10}, DType::f32);
+    const Array a = Array::push(h, dev);
+    const Array in[] = {a};
+    QVERIFY(same_bytes(run_in_slabs("threshold_otsu", in, {}, {}, 4).array.pull(),
+                       run("threshold_otsu", a).array));
+    // Cancel between slabs.
+    std::atomic<bool> cancel{false};
+    RunOptions o;
+    o.cancel = &cancel;
+    int slabs = 0;
+    o.progress = [&](double f) {
+      if (f >= 0.5 && ++slabs == 1) cancel = true;
+    };
+    QVERIFY_THROWS_EXCEPTION(Cancelled, run_in_slabs("mean_box", in, {{"radius_z", 1.0}}, o, 6));
+    QVERIFY(std::memcmp(a.pull().data(), h.data(), h.bytes()) == 0);
+  }
+
+  void errors() {
+    const Device dev = test::test_devices().front();
+    const HostArray h = random_host(Shape{20, 8, 8}, DType::f32);
+    const HostArray before = h.clone();
+    // Untileable: the reason, not a wrong answer.
+    try {
+      (void)run_tiled("threshold_otsu", h);
+      QFAIL("threshold_otsu ran tiled");
+    } catch (const InvalidArgument& e) {
+      QVERIFY2(std::string(e.what()).find("histogram") != std::string::npos, e.what());
+    }
+    // A budget below one plane and its halo says what one slab needs.
+    TiledOptions tiny;
+    tiny.devices = {dev};
+    tiny.budget_bytes = 1000;
+    try {
+      (void)run_tiled("median_box", h, {{"radius_z", 2.0}}, tiny);
+      QFAIL("no error for a tiny budget");
+    } catch (const InvalidArgument& e) {
+      QVERIFY2(std::string(e.what()).find("budget") != std::string::npos, e.what());
+    }
+    // Inputs of different shapes.
+    const HostArray other = random_host(Shape{20, 8, 9}, DType::f32);
+    const HostArray pair[] = {h, other};
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, run_tiled("add_images", pair));
+    // Cancel between slabs: Cancelled, nothing returned.
+    std::atomic<bool> cancel{false};
+    TiledOptions o;
+    o.devices = {dev};
+    o.budget_bytes = budget_for(h.shape(), DType::f32, 1, 1, 10);
+    o.cancel = &cancel;
+    int slabs = 0;
+    o.progress = [&](double) {
+      if (++slabs == 3) cancel = true;
+    };
+    QVERIFY_THROWS_EXCEPTION(Cancelled, run_tiled("mean_box", h, {{"radius_z", 1.0}}, o));
+    QVERIFY(slabs == 3);
+    QVERIFY(std::memcmp(h.data(), before.data(), h.bytes()) == 0);
+  }
+};
+
+QTEST_APPLESS_MAIN(TestTiled)
+#include "test_tiled.moc"
