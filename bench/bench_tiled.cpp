@@ -83,8 +83,8 @@ int main(int argc, char** argv) {
     const Case cases[] = {
         {"gaussian_blur", {{"sigma_x", 2.0}, {"sigma_y", 2.0}, {"sigma_z", 2.0}}},
         {"median_box", {{"radius_x", 1.0}, {"radius_y", 1.0}, {"radius_z", 1.0}}}};
-    std::printf("%-14s %8s %7s %6s %10s %9s %9s %8s\n", "filter", "workers", "slabs", "halo",
-                "best s", "GB/s in", "floor s", "x floor");
+    std::printf("%-14s %8s %7s %6s %10s %9s %9s %8s %8s\n", "filter", "workers", "slabs", "halo",
+                "best s", "GB/s in", "floor s", "x floor", "fresh s");
     bool checked = false;
     for (const Case& c : cases) {
       for (std::size_t w : {1, 2, 3}) {
@@ -94,17 +94,21 @@ int main(int argc, char** argv) {
         o.workers_per_device = w;
         gpix::TiledReport rep;
         o.report = &rep;
+        // The first run writes a fresh output (first-touch page faults included); the repeats
+        // reuse it through TiledOptions::output.
+        gpix::HostArray out = gpix::run_tiled(c.filter, in, c.params, o);
+        const double fresh = rep.seconds;
+        o.output = &out;
         double best = 1e9;
-        gpix::HostArray out;
         for (int r = 0; r < repeats; ++r) {
-          out = gpix::run_tiled(c.filter, in, c.params, o);
+          gpix::run_tiled(c.filter, in, c.params, o);
           best = std::min(best, rep.seconds);
         }
         const double floor_s = std::max(static_cast<double>(rep.bytes_in) / (push_gbps * 1e9),
                                         static_cast<double>(rep.bytes_out) / (pull_gbps * 1e9)) /
                                static_cast<double>(devs.size());
-        std::printf("%-14s %8zu %7zu %6zu %10.3f %9.1f %9.3f %8.2f\n", c.filter, w, rep.slabs,
-                    rep.halo, best, bytes / best / 1e9, floor_s, best / floor_s);
+        std::printf("%-14s %8zu %7zu %6zu %10.3f %9.1f %9.3f %8.2f %8.3f\n", c.filter, w, rep.slabs,
+                    rep.halo, best, bytes / best / 1e9, floor_s, best / floor_s, fresh);
         std::fflush(stdout);
         if (!checked) {
           // Bit for bit against the whole-array run (the volume fits on the GPU here).

@@ -292,7 +292,20 @@ HostArray run_tiled(std::string_view name, std::span<const HostArray> inputs, co
         std::size_t ob = 0;
         {
           std::lock_guard lock(mutex);
-          if (!out.valid()) out = HostArray::empty(shape, r.array.dtype());
+          if (!out.valid()) {
+            if (options.output) {
+              if (!(options.output->shape() == shape) ||
+                  options.output->dtype() != r.array.dtype()) {
+                throw InvalidArgument(who + ": the output array must be " + shape.str() + " " +
+                                      std::string(gpix::name(r.array.dtype())) + "; it is " +
+                                      options.output->shape().str() + " " +
+                                      std::string(gpix::name(options.output->dtype())));
+              }
+              out = *options.output;  // shares its pixels
+            } else {
+              out = HostArray::empty(shape, r.array.dtype());
+            }
+          }
           if (out.dtype() != r.array.dtype()) throw Error("internal: slabs of different dtypes");
           ob = plane * size_of(out.dtype());
           dst = out.data() + z0 * ob;

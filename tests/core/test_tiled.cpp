@@ -221,6 +221,16 @@ class TestTiled : public QObject {
     } catch (const InvalidArgument& e) {
       QVERIFY2(std::string(e.what()).find("budget") != std::string::npos, e.what());
     }
+    // A given output: filled in place; one of another dtype is refused.
+    HostArray given = HostArray::empty(h.shape(), DType::f32);
+    TiledOptions go;
+    go.devices = {dev};
+    go.output = &given;
+    (void)run_tiled("add_scalar", h, {{"value", 1.0}}, go);
+    QCOMPARE(given.as<float>()[5], h.as<float>()[5] + 1.0f);
+    HostArray wrong = HostArray::empty(h.shape(), DType::u8);
+    go.output = &wrong;
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, run_tiled("add_scalar", h, {{"value", 1.0}}, go));
     // Inputs of different shapes.
     const HostArray other = random_host(Shape{20, 8, 9}, DType::f32);
     const HostArray pair[] = {h, other};

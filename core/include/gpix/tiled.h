@@ -53,6 +53,11 @@ struct TiledOptions {
   std::function<void(double)> progress;
   // Filled when the run completes (left untouched when it throws).
   TiledReport* report = nullptr;
+  // Where the output goes; null: a new HostArray. When given, it must have the input's shape
+  // and the filter's output dtype (InvalidArgument otherwise); reusing one output (or a
+  // pinned one) saves the first-touch page faults of fresh host memory, which cost about as
+  // much as the transfers themselves (bench/RESULTS.md).
+  HostArray* output = nullptr;
 };
 
 // How filter `name` tiles: whether it can, and if not, why.
