@@ -1,8 +1,10 @@
 // gpix-viewer: the reference host. With no file it opens the embedded sample image.
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QCoreApplication>
 #include <QDockWidget>
 #include <QTimer>
+#include <cstdio>
 
 #include "gpix/basic_host.h"
 #include "gpix/device.h"
@@ -11,12 +13,9 @@
 #include "gpix/version.h"
 #include "main_window.h"
 
-int main(int argc, char** argv) {
-  QApplication app(argc, argv);
-  QApplication::setApplicationName(QStringLiteral("gpix-viewer"));
-  QApplication::setOrganizationName(QStringLiteral("gpix"));
-  QApplication::setApplicationVersion(QStringLiteral(GPIX_VERSION_STRING));
-  QCommandLineParser p;
+namespace {
+
+void add_options(QCommandLineParser& p) {
   p.setApplicationDescription(QStringLiteral(
       "gpix-viewer: view images and run gpix filters on any GPU.\n"
       "FILE may be an image (*.raw, *.png, ...) or sample[:NAME]; with none, the sample opens."));
@@ -45,17 +44,43 @@ int main(int argc, char** argv) {
                QStringLiteral("FILE")});
   p.addOption({QStringLiteral("screenshot-dock"),
                QStringLiteral("With --screenshot: grab only this dock."), QStringLiteral("ID")});
+}
+
+void set_names() {
+  QCoreApplication::setApplicationName(QStringLiteral("gpix-viewer"));
+  QCoreApplication::setOrganizationName(QStringLiteral("gpix"));
+  QCoreApplication::setApplicationVersion(QStringLiteral(GPIX_VERSION_STRING));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // --help and --version answer without a display (QApplication needs one to start) and
+  // a bad --device stops here with its reason, before any window: no silent fallback.
+  gpix::Device device;
+  {
+    QCoreApplication console(argc, argv);
+    set_names();
+    QCommandLineParser p;
+    add_options(p);
+    p.process(console);  // prints help/version and exits, or a usage error with status 1
+    if (p.isSet(QStringLiteral("device"))) {
+      try {
+        device = gpix::choose_device(p.value(QStringLiteral("device")).toStdString()).device;
+      } catch (const gpix::Error& e) {
+        std::fprintf(stderr, "gpix-viewer: %s\n", e.what());
+        return 2;
+      }
+    }
+  }
+  QApplication app(argc, argv);
+  set_names();
+  QCommandLineParser p;
+  add_options(p);
   p.process(app);
 
   MainWindow w;
-  if (p.isSet(QStringLiteral("device"))) {
-    try {
-      w.host().set_device(
-          gpix::choose_device(p.value(QStringLiteral("device")).toStdString()).device);
-    } catch (const gpix::Error& e) {
-      w.host().show_status(QString::fromUtf8(e.what()), 0);  // keep going on the default device
-    }
-  }
+  if (device.valid()) w.host().set_device(device);
   w.load_plugins(
       gpix::plugin::PluginLoader::default_search_paths(QApplication::applicationDirPath()));
   const QStringList files = p.positionalArguments();
