@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "config.h"
 #include "gpix/filters/neighbourhood.h"
 #include "gpix/gpix.h"
 #include "gpix/kernel.h"
@@ -45,7 +46,7 @@ int main(int argc, char** argv) {
                      ("gpix-bench-cache-" +
                       std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
   std::filesystem::create_directories(cache);
-  setenv("GPIX_CACHE_DIR", cache.c_str(), 1);
+  gpix::detail::config_for_testing().cache_dir = cache.string();
   try {
     const gpix::Device dev = gpix::select_device(device);
     std::printf("device: %s\n", dev.label().c_str());

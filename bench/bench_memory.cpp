@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "config.h"
 #include "gpix/gpix.h"
 #include "timing.h"
 
@@ -60,13 +61,15 @@ int run_sweep(const gpix::Device& dev, int repeats) {
     for (const Setting& s : settings) {
       const char* values[] = {s.threads, s.depth,  s.chunk,  s.min,  s.worker,
                               s.nt,      s.pieces, s.kernel, s.slice};
-      for (int k = 0; k < 9; ++k) {
-        if (std::strcmp(values[k], "-") != 0) {
-          setenv(knobs[k], values[k], 1);
-        } else {
-          unsetenv(knobs[k]);
-        }
-      }
+      // Parsed as the environment would be; gpix reads the environment only once.
+      const gpix::detail::ScopedConfig scoped(
+          gpix::detail::Config::from([&](const char* name) -> const char* {
+            for (int k = 0; k < 9; ++k) {
+              if (std::strcmp(name, knobs[k]) == 0)
+                return std::strcmp(values[k], "-") != 0 ? values[k] : nullptr;
+            }
+            return std::getenv(name);
+          }));
       const double push = gpix::bench::median_ms(repeats, [&] { a.write(host.data(), bytes); });
       const double pull = gpix::bench::median_ms(repeats, [&] { a.read(back.data(), bytes); });
       if (std::memcmp(back.data(), host.data(), bytes) != 0) {
@@ -81,7 +84,6 @@ int run_sweep(const gpix::Device& dev, int repeats) {
       std::fflush(stdout);
     }
   }
-  for (const char* k : knobs) unsetenv(k);
   return 0;
 }
 

@@ -2,97 +2,22 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdlib>
 #include <mutex>
 
 #include "backend/backend.h"
+#include "config.h"
 #include "detail.h"
 #include "gpix/error.h"
-#include "program_cache.h"
 #include "util.h"
 
 namespace gpix {
 
 namespace detail {
 
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v && std::string_view(v) != "0";
-}
-
-bool workaround_disabled(std::string_view name) {
-  const char* v = std::getenv("GPIX_DISABLE_WORKAROUNDS");
-  if (!v) return false;
-  std::string_view list(v);
-  while (!list.empty()) {
-    const auto comma = list.find(',');
-    const std::string_view item = list.substr(0, comma);
-    if (item == name || item == "all") return true;
-    if (comma == std::string_view::npos) break;
-    list.remove_prefix(comma + 1);
-  }
-  return false;
-}
-
 DeviceImpl& Access::impl(const Device& d) {
   if (!d.impl_)
     throw InvalidArgument("a null gpix::Device was used; pick one with select_device()");
   return *d.impl_;
-}
-
-const Kernel& DeviceImpl::kernel(const ProgramSource& src, std::string_view name,
-                                 const Defines& defines) {
-  std::string key = src.hash;
-  for (const auto& [k, v] : defines) key += ";" + k + "=" + v;
-  std::lock_guard lock(cache_mutex_);
-  auto it = programs_.find(key);
-  if (it != programs_.end()) {
-    ++counters_.memory_hits;
-  } else {
-    // Everything that changes the binary is in the disk key.
-    const std::string disk_key = std::string(gpix::name(info_.backend)) + "|" + info_.name + "|" +
-                                 info_.compute_capability + "|" + info_.api_version + "|" +
-                                 info_.driver_version + "|" + key;
-    Entry e;
-    bool rejected = false;
-    if (auto bin = cache_load(disk_key, &rejected)) {
-      e.program = load(*bin);
-      if (e.program) {
-        ++counters_.disk_hits;
-      } else {
-        rejected = true;
-      }
-    }
-    if (rejected) ++counters_.disk_rejected;
-    if (!e.program) {
-      e.program = build(src, defines);
-      ++counters_.compiles;
-      if (cache_store(disk_key, e.program->binary())) ++counters_.disk_writes;
-    }
-    it = programs_.emplace(std::move(key), std::move(e)).first;
-  }
-  auto& kernels = it->second.kernels;
-  auto kit = kernels.find(name);
-  if (kit == kernels.end()) {
-    kit = kernels.emplace(std::string(name), it->second.program->create_kernel(name)).first;
-  }
-  return *kit->second;
-}
-
-DeviceImpl::CacheCounters DeviceImpl::cache_counters() {
-  std::lock_guard lock(cache_mutex_);
-  return counters_;
-}
-
-void DeviceImpl::clear_memory_cache() {
-  std::lock_guard lock(cache_mutex_);
-  programs_.clear();
-}
-
-std::unique_ptr<Memory> DeviceImpl::adopt(std::uint64_t, std::size_t, std::function<void()>) {
-  throw DeviceError(
-      "'" + info_.name + "' (" + std::string(name(info_.backend)) +
-      ") cannot adopt memory allocated elsewhere; import host memory, or use a CUDA device");
 }
 
 namespace {
@@ -224,7 +149,7 @@ std::string Device::pci_address() const {
 }
 
 bool Device::supports_fp64() const {
-  return info().fp64 && !detail::env_flag("GPIX_DISABLE_FP64");
+  return info().fp64 && !detail::config().disable_fp64;
 }
 
 void Device::finish() const {

@@ -3,12 +3,12 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
 
+#include "config.h"
 #include "util.h"
 
 namespace gpix::detail {
@@ -43,11 +43,8 @@ std::uint64_t stable_hash(std::string_view data, std::uint64_t seed) {
 }
 
 std::string cache_dir() {
-  if (env_flag("GPIX_NO_DISK_CACHE")) return {};
-  if (const char* d = std::getenv("GPIX_CACHE_DIR"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/gpix";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/gpix";
-  return {};
+  const Config& c = config();
+  return c.no_disk_cache ? std::string() : c.cache_dir;
 }
 
 std::string cache_path(const std::string& key) {

@@ -4,7 +4,8 @@
 // holds its full key and a checksum, so a corrupt, truncated or foreign file is detected,
 // ignored and overwritten, never trusted.
 //
-// Folder: $GPIX_CACHE_DIR, else $XDG_CACHE_HOME/gpix, else ~/.cache/gpix.
+// Folder: config().cache_dir ($GPIX_CACHE_DIR, else $XDG_CACHE_HOME/gpix, else ~/.cache/gpix;
+// docs/ENVIRONMENT.md).
 // GPIX_NO_DISK_CACHE=1 turns the disk cache off.
 #include <cstdint>
 #include <optional>

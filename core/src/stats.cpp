@@ -19,6 +19,10 @@ namespace {
 using detail::Access;
 using detail::KernelArg;
 
+// The exact sum of integer pixels: 64-bit pixels summed over many elements need more than
+// 64 bits. __extension__ keeps -Wpedantic quiet about the GCC/Clang builtin.
+__extension__ using Int128 = __int128;
+
 template <class T>
 Stats combine(const std::vector<T>& mins, const std::vector<T>& maxs, const auto& sums,
               const std::vector<std::uint64_t>& nans, std::uint64_t n) {
@@ -44,6 +48,29 @@ Stats combine(const std::vector<T>& mins, const std::vector<T>& maxs, const auto
   return s;
 }
 
+// Integers: the kernel sums the low 32 bits and the (signed) high 32 bits of each pixel apart.
+template <class T>
+Stats combine_int(const std::vector<T>& mins, const std::vector<T>& maxs,
+                  const std::vector<std::uint64_t>& lows, const std::vector<std::int64_t>& highs,
+                  std::uint64_t n) {
+  Stats s;
+  s.count = n;
+  s.min = *std::min_element(mins.begin(), mins.end());
+  s.max = *std::max_element(maxs.begin(), maxs.end());
+  Int128 total = 0;
+  for (auto v : lows) total += v;
+  for (auto v : highs) total += static_cast<Int128>(v) * (Int128{1} << 32);
+  using Wide = std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>;
+  if (total >= static_cast<Int128>(std::numeric_limits<Wide>::lowest()) &&
+      total <= static_cast<Int128>(std::numeric_limits<Wide>::max())) {
+    s.sum = static_cast<Wide>(total);
+  } else {
+    s.sum = static_cast<double>(total);  // beyond 64 bits: the nearest double
+  }
+  s.mean = static_cast<double>(static_cast<long double>(total) / static_cast<long double>(n));
+  return s;
+}
+
 }  // namespace
 
 namespace detail {
@@ -64,8 +91,7 @@ void add_stats_variants(std::vector<KernelVariant>& out) {
         out.push_back({"stats.kernel", "stats_partial", stats_defines(t, DType::f32, 256)});
       out.push_back({"stats.kernel", "stats_partial", stats_defines(t, DType::f64, 256)});
     } else {
-      out.push_back({"stats.kernel", "stats_partial",
-                     stats_defines(t, is_signed(t) ? DType::i64 : DType::u64, 256)});
+      out.push_back({"stats.kernel", "stats_partial", stats_defines(t, DType::u64, 256)});
     }
     // Moments accumulate in double, or in float on devices without fp64 for the dtypes whose
     // squares float holds (8/16-bit integers and float32).
@@ -158,13 +184,12 @@ Stats stats(const Array& a) {
     using T = decltype(zero);
     constexpr bool kFloat = std::is_floating_point_v<T>;
     const bool acc_double = kFloat && a.device().supports_fp64();
-    const DType acc_dtype = kFloat ? (acc_double ? DType::f64 : DType::f32)
-                                   : (std::is_signed_v<T> ? DType::i64 : DType::u64);
+    const DType acc_dtype = kFloat ? (acc_double ? DType::f64 : DType::f32) : DType::u64;
     const detail::Defines defines = detail::stats_defines(impl.dtype, acc_dtype, wg);
     const auto& kernel = dev.kernel(detail::program("stats.kernel"), "stats_partial", defines);
 
     // One partial buffer, one read back (four reads cost four round trips of latency).
-    auto partials = dev.pool().allocate(groups * 4 * sizeof(std::uint64_t));
+    auto partials = dev.pool().allocate(groups * 5 * sizeof(std::uint64_t));
     const std::uint64_t w = impl.contiguous() ? n : impl.shape.width();
     const KernelArg args[] = {
         KernelArg::mem(*impl.memory),
@@ -179,7 +204,7 @@ Stats stats(const Array& a) {
     l.local[0] = wg;
     dev.launch(kernel, l, args);
 
-    std::vector<std::byte> raw(groups * 4 * sizeof(std::uint64_t));
+    std::vector<std::byte> raw(groups * 5 * sizeof(std::uint64_t));
     dev.read(*partials, 0, raw.data(), raw.size());
     const std::size_t slot = groups * sizeof(std::uint64_t);
     std::vector<T> mins(groups), maxs(groups);
@@ -194,10 +219,12 @@ Stats stats(const Array& a) {
     };
     if constexpr (kFloat) {
       return acc_double ? read_sums(double{}) : read_sums(float{});
-    } else if constexpr (std::is_signed_v<T>) {
-      return read_sums(std::int64_t{});
     } else {
-      return read_sums(std::uint64_t{});
+      std::vector<std::uint64_t> lows(groups);
+      std::vector<std::int64_t> highs(groups);
+      std::memcpy(lows.data(), raw.data() + 2 * slot, groups * sizeof(std::uint64_t));
+      std::memcpy(highs.data(), raw.data() + 4 * slot, groups * sizeof(std::int64_t));
+      return combine_int<T>(mins, maxs, lows, highs, n);
     }
   });
 }

@@ -6,97 +6,36 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <functional>
-#include <map>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <emmintrin.h>  // SSE2 (baseline x86-64): non-temporal stores for staged pieces
 #endif
 
+#include "config.h"
+#include "copy_threads.h"
 #include "detail.h"
 #include "gpix/error.h"
 #include "memory_pool.h"
+#include "staging_ring.h"
 #include "util.h"
 
 namespace gpix::detail {
 namespace {
 
-// A size knob in MB; fractions allowed ("0.25" is 256 KiB), so tests can make pieces small.
-std::size_t env_mb(const char* name, std::size_t fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  const double mb = std::strtod(v, nullptr);
-  return mb > 0 ? static_cast<std::size_t>(mb * 1024 * 1024) : fallback;
-}
-
-// How transfers from ordinary (pageable) host memory are staged. Read on every transfer (a
-// few getenv calls next to a copy of megabytes), so a benchmark can sweep the knobs in one
-// process:
-//   GPIX_STAGING_MIN_MB     transfers from this size on are staged (default 0.5)
-//   GPIX_STAGING_CHUNK_MB   the largest piece one DMA moves (default 4)
-//   GPIX_STAGING_PIECES     pieces a transfer is cut into (default 8), as long as a piece
-//                           stays between 512 kB (each DMA call costs microseconds) and
-//                           GPIX_STAGING_CHUNK_MB
-//   GPIX_STAGING_DEPTH      pieces in flight, at most (default 0: as many as the ring holds)
-//   GPIX_STAGING_THREADS    host threads copying between pageable and pinned memory (default:
-//                           the hardware's threads, at most 8; 1 copies on the caller alone);
-//                           a transfer uses at most one per GPIX_STAGING_WORKER_MB
-//   GPIX_STAGING_WORKER_MB  the least bytes per copy thread (default 0.0625)
-//   GPIX_STAGING_NT         0: copy with memcpy; 1: with non-temporal stores; unset: non-
-//                           temporal for pulls, and for pushes below kStreamPushMax
-//   GPIX_STAGING_SPIN_US    how long copy threads poll before they sleep (default 50; read
-//                           once per process, see CopyThreads)
-//   GPIX_STAGING_KERNEL_MB  pushes up to this size go through a kernel that reads the ring
-//                           while the threads fill it, where the backend has one (CUDA,
-//                           DeviceImpl::stream_in; default 16, 0: never)
-//   GPIX_STAGING_SLICE_MB   the slice of such a push (default: 1/128 of it, 32 kB to 1 MB)
-//   GPIX_NO_STAGING=1       never stage
-// Defaults from `bench_memory --sweep` on an H200 host (2026-11-22): staging from 0.5 MB with
-// a thread per 64 kB and pieces of at least 512 kB (1 MB in two pieces by eight threads, with
-// the threads polling: 20-21 GB/s push and 17-18 pull, against 16-17 and 13-14 with a thread
-// per 256 kB and 256 kB pieces); non-temporal stores lifted pulls of 256 MB from 26-35 to 45-49
-// GB/s and pushes of 16 MB from 17-27 to 29-33, but held pushes of 256 MB at 27-32 where memcpy
-// reached 32-47. staging_config() sets every field.
-struct StagingConfig {
-  std::size_t min_bytes = 0, max_piece = 0, per_worker = 0, kernel_max = 0, slice = 0;
-  unsigned threads = 1, depth = 1, pieces = 1;
-  int streaming = -1;  // GPIX_STAGING_NT: 0, 1, or -1 (by direction and size)
-};
+// How transfers from ordinary (pageable) host memory are staged: config().staging
+// (core/src/config.h; the variables are in docs/ENVIRONMENT.md). Defaults from
+// `bench_memory --sweep` on an H200 host (2026-11-22): staging from 0.5 MB with a thread per
+// 64 kB and pieces of at least 512 kB (1 MB in two pieces by eight threads, with the threads
+// polling: 20-21 GB/s push and 17-18 pull, against 16-17 and 13-14 with a thread per 256 kB and
+// 256 kB pieces); non-temporal stores lifted pulls of 256 MB from 26-35 to 45-49 GB/s and pushes
+// of 16 MB from 17-27 to 29-33, but held pushes of 256 MB at 27-32 where memcpy reached 32-47.
 constexpr std::size_t kStreamPushMax = std::size_t{64} << 20;
-
-StagingConfig staging_config() {
-  StagingConfig c;
-  c.min_bytes = env_mb("GPIX_STAGING_MIN_MB", std::size_t{512} << 10);
-  c.max_piece = env_mb("GPIX_STAGING_CHUNK_MB", std::size_t{4} << 20);
-  c.per_worker = env_mb("GPIX_STAGING_WORKER_MB", std::size_t{64} << 10);
-  const char* km = std::getenv("GPIX_STAGING_KERNEL_MB");
-  c.kernel_max = km && *km && std::strtod(km, nullptr) <= 0
-                     ? 0
-                     : env_mb("GPIX_STAGING_KERNEL_MB", std::size_t{16} << 20);
-  c.slice = env_mb("GPIX_STAGING_SLICE_MB", 0);
-  const auto count = [](const char* name, unsigned fallback) {
-    const char* v = std::getenv(name);
-    const long n = v && *v ? std::atol(v) : 0;
-    return n > 0 ? static_cast<unsigned>(std::min(n, 4096L)) : fallback;
-  };
-  // hardware_concurrency() reads /sys/devices/system/cpu/online on every call (6 us here):
-  // once per process, not once per transfer.
-  static const unsigned cores = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-  c.threads = count("GPIX_STAGING_THREADS", cores);
-  c.depth = count("GPIX_STAGING_DEPTH", 0);  // 0: the ring's capacity
-  c.pieces = count("GPIX_STAGING_PIECES", 8);
-  const char* nt = std::getenv("GPIX_STAGING_NT");
-  c.streaming = nt && *nt ? (std::strcmp(nt, "0") == 0 ? 0 : 1) : -1;
-  return c;
-}
 
 // The split of one staged transfer. The bytes go through the ring in `pieces` pieces of
 // `piece` bytes (the last one shorter), one DMA each, `slots` of them in flight (piece k in
@@ -110,7 +49,6 @@ struct StagingPlan {
 };
 
 constexpr std::size_t kMinPiece = std::size_t{512} << 10;
-constexpr std::size_t kPieceAlign = std::size_t{64} << 10;
 constexpr std::size_t kSliceAlign = std::size_t{4} << 10;
 
 StagingPlan plan_staging(std::size_t bytes, const StagingConfig& c, std::size_t ring_bytes) {
@@ -164,177 +102,8 @@ void piece_copy(std::byte* dst, const std::byte* src, std::size_t n, bool stream
   std::memcpy(dst, src, n);
 }
 
-// A pool of host threads that live as long as the process: a staged transfer runs f(0) on the
-// caller and f(1) .. f(n - 1) on the pool. Creating threads per transfer costs tens of
-// microseconds each, as much as copying a megabyte, and so does waking a sleeping thread on a
-// VM, so both sides poll before they sleep: a worker for GPIX_STAGING_SPIN_US (default 50,
-// read once) after its last batch (transfers in a row find it awake), the caller as long for
-// the batch's end. A batch is published with one atomic word (its generation and its number
-// of threads), which the workers poll: no queue, no lock while nobody sleeps.
-class CopyThreads {
- public:
-  static CopyThreads& get() {
-    static CopyThreads pool;
-    return pool;
-  }
-  ~CopyThreads() {
-    {
-      std::lock_guard lock(mutex_);
-      stop_.store(true);
-      state_.fetch_add(kGeneration, std::memory_order_release);
-    }
-    wake_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-
-  // Runs f(0) .. f(n - 1), f(0) on the caller, and returns when all have returned. f must not
-  // throw (the staging tasks catch their own errors). One batch at a time: transfers on two
-  // devices take turns for the threads (their copies share the memory bus anyway).
-  void run(unsigned n, const std::function<void(unsigned)>& f) {
-    n = std::min(n, kMaxThreads);
-    if (n <= 1) {
-      f(0);
-      return;
-    }
-    std::lock_guard batch(run_mutex_);
-    {
-      std::lock_guard lock(mutex_);
-      while (threads_.size() < n - 1) {
-        const auto index = static_cast<unsigned>(threads_.size() + 1);
-        const std::uint64_t now = state_.load(std::memory_order_relaxed);
-        threads_.emplace_back([this, index, now] { loop(index, now); });
-      }
-      job_ = &f;
-      left_.store(n - 1, std::memory_order_relaxed);
-      const std::uint64_t s = state_.load(std::memory_order_relaxed);
-      state_.store((s & ~kThreadsMask) + kGeneration + n, std::memory_order_release);
-    }
-    if (sleepers_.load() > 0) wake_.notify_all();
-    f(0);
-    if (!poll([&] { return left_.load(std::memory_order_acquire) == 0; })) {
-      std::unique_lock lock(mutex_);
-      done_.wait(lock, [&] { return left_.load(std::memory_order_acquire) == 0; });
-    }
-  }
-
- private:
-  static constexpr unsigned kMaxThreads = 255;
-  static constexpr std::uint64_t kThreadsMask = 0xff, kGeneration = 0x100;
-
-  // Polls ready() for spin_; true once it holds, false when the time ran out (the caller then
-  // sleeps on a condition variable, which rechecks).
-  template <class Ready>
-  bool poll(Ready ready) const {
-    const auto until = std::chrono::steady_clock::now() + spin_;
-    for (unsigned i = 0;; ++i) {
-      if (ready()) return true;
-      if (i % 64 == 63 && std::chrono::steady_clock::now() >= until) return ready();
-      relax();
-    }
-  }
-  CopyThreads() {
-    const char* v = std::getenv("GPIX_STAGING_SPIN_US");
-    spin_ = std::chrono::microseconds(v && *v ? std::max(0L, std::atol(v)) : 50L);
-  }
-  // Worker `index` (1 ..): runs every batch of more than `index` threads. `seen` is the state
-  // it was created under (a batch published after that is one it must run).
-  void loop(unsigned index, std::uint64_t seen) {
-    for (;;) {
-      const auto changed = [&] { return state_.load(std::memory_order_acquire) != seen; };
-      if (!poll(changed)) {
-        std::unique_lock lock(mutex_);
-        ++sleepers_;
-        wake_.wait(lock, changed);
-        --sleepers_;
-      }
-      seen = state_.load(std::memory_order_acquire);
-      if (stop_.load()) return;
-      // A batch that needs this thread cannot end (nor job_ change) before it has run.
-      if ((seen & kThreadsMask) <= index) continue;
-      (*job_)(index);
-      if (left_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard lock(mutex_);  // the caller may be between its check and its wait
-        done_.notify_one();
-      }
-    }
-  }
-  std::mutex run_mutex_;  // one batch at a time
-  std::mutex mutex_;      // for sleeping, and for creating threads
-  std::condition_variable wake_, done_;
-  std::atomic<std::uint64_t> state_{0};  // generation * kGeneration + threads of the batch
-  const std::function<void(unsigned)>* job_ = nullptr;
-  std::atomic<unsigned> left_{0};      // workers of the batch still running
-  std::atomic<unsigned> sleepers_{0};  // workers waiting on wake_
-  std::atomic<bool> stop_{false};
-  std::vector<std::thread> threads_;
-  std::chrono::microseconds spin_{0};
-};
-
-// A pinned ring per device (GPIX_STAGING_RING_MB, default 64 MB, one allocation): staged
-// transfers cut it into slots per worker; cross-device copies into kChunks equal chunks.
-class StagingRing {
- public:
-  static constexpr int kChunks = 4;
-  explicit StagingRing(DeviceImpl& dev) : dev_(dev) {}
-
-  // False when the backend has no pinned memory or async transfers yet; then the plain path
-  // is used (a performance choice, the result is the same).
-  bool ready() {
-    if (state_ == State::unknown) {
-      try {
-        const std::size_t bytes =
-            std::max(env_mb("GPIX_STAGING_RING_MB", std::size_t{64} << 20), kPieceAlign * kChunks);
-        block_ = dev_.allocate_host(bytes / kPieceAlign * kPieceAlign);
-        dev_.default_queue();
-        state_ = State::ready;
-      } catch (const Error&) {
-        block_.reset();
-        state_ = State::unavailable;
-      }
-    }
-    return state_ == State::ready;
-  }
-  std::size_t bytes() const { return block_->bytes(); }
-  std::byte* at(std::size_t offset) { return static_cast<std::byte*>(block_->data()) + offset; }
-  std::size_t chunk_bytes() const { return bytes() / kChunks / kPieceAlign * kPieceAlign; }
-  std::byte* chunk(int k) { return at(static_cast<std::size_t>(k) * chunk_bytes()); }
-  // Where a staged transfer that needs `used` bytes of slots starts: after the previous one,
-  // around the ring. A DMA into or out of pinned memory whose lines sit in a CPU's cache (the
-  // copy threads just read them) waits for the snoops: a 1 MiB pull 26 -> 34-45 us on an
-  // H200 host, 29 us once 8 MB of other data has passed through the cache. Moving on through
-  // the ring gives the lines that time (same lease, staged pulls: 1 MB 15-18 -> 22-26 GB/s,
-  // 16 MB 35-39 -> 44-47). Call with `mutex` held.
-  std::size_t take(std::size_t used) {
-    if (cursor_ + used > bytes()) cursor_ = 0;
-    const std::size_t base = cursor_;
-    cursor_ = (base + used + kPieceAlign - 1) / kPieceAlign * kPieceAlign;
-    return base;
-  }
-  std::mutex mutex;
-
- private:
-  enum class State { unknown, ready, unavailable };
-  DeviceImpl& dev_;
-  State state_ = State::unknown;
-  std::unique_ptr<HostMemory> block_;
-  std::size_t cursor_ = 0;
-};
-
-std::mutex g_rings_mutex;
-std::map<const DeviceImpl*, std::unique_ptr<StagingRing>>& rings() {
-  static std::map<const DeviceImpl*, std::unique_ptr<StagingRing>> m;
-  return m;
-}
-
-StagingRing& ring(DeviceImpl& dev) {
-  std::lock_guard lock(g_rings_mutex);
-  auto& r = rings()[&dev];
-  if (!r) r = std::make_unique<StagingRing>(dev);
-  return *r;
-}
-
 bool want_staging(std::size_t bytes, const StagingConfig& c) {
-  return !env_flag("GPIX_NO_STAGING") && bytes >= c.min_bytes;
+  return !c.off && bytes >= c.min_bytes;
 }
 
 Pitched linear(std::size_t offset, std::size_t bytes) {
@@ -525,11 +294,11 @@ void write_all(ArrayImpl& a, const void* src, bool host_pinned) {
   DeviceImpl& dev = *a.device;
   const std::size_t bytes = a.shape.elements() * a.element_bytes();
   if (a.contiguous()) {
-    // Pinned memory goes straight to the DMA engine (staging_config() is not even read: at
-    // 1 MB a call takes ~27 us, and microseconds of overhead show).
-    const StagingConfig c = host_pinned ? StagingConfig{} : staging_config();
+    // Pinned memory goes straight to the DMA engine (at 1 MB a call takes ~27 us, and
+    // microseconds of overhead show).
+    const StagingConfig& c = config().staging;
     if (!host_pinned && want_staging(bytes, c)) {
-      StagingRing& r = ring(dev);
+      StagingRing& r = dev.staging_ring();
       std::lock_guard lock(r.mutex);
       if (r.ready()) {
         staged(dev, r, *a.memory, 0, static_cast<const std::byte*>(src), nullptr, bytes, c);
@@ -546,9 +315,9 @@ void read_all(const ArrayImpl& a, void* dst, bool host_pinned) {
   DeviceImpl& dev = *a.device;
   const std::size_t bytes = a.shape.elements() * a.element_bytes();
   if (a.contiguous()) {
-    const StagingConfig c = host_pinned ? StagingConfig{} : staging_config();
+    const StagingConfig& c = config().staging;
     if (!host_pinned && want_staging(bytes, c)) {
-      StagingRing& r = ring(dev);
+      StagingRing& r = dev.staging_ring();
       std::lock_guard lock(r.mutex);
       if (r.ready()) {
         staged(dev, r, *a.memory, 0, nullptr, static_cast<std::byte*>(dst), bytes, c);
@@ -612,7 +381,7 @@ void copy_box(const ArrayImpl& src, const Pitched& s, ArrayImpl& dst, const Pitc
       if (dc) copy_box(*dc, dc->at(), dst, d, e);
       return;
     }
-    StagingRing& r = ring(*sp->device);
+    StagingRing& r = sp->device->staging_ring();
     std::unique_lock lock(r.mutex);
     if (r.ready()) {
       DeviceImpl& sd = *sp->device;

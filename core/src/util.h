@@ -1,5 +1,5 @@
 #pragma once
-// Small helpers shared by core's sources: strings, environment switches, busy waits.
+// Small helpers shared by core's sources: strings, sizes, busy waits.
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -32,13 +32,6 @@ inline std::string lower(std::string_view s) {
 inline std::string human(std::uint64_t bytes) {
   return human_bytes(bytes);
 }
-
-// Reads an environment switch: set and not "0".
-bool env_flag(const char* name);
-
-// Whether the named driver workaround is switched off: GPIX_DISABLE_WORKAROUNDS holds a
-// comma-separated list of workaround names, or "all".
-bool workaround_disabled(std::string_view name);
 
 // One step of a busy wait: a pause instruction where there is one (a few dozen cycles, no
 // system call). sched_yield in the staging threads' waits made the driver calls of the thread

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "common.h"
+#include "config.h"
 
 using namespace gpix;
 
@@ -84,7 +85,7 @@ class TestArray : public QObject {
   }
 
   // gpix's own fill kernel (fill.kernel's fill_pattern), which NVIDIA's OpenCL needs past
-  // 4 GB of a buffer (workaround nvidia-opencl-fill-4g); GPIX_TEST_FILL_KERNEL=1 routes every
+  // 4 GB of a buffer (workaround nvidia-opencl-fill-4g); config().test_fill_kernel routes every
   // OpenCL fill through it, so it is checked on every OpenCL device with patterns of 1, 2,
   // 4 and 8 bytes over odd sizes, on poisoned buffers.
   void fill_pattern_kernel_data() { large_data(); }
@@ -92,7 +93,8 @@ class TestArray : public QObject {
     QFETCH(int, device);
     const Device dev = devices()[static_cast<std::size_t>(device)];
     if (dev.backend() != Backend::opencl) QSKIP("an OpenCL path");
-    qputenv("GPIX_TEST_FILL_KERNEL", "1");
+    detail::ScopedConfig scoped_config;
+    detail::config_for_testing().test_fill_kernel = true;
     const auto check = [&](auto value, const Shape& s) {
       using T = decltype(value);
       Array a = Array::push(test::random_bits<T>(s.elements()), s, dev);
@@ -112,7 +114,6 @@ class TestArray : public QObject {
       check(std::uint32_t{0xdeadbeefu}, s);
       check(-1.25e300, s);
     }
-    qunsetenv("GPIX_TEST_FILL_KERNEL");
   }
 
   void create_fill_zero_copy_data() { round_trip_data(); }
@@ -226,18 +227,21 @@ class TestArray : public QObject {
   void no_fp64() {
     QFETCH(int, device);
     const Device dev = devices()[static_cast<std::size_t>(device)];
-    qputenv("GPIX_DISABLE_FP64", "1");
-    QVERIFY(!dev.supports_fp64());
-    try {
-      Array::create(Shape{3, 3}, DType::f64, dev);
-      QFAIL("no exception");
-    } catch (const UnsupportedDType& e) {
-      QVERIFY2(std::string(e.what()).find("float64") != std::string::npos, e.what());
+    {
+      detail::ScopedConfig scoped_config;
+      detail::config_for_testing().disable_fp64 = true;
+      QVERIFY(!dev.supports_fp64());
+      try {
+        Array::create(Shape{3, 3}, DType::f64, dev);
+        QFAIL("no exception");
+      } catch (const UnsupportedDType& e) {
+        QVERIFY2(std::string(e.what()).find("float64") != std::string::npos, e.what());
+      }
+      QVERIFY_THROWS_EXCEPTION(UnsupportedDType,
+                               Array::push(std::vector<double>(4), Shape{4}, dev));
+      // Other dtypes are unaffected.
+      QCOMPARE(Array::create(Shape{3}, DType::f32, dev).elements(), 3u);
     }
-    QVERIFY_THROWS_EXCEPTION(UnsupportedDType, Array::push(std::vector<double>(4), Shape{4}, dev));
-    // Other dtypes are unaffected.
-    QCOMPARE(Array::create(Shape{3}, DType::f32, dev).elements(), 3u);
-    qunsetenv("GPIX_DISABLE_FP64");
     QCOMPARE(dev.supports_fp64(), dev.info().fp64);
   }
 };

@@ -12,6 +12,7 @@
 #include "backend/cuda/cuda_handles.h"
 #include "backend/cuda/driver.h"
 #include "common.h"
+#include "config.h"
 #include "detail.h"
 #include "gpix/dlpack.h"
 #include "gpix/image.h"
@@ -327,10 +328,12 @@ class TestCudaLoader : public QObject {
     }
     QVERIFY(dev.valid());
     // Small staging chunks, so that transfers of a few MB run through the pinned ring.
-    qputenv("GPIX_STAGING_CHUNK_MB", "1");
-    qputenv("GPIX_STAGING_MIN_MB", "1");
+    detail::ScopedConfig scoped_config;
+    detail::StagingConfig& staging = detail::config_for_testing().staging;
+    staging.max_piece = std::size_t{1} << 20;
+    staging.min_bytes = std::size_t{1} << 20;
     // The fake driver is single-threaded (one global context stack): stage on the caller.
-    qputenv("GPIX_STAGING_THREADS", "1");
+    staging.threads = 1;
 
     // Queues and events: each step on another queue, ordered only by events.
     {
@@ -419,8 +422,9 @@ class TestCudaLoader : public QObject {
     // Pinned and staged: ~3 MB pageable transfers go through 1 MB pinned chunks; pushes up to
     // GPIX_STAGING_KERNEL_MB through the staging kernel (the fake runs it once every slice is
     // flagged), larger ones, or all with 0, through DMA pieces.
+    const std::size_t kernel_default = staging.kernel_max;
     for (const char* kernel_mb : {"16", "1", "0"}) {
-      qputenv("GPIX_STAGING_KERNEL_MB", kernel_mb);
+      staging.kernel_max = static_cast<std::size_t>(std::atoi(kernel_mb)) << 20;
       const auto launches = fake_fn<int (*)()>("fake_cuda_stage_launches");
       QVERIFY(launches);
       const int before = launches();
@@ -439,7 +443,7 @@ class TestCudaLoader : public QObject {
       QVERIFY(same_bytes(p, in));
       QVERIFY(fake_state2().host >= 4u << 20);  // the ring's four chunks
     }
-    qunsetenv("GPIX_STAGING_KERNEL_MB");
+    staging.kernel_max = kernel_default;
 
     // Mapping: write, read_write, read.
     {
@@ -536,8 +540,9 @@ class TestCudaLoader : public QObject {
     // The program disk cache: a cubin stored with its tag loads back through load().
     {
       QTemporaryDir dir;
-      qputenv("GPIX_CACHE_DIR", dir.path().toUtf8());
-      qunsetenv("GPIX_NO_DISK_CACHE");
+      detail::ScopedConfig scoped_cache;
+      detail::config_for_testing().cache_dir = dir.path().toStdString();
+      detail::config_for_testing().no_disk_cache = false;
       auto& impl = detail::Access::impl(dev);
       impl.clear_memory_cache();
       const auto c0 = impl.cache_counters();
@@ -553,7 +558,6 @@ class TestCudaLoader : public QObject {
       Array a = Array::create(Shape{3, 5}, DType::u64, dev);
       a.fill(std::uint64_t{0x0123456789abcdefULL});  // the kernel from the cache runs
       for (std::uint64_t v : a.pull_as<std::uint64_t>()) QCOMPARE(v, 0x0123456789abcdefULL);
-      qunsetenv("GPIX_CACHE_DIR");
     }
 
     // Memory report and managed memory (never more than is free).
@@ -567,9 +571,6 @@ class TestCudaLoader : public QObject {
       QVERIFY_THROWS_EXCEPTION(OutOfMemory, SharedBuffer::allocate(std::size_t{300} << 20, dev));
     }
 
-    qunsetenv("GPIX_STAGING_CHUNK_MB");
-    qunsetenv("GPIX_STAGING_MIN_MB");
-    qunsetenv("GPIX_STAGING_THREADS");
     trim(dev);
     QCOMPARE(fake_state().allocated, std::size_t{0});
     QCOMPARE(fake_state().depth, 0);

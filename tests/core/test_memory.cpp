@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common.h"
+#include "config.h"
 
 using namespace gpix;
 
@@ -102,11 +103,15 @@ bool can_image(const Device& d, DType t) {
 
 class TestMemory : public QObject {
   Q_OBJECT
+  static void small_chunks() {
+    detail::config_for_testing().staging.max_piece = std::size_t{1} << 20;
+    detail::config_for_testing().staging.min_bytes = std::size_t{1} << 20;
+  }
+
  private slots:
   void initTestCase() {
     // Small staging chunks so that the pipeline runs through many chunks on small arrays.
-    qputenv("GPIX_STAGING_CHUNK_MB", "1");
-    qputenv("GPIX_STAGING_MIN_MB", "1");
+    small_chunks();
     qInfo("%zu device(s)", test::test_devices().size());
   }
 
@@ -215,7 +220,8 @@ class TestMemory : public QObject {
     // ~5.3 MB: several 1 MB chunks and a ragged last one.
     const Shape s{3, 701, 631};
     for (int staged = 0; staged < 2; ++staged) {
-      if (!staged) qputenv("GPIX_NO_STAGING", "1");
+      detail::ScopedConfig scoped_config;
+      detail::config_for_testing().staging.off = !staged;
       HostArray in = host_random<std::uint32_t>(s);
       Array a = Array::empty(s, DType::u32, dev);
       a.write(in);  // pageable: staged (or plain)
@@ -235,7 +241,6 @@ class TestMemory : public QObject {
       Array b = Array::push(p2, dev);
       QVERIFY(same_bytes(b.pull(), p2));
       QVERIFY(p2.clone().is_pinned());
-      qunsetenv("GPIX_NO_STAGING");
     }
   }
 
@@ -274,13 +279,13 @@ class TestMemory : public QObject {
     for (const Split& sp : splits) {
       const char* values[] = {sp.threads, sp.depth,  sp.chunk_mb,  sp.min_mb,
                               sp.nt,      sp.pieces, sp.kernel_mb, sp.slice_mb};
-      for (int k = 0; k < 8; ++k) {
-        if (values[k]) {
-          qputenv(knobs[k], values[k]);
-        } else {
-          qunsetenv(knobs[k]);
+      // The knobs as the environment spells them, parsed as the environment would be.
+      detail::ScopedConfig scoped_config(detail::Config::from([&](const char* name) -> const char* {
+        for (int k = 0; k < 8; ++k) {
+          if (std::strcmp(name, knobs[k]) == 0) return values[k];
         }
-      }
+        return std::getenv(name);
+      }));
       for (std::size_t n : sizes) {
         const Shape s{n};
         HostArray in = host_random<std::uint8_t>(s);
@@ -315,9 +320,6 @@ class TestMemory : public QObject {
         QVERIFY(std::memcmp(reg.data(), in.data() + n / 3, n - n / 3 - 1) == 0);
       }
     }
-    for (const char* k : knobs) qunsetenv(k);
-    qputenv("GPIX_STAGING_CHUNK_MB", "1");  // back to initTestCase's settings
-    qputenv("GPIX_STAGING_MIN_MB", "1");
   }
 
   // ---------------------------------------------------------------- mapping

@@ -49,23 +49,32 @@ void check(const Device& dev, const Shape& shape, bool specials) {
   }
   const Ref ref = reference(data);
   const Stats s = stats(Array::push(data, shape, dev));
-  const QByteArray where = QByteArray::fromStdString(shape.str() + " " + std::string(name(dtype_of<T>)));
+  const QByteArray where =
+      QByteArray::fromStdString(shape.str() + " " + std::string(name(dtype_of<T>)));
   QVERIFY2(s.count == ref.count, where);
   QVERIFY2(s.nan_count == ref.nans, where);
   // min and max are exact, in the array's own type.
   QVERIFY2(static_cast<long double>(s.min.exact_as<T>()) == ref.min, where);
   QVERIFY2(static_cast<long double>(s.max.exact_as<T>()) == ref.max, where);
   if constexpr (std::is_integral_v<T>) {
-    // Integer sums are exact modulo 2^64 (two's complement for signed dtypes).
-    std::uint64_t expect = 0;
-    for (T x : data) {
-      if constexpr (std::is_signed_v<T>) expect += static_cast<std::uint64_t>(static_cast<std::int64_t>(x));
-      else expect += static_cast<std::uint64_t>(x);
+    // Integer sums are exact: an int64/uint64 Scalar where the sum fits, else the nearest
+    // double; the mean comes from the exact sum.
+    __extension__ using Int128 = __int128;
+    Int128 expect = 0;
+    for (T x : data) expect += static_cast<Int128>(x);
+    using Wide = std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>;
+    const QByteArray got = QByteArray::fromStdString(s.sum.str());
+    if (expect >= static_cast<Int128>(std::numeric_limits<Wide>::lowest()) &&
+        expect <= static_cast<Int128>(std::numeric_limits<Wide>::max())) {
+      QVERIFY2(std::is_signed_v<T> ? s.sum.is_signed_int() : s.sum.is_unsigned_int(),
+               where + " sum " + got);
+      QVERIFY2(static_cast<Int128>(s.sum.exact_as<Wide>()) == expect, where + " sum " + got);
+    } else {
+      QVERIFY2(s.sum.as_double() == static_cast<double>(expect), where + " sum " + got);
     }
-    const std::uint64_t got = s.sum.is_signed_int()
-                                  ? static_cast<std::uint64_t>(s.sum.exact_as<std::int64_t>())
-                                  : s.sum.exact_as<std::uint64_t>();
-    QVERIFY2(got == expect, where + " sum " + QByteArray::fromStdString(s.sum.str()));
+    const double mean = static_cast<double>(static_cast<long double>(expect) /
+                                            static_cast<long double>(data.size()));
+    QVERIFY2(std::fabs(s.mean - mean) <= 1e-15 * std::fabs(mean), where + " mean");
   } else {
     const bool has_inf = std::isinf(static_cast<double>(ref.max));
     if (has_inf) {
@@ -73,8 +82,10 @@ void check(const Device& dev, const Shape& shape, bool specials) {
     } else {
       // |sum| can be small through cancellation, so the tolerance scales with sum |x|.
       long double abs_sum = 0;
-      for (T x : data) if (!std::isnan(x)) abs_sum += std::fabs(static_cast<long double>(x));
-      const double tol = (dev.supports_fp64() ? 1e-12 : 1e-5) * static_cast<double>(abs_sum) + 1e-30;
+      for (T x : data)
+        if (!std::isnan(x)) abs_sum += std::fabs(static_cast<long double>(x));
+      const double tol =
+          (dev.supports_fp64() ? 1e-12 : 1e-5) * static_cast<double>(abs_sum) + 1e-30;
       QVERIFY2(std::fabs(s.sum.as_double() - static_cast<double>(ref.sum)) <= tol,
                where + " sum " + QByteArray::fromStdString(s.sum.str()));
     }
@@ -112,7 +123,8 @@ class TestStats : public QObject {
 
   void nan_rules_data() {
     QTest::addColumn<int>("device");
-    for (const Device& d : test::test_devices()) QTest::newRow(test::row_name(d).constData()) << d.info().index;
+    for (const Device& d : test::test_devices())
+      QTest::newRow(test::row_name(d).constData()) << d.info().index;
   }
   void nan_rules() {
     QFETCH(int, device);
@@ -160,7 +172,8 @@ class TestStats : public QObject {
     QCOMPARE(static_cast<long double>(c.stats.min.as_double()), ref.min);
     QCOMPARE(static_cast<long double>(c.stats.max.as_double()), ref.max);
     const std::string text = to_text(c);
-    for (const char* key : {"shape:", "dtype:  uint16", "size:   32.8 kB", "min:", "max:", "device:", "memory: buffer"}) {
+    for (const char* key : {"shape:", "dtype:  uint16", "size:   32.8 kB",
+                            "min:", "max:", "device:", "memory: buffer"}) {
       QVERIFY2(text.find(key) != std::string::npos, text.c_str());
     }
     QVERIFY(text.find(c.stats.max.str()) != std::string::npos);

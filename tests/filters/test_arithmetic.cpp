@@ -228,6 +228,128 @@ GPIX_REFERENCE("rescale_intensity") {
   });
 });
 
+// ---- exact 64-bit integer arithmetic. Pairs of integer images where a 64-bit dtype takes part
+// are computed exactly (not through float64, whose 53 bits round values beyond 2^53); the
+// reference is computed in 128-bit integers and saturated into the first input's dtype.
+__extension__ using Int128 = __int128;
+__extension__ using UInt128 = unsigned __int128;
+constexpr Int128 kMax128 = static_cast<Int128>(~static_cast<UInt128>(0) >> 1);
+constexpr Int128 kMin128 = -kMax128 - 1;
+
+template <class O>
+O saturate_int(Int128 v) {
+  if (v < static_cast<Int128>(std::numeric_limits<O>::lowest()))
+    return std::numeric_limits<O>::lowest();
+  if (v > static_cast<Int128>(std::numeric_limits<O>::max())) return std::numeric_limits<O>::max();
+  return static_cast<O>(v);
+}
+
+Int128 exact_binary(std::string_view f, Int128 a, Int128 b) {
+  if (f == "add_images") return a + b;
+  if (f == "subtract_images") return a - b;
+  if (f == "minimum_images") return std::min(a, b);
+  if (f == "maximum_images") return std::max(a, b);
+  if (f == "multiply_images") {
+    Int128 r = 0;
+    if (__builtin_mul_overflow(a, b, &r)) return (a < 0) != (b < 0) ? kMin128 : kMax128;
+    return r;
+  }
+  // divide_images: round half to even; x/0 saturates towards x's sign, 0/0 is 0.
+  if (b == 0) return a == 0 ? 0 : (a < 0 ? kMin128 : kMax128);
+  Int128 q = a / b;
+  const Int128 r = a % b;
+  const Int128 twice = 2 * (r < 0 ? -r : r), mag = b < 0 ? -b : b;
+  if (twice > mag || (twice == mag && (q & 1) != 0)) q += (a < 0) != (b < 0) ? -1 : 1;
+  return q;
+}
+
+// Full-range values with the cases that break a float64 detour: odd values beyond 2^53,
+// the extremes, small values (large quotients), zeros.
+template <class T>
+std::vector<T> wide_values(std::size_t n) {
+  auto v = random_values<T>(n);
+  auto& r = rng();
+  for (std::size_t i = 0; i < n; i += 7) {
+    switch (r() % 6) {
+      case 0:
+        v[i] = std::numeric_limits<T>::max();
+        break;
+      case 1:
+        v[i] = std::numeric_limits<T>::lowest();
+        break;
+      case 2:
+        v[i] = 0;
+        break;
+      case 3:
+        v[i] = static_cast<T>(1 + 2 * (r() % 3));
+        break;
+      default:
+        if constexpr (sizeof(T) == 8)
+          v[i] = static_cast<T>((std::uint64_t{1} << 53) + 1 + 2 * (r() % 1000));
+        break;
+    }
+  }
+  return v;
+}
+
+void check_wide_binary(const Device& dev, DType ta, DType tb) {
+  visit_dtype(ta, [&](auto za) {
+    using A = decltype(za);
+    visit_dtype(tb, [&](auto zb) {
+      using B = decltype(zb);
+      if constexpr (std::is_integral_v<A> && std::is_integral_v<B>) {
+        const Shape s{37, 11};
+        const auto ha = wide_values<A>(s.elements());
+        const auto hb = wide_values<B>(s.elements());
+        const Array inputs[] = {input(ha, s, dev), input(hb, s, dev)};
+        for (const char* f : {"add_images", "subtract_images", "multiply_images", "divide_images",
+                              "minimum_images", "maximum_images"}) {
+          std::vector<A> expect(ha.size());
+          for (std::size_t i = 0; i < ha.size(); ++i)
+            expect[i] = saturate_int<A>(exact_binary(f, ha[i], hb[i]));
+          compare(run(f, inputs).array.template pull_as<A>(), expect, 0, 0,
+                  where(f, ta, s) + " with " + QByteArray(name(tb).data()));
+        }
+      }
+    });
+  });
+}
+
+// absolute and clip on every integer dtype, exactly: clip compares with the bounds themselves
+// and replaces by the bound rounded half to even, saturated into the dtype.
+void check_wide_unary(const Device& dev, DType t) {
+  visit_dtype(t, [&](auto z) {
+    using T = decltype(z);
+    if constexpr (std::is_integral_v<T>) {
+      const Shape s{29, 5};
+      const auto h = wide_values<T>(s.elements());
+      const Array a = input(h, s, dev);
+      std::vector<T> expect(h.size());
+      for (std::size_t i = 0; i < h.size(); ++i)
+        expect[i] = saturate_int<T>(h[i] < 0 ? -Int128{h[i]} : Int128{h[i]});
+      compare(absolute(a).template pull_as<T>(), expect, 0, 0, where("absolute", t, s));
+      const std::pair<double, double> bounds[] = {{-2.5, 3.5},       {-1e30, 1e30},
+                                                  {0.4, 0.6},        {1e30, 2e30},
+                                                  {-2e30, -1e30},    {9007199254740993.0, 1.8e19},
+                                                  {-9.3e18, -9.2e18}};
+      for (const auto& [lo, hi] : bounds) {
+        for (std::size_t i = 0; i < h.size(); ++i) {
+          const long double x = static_cast<long double>(h[i]);
+          const long double v = x < lo   ? std::nearbyint(static_cast<long double>(lo))
+                                : x > hi ? std::nearbyint(static_cast<long double>(hi))
+                                         : x;
+          const long double cl =
+              std::clamp(v, static_cast<long double>(std::numeric_limits<T>::lowest()),
+                         static_cast<long double>(std::numeric_limits<T>::max()));
+          expect[i] = static_cast<T>(cl);
+        }
+        compare(clip(a, lo, hi).template pull_as<T>(), expect, 0, 0,
+                where("clip", t, s) + " " + QByteArray::number(lo) + ".." + QByteArray::number(hi));
+      }
+    }
+  });
+}
+
 }  // namespace
 
 class TestArithmetic : public QObject {
@@ -237,6 +359,22 @@ class TestArithmetic : public QObject {
   void arithmetic() { run_row(); }
   void types_data() { add_rows("Types"); }
   void types() { run_row(); }
+
+  void wide_integers_data() {
+    QTest::addColumn<int>("device");
+    for (const Device& d : test_devices()) QTest::newRow(row_name(d).constData()) << d.info().index;
+  }
+  void wide_integers() {
+    QFETCH(int, device);
+    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const std::pair<DType, DType> pairs[] = {{DType::u64, DType::u64},
+                                             {DType::i64, DType::i64},
+                                             {DType::u64, DType::i64},
+                                             {DType::i64, DType::u64},
+                                             {DType::i32, DType::u64}};
+    for (const auto& [a, b] : pairs) check_wide_binary(dev, a, b);
+    for (DType t : kAllDTypes) check_wide_unary(dev, t);
+  }
 
   void errors() {
     const Device dev = test_devices().front();

@@ -3,10 +3,20 @@
 #include <QFile>
 #include <QTemporaryDir>
 #include <QTest>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
 
+#include "backend/backend.h"
 #include "common.h"
+#include "config.h"
+#include "detail.h"
 #include "gpix/kernel.h"
 #include "program_cache.h"
+#include "programs.h"
 
 using namespace gpix;
 
@@ -29,7 +39,8 @@ class TestKernelCache : public QObject {
   QTemporaryDir dir_;
 
  private slots:
-  void initTestCase() { qputenv("GPIX_CACHE_DIR", dir_.path().toUtf8()); }
+  // The environment is read once per process, so the folder is set through the configuration.
+  void initTestCase() { detail::config_for_testing().cache_dir = dir_.path().toStdString(); }
 
   void stable_hash() {
     // Fixed values: the disk cache must find its files again in another process and build.
@@ -114,9 +125,69 @@ class TestKernelCache : public QObject {
     QCOMPARE(d5.disk_hits, 0u);
   }
 
+  // The cache's lock is not held while a program compiles: while one program compiles (held
+  // by the test hook until the other is done), another program compiles and returns; four
+  // threads asking for the same program compile it once. If the lock were held, the second
+  // request would wait for the first compile, which waits for it: the hook gives up after two
+  // minutes and the test fails instead of hanging.
+  void concurrent_compiles_data() { execute_and_cache_data(); }
+  void concurrent_compiles() {
+    QFETCH(int, device);
+    const Device dev = devices()[static_cast<std::size_t>(device)];
+    auto& impl = detail::Access::impl(dev);
+    detail::ScopedConfig scoped_config;
+    detail::config_for_testing().no_disk_cache = true;  // every request below compiles
+    const detail::ProgramSource src = detail::program("fill.kernel");
+    const std::string nonce = std::to_string(test::seed()) + "_" + std::to_string(device);
+    const detail::Defines a = {{"GPIX_CACHE_TEST", "a" + nonce}};
+    const detail::Defines b = {{"GPIX_CACHE_TEST", "b" + nonce}};
+    std::mutex m;
+    std::condition_variable cv;
+    bool a_compiling = false, b_done = false, blocked = false;
+    std::atomic<int> hook_calls{0}, failures{0};
+    impl.set_compile_hook_for_testing([&](const detail::ProgramSource&, const detail::Defines& d) {
+      ++hook_calls;
+      if (d != a) return;
+      std::unique_lock lock(m);
+      a_compiling = true;
+      cv.notify_all();
+      if (!cv.wait_for(lock, std::chrono::minutes(2), [&] { return b_done; })) blocked = true;
+    });
+    const auto before = impl.cache_counters();
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        try {
+          (void)impl.kernel(src, "fill_u64", a);
+        } catch (...) {
+          ++failures;
+        }
+      });
+    }
+    {
+      std::unique_lock lock(m);
+      QVERIFY(cv.wait_for(lock, std::chrono::minutes(2), [&] { return a_compiling; }));
+    }
+    (void)impl.kernel(src, "fill_u64", b);  // while a's compile is held
+    {
+      std::lock_guard lock(m);
+      b_done = true;
+    }
+    cv.notify_all();
+    for (auto& t : threads) t.join();
+    impl.set_compile_hook_for_testing({});
+    QVERIFY2(!blocked, "a second program waited for the compile of the first");
+    QCOMPARE(failures.load(), 0);
+    const auto after = impl.cache_counters();
+    QCOMPARE(after.compiles - before.compiles, std::uint64_t{2});  // a once, b once
+    QCOMPARE(hook_calls.load(), 2);
+    QCOMPARE(after.memory_hits - before.memory_hits, std::uint64_t{3});  // a's other threads
+  }
+
   void disk_cache_off() {
     const Device dev = test::test_devices().front();
-    qputenv("GPIX_NO_DISK_CACHE", "1");
+    detail::ScopedConfig scoped_config;
+    detail::config_for_testing().no_disk_cache = true;  // GPIX_NO_DISK_CACHE=1
     QVERIFY(program_cache_dir().empty());
     Array a = Array::push(std::vector<float>{1, 2}, Shape{2}, dev);
     clear_memory_program_cache(dev);
@@ -126,7 +197,6 @@ class TestKernelCache : public QObject {
     auto d = delta(s, program_cache_stats(dev));
     QCOMPARE(d.disk_writes, 0u);
     QCOMPARE(d.disk_hits, 0u);
-    qunsetenv("GPIX_NO_DISK_CACHE");
     QCOMPARE(a.pull_as<float>(), (std::vector<float>{3, 6}));
   }
 

@@ -11,13 +11,14 @@ namespace gpix {
 // NaN handling (float dtypes): NaN pixels are counted in nan_count and otherwise ignored,
 // as numpy's nanmin/nanmax/nansum/nanmean do. If every pixel is NaN, min, max and mean are
 // NaN and sum is 0. Infinities take part normally (+inf and -inf together make the sum NaN).
-// Sums: integer dtypes are summed exactly in 64-bit integers (wrapping only past 2^63 for
-// signed and 2^64 for unsigned dtypes); floats are summed in double where the device has
-// fp64, otherwise in float with a tree reduction.
+// Sums: integer dtypes are summed exactly (in 128 bits); the sum is an int64 (signed dtypes)
+// or uint64 (unsigned) when it fits, else the nearest double, and the mean is computed from
+// the exact sum. Floats are summed in double where the device has fp64, otherwise in float
+// with a tree reduction.
 struct Stats {
   Scalar min;   // exact, in the array's dtype
   Scalar max;
-  Scalar sum;   // int64 for signed, uint64 for unsigned, double for float dtypes
+  Scalar sum;   // int64/uint64 for integer dtypes (double past 64 bits), double for floats
   double mean = 0;
   std::uint64_t count = 0;      // pixels that took part (all but NaN)
   std::uint64_t nan_count = 0;  // NaN pixels (always 0 for integer dtypes)

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,6 +23,7 @@
 namespace gpix::detail {
 
 class MemoryPool;
+class StagingRing;
 
 // One device allocation of bytes() bytes: a linear buffer, or (is_image()) an image object
 // made by DeviceImpl::allocate_image(), whose bytes() is width * height * depth * element size.
@@ -182,123 +184,159 @@ struct Launch {
   std::array<std::size_t, 3> local{1, 1, 1};
 };
 
+// A device: a non-virtual front that every caller in core uses, over the backend contract
+// that each API implements.
+//
+// The front (public, non-virtual) checks arguments once for every backend (ranges, boxes,
+// fill patterns, the largest allocation, map/unmap pairs), so both backends raise the same
+// typed error with the same message for the same misuse; then it calls the backend. The
+// contract (protected, `do_*` and the other pure virtuals) assumes checked arguments. The
+// hooks that have a default are capabilities a backend may lack; their default says "none"
+// (no peer path, no streamed push, no PCI address), never "not implemented".
+//
+// The blocking calls (write, read, copy, fill, launch) stay backend primitives rather than
+// "async, then wait": each backend's blocking path avoids the event an async call makes
+// (OpenCL: clFinish instead of a wait for an event, faster on NVIDIA's OpenCL; CUDA: a
+// stream synchronise instead of an event from the pool), and at 1 MB a transfer takes ~27 us,
+// where that difference shows (docs/ARCHITECTURE.md, "Backends").
 class DeviceImpl {
  public:
-  explicit DeviceImpl(DeviceInfo info) : info_(std::move(info)) {}
-  virtual ~DeviceImpl() = default;
+  explicit DeviceImpl(DeviceInfo info);
+  virtual ~DeviceImpl();
   DeviceImpl(const DeviceImpl&) = delete;
   DeviceImpl& operator=(const DeviceImpl&) = delete;
 
   const DeviceInfo& info() const noexcept { return info_; }
   void set_index(int i) { info_.index = i; }
 
-  // Allocation made resident at once, so that out-of-memory shows up here. Throws OutOfMemory.
-  virtual std::unique_ptr<Memory> allocate(std::size_t bytes) = 0;
-  // Blocking transfers.
-  virtual void write(Memory& dst, std::size_t offset, const void* src, std::size_t bytes) = 0;
-  virtual void read(const Memory& src, std::size_t offset, void* dst, std::size_t bytes) = 0;
-  virtual void copy(const Memory& src, std::size_t src_offset, Memory& dst, std::size_t dst_offset,
-                    std::size_t bytes) = 0;
-  // Repeats pattern (1, 2, 4 or 8 bytes) over [offset, offset + bytes).
-  virtual void fill(Memory& dst, std::size_t offset, std::size_t bytes, const void* pattern,
-                    std::size_t pattern_bytes) = 0;
-  virtual void launch(const Kernel& k, const Launch& l, std::span<const KernelArg> args) = 0;
-  virtual void finish() = 0;
+  // ---- the front: checked calls (front.cpp)
 
-  // Interop (DLPack). The API's own device number (the CUDA ordinal), or -1 where the backend
-  // has no process-wide device numbering.
-  virtual int native_ordinal() const noexcept { return -1; }
-  // Wraps memory allocated by someone else at native_pointer-style address `pointer` of
-  // `bytes` bytes, without copying; `release` is called once when the Memory is destroyed.
-  // Throws (DeviceError by default: the backend cannot adopt foreign memory) without calling
-  // release, so the caller keeps ownership on failure.
-  virtual std::unique_ptr<Memory> adopt(std::uint64_t pointer, std::size_t bytes,
-                                        std::function<void()> release);
-
-  // The kernel `name` of src built with defines, compiled once per device and cached in
-  // memory and on disk (program_cache.h). Throws CompileError with the build log.
-  // ---- Added for issue 3 (memory management). Every addition has a default that throws
-  // DeviceError with code "GPIX_NOT_IMPLEMENTED" naming the backend, so a backend builds
-  // before it implements them; OpenCL implements all of them. Semantics are backend-neutral:
-  // the CUDA column in the comments says which primitive is meant.
-
-  // The queue that the blocking calls above use (CUDA: the device's primary stream).
-  virtual QueueImpl& default_queue();
-  // A new independent queue (CUDA: cuStreamCreate(CU_STREAM_NON_BLOCKING)).
-  virtual std::unique_ptr<QueueImpl> create_queue();
-  // Blocks until all work on q is done (CUDA: cuStreamSynchronize).
-  virtual void finish(QueueImpl& q);
-  // An event that completes when everything submitted to q so far and every event in waits
-  // has completed (OpenCL: clEnqueueMarkerWithWaitList; CUDA: cuStreamWaitEvent for each
-  // wait, then cuEventRecord).
-  virtual std::shared_ptr<EventImpl> marker(QueueImpl& q, Waits waits);
-  // An event that completes only when EventImpl::complete() is called from the host
-  // (OpenCL: clCreateUserEvent; CUDA: cuStreamWaitValue32 on a pinned flag, or a host
-  // function that blocks on it, on a private stream followed by cuEventRecord).
-  virtual std::shared_ptr<EventImpl> user_event();
+  // Allocation made resident at once, so that out-of-memory shows up here. Throws OutOfMemory
+  // (also for more than info().max_allocation).
+  std::unique_ptr<Memory> allocate(std::size_t bytes);
+  // Blocking transfers on the default queue. Throw InvalidArgument for a range outside the
+  // allocation; 0 bytes do nothing.
+  void write(Memory& dst, std::size_t offset, const void* src, std::size_t bytes);
+  void read(const Memory& src, std::size_t offset, void* dst, std::size_t bytes);
+  void copy(const Memory& src, std::size_t src_offset, Memory& dst, std::size_t dst_offset,
+            std::size_t bytes);
+  // Repeats pattern (1, 2, 4 or 8 bytes) over [offset, offset + bytes), which must be whole
+  // patterns (InvalidArgument otherwise).
+  void fill(Memory& dst, std::size_t offset, std::size_t bytes, const void* pattern,
+            std::size_t pattern_bytes);
+  // A kernel launch on the default queue. Throws InvalidArgument when a global size is not a
+  // multiple of the work-group size; an empty launch does nothing.
+  void launch(const Kernel& k, const Launch& l, std::span<const KernelArg> args);
+  // Blocks until the default queue is done.
+  void finish();
 
   // Asynchronous pitched 3D transfers on q that start after every event in waits (and after
   // earlier work on q). The host pointer must stay valid and untouched until the returned
-  // event completes. Either Memory may be an image (see Pitched). extent is never empty.
+  // event completes. Either Memory may be an image (see Pitched). Throws InvalidArgument for
+  // an empty extent or a buffer box outside its allocation.
   // OpenCL: clEnqueue{Write,Read,Copy}BufferRect, {Write,Read,Copy}Image, CopyBufferToImage,
   // CopyImageToBuffer (for those two the buffer side is tightly packed: row_pitch ==
   // extent[0], slice_pitch == extent[0] * extent[1]; callers guarantee it).
   // CUDA: cuMemcpy3DAsync (CU_MEMORYTYPE_HOST / DEVICE / ARRAY).
-  virtual std::shared_ptr<EventImpl> write_rect(QueueImpl& q, Memory& dst, const Pitched& d,
-                                                const void* src, const Pitched& s, Extent extent,
-                                                Waits waits);
-  virtual std::shared_ptr<EventImpl> read_rect(QueueImpl& q, const Memory& src, const Pitched& s,
-                                               void* dst, const Pitched& d, Extent extent,
-                                               Waits waits);
-  virtual std::shared_ptr<EventImpl> copy_rect(QueueImpl& q, const Memory& src, const Pitched& s,
-                                               Memory& dst, const Pitched& d, Extent extent,
-                                               Waits waits);
-  // Asynchronous fill of a linear byte range of a buffer, like fill() (CUDA: cuMemsetD8/16/32
-  // Async, or a small kernel for 8-byte patterns).
-  virtual std::shared_ptr<EventImpl> fill_async(QueueImpl& q, Memory& dst, std::size_t offset,
-                                                std::size_t bytes, const void* pattern,
-                                                std::size_t pattern_bytes, Waits waits);
-  // A kernel launch on q after waits (CUDA: cuLaunchKernel on the stream).
-  virtual std::shared_ptr<EventImpl> launch_async(QueueImpl& q, const Kernel& k, const Launch& l,
-                                                  std::span<const KernelArg> args, Waits waits);
-
-  // Page-locked host memory of bytes bytes, usable by every queue of this device; throws
-  // OutOfMemory. OpenCL: a CL_MEM_ALLOC_HOST_PTR buffer kept mapped (the pinned path on
-  // NVIDIA's OpenCL); CUDA: cuMemHostAlloc(CU_MEMHOSTALLOC_PORTABLE).
-  virtual std::unique_ptr<HostMemory> allocate_host(std::size_t bytes);
+  std::shared_ptr<EventImpl> write_rect(QueueImpl& q, Memory& dst, const Pitched& d,
+                                        const void* src, const Pitched& s, Extent extent,
+                                        Waits waits);
+  std::shared_ptr<EventImpl> read_rect(QueueImpl& q, const Memory& src, const Pitched& s, void* dst,
+                                       const Pitched& d, Extent extent, Waits waits);
+  std::shared_ptr<EventImpl> copy_rect(QueueImpl& q, const Memory& src, const Pitched& s,
+                                       Memory& dst, const Pitched& d, Extent extent, Waits waits);
+  // Asynchronous fill of a linear byte range of a buffer, checked like fill() (CUDA:
+  // cuMemsetD8/16/32Async, or a small kernel for 8-byte patterns).
+  std::shared_ptr<EventImpl> fill_async(QueueImpl& q, Memory& dst, std::size_t offset,
+                                        std::size_t bytes, const void* pattern,
+                                        std::size_t pattern_bytes, Waits waits);
+  // A kernel launch on q after waits, checked like launch() (CUDA: cuLaunchKernel).
+  std::shared_ptr<EventImpl> launch_async(QueueImpl& q, const Kernel& k, const Launch& l,
+                                          std::span<const KernelArg> args, Waits waits);
+  // Blocks until all work on q is done (CUDA: cuStreamSynchronize).
+  void finish(QueueImpl& q);
 
   // Maps [offset, offset + bytes) of a buffer into host memory, blocking; the pointer stays
   // valid until unmap(). read: holds the current contents; write: the contents are undefined
   // and whatever is written reaches the device at unmap(); read_write both. unmap() blocks
-  // until the device sees the writes. OpenCL: clEnqueueMapBuffer/UnmapMemObject; CUDA:
-  // a pinned staging block plus cuMemcpyDtoH at map and cuMemcpyHtoD at unmap.
-  virtual void* map(Memory& m, std::size_t offset, std::size_t bytes, MapAccess access);
-  virtual void unmap(Memory& m, void* ptr);
+  // until the device sees the writes; it throws InvalidArgument for a pointer that map() did
+  // not return for m. OpenCL: clEnqueueMapBuffer/UnmapMemObject; CUDA: a pinned staging
+  // block plus cuMemcpyDtoH at map and cuMemcpyHtoD at unmap.
+  void* map(Memory& m, std::size_t offset, std::size_t bytes, MapAccess access);
+  void unmap(Memory& m, void* ptr);
 
   // An image object of the given format, made resident like allocate(). Throws
   // UnsupportedDType when the device has no such format (image_supported() says first).
   // OpenCL: clCreateImage (CL_R, one channel type per dtype); CUDA: cuArray3DCreate.
-  virtual std::unique_ptr<Memory> allocate_image(const ImageFormat& f);
-  // Whether allocate_image() can make a one-channel image of dtype t with dims 2 or 3.
-  virtual bool image_supported(DType t, int dims);
+  std::unique_ptr<Memory> allocate_image(const ImageFormat& f);
 
   // A copy of bytes from src (on this device) to dst on device `to`, made by the devices
-  // themselves on this device's default queue (CUDA: cuMemcpyPeerAsync where
-  // cuDeviceCanAccessPeer allows); returns its event, or nullptr when this pair of devices has
-  // no direct path (callers then stage through host memory).
-  virtual std::shared_ptr<EventImpl> copy_peer(const Memory& src, std::size_t src_offset,
-                                               DeviceImpl& to, Memory& dst, std::size_t dst_offset,
-                                               std::size_t bytes);
+  // themselves on this device's default queue; returns its event, or nullptr when this pair
+  // of devices has no direct path (callers then stage through host memory).
+  std::shared_ptr<EventImpl> copy_peer(const Memory& src, std::size_t src_offset, DeviceImpl& to,
+                                       Memory& dst, std::size_t dst_offset, std::size_t bytes);
 
-  // The API's own view of free and total memory (CUDA: cuMemGetInfo); OpenCL reports none.
-  virtual NativeMemoryInfo native_memory_info();
+  // Blocking copies between shared virtual memory and a buffer (range-checked).
+  void svm_copy_to(Memory& dst, std::size_t dst_offset, const void* svm, std::size_t bytes);
+  void svm_copy_from(const Memory& src, std::size_t src_offset, void* svm, std::size_t bytes);
 
+  // A push that host threads feed while a kernel on the device already takes it in (see
+  // StreamedPush), or nullptr where the backend has none or the arguments do not suit it.
+  class StreamedPush;
+  std::unique_ptr<StreamedPush> stream_in(QueueImpl& q, Memory& mem, std::size_t offset, void* host,
+                                          std::size_t bytes, std::size_t slice);
+
+  // ---- the contract: what each backend implements
+
+  // The queue that the blocking calls use (CUDA: the device's primary stream).
+  virtual QueueImpl& default_queue() = 0;
+  // A new independent queue (CUDA: cuStreamCreate(CU_STREAM_NON_BLOCKING)).
+  virtual std::unique_ptr<QueueImpl> create_queue() = 0;
+  // An event that completes when everything submitted to q so far and every event in waits
+  // has completed (OpenCL: clEnqueueMarkerWithWaitList; CUDA: cuStreamWaitEvent for each
+  // wait, then cuEventRecord).
+  virtual std::shared_ptr<EventImpl> marker(QueueImpl& q, Waits waits) = 0;
+  // An event that completes only when EventImpl::complete() is called from the host
+  // (OpenCL: clCreateUserEvent; CUDA: cuStreamWaitValue32 on a pinned flag on a private
+  // stream followed by cuEventRecord).
+  virtual std::shared_ptr<EventImpl> user_event() = 0;
+
+  // Page-locked host memory of bytes bytes, usable by every queue of this device; throws
+  // OutOfMemory. OpenCL: a CL_MEM_ALLOC_HOST_PTR buffer kept mapped (the pinned path on
+  // NVIDIA's OpenCL); CUDA: cuMemHostAlloc(CU_MEMHOSTALLOC_PORTABLE).
+  virtual std::unique_ptr<HostMemory> allocate_host(std::size_t bytes) = 0;
+  // Whether allocate_image() can make a one-channel image of dtype t with dims 2 or 3.
+  virtual bool image_supported(DType t, int dims) = 0;
+  // The API's own view of free and total memory (CUDA: cuMemGetInfo; OpenCL: the card's
+  // CUDA device where the registry linked one, else unknown).
+  virtual NativeMemoryInfo native_memory_info() = 0;
+
+  // Shared virtual memory (OpenCL 2.0 coarse-grain SVM; CUDA: cuMemAllocManaged). Whether
+  // this device can allocate it, and the calls. svm_map/svm_unmap bracket host access
+  // (coarse-grain SVM needs them; managed memory needs only a synchronize).
+  virtual bool svm_supported() = 0;
+  virtual void* svm_allocate(std::size_t bytes) = 0;
+  virtual void svm_free(void* p) = 0;
+  virtual void svm_map(void* p, std::size_t bytes, MapAccess access) = 0;
+  virtual void svm_unmap(void* p) = 0;
+
+  // Interop (DLPack): wraps memory allocated by someone else at native_pointer-style address
+  // `pointer` of `bytes` bytes, without copying; `release` is called once when the Memory is
+  // destroyed. Throws (DeviceError where the backend cannot adopt foreign memory) without
+  // calling release, so the caller keeps ownership on failure.
+  virtual std::unique_ptr<Memory> adopt(std::uint64_t pointer, std::size_t bytes,
+                                        std::function<void()> release) = 0;
+
+  // ---- optional capabilities; the defaults say the device has none
+
+  // The API's own device number (the CUDA ordinal), or -1 where the backend has no
+  // process-wide device numbering.
+  virtual int native_ordinal() const noexcept { return -1; }
   // The PCI address of the card, where the API reports one (CUDA; NVIDIA's OpenCL).
   virtual PciAddress pci_address() const { return {}; }
   // Another backend's count of the same card's memory (the registry hands NVIDIA's OpenCL
   // devices the CUDA device of their card, see card_memory.h). Ignored by default.
   virtual void set_card_memory_source(std::function<NativeMemoryInfo()> /*source*/) {}
-
   // How many host threads may call into this device at once for one staged transfer (0: no
   // limit). A driver that is not safe with concurrent callers says 1.
   virtual unsigned max_transfer_threads() const { return 0; }
@@ -306,8 +344,7 @@ class DeviceImpl {
   // A push that host threads feed while a kernel on the device already takes it in (CUDA,
   // kernels/staging.kernel). `host` is page-locked memory from allocate_host(); its `bytes`
   // go to mem at `offset` in slices of `slice` bytes (the last one shorter), each as soon as
-  // the host marks it filled. Runs on q. nullptr where the backend has none or the arguments
-  // do not suit it (alignment, too many slices): the caller then queues DMA pieces.
+  // the host marks it filled. Runs on q.
   class StreamedPush {
    public:
     virtual ~StreamedPush() = default;
@@ -319,36 +356,34 @@ class DeviceImpl {
     // (not every slice was marked) the kernel is told to stop first and nothing is promised.
     virtual void finish(bool failed) = 0;
   };
-  virtual std::unique_ptr<StreamedPush> stream_in(QueueImpl& /*q*/, Memory& /*mem*/,
-                                                  std::size_t /*offset*/, void* /*host*/,
-                                                  std::size_t /*bytes*/, std::size_t /*slice*/) {
-    return nullptr;
-  }
 
-  // Shared virtual memory (OpenCL 2.0 coarse-grain SVM; CUDA: cuMemAllocManaged). Whether
-  // this device can allocate it, and the calls. svm_map/svm_unmap bracket host access
-  // (coarse-grain SVM needs them; managed memory needs only a synchronize).
-  virtual bool svm_supported();
-  virtual void* svm_allocate(std::size_t bytes);
-  virtual void svm_free(void* p);
-  virtual void svm_map(void* p, std::size_t bytes, MapAccess access);
-  virtual void svm_unmap(void* p);
-  // Blocking copy between SVM and a buffer.
-  virtual void svm_copy_to(Memory& dst, std::size_t dst_offset, const void* svm, std::size_t bytes);
-  virtual void svm_copy_from(const Memory& src, std::size_t src_offset, void* svm,
-                             std::size_t bytes);
+  // A built program that hands out its kernels (backends derive their programs from it).
+  class Program {
+   public:
+    virtual ~Program() = default;
+    virtual std::unique_ptr<Kernel> create_kernel(std::string_view name) = 0;
+    // The device binary for the disk cache; empty where the backend cannot provide one.
+    virtual std::vector<char> binary() const { return {}; }
+  };
+
+  // ---- shared by every backend (keep_alive.cpp, kernel_cache.cpp)
 
   // The device's memory pool (core/src/memory_pool.h); every allocation of arrays and
-  // temporaries goes through it. Created on first use. Backends do not override this.
+  // temporaries goes through it. Created on first use.
   MemoryPool& pool();
+  // The device's pinned staging ring for transfers from pageable host memory
+  // (core/src/staging_ring.h). Created on first use, beside the pool.
+  StagingRing& staging_ring();
   // Objects kept alive until event e completes (a HostArray behind an async transfer).
-  // Released by later calls of retain()/collect() once e is done, or at finish. Backends do
-  // not override this: it polls EventImpl::done() and needs no completion callback.
+  // Released by later calls of retain()/collect() once e is done, or at finish. Polls
+  // EventImpl::done(), so no backend needs a completion callback.
   void retain(std::shared_ptr<EventImpl> e, std::shared_ptr<const void> keep);
   void collect(bool wait_all = false);
 
-  // The kernel `name` of src built with defines, compiled once per device and cached.
-  // Throws CompileError with the build log.
+  // The kernel `name` of src built with defines, compiled once per device and cached in
+  // memory and on disk (program_cache.h). Throws CompileError with the build log. The cache's
+  // lock is not held while a program compiles: requests for other programs go on meanwhile,
+  // and requests for the same one wait for that compile instead of starting their own.
   const Kernel& kernel(const ProgramSource& src, std::string_view name, const Defines& defines);
 
   struct CacheCounters {
@@ -358,36 +393,99 @@ class DeviceImpl {
   // Drops the in-memory programs (kernels handed out before stay valid until the device dies
   // only if nobody calls this while they are in use: tests and benchmarks only).
   void clear_memory_cache();
+  // Tests only: called on the compiling thread, without the cache's lock, before each
+  // compile from source (not for memory or disk hits).
+  void set_compile_hook_for_testing(std::function<void(const ProgramSource&, const Defines&)> f);
 
  protected:
-  // A built program that hands out its kernels.
-  class Program {
-   public:
-    virtual ~Program() = default;
-    virtual std::unique_ptr<Kernel> create_kernel(std::string_view name) = 0;
-    // The device binary for the disk cache; empty where the backend cannot provide one.
-    virtual std::vector<char> binary() const { return {}; }
-  };
+  // Backends call this first in their destructor: cached pool blocks, the staging ring and
+  // the keep-alive list go back while the backend's context still exists.
+  void release_resources();
+
+  // The contract behind the front's checked calls: arguments are valid and non-empty.
+  virtual std::unique_ptr<Memory> do_allocate(std::size_t bytes) = 0;
+  virtual void do_write(Memory& dst, std::size_t offset, const void* src, std::size_t bytes) = 0;
+  virtual void do_read(const Memory& src, std::size_t offset, void* dst, std::size_t bytes) = 0;
+  virtual void do_copy(const Memory& src, std::size_t src_offset, Memory& dst,
+                       std::size_t dst_offset, std::size_t bytes) = 0;
+  virtual void do_fill(Memory& dst, std::size_t offset, std::size_t bytes, const void* pattern,
+                       std::size_t pattern_bytes) = 0;
+  virtual void do_launch(const Kernel& k, const Launch& l, std::span<const KernelArg> args) = 0;
+  virtual void do_finish(QueueImpl& q) = 0;
+  virtual std::shared_ptr<EventImpl> do_write_rect(QueueImpl& q, Memory& dst, const Pitched& d,
+                                                   const void* src, const Pitched& s, Extent extent,
+                                                   Waits waits) = 0;
+  virtual std::shared_ptr<EventImpl> do_read_rect(QueueImpl& q, const Memory& src, const Pitched& s,
+                                                  void* dst, const Pitched& d, Extent extent,
+                                                  Waits waits) = 0;
+  virtual std::shared_ptr<EventImpl> do_copy_rect(QueueImpl& q, const Memory& src, const Pitched& s,
+                                                  Memory& dst, const Pitched& d, Extent extent,
+                                                  Waits waits) = 0;
+  virtual std::shared_ptr<EventImpl> do_fill_async(QueueImpl& q, Memory& dst, std::size_t offset,
+                                                   std::size_t bytes, const void* pattern,
+                                                   std::size_t pattern_bytes, Waits waits) = 0;
+  virtual std::shared_ptr<EventImpl> do_launch_async(QueueImpl& q, const Kernel& k, const Launch& l,
+                                                     std::span<const KernelArg> args,
+                                                     Waits waits) = 0;
+  virtual void* do_map(Memory& m, std::size_t offset, std::size_t bytes, MapAccess access) = 0;
+  virtual void do_unmap(Memory& m, void* ptr) = 0;
+  virtual std::unique_ptr<Memory> do_allocate_image(const ImageFormat& f) = 0;
+  virtual void do_svm_copy_to(Memory& dst, std::size_t dst_offset, const void* svm,
+                              std::size_t bytes) = 0;
+  virtual void do_svm_copy_from(const Memory& src, std::size_t src_offset, void* svm,
+                                std::size_t bytes) = 0;
+  // Optional: a direct device-to-device path (CUDA peer to peer); nullptr where there is none.
+  virtual std::shared_ptr<EventImpl> do_copy_peer(const Memory& /*src*/, std::size_t /*src_offset*/,
+                                                  DeviceImpl& /*to*/, Memory& /*dst*/,
+                                                  std::size_t /*dst_offset*/,
+                                                  std::size_t /*bytes*/) {
+    return nullptr;
+  }
+  // Optional: a streamed push (see StreamedPush); nullptr where there is none.
+  virtual std::unique_ptr<StreamedPush> do_stream_in(QueueImpl& /*q*/, Memory& /*mem*/,
+                                                     std::size_t /*offset*/, void* /*host*/,
+                                                     std::size_t /*bytes*/, std::size_t /*slice*/) {
+    return nullptr;
+  }
+
   virtual std::unique_ptr<Program> build(const ProgramSource& src, const Defines& defines) = 0;
   // A program from a binary that binary() produced on this device and driver; nullptr when
-  // the backend rejects it (it is then rebuilt from source).
+  // the backend rejects it (it is then rebuilt from source) or has no binaries.
   virtual std::unique_ptr<Program> load(const std::vector<char>& /*binary*/) { return nullptr; }
 
  private:
+  // The checks of the front (front.cpp); messages name the device and what was asked.
+  void check_range(const Memory& m, std::size_t offset, std::size_t bytes, const char* op) const;
+  void check_box(const Memory& m, const Pitched& p, const Extent& e, const char* op) const;
+  void check_fill(const Memory& m, std::size_t offset, std::size_t bytes,
+                  std::size_t pattern_bytes) const;
+  // False for an empty launch (a global size of 0: nothing to run).
+  bool check_launch(const Launch& l) const;
+
   DeviceInfo info_;
-  std::mutex cache_mutex_;
-  CacheCounters counters_;
-  struct Entry {
+
+  // The in-memory program cache (kernel_cache.cpp). An entry is made by the first request
+  // and filled by that request's thread outside cache_mutex_; `built` is ready once the
+  // program is there (or holds the compile error).
+  struct ProgramEntry {
+    std::shared_future<void> built;
     std::unique_ptr<Program> program;
+    std::mutex kernels_mutex;
     std::map<std::string, std::unique_ptr<Kernel>, std::less<>> kernels;
   };
-  std::map<std::string, Entry, std::less<>> programs_;  // key: source hash + defines
+  std::mutex cache_mutex_;
+  CacheCounters counters_;
+  std::map<std::string, std::shared_ptr<ProgramEntry>, std::less<>> programs_;
+  std::function<void(const ProgramSource&, const Defines&)> compile_hook_;
 
-  [[noreturn]] void not_implemented(std::string_view what) const;
   std::once_flag pool_once_;
   std::shared_ptr<MemoryPool> pool_;
+  std::once_flag ring_once_;
+  std::unique_ptr<StagingRing> ring_;
   std::mutex retain_mutex_;
   std::vector<std::pair<std::shared_ptr<EventImpl>, std::shared_ptr<const void>>> retained_;
+  std::mutex maps_mutex_;
+  std::multimap<const void*, const Memory*> maps_;  // map()'s pointers, checked by unmap()
 };
 
 // Every backend's devices, as the backends enumerate them.

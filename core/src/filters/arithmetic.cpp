@@ -1,6 +1,10 @@
 // Arithmetic and type filters: pointwise operations on one or two images, through
 // kernels/pointwise.kernel.
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <limits>
+#include <string_view>
 
 #include "filters/launch.h"
 #include "filters/registry.h"
@@ -18,18 +22,47 @@ DType output_dtype(DType in, OutRule rule) {
   return in == DType::f64 ? DType::f64 : DType::f32;
 }
 
-Defines unary_defines(DType in, DType out, const std::string& op, bool raw) {
+// How a pointwise kernel computes: an OP expression in a float compute type, a RAW_OP on
+// the input's own type, or a WIDE_OP on exact sign-magnitude 64-bit integers
+// (kernels/pointwise.kernel).
+enum class OpKind { expr, raw, wide };
+
+Defines unary_defines(DType in, DType out, const std::string& op, OpKind kind) {
   Defines d;
-  add_type_defines(d, {{"T_A", in}, {"T_OUT", out}, {"CT", compute_type({in, out})}});
-  d.emplace_back(raw ? "RAW_OP" : "OP", op);
+  if (kind == OpKind::expr) {
+    add_type_defines(d, {{"T_A", in}, {"T_OUT", out}, {"CT", compute_type({in, out})}});
+  } else {
+    add_type_defines(d, {{"T_A", in}, {"T_OUT", out}});
+  }
+  d.emplace_back(kind == OpKind::raw ? "RAW_OP" : kind == OpKind::wide ? "WIDE_OP" : "OP", op);
   return d;
 }
 
-Defines binary_defines(DType a, DType b, DType out, const std::string& op) {
+Defines binary_defines(DType a, DType b, DType out, const std::string& op, OpKind kind) {
   Defines d;
-  add_type_defines(d, {{"T_A", a}, {"T_B", b}, {"T_OUT", out}, {"CT", compute_type({a, b, out})}});
-  d.emplace_back("OP", op);
+  if (kind == OpKind::wide) {
+    add_type_defines(d, {{"T_A", a}, {"T_B", b}, {"T_OUT", out}});
+    d.emplace_back("WIDE_OP", op);
+  } else {
+    add_type_defines(d,
+                     {{"T_A", a}, {"T_B", b}, {"T_OUT", out}, {"CT", compute_type({a, b, out})}});
+    d.emplace_back("OP", op);
+  }
   return d;
+}
+
+// Integer operations involving a 64-bit integer go through the exact WIDE_OP path: float64
+// holds 53 bits, so u64/i64 values beyond 2^53 would round. Narrower integers stay on the
+// float path, which is exact for them (sums, differences, quotients of 32-bit values are
+// exact or correctly rounded in float64, and products beyond 2^53 saturate anyway) and
+// avoids 64-bit division on the device.
+bool needs_wide(std::initializer_list<DType> types) {
+  bool wide = false;
+  for (DType t : types) {
+    if (is_float(t)) return false;
+    wide |= size_of(t) == 8;
+  }
+  return wide;
 }
 
 void require_compute(const Array& a, DType ct, const std::string& what) {
@@ -44,50 +77,111 @@ std::vector<KernelArg> scalars_for(DType ct, double b, double c, double d) {
 }
 
 Array unary(const Array& in, DType out_t, const std::string& op, double b = 0, double c = 0,
-            double d = 0, bool raw = false) {
+            double d = 0) {
   const DType ct = compute_type({in.dtype(), out_t});
   require_compute(in, ct, "this operation");
   Array out = empty_like(in, out_t);
   std::vector<KernelArg> args = {arg(in), arg(out), arg<std::uint64_t>(in.elements())};
   for (auto& s : scalars_for(ct, b, c, d)) args.push_back(s);
-  launch(in, "pointwise.kernel", "unary", unary_defines(in.dtype(), out_t, op, raw),
+  launch(in, "pointwise.kernel", "unary", unary_defines(in.dtype(), out_t, op, OpKind::expr),
          flat_grid(in.elements()), args);
   return out;
 }
 
-Array binary(const Array& a, const Array& b, DType out_t, const std::string& op) {
+// The value v (integral and inside t's range) as a kernel scalar of integer dtype t.
+KernelArg int_scalar(DType t, long double v) {
+  return visit_dtype(t, [&](auto zero) -> KernelArg {
+    using T = decltype(zero);
+    if constexpr (std::is_integral_v<T>) {
+      return arg(static_cast<T>(v));
+    } else {
+      throw Error("internal: int_scalar on a float dtype");
+    }
+  });
+}
+
+// A RAW_OP on x (the input in its own integer type) with four scalars b..e of that type.
+Array unary_raw(const Array& in, DType out_t, const std::string& op,
+                std::array<long double, 4> scalars = {}) {
+  Array out = empty_like(in, out_t);
+  std::vector<KernelArg> args = {arg(in), arg(out), arg<std::uint64_t>(in.elements())};
+  for (long double s : scalars) args.push_back(int_scalar(in.dtype(), s));
+  launch(in, "pointwise.kernel", "unary", unary_defines(in.dtype(), out_t, op, OpKind::raw),
+         flat_grid(in.elements()), args);
+  return out;
+}
+
+// A WIDE_OP on a (exact, see needs_wide).
+Array unary_wide(const Array& in, DType out_t, const std::string& op) {
+  Array out = empty_like(in, out_t);
+  launch(in, "pointwise.kernel", "unary", unary_defines(in.dtype(), out_t, op, OpKind::wide),
+         flat_grid(in.elements()), {arg(in), arg(out), arg<std::uint64_t>(in.elements())});
+  return out;
+}
+
+// clip on an integer image, exactly: a pixel below `lo` becomes lo rounded half to even and
+// saturated (as the float path would give), likewise above `hi`; the comparisons use
+// ceil(lo) and floor(hi), which an integer pixel compares with as it would with lo and hi.
+// long double holds every 64-bit integer exactly.
+Array clip_integer(const Array& in, double lo, double hi) {
+  const DType t = in.dtype();
+  const auto [tmin, tmax] = visit_dtype(t, [](auto zero) -> std::pair<long double, long double> {
+    using T = decltype(zero);
+    return {static_cast<long double>(std::numeric_limits<T>::lowest()),
+            static_cast<long double>(std::numeric_limits<T>::max())};
+  });
+  auto clamp = [&](long double v) { return std::clamp(v, tmin, tmax); };
+  const long double lo_cmp = clamp(std::ceil(static_cast<long double>(lo)));
+  const long double hi_cmp = clamp(std::floor(static_cast<long double>(hi)));
+  const long double lo_val = clamp(std::nearbyint(static_cast<long double>(lo)));
+  const long double hi_val = clamp(std::nearbyint(static_cast<long double>(hi)));
+  return unary_raw(in, t, "(x<b?d:(x>c?e:x))", {lo_cmp, hi_cmp, lo_val, hi_val});
+}
+
+Array binary(const Array& a, const Array& b, DType out_t, const std::string& op,
+             const std::string& wide_op) {
   if (!(a.shape() == b.shape())) {
     throw InvalidArgument("the two images must have the same shape; got " + a.shape().str() +
                           " and " + b.shape().str() + " (crop or resample one first)");
   }
-  const DType ct = compute_type({a.dtype(), b.dtype(), out_t});
-  require_compute(a, ct, "this operation");
   Array out = empty_like(a, out_t);
   std::vector<KernelArg> args = {arg(a), arg(b), arg(out), arg<std::uint64_t>(a.elements())};
+  if (needs_wide({a.dtype(), b.dtype(), out_t})) {
+    launch(a, "pointwise.kernel", "binary",
+           binary_defines(a.dtype(), b.dtype(), out_t, wide_op, OpKind::wide),
+           flat_grid(a.elements()), args);
+    return out;
+  }
+  const DType ct = compute_type({a.dtype(), b.dtype(), out_t});
+  require_compute(a, ct, "this operation");
   args.push_back(ct == DType::f64 ? arg(0.0) : arg(0.0f));
-  launch(a, "pointwise.kernel", "binary", binary_defines(a.dtype(), b.dtype(), out_t, op),
-         flat_grid(a.elements()), args);
+  launch(a, "pointwise.kernel", "binary",
+         binary_defines(a.dtype(), b.dtype(), out_t, op, OpKind::expr), flat_grid(a.elements()),
+         args);
   return out;
 }
 
 struct BinaryOp {
   const char* name;
   const char* op;
+  const char* wide_op;
   const char* doc;
 };
 constexpr BinaryOp kBinary[] = {
-    {"add_images", "a+b",
+    {"add_images", "a+b", "gpix_wide_add(a,b)",
      "a + b pixel by pixel; the output has the first image's dtype and integers saturate"},
-    {"subtract_images", "a-b",
+    {"subtract_images", "a-b", "gpix_wide_sub(a,b)",
      "a - b pixel by pixel; the output has the first image's dtype and integers saturate"},
-    {"multiply_images", "a*b",
+    {"multiply_images", "a*b", "gpix_wide_mul(a,b)",
      "a * b pixel by pixel; the output has the first image's dtype and integers saturate"},
-    {"divide_images", "a/b",
+    {"divide_images", "a/b", "gpix_wide_div(a,b)",
      "a / b pixel by pixel; integers round half to even and saturate, x/0 gives the dtype's max "
      "(or min for "
      "negative x, 0 for 0/0) in integers and inf/NaN in floats"},
-    {"minimum_images", "fmin(a,b)", "the smaller of a and b per pixel (a NaN loses to a number)"},
-    {"maximum_images", "fmax(a,b)", "the larger of a and b per pixel (a NaN loses to a number)"},
+    {"minimum_images", "fmin(a,b)", "gpix_wide_min(a,b)",
+     "the smaller of a and b per pixel (a NaN loses to a number)"},
+    {"maximum_images", "fmax(a,b)", "gpix_wide_max(a,b)",
+     "the larger of a and b per pixel (a NaN loses to a number)"},
 };
 
 struct UnaryOp {
@@ -125,7 +219,6 @@ std::string int_convert_op(DType in, DType out) {
   return expr;
 }
 
-
 }  // namespace
 
 void register_arithmetic(Catalog& c) {
@@ -141,9 +234,9 @@ void register_arithmetic(Catalog& c) {
         all_dtypes(),
         OutputKind::image,
         "same as the first input"};
-    const std::string expr = op.op;
-    c.add(info, [expr](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
-      return one(binary(x[0], x[1], x[0].dtype(), expr));
+    const std::string expr = op.op, wide = op.wide_op;
+    c.add(info, [expr, wide](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
+      return one(binary(x[0], x[1], x[0].dtype(), expr, wide));
     });
   }
   for (const auto& op : kUnary) {
@@ -158,9 +251,14 @@ void register_arithmetic(Catalog& c) {
                     op.out == OutRule::same ? "same as input" : "float32 (float64 stays float64)"};
     const std::string expr = op.op;
     const OutRule rule = op.out;
-    c.add(info, [expr, rule](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
-      return one(unary(x[0], output_dtype(x[0].dtype(), rule), expr));
-    });
+    const bool is_abs = std::string_view(op.name) == "absolute";
+    c.add(info,
+          [expr, rule, is_abs](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
+            const DType out = output_dtype(x[0].dtype(), rule);
+            if (is_abs && needs_wide({x[0].dtype(), out}))
+              return one(unary_wide(x[0], out, "gpix_wide_abs(a)"));
+            return one(unary(x[0], out, expr));
+          });
   }
   c.add({"add_scalar",
          "Arithmetic",
@@ -215,6 +313,7 @@ void register_arithmetic(Catalog& c) {
             throw InvalidArgument("clip: minimum " + Scalar(lo).str() + " is above maximum " +
                                   Scalar(hi).str());
           }
+          if (!is_float(x[0].dtype())) return one(clip_integer(x[0], lo, hi));
           return one(unary(x[0], x[0].dtype(), "(a!=a?a:(a<b?b:(a>c?c:a)))", lo, hi));
         });
   c.add({"invert",
@@ -231,7 +330,7 @@ void register_arithmetic(Catalog& c) {
         [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
           const DType t = x[0].dtype();
           if (is_float(t)) return one(unary(x[0], t, "1-a"));
-          return one(unary(x[0], t, "~x", 0, 0, 0, /*raw=*/true));
+          return one(unary_raw(x[0], t, "~x"));
         });
 
   // Types.
@@ -253,7 +352,7 @@ void register_arithmetic(Catalog& c) {
         require_dtype(x[0].device(), out, "convert");
         if (x[0].dtype() == out) return one(x[0].copy());
         if (!is_float(x[0].dtype()) && !is_float(out)) {
-          return one(unary(x[0], out, int_convert_op(x[0].dtype(), out), 0, 0, 0, true));
+          return one(unary_raw(x[0], out, int_convert_op(x[0].dtype(), out)));
         }
         return one(unary(x[0], out, "a"));
       });
@@ -285,19 +384,34 @@ void add_pointwise_variants(std::vector<KernelVariant>& out) {
   // the expression set does not change what the dialect must support per type.
   for (DType a : kAllDTypes) {
     for (const auto& op : kUnary) {
-      out.push_back(
-          {"pointwise.kernel", "unary", unary_defines(a, output_dtype(a, op.out), op.op, false)});
+      out.push_back({"pointwise.kernel", "unary",
+                     unary_defines(a, output_dtype(a, op.out), op.op, OpKind::expr)});
     }
-    out.push_back({"pointwise.kernel", "unary", unary_defines(a, a, "(a-b)*c+d", false)});
-    if (!is_float(a)) out.push_back({"pointwise.kernel", "unary", unary_defines(a, a, "~x", true)});
+    out.push_back({"pointwise.kernel", "unary", unary_defines(a, a, "(a-b)*c+d", OpKind::expr)});
+    if (!is_float(a)) {
+      out.push_back({"pointwise.kernel", "unary", unary_defines(a, a, "~x", OpKind::raw)});
+      out.push_back(
+          {"pointwise.kernel", "unary", unary_defines(a, a, "(x<b?d:(x>c?e:x))", OpKind::raw)});
+    }
+    if (needs_wide({a})) {
+      out.push_back(
+          {"pointwise.kernel", "unary", unary_defines(a, a, "gpix_wide_abs(a)", OpKind::wide)});
+    }
     for (DType b : kAllDTypes) {
-      out.push_back({"pointwise.kernel", "binary", binary_defines(a, b, a, "a/b")});
+      if (needs_wide({a, b})) {
+        for (const auto& op : kBinary) {
+          out.push_back(
+              {"pointwise.kernel", "binary", binary_defines(a, b, a, op.wide_op, OpKind::wide)});
+        }
+      } else {
+        out.push_back({"pointwise.kernel", "binary", binary_defines(a, b, a, "a/b", OpKind::expr)});
+      }
       if (a == b) continue;
       if (!is_float(a) && !is_float(b)) {
         out.push_back(
-            {"pointwise.kernel", "unary", unary_defines(a, b, int_convert_op(a, b), true)});
+            {"pointwise.kernel", "unary", unary_defines(a, b, int_convert_op(a, b), OpKind::raw)});
       } else {
-        out.push_back({"pointwise.kernel", "unary", unary_defines(a, b, "a", false)});  // convert
+        out.push_back({"pointwise.kernel", "unary", unary_defines(a, b, "a", OpKind::expr)});
       }
     }
   }

@@ -1,6 +1,7 @@
 // Geometry filters: crop, flip and transpose as one index-remapping kernel; resample and
 // affine_transform as one sampling kernel (kernels/geometry.kernel). Interpolation reads the
 // buffers directly (clamped indices), so it works on every device and dtype.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <string>
@@ -13,7 +14,6 @@
 
 namespace gpix::detail {
 namespace {
-
 
 // remap moves bits: the unsigned type of the element's size serves every dtype.
 DType bits_type(DType t) {
@@ -146,18 +146,13 @@ Array transpose_impl(const Array& in, const std::string& axes) {
 Array resample_impl(const Array& in, const double factor[3], bool linear) {
   const Shape& sh = in.shape();
   const std::size_t ext[3] = {sh.width(), sh.height(), sh.depth()};
-  const char* names[3] = {"x", "y", "z"};
   std::size_t out[3] = {1, 1, 1};
   Matrix m{};
   for (int i = 0; i < in.ndim(); ++i) {
-    // Python's round (half to even), as scipy.ndimage.zoom sizes its output.
-    const double e = std::nearbyint(static_cast<double>(ext[i]) * factor[i]);
-    if (e < 1) {
-      throw InvalidArgument("resample: factor_" + std::string(names[i]) + " " +
-                            Scalar(factor[i]).str() + " gives an extent of 0 for " +
-                            std::to_string(ext[i]) + " pixels; it must be at least " +
-                            Scalar(0.5 / static_cast<double>(ext[i])).str());
-    }
+    // Python's round (half to even), as scipy.ndimage.zoom sizes its output, but at least 1:
+    // zoom would return an empty array where a 1-pixel axis shrinks (1 * 0.5 rounds to 0),
+    // and an image of 0 pixels is nothing a user can look at or save.
+    const double e = std::max(1.0, std::nearbyint(static_cast<double>(ext[i]) * factor[i]));
     out[i] = static_cast<std::size_t>(e);
     // Pixel centres aligned (grid_mode=True): c = (o + 0.5) * in / out - 0.5.
     const double scale = static_cast<double>(ext[i]) / e;

@@ -253,8 +253,9 @@ void register_reductions(Catalog& c) {
         });
   c.add({"sum_of_all_pixels",
          "Reductions",
-         "the sum of all pixels (table column 'sum'): exact 64-bit integer sums for integer "
-         "dtypes, double for floats where the device has fp64; 0 if every pixel is NaN" +
+         "the sum of all pixels (table column 'sum'): integer sums are exact (the nearest double "
+         "where the sum leaves the 64-bit range), floats are summed in double where the device "
+         "has fp64; 0 if every pixel is NaN" +
              nan_rule,
          {in},
          {},

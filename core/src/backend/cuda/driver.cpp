@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "config.h"
 #include "gpix/error.h"
 
 namespace gpix::detail::cuda {
@@ -25,11 +26,11 @@ const std::vector<std::string>& driver_folders() {
 // Loads and initialises the driver. Returns nullptr and sets why on failure.
 Driver* load(std::string& why) {
   auto d = std::make_unique<Driver>();
-  if (const char* forced = std::getenv("GPIX_CUDA_LIBRARY"); forced && *forced) {
+  if (const std::string& forced = config().cuda_library; !forced.empty()) {
     std::string err;
     d->lib = DynLib::open({forced}, {}, &err);
     if (!d->lib) {
-      why = "GPIX_CUDA_LIBRARY=" + std::string(forced) + ": " + err;
+      why = "GPIX_CUDA_LIBRARY=" + forced + ": " + err;
       return nullptr;
     }
   } else {

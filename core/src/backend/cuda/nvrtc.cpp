@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "backend/cuda/dynlib.h"
+#include "config.h"
 #include "gpix/error.h"
 
 namespace gpix::detail {
@@ -38,12 +39,12 @@ const Nvrtc* Nvrtc::get(std::string* why) {
   static std::string reason;
   static const std::unique_ptr<Nvrtc> instance = [] {
     std::vector<std::string> names;
-    if (const char* p = std::getenv("GPIX_NVRTC_PATH")) names.emplace_back(p);
+    if (!config().nvrtc_path.empty()) names.push_back(config().nvrtc_path);
     for (const char* n : {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"}) {
       names.emplace_back(n);
     }
     std::vector<std::string> folders;
-    if (const char* c = std::getenv("CUDA_PATH")) folders.push_back(std::string(c) + "/lib64");
+    if (!config().cuda_path.empty()) folders.push_back(config().cuda_path + "/lib64");
     folders.emplace_back("/usr/local/cuda/lib64");
     folders.emplace_back("/usr/local/cuda/targets/x86_64-linux/lib");
     auto api = std::make_unique<Api>();

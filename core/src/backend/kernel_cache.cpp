@@ -1,0 +1,107 @@
+// DeviceImpl's in-memory program cache, in front of the disk cache (program_cache.h).
+// Compiling takes from milliseconds (a cached binary) to seconds (NVRTC, PoCL), so the cache's
+// lock covers only the map: the first request for a program makes its entry and compiles it
+// without the lock; later requests for the same program wait for that entry's future (one
+// compile, not one per thread), and requests for other programs go on at once.
+#include <future>
+#include <string>
+
+#include "backend/backend.h"
+#include "program_cache.h"
+
+namespace gpix::detail {
+
+const Kernel& DeviceImpl::kernel(const ProgramSource& src, std::string_view name,
+                                 const Defines& defines) {
+  std::string key = src.hash;
+  for (const auto& [k, v] : defines) key += ";" + k + "=" + v;
+  std::shared_ptr<ProgramEntry> entry;
+  std::promise<void> built;  // set by this thread where it makes the entry
+  bool mine = false;
+  std::function<void(const ProgramSource&, const Defines&)> hook;
+  {
+    std::lock_guard lock(cache_mutex_);
+    auto it = programs_.find(key);
+    if (it != programs_.end()) {
+      ++counters_.memory_hits;
+      entry = it->second;
+    } else {
+      entry = std::make_shared<ProgramEntry>();
+      entry->built = built.get_future().share();
+      programs_.emplace(key, entry);
+      mine = true;
+      hook = compile_hook_;
+    }
+  }
+  if (mine) {
+    try {
+      // Everything that changes the binary is in the disk key.
+      const std::string disk_key = std::string(gpix::name(info_.backend)) + "|" + info_.name + "|" +
+                                   info_.compute_capability + "|" + info_.api_version + "|" +
+                                   info_.driver_version + "|" + key;
+      bool rejected = false;
+      std::unique_ptr<Program> program;
+      bool disk_hit = false;
+      if (auto bin = cache_load(disk_key, &rejected)) {
+        program = load(*bin);
+        if (program) {
+          disk_hit = true;
+        } else {
+          rejected = true;
+        }
+      }
+      bool compiled = false, stored = false;
+      if (!program) {
+        if (hook) hook(src, defines);
+        program = build(src, defines);
+        compiled = true;
+        stored = cache_store(disk_key, program->binary());
+      }
+      {
+        std::lock_guard lock(cache_mutex_);
+        counters_.disk_hits += disk_hit ? 1 : 0;
+        counters_.disk_rejected += rejected ? 1 : 0;
+        counters_.compiles += compiled ? 1 : 0;
+        counters_.disk_writes += stored ? 1 : 0;
+      }
+      entry->program = std::move(program);
+      built.set_value();
+    } catch (...) {
+      // A failed compile is not cached: the next request tries again (as it always did);
+      // requests already waiting get this error.
+      {
+        std::lock_guard lock(cache_mutex_);
+        auto it = programs_.find(key);
+        if (it != programs_.end() && it->second == entry) programs_.erase(it);
+      }
+      built.set_exception(std::current_exception());
+      throw;
+    }
+  } else {
+    entry->built.get();  // rethrows the compile error of the thread that compiled it
+  }
+  std::lock_guard lock(entry->kernels_mutex);
+  auto kit = entry->kernels.find(name);
+  if (kit == entry->kernels.end()) {
+    kit = entry->kernels.emplace(std::string(name), entry->program->create_kernel(name)).first;
+  }
+  return *kit->second;
+}
+
+DeviceImpl::CacheCounters DeviceImpl::cache_counters() {
+  std::lock_guard lock(cache_mutex_);
+  return counters_;
+}
+
+void DeviceImpl::clear_memory_cache() {
+  std::lock_guard lock(cache_mutex_);
+  programs_.clear();
+}
+
+void DeviceImpl::set_compile_hook_for_testing(
+    std::function<void(const ProgramSource&, const Defines&)> f) {
+  std::lock_guard lock(cache_mutex_);
+  compile_hook_ = std::move(f);
+}
+
+}  // namespace gpix::detail

@@ -1,0 +1,39 @@
+#include "backend/opencl/opencl_device.h"
+
+namespace gpix::detail::cl {
+
+std::unique_ptr<ClDevice::Program> ClDevice::load(const std::vector<char>& bin) {
+  const std::size_t size = bin.size();
+  const auto* ptr = reinterpret_cast<const unsigned char*>(bin.data());
+  cl_int status = CL_SUCCESS;
+  cl_int err = CL_SUCCESS;
+  cl::ProgramHandle p(clCreateProgramWithBinary(ctx_.get(), 1, &id_, &size, &ptr, &status, &err));
+  if (err != CL_SUCCESS || status != CL_SUCCESS) return nullptr;
+  if (clBuildProgram(p.get(), 1, &id_, nullptr, nullptr, nullptr) != CL_SUCCESS) return nullptr;
+  return std::make_unique<ClProgram>(std::move(p));
+}
+
+std::unique_ptr<ClDevice::Program> ClDevice::build(const ProgramSource& src,
+                                                   const Defines& defines) {
+  const char* text = src.text.c_str();
+  const std::size_t length = src.text.size();
+  cl_int err = CL_SUCCESS;
+  cl::ProgramHandle p(clCreateProgramWithSource(ctx_.get(), 1, &text, &length, &err));
+  cl::check(err, "creating program " + src.name);
+  std::string options = "-cl-std=CL1.2";
+  for (const auto& [k, v] : defines) options += " -D" + k + "=" + v;
+  err = clBuildProgram(p.get(), 1, &id_, options.c_str(), nullptr, nullptr);
+  if (err != CL_SUCCESS) {
+    std::size_t n = 0;
+    clGetProgramBuildInfo(p.get(), id_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+    std::string log(n, '\0');
+    clGetProgramBuildInfo(p.get(), id_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+    throw CompileError("OpenCL could not compile " + src.name + " with options '" + options +
+                           "' for '" + info().name + "': " + cl::error_name(err) +
+                           "; the build log follows the message",
+                       trim(log), cl::error_name(err));
+  }
+  return std::make_unique<ClProgram>(std::move(p));
+}
+
+}  // namespace gpix::detail::cl

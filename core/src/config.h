@@ -1,0 +1,78 @@
+#pragma once
+// gpix's run-time configuration: every GPIX_* environment variable that core reads, parsed
+// once per process into one typed struct (docs/ENVIRONMENT.md lists them). Hot paths read the
+// struct, never the environment: a transfer used to make a dozen getenv calls.
+//
+// Tests and benchmarks change settings through config_for_testing() or a ScopedConfig instead
+// of setenv: the environment is read only once, and setenv while other threads call getenv is
+// undefined behaviour in glibc.
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpix::detail {
+
+// How transfers from ordinary (pageable) host memory are staged (transfer.cpp). Defaults from
+// `bench_memory --sweep` on an H200 host (2026-11-22); see docs/ENVIRONMENT.md.
+struct StagingConfig {
+  bool off = false;                                // GPIX_NO_STAGING
+  std::size_t min_bytes = std::size_t{512} << 10;  // GPIX_STAGING_MIN_MB
+  std::size_t max_piece = std::size_t{4} << 20;    // GPIX_STAGING_CHUNK_MB
+  std::size_t per_worker = std::size_t{64} << 10;  // GPIX_STAGING_WORKER_MB
+  std::size_t kernel_max = std::size_t{16} << 20;  // GPIX_STAGING_KERNEL_MB (0: never)
+  std::size_t slice = 0;                           // GPIX_STAGING_SLICE_MB (0: by size)
+  std::size_t ring_bytes = std::size_t{64} << 20;  // GPIX_STAGING_RING_MB
+  unsigned threads = 1;                            // GPIX_STAGING_THREADS (default: cores, <= 8)
+  unsigned depth = 0;                              // GPIX_STAGING_DEPTH (0: the ring's capacity)
+  unsigned pieces = 8;                             // GPIX_STAGING_PIECES
+  int streaming = -1;                              // GPIX_STAGING_NT: 0, 1, -1 (by direction)
+  std::chrono::microseconds spin{50};              // GPIX_STAGING_SPIN_US (copy threads' poll)
+};
+
+struct Config {
+  StagingConfig staging;
+  bool disable_fp64 = false;      // GPIX_DISABLE_FP64
+  bool test_fill_kernel = false;  // GPIX_TEST_FILL_KERNEL
+  bool no_disk_cache = false;     // GPIX_NO_DISK_CACHE
+  // The disk cache's folder: GPIX_CACHE_DIR, else $XDG_CACHE_HOME/gpix, else ~/.cache/gpix;
+  // empty when none of them is set.
+  std::string cache_dir;
+  // GPIX_DISABLE_WORKAROUNDS: names of driver workarounds switched off, or "all".
+  std::vector<std::string> disabled_workarounds;
+  std::string cuda_library;  // GPIX_CUDA_LIBRARY: the driver library to open instead of libcuda
+  std::string nvrtc_path;    // GPIX_NVRTC_PATH: the NVRTC library to try first
+  std::string cuda_path;     // CUDA_PATH: a toolkit folder to search for NVRTC
+
+  // Whether the named driver workaround is switched off.
+  bool workaround_disabled(std::string_view name) const;
+
+  // A configuration from variables as lookup() returns them (nullptr: unset). from_environment()
+  // passes getenv; benchmarks that sweep string settings pass their own table.
+  static Config from(const std::function<const char*(const char*)>& lookup);
+  static Config from_environment();
+};
+
+// The process's configuration, read from the environment on first use.
+const Config& config();
+
+// The same object, writable: tests and benchmarks only, and only while no other thread uses
+// gpix (nothing synchronises the readers).
+Config& config_for_testing();
+
+// Replaces the configuration for a scope and restores the previous one at its end.
+class ScopedConfig {
+ public:
+  explicit ScopedConfig(Config c) : saved_(config()) { config_for_testing() = std::move(c); }
+  ScopedConfig() : saved_(config()) {}  // change config_for_testing() in the scope
+  ~ScopedConfig() { config_for_testing() = std::move(saved_); }
+  ScopedConfig(const ScopedConfig&) = delete;
+  ScopedConfig& operator=(const ScopedConfig&) = delete;
+
+ private:
+  Config saved_;
+};
+
+}  // namespace gpix::detail
