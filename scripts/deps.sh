@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs what gpix needs on Debian 12 / Ubuntu, only where something is missing.
+# Installs what gpix needs on Debian 12 / Ubuntu, only where something is missing (dpkg-dev and
+# file for the Debian packages' dependencies, clang-tidy for scripts/tidy.sh).
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config qt6-base-dev qt6-base-dev-tools ocl-icd-opencl-dev
           opencl-headers pocl-opencl-icd clinfo xvfb xauth libinsighttoolkit5-dev libdlpack-dev
-          libtiff-dev python3-numpy python3-scipy python3-skimage python3-tifffile)
+          libtiff-dev python3-numpy python3-scipy python3-skimage python3-tifffile
+          dpkg-dev file clang-tidy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -26,22 +26,60 @@ QByteArray run(const QString& program, const QStringList& args, const QString& c
 class TestInstall : public QObject {
   Q_OBJECT
  private slots:
+  // The two install components (the gpix and gpix-dev packages) hold everything: programs and
+  // libraries in "runtime", headers and the CMake package in "development". A separate project
+  // then finds gpix::core alone, and (with the GUI built) the other components, and hosts the
+  // installed plugin.
   void find_package_works() {
     QTemporaryDir prefix, build;
     run(GPIX_CMAKE,
-        {"--install", GPIX_BINARY_DIR, "--prefix", prefix.path(), "--component", "Unspecified"});
+        {"--install", GPIX_BINARY_DIR, "--prefix", prefix.path(), "--component", "runtime"});
+    QVERIFY(QFile::exists(prefix.filePath("lib/libgpix_core.so.0")));
+    QVERIFY(!QFile::exists(prefix.filePath("lib/libgpix_core.so")));  // only for linking
+    QVERIFY(!QFile::exists(prefix.filePath("include")));
+    run(GPIX_CMAKE,
+        {"--install", GPIX_BINARY_DIR, "--prefix", prefix.path(), "--component", "development"});
     QVERIFY(QFile::exists(prefix.filePath("include/gpix/gpix.h")));
     QVERIFY(QFile::exists(prefix.filePath("include/gpix/version.h")));
+    QVERIFY(QFile::exists(prefix.filePath("include/gpix/dlpack.h")));
     QVERIFY(!QFile::exists(prefix.filePath("include/gpix/backend.h")));  // internals stay private
+    QVERIFY(QFile::exists(prefix.filePath("lib/libgpix_core.so")));
     run(GPIX_CMAKE, {"-S", QString(GPIX_SOURCE_DIR) + "/tests/install_consumer", "-B", build.path(),
                      "-DCMAKE_PREFIX_PATH=" + prefix.path()});
+    if (QTest::currentTestFailed()) return;
+    // gpix::core alone looks for DLPack only.
+    QFile cache(build.filePath("CMakeCache.txt"));
+    QVERIFY(cache.open(QIODevice::ReadOnly));
+    const QByteArray cached = cache.readAll();
+    QVERIFY(cached.contains("\ndlpack_DIR:"));
+    QVERIFY2(!cached.contains("\nQt6_DIR:") && !cached.contains("\nITK_DIR:"),
+             "find_package(gpix) without components looked for Qt or ITK");
+    if (GPIX_INSTALL_HAS_PLUGIN) {
+      for (const char* f :
+           {"include/gpix/io.h", "include/gpix/itk.h", "include/gpix/qimage.h",
+            "include/gpix/plugin_api.h", "include/gpix/plugin_loader.h",
+            "include/gpix/ui/image_view.h", "lib/libgpix_io.so.0", "lib/libgpix_qt.so.0",
+            "lib/libgpix_host.so.0", "lib/libgpix_ui.so.0", "lib/gpix/plugins/libgpix_plugin.so"}) {
+        QVERIFY2(QFile::exists(prefix.filePath(f)), f);
+      }
+      run(GPIX_CMAKE, {build.path(), "-DCONSUMER_HOST=ON"});
+    }
     run(GPIX_CMAKE, {"--build", build.path()});
-    run(build.filePath("consumer"), {});
+    if (QTest::currentTestFailed()) return;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.remove(QStringLiteral("LD_LIBRARY_PATH"));
+    env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+    run(build.filePath("consumer"), {}, {}, env);
+    if (GPIX_INSTALL_HAS_PLUGIN) {
+      const QByteArray out = run(build.filePath("host"), {}, {}, env);
+      QVERIFY2(out.contains("ok: gpix::io::to_itk") || out.contains("no device"), out.constData());
+    }
   }
 
   // The installed programs and the plugin find every library they need from the install
   // prefix alone (RPATH relative to themselves; no LD_LIBRARY_PATH), and run.
   void installed_programs_run() {
+    if (!GPIX_INSTALL_HAS_CLI) QSKIP("built without GPIX_WITH_APPS");
     QTemporaryDir prefix, work;
     run(GPIX_CMAKE, {"--install", GPIX_BINARY_DIR, "--prefix", prefix.path()});
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The smallest configuration configures and builds: GPIX_WITH_APPS=OFF and GPIX_WITH_IO=OFF
+# (no ITK, no gpix plugin, no programs; the host interface and the widgets stay), tests and
+# benchmarks on. What differs from the full build is the configuration, so that is checked in
+# full; of the build only the core set (gpix_core, gpix_samples) is made, at -O0, with warnings
+# as errors: every library compiles the same in both, and the full build compiles them all.
+# Usage: test_core_only.sh SOURCE_DIR OUT_DIR [CMAKE_ARGS...] (-G GENERATOR among them)
+set -euo pipefail
+src=$1
+out=$2
+shift 2
+rm -rf "$out"
+mkdir -p "$out"
+cmake -S "$src" -B "$out" -DGPIX_WITH_APPS=OFF -DGPIX_WITH_IO=OFF -DGPIX_WERROR=ON \
+  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 "$@" >"$out/configure.log" 2>&1 || {
+  cat "$out/configure.log"
+  exit 1
+}
+failed=0
+fail() { echo "FAIL: $*"; failed=1; }
+grep -q "^ITK_DIR:" "$out/CMakeCache.txt" && fail "ITK was looked for with GPIX_WITH_IO=OFF"
+targets=$(cmake --build "$out" --target help)
+has() { grep -qE "(^|[ ./])$1(:| |$)" <<<"$targets"; }
+for t in gpix_io gpix_qt gpix_plugin gpix_cli gpix_viewer; do
+  has $t && fail "target $t exists with GPIX_WITH_APPS=OFF GPIX_WITH_IO=OFF"
+done
+for t in gpix_core gpix_samples gpix_host gpix_ui; do
+  has $t || fail "target $t is missing with GPIX_WITH_APPS=OFF GPIX_WITH_IO=OFF"
+done
+cmake --build "$out" --parallel "$(nproc)" --target gpix_core gpix_samples
+exit $failed
