@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "gpix/gpix.h"
@@ -285,7 +286,7 @@ int cmd_filters(const QCommandLineParser& p, const QStringList&) {
     for (const auto& f : filters()) {
       QJsonObject o;
       o["name"] = qs(f.name);
-      o["category"] = qs(f.category);
+      o["category"] = qs(name(f.category));
       o["doc"] = qs(f.doc);
       QJsonArray inputs, params, dims, dtypes;
       for (const auto& i : f.inputs)
@@ -328,11 +329,11 @@ int cmd_filters(const QCommandLineParser& p, const QStringList&) {
         "integer outputs round half to even and saturate. Every filter takes every array layout\n"
         "(padded arrays, region views, image objects) and gives the same result as on a\n"
         "contiguous copy; filters marked *(any layout)* read them without that copy.\n";
-    std::string category;
+    std::optional<Category> category;
     for (const auto& f : filters()) {
       if (f.category != category) {
         category = f.category;
-        md += "\n## " + qs(category) +
+        md += "\n## " + qs(name(f.category)) +
               "\n\n| filter | inputs | parameters | dims | dtypes | output | semantics "
               "|\n|---|---|---|---|---|---|---|\n";
       }
@@ -350,11 +351,11 @@ int cmd_filters(const QCommandLineParser& p, const QStringList&) {
     print(md);
     return 0;
   }
-  std::string category;
+  std::optional<Category> category;
   for (const auto& f : filters()) {
     if (f.category != category) {
       category = f.category;
-      print("\n" + qs(category) + "\n");
+      print("\n" + qs(name(f.category)) + "\n");
     }
     QStringList ps;
     for (const auto& s : f.params) ps << "--" + qs(s.name) + " " + param_default(s);

@@ -136,7 +136,7 @@ inline Layout& current_layout() {
 }
 // Whether a can be stored as an image object on its device (images take 8-32-bit dtypes).
 inline bool image_layout_possible(const Device& d, DType t) {
-  static const DType ok[] = {DType::u8, DType::i8, DType::u16, DType::i16,
+  static const DType ok[] = {DType::u8,  DType::i8,  DType::u16, DType::i16,
                              DType::u32, DType::i32, DType::f32};
   return d.info().images && std::find(std::begin(ok), std::end(ok), t) != std::end(ok);
 }
@@ -224,7 +224,7 @@ inline QByteArray where(const char* filter, DType t, const Shape& s) {
 }
 
 // The data-driven rows of a category suite.
-inline void add_rows(const std::string& category) {
+inline void add_rows(Category category) {
   QTest::addColumn<QString>("filter");
   QTest::addColumn<int>("device");
   QTest::addColumn<int>("dtype");
@@ -240,7 +240,7 @@ inline void add_rows(const std::string& category) {
       }
     }
   }
-  if (!any) qFatal("the catalog has no filter in category %s", category.c_str());
+  if (!any) qFatal("the catalog has no filter in category %s", name(category).data());
 }
 
 // Runs one row: the registered check on every shape of every dims the filter claims.

@@ -355,9 +355,9 @@ void check_wide_unary(const Device& dev, DType t) {
 class TestArithmetic : public QObject {
   Q_OBJECT
  private slots:
-  void arithmetic_data() { add_rows("Arithmetic"); }
+  void arithmetic_data() { add_rows(Category::arithmetic); }
   void arithmetic() { run_row(); }
-  void types_data() { add_rows("Types"); }
+  void types_data() { add_rows(Category::types); }
   void types() { run_row(); }
 
   void wide_integers_data() {

@@ -1,23 +1,224 @@
 // The catalog itself: every entry well-formed, every category covered by a reference suite,
-// params parsed and validated as documented.
+// params parsed and validated as documented, and every typed function the same filter as its
+// catalog entry (same checks, same result).
 #include <QTest>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
 #include <set>
+#include <tuple>
 
 #include "common.h"
+#include "gpix/filters.h"
 
 using namespace gpix;
 
 // Category -> the test executable whose rows walk it (tests/filters/harness.h). A category
 // with no suite here fails: a new category needs its reference suite.
-static const std::map<std::string, std::string> kSuites = {
-    {"Arithmetic", "test_filters_arithmetic"},
-    {"Types", "test_filters_arithmetic"},
-    {"Neighbourhood", "test_filters_neighbourhood"},
-    {"Segmentation", "test_filters_segmentation"},
-    {"Geometry", "test_filters_geometry"},
-    {"Projections", "test_filters_geometry"},
-    {"Reductions", "test_filters_geometry"},
+static const std::map<Category, std::string> kSuites = {
+    {Category::arithmetic, "test_filters_arithmetic"},
+    {Category::types, "test_filters_arithmetic"},
+    {Category::neighbourhood, "test_filters_neighbourhood"},
+    {Category::segmentation, "test_filters_segmentation"},
+    {Category::geometry, "test_filters_geometry"},
+    {Category::projections, "test_filters_geometry"},
+    {Category::reductions, "test_filters_geometry"},
 };
+
+namespace {
+
+Result array_result(Array a) {
+  Result r;
+  r.array = std::move(a);
+  return r;
+}
+Result value_result(const char* column, double v) {
+  Result r;
+  r.table = {{column}, {{v}}};
+  return r;
+}
+
+// Each catalog entry's typed function called as gpix::run is with `params` (values other than
+// the defaults, so that a parameter passed to the wrong place shows).
+struct TypedCall {
+  Params params;
+  std::function<Result(const std::vector<Array>& x)> call;
+};
+using X = const std::vector<Array>&;
+std::map<std::string, TypedCall> typed_calls() {
+  const std::array<double, 12> m = {0.9, 0.1, 0, 1.5, -0.2, 1.1, 0, -0.5, 0, 0, 1, 0};
+  Params affine = {{"interpolation", std::string("nearest")}};
+  const char* mnames[] = {"m00", "m01", "m02", "m03", "m10", "m11",
+                          "m12", "m13", "m20", "m21", "m22", "m23"};
+  for (std::size_t i = 0; i < 12; ++i) affine[mnames[i]] = m[i];
+  const Params box = {{"radius_x", 2.0}, {"radius_y", 1.0}, {"radius_z", 0.0}};
+  const Params morph = {{"radius", 2.0}, {"connectivity", std::string("cross")}};
+  return {
+      {"absolute", {{}, [](X x) { return array_result(absolute(x[0])); }}},
+      {"add_images", {{}, [](X x) { return array_result(add_images(x[0], x[1])); }}},
+      {"add_scalar", {{{"value", -3.5}}, [](X x) { return array_result(add_scalar(x[0], -3.5)); }}},
+      {"clip",
+       {{{"minimum", -2.0}, {"maximum", 40.0}},
+        [](X x) { return array_result(clip(x[0], -2, 40)); }}},
+      {"divide_images", {{}, [](X x) { return array_result(divide_images(x[0], x[1])); }}},
+      {"exp", {{}, [](X x) { return array_result(gpix::exp(x[0])); }}},
+      {"invert", {{}, [](X x) { return array_result(invert(x[0])); }}},
+      {"log", {{}, [](X x) { return array_result(gpix::log(x[0])); }}},
+      {"maximum_images", {{}, [](X x) { return array_result(maximum_images(x[0], x[1])); }}},
+      {"minimum_images", {{}, [](X x) { return array_result(minimum_images(x[0], x[1])); }}},
+      {"multiply_images", {{}, [](X x) { return array_result(multiply_images(x[0], x[1])); }}},
+      {"multiply_scalar",
+       {{{"factor", 0.25}}, [](X x) { return array_result(multiply_scalar(x[0], 0.25)); }}},
+      {"power", {{{"exponent", 3.0}}, [](X x) { return array_result(power(x[0], 3)); }}},
+      {"sqrt", {{}, [](X x) { return array_result(gpix::sqrt(x[0])); }}},
+      {"subtract_images", {{}, [](X x) { return array_result(subtract_images(x[0], x[1])); }}},
+      {"convert",
+       {{{"dtype", std::string("int16")}},
+        [](X x) { return array_result(convert(x[0], DType::i16)); }}},
+      {"rescale_intensity",
+       {{{"out_min", -1.0}, {"out_max", 5.0}},
+        [](X x) { return array_result(rescale_intensity(x[0], -1, 5)); }}},
+      {"bottom_hat_box", {box, [](X x) { return array_result(bottom_hat_box(x[0], 2, 1, 0)); }}},
+      {"difference_of_gaussian",
+       {{{"sigma1", 0.5}, {"sigma2", 2.0}},
+        [](X x) { return array_result(difference_of_gaussian(x[0], 0.5, 2)); }}},
+      {"gaussian_blur",
+       {{{"sigma_x", 1.5}, {"sigma_y", 0.5}, {"sigma_z", 0.0}},
+        [](X x) { return array_result(gaussian_blur(x[0], 1.5, 0.5, 0)); }}},
+      {"gradient_x", {{}, [](X x) { return array_result(gradient_x(x[0])); }}},
+      {"gradient_y", {{}, [](X x) { return array_result(gradient_y(x[0])); }}},
+      {"gradient_z", {{}, [](X x) { return array_result(gradient_z(x[0])); }}},
+      {"laplace", {{}, [](X x) { return array_result(laplace(x[0])); }}},
+      {"maximum_box", {box, [](X x) { return array_result(maximum_box(x[0], 2, 1, 0)); }}},
+      {"mean_box", {box, [](X x) { return array_result(mean_box(x[0], 2, 1, 0)); }}},
+      {"median_box", {box, [](X x) { return array_result(median_box(x[0], 2, 1, 0)); }}},
+      {"minimum_box", {box, [](X x) { return array_result(minimum_box(x[0], 2, 1, 0)); }}},
+      {"sobel", {{}, [](X x) { return array_result(sobel(x[0])); }}},
+      {"top_hat_box", {box, [](X x) { return array_result(top_hat_box(x[0], 2, 1, 0)); }}},
+      {"unsharp_mask",
+       {{{"sigma", 2.0}, {"amount", 0.5}},
+        [](X x) { return array_result(unsharp_mask(x[0], 2, 0.5)); }}},
+      {"variance_box", {box, [](X x) { return array_result(variance_box(x[0], 2, 1, 0)); }}},
+      {"binary_and", {{}, [](X x) { return array_result(binary_and(x[0], x[1])); }}},
+      {"binary_closing",
+       {morph, [](X x) { return array_result(binary_closing(x[0], 2, "cross")); }}},
+      {"binary_dilation",
+       {morph, [](X x) { return array_result(binary_dilation(x[0], 2, "cross")); }}},
+      {"binary_erosion",
+       {morph, [](X x) { return array_result(binary_erosion(x[0], 2, "cross")); }}},
+      {"binary_not", {{}, [](X x) { return array_result(binary_not(x[0])); }}},
+      {"binary_opening",
+       {morph, [](X x) { return array_result(binary_opening(x[0], 2, "cross")); }}},
+      {"binary_or", {{}, [](X x) { return array_result(binary_or(x[0], x[1])); }}},
+      {"binary_xor", {{}, [](X x) { return array_result(binary_xor(x[0], x[1])); }}},
+      {"connected_components",
+       {{{"connectivity", std::string("face")}},
+        [](X x) { return array_result(connected_components(x[0], "face")); }}},
+      {"label_statistics",
+       {{},
+        [](X x) {
+          Result r;
+          r.table = label_statistics(x[0], x[1]);
+          return r;
+        }}},
+      {"relabel_sequential", {{}, [](X x) { return array_result(relabel_sequential(x[0])); }}},
+      {"threshold", {{{"value", 10.0}}, [](X x) { return array_result(threshold(x[0], 10)); }}},
+      {"threshold_otsu", {{}, [](X x) { return array_result(threshold_otsu(x[0])); }}},
+      {"voronoi_otsu_labeling",
+       {{{"spot_sigma", 1.0}, {"outline_sigma", 0.5}},
+        [](X x) { return array_result(voronoi_otsu_labeling(x[0], 1, 0.5)); }}},
+      {"affine_transform",
+       {affine,
+        [m](X x) { return array_result(affine_transform(x[0], m, Interpolation::nearest)); }}},
+      {"crop",
+       {{{"origin_x", 2.0}, {"origin_y", 1.0}, {"size_x", 5.0}, {"size_y", 0.0}},
+        [](X x) { return array_result(crop(x[0], 2, 1, 0, 5, 0, 0)); }}},
+      {"flip",
+       {{{"flip_x", 0.0}, {"flip_y", 1.0}},
+        [](X x) { return array_result(flip(x[0], false, true)); }}},
+      {"resample",
+       {{{"factor_x", 0.5}, {"factor_y", 1.5}, {"interpolation", std::string("nearest")}},
+        [](X x) { return array_result(resample(x[0], 0.5, 1.5, 1, Interpolation::nearest)); }}},
+      {"transpose", {{}, [](X x) { return array_result(transpose(x[0])); }}},
+      {"maximum_z_projection", {{}, [](X x) { return array_result(maximum_z_projection(x[0])); }}},
+      {"mean_z_projection", {{}, [](X x) { return array_result(mean_z_projection(x[0])); }}},
+      {"minimum_z_projection", {{}, [](X x) { return array_result(minimum_z_projection(x[0])); }}},
+      {"std_z_projection", {{}, [](X x) { return array_result(std_z_projection(x[0])); }}},
+      {"sum_z_projection", {{}, [](X x) { return array_result(sum_z_projection(x[0])); }}},
+      {"histogram",
+       {{{"n_bins", 7.0}, {"minimum", -10.0}, {"maximum", 30.0}},
+        [](X x) {
+          const Histogram h = histogram(x[0], 7, -10, 30);
+          Result r;
+          r.table.columns = {"bin_start", "bin_end", "count"};
+          for (std::size_t i = 0; i < h.counts.size(); ++i)
+            r.table.rows.push_back({h.edges[i], h.edges[i + 1], double(h.counts[i])});
+          return r;
+        }}},
+      {"maximum_of_all_pixels",
+       {{}, [](X x) { return value_result("maximum", maximum_of_all_pixels(x[0]).as_double()); }}},
+      {"mean_of_all_pixels",
+       {{}, [](X x) { return value_result("mean", mean_of_all_pixels(x[0])); }}},
+      {"minimum_of_all_pixels",
+       {{}, [](X x) { return value_result("minimum", minimum_of_all_pixels(x[0]).as_double()); }}},
+      {"std_of_all_pixels", {{}, [](X x) { return value_result("std", std_of_all_pixels(x[0])); }}},
+      {"sum_of_all_pixels",
+       {{}, [](X x) { return value_result("sum", sum_of_all_pixels(x[0]).as_double()); }}},
+  };
+}
+
+// An input of this kind, stored padded (rows longer than the image) so that the typed path's
+// layout handling runs too: float32 images of moderate values, uint8 0/1 masks, uint32 labels.
+Array typed_input(InputKind kind, const Shape& s, const Device& dev) {
+  std::vector<float> v = test::random_values<float>(s.elements());
+  std::vector<std::uint32_t> ids(s.elements());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    v[i] = std::fmod(v[i], 50.0f);
+    ids[i] = static_cast<std::uint32_t>(i / 7 % 4);
+  }
+  Array a = kind == InputKind::image    ? Array::push(v, s, dev)
+            : kind == InputKind::labels ? Array::push(ids, s, dev)
+                                        : threshold(Array::push(v, s, dev), 0);
+  std::vector<std::size_t> grown(s.dims().begin(), s.dims().end());
+  grown.back() += 3;
+  Array p = Array::padded(s, Shape(std::span<const std::size_t>(grown)), a.dtype(), dev);
+  p.copy_from(a);
+  return p;
+}
+
+bool same_result(const Result& a, const Result& b) {
+  if (a.is_table() != b.is_table()) return false;
+  if (!a.is_table()) {
+    const HostArray x = a.array.pull(), y = b.array.pull();
+    return x.shape() == y.shape() && x.dtype() == y.dtype() &&
+           std::memcmp(x.data(), y.data(), x.bytes()) == 0;
+  }
+  if (a.table.columns != b.table.columns || a.table.rows.size() != b.table.rows.size())
+    return false;
+  for (std::size_t i = 0; i < a.table.rows.size(); ++i) {
+    for (std::size_t j = 0; j < a.table.rows[i].size(); ++j) {
+      const double x = a.table.rows[i][j], y = b.table.rows[i][j];
+      if (!(x == y || (std::isnan(x) && std::isnan(y)))) return false;
+    }
+  }
+  return true;
+}
+
+// The message of the InvalidArgument (or UnsupportedDType) f raises, or "" if it raises none.
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UnsupportedDType& e) {
+    return std::string("UnsupportedDType: ") + e.what();
+  } catch (const InvalidArgument& e) {
+    return std::string("InvalidArgument: ") + e.what();
+  }
+  return {};
+}
+
+}  // namespace
 
 class TestCatalog : public QObject {
   Q_OBJECT
@@ -31,7 +232,7 @@ class TestCatalog : public QObject {
       QVERIFY2(names.insert(f.name).second, n + " is listed twice");
       QVERIFY2(
           kSuites.count(f.category),
-          n + " has category '" + QByteArray::fromStdString(f.category) + "' with no test suite");
+          n + " has category '" + QByteArray(name(f.category).data()) + "' with no test suite");
       QVERIFY2(!f.doc.empty() && !f.output_dtype.empty(), n);
       QVERIFY2(!f.inputs.empty() && !f.dims.empty() && !f.dtypes.empty(), n);
       for (int d : f.dims) QVERIFY2(d >= 1 && d <= 3, n);
@@ -49,6 +250,98 @@ class TestCatalog : public QObject {
         }
       }
       QVERIFY(&filter(f.name) != nullptr);
+    }
+  }
+
+  void categories() {
+    std::set<std::string> names;
+    for (Category c : kAllCategories) {
+      QVERIFY(!name(c).empty());
+      QVERIFY2(names.insert(std::string(name(c))).second, name(c).data());
+      QVERIFY2(kSuites.count(c), name(c).data());
+    }
+    // The catalog is ordered by category (in kAllCategories' order), then by name.
+    const auto& list = filters();
+    for (std::size_t i = 1; i < list.size(); ++i) {
+      QVERIFY2(std::tie(list[i - 1].category, list[i - 1].name) <
+                   std::tie(list[i].category, list[i].name),
+               list[i].name.c_str());
+    }
+  }
+
+  // Every typed function gives what gpix::run gives for its entry, on a padded input (so
+  // the layout step runs on both paths), and every entry has its typed function here.
+  void typed_functions_match_run() {
+    const Device dev = test::test_devices().front();
+    const auto calls = typed_calls();
+    for (const FilterInfo& f : filters()) {
+      const QByteArray n = QByteArray::fromStdString(f.name);
+      const auto it = calls.find(f.name);
+      QVERIFY2(it != calls.end(), n + " has no typed call in test_catalog's typed_calls()");
+      const bool two_d = std::find(f.dims.begin(), f.dims.end(), 2) != f.dims.end();
+      const Shape s = two_d ? Shape{13, 17} : Shape{4, 5, 7};
+      std::vector<Array> in;
+      for (const InputSpec& i : f.inputs) in.push_back(typed_input(i.kind, s, dev));
+      const Result by_name = run(f.name, std::span<const Array>(in), it->second.params);
+      const Result typed = it->second.call(in);
+      QVERIFY2(same_result(by_name, typed), n + ": the typed function differs from gpix::run");
+    }
+  }
+
+  // Typed functions pass the catalog's checks: the same error, word for word, as gpix::run.
+  void typed_functions_check_as_run() {
+    const Device dev = test::test_devices().front();
+    const Array a = Array::push(std::vector<float>(12, 1.0f), Shape{3, 4}, dev);
+    const Array mask = threshold(a, 0);
+    struct Case {
+      std::function<void()> typed, by_name;
+    };
+    const Case cases[] = {
+        {[&] { gaussian_blur(a, 1000, 1); },
+         [&] {
+           run("gaussian_blur", a, {{"sigma_x", 1000.0}, {"sigma_y", 1.0}});
+         }},
+        {[&] { gaussian_blur(a, std::nan(""), 1); },
+         [&] {
+           run("gaussian_blur", a, {{"sigma_x", std::nan("")}, {"sigma_y", 1.0}});
+         }},
+        {[&] { mean_box(a, -1, 1); },
+         [&] {
+           run("mean_box", a, {{"radius_x", -1.0}, {"radius_y", 1.0}, {"radius_z", 0.0}});
+         }},
+        {[&] { binary_erosion(mask, 1, "diamond"); },
+         [&] {
+           run("binary_erosion", mask, {{"connectivity", std::string("diamond")}});
+         }},
+        {[&] { crop(a, std::numeric_limits<std::size_t>::max(), 0, 0, 1, 1); },
+         [&] {
+           run("crop", a,
+               {{"origin_x", double(std::numeric_limits<std::size_t>::max())},
+                {"size_x", 1.0},
+                {"size_y", 1.0}});
+         }},
+        {[&] { histogram(a, 0); },
+         [&] {
+           run("histogram", a, {{"n_bins", 0.0}});
+         }},
+        {[&] { relabel_sequential(a); }, [&] { run("relabel_sequential", a); }},
+        {[&] { gradient_z(a); }, [&] { run("gradient_z", a); }},
+        {[&] { maximum_z_projection(a); }, [&] { run("maximum_z_projection", a); }},
+        {[&] { add_images(a, Array()); },
+         [&] {
+           const Array in[] = {a, Array()};
+           run("add_images", in);
+         }},
+        {[&] { mean_of_all_pixels(Array()); }, [&] { run("mean_of_all_pixels", Array()); }},
+        {[&] { convert(a, static_cast<DType>(99)); },
+         [&] {
+           run("convert", a, {{"dtype", std::string("")}});
+         }},
+    };
+    for (const Case& c : cases) {
+      const std::string typed = error_of(c.typed), by_name = error_of(c.by_name);
+      QVERIFY2(!typed.empty(), by_name.c_str());
+      QCOMPARE(typed, by_name);
     }
   }
 

@@ -653,11 +653,11 @@ GPIX_REFERENCE("histogram") {
 class TestGeometry : public QObject {
   Q_OBJECT
  private slots:
-  void geometry_data() { add_rows("Geometry"); }
+  void geometry_data() { add_rows(Category::geometry); }
   void geometry() { run_row(); }
-  void projections_data() { add_rows("Projections"); }
+  void projections_data() { add_rows(Category::projections); }
   void projections() { run_row(); }
-  void reductions_data() { add_rows("Reductions"); }
+  void reductions_data() { add_rows(Category::reductions); }
   void reductions() { run_row(); }
 
   // Every pixel NaN: min, max, mean, std NaN; sum 0; the histogram refuses an automatic range.

@@ -1,8 +1,8 @@
 // Every catalog entry on every array layout: the same inputs stored contiguously, padded, as a
 // region view of a poisoned larger array (at random origins and at the far edge) and as an
-// image object give bit-identical results, and the inputs are left as they were. The category suites compare each layout with the CPU
-// reference too (harness.h); this sweep needs no reference, so a new entry is covered here
-// the moment it is registered.
+// image object give bit-identical results, and the inputs are left as they were. The category
+// suites compare each layout with the CPU reference too (harness.h); this sweep needs no reference,
+// so a new entry is covered here the moment it is registered.
 #include <QTest>
 #include <cstring>
 
@@ -127,8 +127,8 @@ class TestLayouts : public QObject {
           if (l == Layout::contiguous || (l == Layout::image && !image_layout_possible(dev, t))) {
             continue;
           }
-          const QByteArray where = QByteArray::fromStdString(fname + " " + std::string(name(t))) + " " +
-                                   QByteArray::fromStdString(s.str()) + " " + name(l) + ": ";
+          const QByteArray where = QByteArray::fromStdString(fname + " " + std::string(name(t))) +
+                                   " " + QByteArray::fromStdString(s.str()) + " " + name(l) + ": ";
           // Every input in this layout, then only the first (mixed layouts).
           for (bool all : {true, false}) {
             std::vector<Array> in;
@@ -204,7 +204,8 @@ class TestLayouts : public QObject {
       }
       // Kernels of gpix::execute take no pitches: a view is refused with what works.
       QVERIFY_THROWS_EXCEPTION(
-          InvalidArgument, execute("GPIX_KERNEL void k(GPIX_GLOBAL short* a) { a[0] = 1; }", "k", {1}, {v}, {}, dev));
+          InvalidArgument, execute("GPIX_KERNEL void k(GPIX_GLOBAL short* a) { a[0] = 1; }", "k",
+                                   {1}, {v}, {}, dev));
     }
   }
 };

@@ -265,7 +265,7 @@ GPIX_REFERENCE("gaussian_blur") {
 class TestNeighbourhood : public QObject {
   Q_OBJECT
  private slots:
-  void neighbourhood_data() { add_rows("Neighbourhood"); }
+  void neighbourhood_data() { add_rows(Category::neighbourhood); }
   void neighbourhood() { run_row(); }
 
   void devices_data() {

@@ -558,8 +558,7 @@ void check_relabel(const Device& device, const Shape& shape, DType dtype) {
             at("relabel_sequential", dtype, shape));
     if constexpr (std::is_signed_v<T>) {
       labels[irand(labels.size())] = T(-1);
-      QVERIFY_THROWS_EXCEPTION(InvalidArgument,
-                               relabel_sequential(input(labels, shape, device)));
+      QVERIFY_THROWS_EXCEPTION(InvalidArgument, relabel_sequential(input(labels, shape, device)));
     }
   }
   {
@@ -741,7 +740,7 @@ GPIX_REFERENCE("label_statistics") {
 class TestSegmentation : public QObject {
   Q_OBJECT
  private slots:
-  void segmentation_data() { add_rows("Segmentation"); }
+  void segmentation_data() { add_rows(Category::segmentation); }
   void segmentation() { run_row(); }
 
   // Bad input: typed errors that say what would work.
@@ -820,8 +819,7 @@ class TestSegmentation : public QObject {
       for (long y = 0; y < dm.h; y += 2)
         for (long x = 0; x < dm.w; ++x) m[dm.at(x, y, 0)] = 1;
       for (long y = 1; y < dm.h; y += 2) m[dm.at((y / 2) % 2 ? 0 : dm.w - 1, y, 0)] = 1;
-      const auto got =
-          connected_components(input(m, s, dev), "face").pull_as<std::uint32_t>();
+      const auto got = connected_components(input(m, s, dev), "face").pull_as<std::uint32_t>();
       compare(got, ref_components(m, s, false), 0, 0, "snake");
     }
   }

@@ -218,7 +218,7 @@ class TestIoCli : public QObject {
       const FilterInfo& f2 = filters()[static_cast<std::size_t>(i)];
       const QJsonObject o = list[i].toObject();
       QCOMPARE(o["name"].toString().toStdString(), f2.name);
-      QCOMPARE(o["category"].toString().toStdString(), f2.category);
+      QCOMPARE(o["category"].toString().toStdString(), std::string(name(f2.category)));
       QCOMPARE(o["params"].toArray().size(), static_cast<qsizetype>(f2.params.size()));
       QCOMPARE(o["inputs"].toArray().size(), static_cast<qsizetype>(f2.inputs.size()));
     }

@@ -289,7 +289,8 @@ class TestWidgets : public QObject {
     QVERIFY(panel.visible_filters().contains(QStringLiteral("gaussian_blur")));
     for (const QString& f : panel.visible_filters()) {
       const FilterInfo& info = gpix::filter(f.toStdString());
-      const QString all = QString::fromStdString(info.name + " " + info.category + " " + info.doc);
+      const QString all = QString::fromStdString(info.name + " " +
+                                                 std::string(name(info.category)) + " " + info.doc);
       QVERIFY2(all.contains(QStringLiteral("gauss"), Qt::CaseInsensitive), qPrintable(f));
     }
     panel.set_search(QStringLiteral("zzzz-nothing"));

@@ -278,7 +278,7 @@ void FilterPanel::build_tree() {
   tree_->clear();
   QHash<QString, QTreeWidgetItem*> categories;
   for (const gpix::FilterInfo& f : gpix::filters()) {  // generic: whatever the catalog holds
-    const QString cat = qs(f.category);
+    const QString cat = qs(gpix::name(f.category));
     QTreeWidgetItem*& parent = categories[cat];
     if (!parent) {
       parent = new QTreeWidgetItem(tree_, QStringList(cat));

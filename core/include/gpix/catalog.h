@@ -2,6 +2,7 @@
 // The filter catalog: one descriptor per filter, read by the GUI (parameter forms), the CLI
 // (`gpix run NAME --param value`), the docs table and the tests. gpix::run() runs any entry;
 // each filter also has a typed C++ function (gpix/filters.h) with the same implementation.
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -50,11 +51,27 @@ std::string_view name(OutputKind k);
 enum class InputLayout : std::uint8_t { contiguous, any };
 std::string_view name(InputLayout l);  // "contiguous", "any"
 
+// The catalog's categories; their order is the catalog's order (gpix::filters()).
+enum class Category : std::uint8_t {
+  arithmetic,
+  types,
+  neighbourhood,
+  segmentation,
+  geometry,
+  projections,
+  reductions
+};
+inline constexpr std::array<Category, 7> kAllCategories = {
+    Category::arithmetic, Category::types,       Category::neighbourhood, Category::segmentation,
+    Category::geometry,   Category::projections, Category::reductions};
+// The heading users see: "Arithmetic", "Types", "Neighbourhood", "Segmentation", "Geometry",
+// "Projections", "Reductions".
+std::string_view name(Category c);
+
 struct FilterInfo {
-  std::string name;      // "gaussian_blur"
-  std::string category;  // "Arithmetic", "Types", "Neighbourhood", "Segmentation",
-                         // "Geometry", "Projections", "Reductions"
-  std::string doc;       // one line, including the semantics (borders, rounding, ...)
+  std::string name;  // "gaussian_blur"
+  Category category = Category::arithmetic;
+  std::string doc;  // one line, including the semantics (borders, rounding, ...)
   std::vector<InputSpec> inputs;
   std::vector<ParamSpec> params;
   std::vector<int> dims;      // supported dimensionalities, e.g. {2, 3}

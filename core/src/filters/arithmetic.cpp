@@ -161,45 +161,6 @@ Array binary(const Array& a, const Array& b, DType out_t, const std::string& op,
   return out;
 }
 
-struct BinaryOp {
-  const char* name;
-  const char* op;
-  const char* wide_op;
-  const char* doc;
-};
-constexpr BinaryOp kBinary[] = {
-    {"add_images", "a+b", "gpix_wide_add(a,b)",
-     "a + b pixel by pixel; the output has the first image's dtype and integers saturate"},
-    {"subtract_images", "a-b", "gpix_wide_sub(a,b)",
-     "a - b pixel by pixel; the output has the first image's dtype and integers saturate"},
-    {"multiply_images", "a*b", "gpix_wide_mul(a,b)",
-     "a * b pixel by pixel; the output has the first image's dtype and integers saturate"},
-    {"divide_images", "a/b", "gpix_wide_div(a,b)",
-     "a / b pixel by pixel; integers round half to even and saturate, x/0 gives the dtype's max "
-     "(or min for "
-     "negative x, 0 for 0/0) in integers and inf/NaN in floats"},
-    {"minimum_images", "fmin(a,b)", "gpix_wide_min(a,b)",
-     "the smaller of a and b per pixel (a NaN loses to a number)"},
-    {"maximum_images", "fmax(a,b)", "gpix_wide_max(a,b)",
-     "the larger of a and b per pixel (a NaN loses to a number)"},
-};
-
-struct UnaryOp {
-  const char* name;
-  const char* op;
-  OutRule out;
-  const char* doc;
-};
-constexpr UnaryOp kUnary[] = {
-    {"absolute", "fabs(a)", OutRule::same,
-     "|a|; int8 -128 saturates to 127 (likewise for every signed integer dtype)"},
-    {"sqrt", "sqrt(a)", OutRule::floating,
-     "square root; float32 output for integer inputs (float64 stays); sqrt of a negative is NaN"},
-    {"exp", "exp(a)", OutRule::floating, "e^a; float32 output for integer inputs (float64 stays)"},
-    {"log", "log(a)", OutRule::floating,
-     "natural logarithm; float32 output for integer inputs; log(0) = -inf, log(<0) = NaN"},
-};
-
 // Exact integer-to-integer conversion with saturation, done in the integer types (a detour
 // through double would round 64-bit values).
 std::string int_convert_op(DType in, DType out) {
@@ -219,164 +180,244 @@ std::string int_convert_op(DType in, DType out) {
   return expr;
 }
 
+// ---- the catalog rows
+
+// The six binary operations: the expression on the float path and on the exact 64-bit one.
+struct BinaryOp {
+  const char* name;
+  const char* op;
+  const char* wide_op;
+  const char* doc;
+};
+constexpr BinaryOp kAdd{
+    .name = "add_images",
+    .op = "a+b",
+    .wide_op = "gpix_wide_add(a,b)",
+    .doc = "a + b pixel by pixel; the output has the first image's dtype and integers saturate"};
+constexpr BinaryOp kSubtract{
+    .name = "subtract_images",
+    .op = "a-b",
+    .wide_op = "gpix_wide_sub(a,b)",
+    .doc = "a - b pixel by pixel; the output has the first image's dtype and integers saturate"};
+constexpr BinaryOp kMultiply{
+    .name = "multiply_images",
+    .op = "a*b",
+    .wide_op = "gpix_wide_mul(a,b)",
+    .doc = "a * b pixel by pixel; the output has the first image's dtype and integers saturate"};
+constexpr BinaryOp kDivide{
+    .name = "divide_images",
+    .op = "a/b",
+    .wide_op = "gpix_wide_div(a,b)",
+    .doc =
+        "a / b pixel by pixel; integers round half to even and saturate, x/0 gives the dtype's "
+        "max (or min for negative x, 0 for 0/0) in integers and inf/NaN in floats"};
+constexpr BinaryOp kMinimum{.name = "minimum_images",
+                            .op = "fmin(a,b)",
+                            .wide_op = "gpix_wide_min(a,b)",
+                            .doc = "the smaller of a and b per pixel (a NaN loses to a number)"};
+constexpr BinaryOp kMaximum{.name = "maximum_images",
+                            .op = "fmax(a,b)",
+                            .wide_op = "gpix_wide_max(a,b)",
+                            .doc = "the larger of a and b per pixel (a NaN loses to a number)"};
+constexpr BinaryOp kBinary[] = {kAdd, kSubtract, kMultiply, kDivide, kMinimum, kMaximum};
+
+Filter<> binary_filter(const BinaryOp& op) {
+  return Filter<>({.name = op.name,
+                   .category = Category::arithmetic,
+                   .doc = op.doc,
+                   .inputs = {image_input("a", "first image"),
+                              image_input("b", "second image, same shape, any dtype")},
+                   .output_dtype = "same as the first input",
+                   .fn = [expr = std::string(op.op), wide = std::string(op.wide_op)](
+                             std::span<const Array> x, const NoParams&, const RunOptions&) {
+                     return one(binary(x[0], x[1], x[0].dtype(), expr, wide));
+                   }});
+}
+
+// The four unary functions: the expression and the output dtype rule.
+struct UnaryOp {
+  const char* name;
+  const char* op;
+  OutRule out;
+  const char* doc;
+};
+constexpr UnaryOp kAbsolute{
+    .name = "absolute",
+    .op = "fabs(a)",
+    .out = OutRule::same,
+    .doc = "|a|; int8 -128 saturates to 127 (likewise for every signed integer dtype)"};
+constexpr UnaryOp kSqrt{
+    .name = "sqrt",
+    .op = "sqrt(a)",
+    .out = OutRule::floating,
+    .doc =
+        "square root; float32 output for integer inputs (float64 stays); sqrt of a negative is "
+        "NaN"};
+constexpr UnaryOp kExp{.name = "exp",
+                       .op = "exp(a)",
+                       .out = OutRule::floating,
+                       .doc = "e^a; float32 output for integer inputs (float64 stays)"};
+constexpr UnaryOp kLog{
+    .name = "log",
+    .op = "log(a)",
+    .out = OutRule::floating,
+    .doc = "natural logarithm; float32 output for integer inputs; log(0) = -inf, log(<0) = NaN"};
+constexpr UnaryOp kUnary[] = {kAbsolute, kSqrt, kExp, kLog};
+
+Filter<> unary_filter(const UnaryOp& op) {
+  const bool is_abs = std::string_view(op.name) == kAbsolute.name;
+  return Filter<>({.name = op.name,
+                   .category = Category::arithmetic,
+                   .doc = op.doc,
+                   .output_dtype = op.out == OutRule::same ? "same as input"
+                                                           : "float32 (float64 stays float64)",
+                   .fn = [expr = std::string(op.op), rule = op.out, is_abs](
+                             std::span<const Array> x, const NoParams&, const RunOptions&) {
+                     const DType out = output_dtype(x[0].dtype(), rule);
+                     if (is_abs && needs_wide({x[0].dtype(), out}))
+                       return one(unary_wide(x[0], out, "gpix_wide_abs(a)"));
+                     return one(unary(x[0], out, expr));
+                   }});
+}
+
+const Filter<> kAddImages = binary_filter(kAdd);
+const Filter<> kSubtractImages = binary_filter(kSubtract);
+const Filter<> kMultiplyImages = binary_filter(kMultiply);
+const Filter<> kDivideImages = binary_filter(kDivide);
+const Filter<> kMinimumImages = binary_filter(kMinimum);
+const Filter<> kMaximumImages = binary_filter(kMaximum);
+const Filter<> kAbsoluteFilter = unary_filter(kAbsolute);
+const Filter<> kSqrtFilter = unary_filter(kSqrt);
+const Filter<> kExpFilter = unary_filter(kExp);
+const Filter<> kLogFilter = unary_filter(kLog);
+
+struct ValueParams {
+  double value;
+};
+const Filter<ValueParams> kAddScalar(
+    {.name = "add_scalar",
+     .category = Category::arithmetic,
+     .doc = "a + value; the output has the input's dtype and integers saturate",
+     .params = {real(&ValueParams::value, {.name = "value", .def = 1, .doc = "the number to add"})},
+     .fn = [](std::span<const Array> x, const ValueParams& p, const RunOptions&) {
+       return one(unary(x[0], x[0].dtype(), "a+b", p.value));
+     }});
+
+struct FactorParams {
+  double factor;
+};
+const Filter<FactorParams> kMultiplyScalar(
+    {.name = "multiply_scalar",
+     .category = Category::arithmetic,
+     .doc =
+         "a * factor; the output has the input's dtype, integers round half to even and saturate",
+     .params = {real(&FactorParams::factor, {.name = "factor", .def = 2, .doc = "the factor"})},
+     .fn = [](std::span<const Array> x, const FactorParams& p, const RunOptions&) {
+       return one(unary(x[0], x[0].dtype(), "a*b", p.factor));
+     }});
+
+struct PowerParams {
+  double exponent;
+};
+const Filter<PowerParams> kPower(
+    {.name = "power",
+     .category = Category::arithmetic,
+     .doc = "a^exponent (C's pow); float32 output for integer inputs (float64 stays)",
+     .params = {real(
+         &PowerParams::exponent,
+         {.name = "exponent", .def = 2, .min = -1e6, .max = 1e6, .doc = "the exponent"})},
+     .output_dtype = "float32 (float64 stays float64)",
+     .fn = [](std::span<const Array> x, const PowerParams& p, const RunOptions&) {
+       return one(
+           unary(x[0], output_dtype(x[0].dtype(), OutRule::floating), "pow(a,b)", p.exponent));
+     }});
+
+struct ClipParams {
+  double minimum, maximum;
+};
+const Filter<ClipParams> kClip(
+    {.name = "clip",
+     .category = Category::arithmetic,
+     .doc = "limits every pixel to [minimum, maximum]; NaN stays NaN in floats",
+     .params = {real(&ClipParams::minimum, {.name = "minimum", .def = 0, .doc = "lower limit"}),
+                real(&ClipParams::maximum, {.name = "maximum", .def = 255, .doc = "upper limit"})},
+     .fn = [](std::span<const Array> x, const ClipParams& p, const RunOptions&) {
+       if (p.minimum > p.maximum) {
+         throw InvalidArgument("clip: minimum " + Scalar(p.minimum).str() + " is above maximum " +
+                               Scalar(p.maximum).str());
+       }
+       if (!is_float(x[0].dtype())) return one(clip_integer(x[0], p.minimum, p.maximum));
+       return one(unary(x[0], x[0].dtype(), "(a!=a?a:(a<b?b:(a>c?c:a)))", p.minimum, p.maximum));
+     }});
+
+const Filter<> kInvert(
+    {.name = "invert",
+     .category = Category::arithmetic,
+     .doc = "inverts intensities as scikit-image's invert: dtype max - a for unsigned, -1 - a for "
+            "signed integers (both exact, as bitwise not), 1 - a for floats",
+     .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
+       const DType t = x[0].dtype();
+       if (is_float(t)) return one(unary(x[0], t, "1-a"));
+       return one(unary_raw(x[0], t, "~x"));
+     }});
+
+std::vector<std::pair<DType, std::string>> dtype_choices() {
+  std::vector<std::pair<DType, std::string>> v;
+  for (DType t : kAllDTypes) v.emplace_back(t, std::string(name(t)));
+  return v;
+}
+
+struct ConvertParams {
+  DType dtype;
+};
+const Filter<ConvertParams> kConvert(
+    {.name = "convert",
+     .category = Category::types,
+     .doc = "converts to another dtype: floats to integers round half to even and saturate (NaN "
+            "-> 0), wider integers saturate into narrower ones",
+     .params = {choice(&ConvertParams::dtype, {.name = "dtype",
+                                               .choices = dtype_choices(),
+                                               .def = DType::f32,
+                                               .doc = "the output dtype"})},
+     .output_dtype = "the dtype parameter",
+     .fn = [](std::span<const Array> x, const ConvertParams& p, const RunOptions&) {
+       require_dtype(x[0].device(), p.dtype, "convert");
+       if (x[0].dtype() == p.dtype) return one(x[0].copy());
+       if (!is_float(x[0].dtype()) && !is_float(p.dtype)) {
+         return one(unary_raw(x[0], p.dtype, int_convert_op(x[0].dtype(), p.dtype)));
+       }
+       return one(unary(x[0], p.dtype, "a"));
+     }});
+
+struct RescaleParams {
+  double out_min, out_max;
+};
+const Filter<RescaleParams> kRescaleIntensity(
+    {.name = "rescale_intensity",
+     .category = Category::types,
+     .doc = "maps the image's [min, max] linearly onto [out_min, out_max] (as scikit-image's "
+            "rescale_intensity with in_range='image'); a constant image maps to out_min; NaN "
+            "stays NaN",
+     .params = {real(&RescaleParams::out_min,
+                     {.name = "out_min", .def = 0, .doc = "value for the image minimum"}),
+                real(&RescaleParams::out_max,
+                     {.name = "out_max", .def = 1, .doc = "value for the image maximum"})},
+     .output_dtype = "float32 (float64 stays float64)",
+     .fn = [](std::span<const Array> x, const RescaleParams& p, const RunOptions& o) {
+       const Stats s = stats(x[0]);
+       checkpoint(o, 0.5, "rescale_intensity");
+       const double lo = s.min.as_double(), hi = s.max.as_double();
+       const double scale = hi > lo ? (p.out_max - p.out_min) / (hi - lo) : 0.0;
+       return one(unary(x[0], output_dtype(x[0].dtype(), OutRule::floating), "(a-b)*c+d", lo, scale,
+                        p.out_min));
+     }});
+
 }  // namespace
 
 void register_arithmetic(Catalog& c) {
-  const auto in = image_input();
-  for (const auto& op : kBinary) {
-    FilterInfo info{
-        op.name,
-        "Arithmetic",
-        op.doc,
-        {image_input("a", "first image"), image_input("b", "second image, same shape, any dtype")},
-        {},
-        {1, 2, 3},
-        all_dtypes(),
-        OutputKind::image,
-        "same as the first input"};
-    const std::string expr = op.op, wide = op.wide_op;
-    c.add(info, [expr, wide](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
-      return one(binary(x[0], x[1], x[0].dtype(), expr, wide));
-    });
-  }
-  for (const auto& op : kUnary) {
-    FilterInfo info{op.name,
-                    "Arithmetic",
-                    op.doc,
-                    {in},
-                    {},
-                    {1, 2, 3},
-                    all_dtypes(),
-                    OutputKind::image,
-                    op.out == OutRule::same ? "same as input" : "float32 (float64 stays float64)"};
-    const std::string expr = op.op;
-    const OutRule rule = op.out;
-    const bool is_abs = std::string_view(op.name) == "absolute";
-    c.add(info,
-          [expr, rule, is_abs](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
-            const DType out = output_dtype(x[0].dtype(), rule);
-            if (is_abs && needs_wide({x[0].dtype(), out}))
-              return one(unary_wide(x[0], out, "gpix_wide_abs(a)"));
-            return one(unary(x[0], out, expr));
-          });
-  }
-  c.add({"add_scalar",
-         "Arithmetic",
-         "a + value; the output has the input's dtype and integers saturate",
-         {in},
-         {real_param("value", 1, -1e300, 1e300, "", "the number to add")},
-         {1, 2, 3},
-         all_dtypes(),
-         OutputKind::image,
-         "same as input"},
-        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
-          return one(unary(x[0], x[0].dtype(), "a+b", p.real("value")));
-        });
-  c.add({"multiply_scalar",
-         "Arithmetic",
-         "a * factor; the output has the input's dtype, integers round half to even and saturate",
-         {in},
-         {real_param("factor", 2, -1e300, 1e300, "", "the factor")},
-         {1, 2, 3},
-         all_dtypes(),
-         OutputKind::image,
-         "same as input"},
-        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
-          return one(unary(x[0], x[0].dtype(), "a*b", p.real("factor")));
-        });
-  c.add({"power",
-         "Arithmetic",
-         "a^exponent (C's pow); float32 output for integer inputs (float64 stays)",
-         {in},
-         {real_param("exponent", 2, -1e6, 1e6, "", "the exponent")},
-         {1, 2, 3},
-         all_dtypes(),
-         OutputKind::image,
-         "float32 (float64 stays float64)"},
-        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
-          return one(unary(x[0], output_dtype(x[0].dtype(), OutRule::floating), "pow(a,b)",
-                           p.real("exponent")));
-        });
-  c.add({"clip",
-         "Arithmetic",
-         "limits every pixel to [minimum, maximum]; NaN stays NaN in floats",
-         {in},
-         {real_param("minimum", 0, -1e300, 1e300, "", "lower limit"),
-          real_param("maximum", 255, -1e300, 1e300, "", "upper limit")},
-         {1, 2, 3},
-         all_dtypes(),
-         OutputKind::image,
-         "same as input"},
-        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
-          const double lo = p.real("minimum"), hi = p.real("maximum");
-          if (lo > hi) {
-            throw InvalidArgument("clip: minimum " + Scalar(lo).str() + " is above maximum " +
-                                  Scalar(hi).str());
-          }
-          if (!is_float(x[0].dtype())) return one(clip_integer(x[0], lo, hi));
-          return one(unary(x[0], x[0].dtype(), "(a!=a?a:(a<b?b:(a>c?c:a)))", lo, hi));
-        });
-  c.add({"invert",
-         "Arithmetic",
-         "inverts intensities as scikit-image's invert: dtype max - a for unsigned, -1 - a for "
-         "signed integers "
-         "(both exact, as bitwise not), 1 - a for floats",
-         {in},
-         {},
-         {1, 2, 3},
-         all_dtypes(),
-         OutputKind::image,
-         "same as input"},
-        [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
-          const DType t = x[0].dtype();
-          if (is_float(t)) return one(unary(x[0], t, "1-a"));
-          return one(unary_raw(x[0], t, "~x"));
-        });
-
-  // Types.
-  std::vector<std::string> dtype_choices;
-  for (DType t : kAllDTypes) dtype_choices.emplace_back(name(t));
-  c.add(
-      {"convert",
-       "Types",
-       "converts to another dtype: floats to integers round half to even and saturate (NaN -> 0), "
-       "wider integers saturate into narrower ones",
-       {in},
-       {choice_param("dtype", dtype_choices, "float32", "the output dtype")},
-       {1, 2, 3},
-       all_dtypes(),
-       OutputKind::image,
-       "the dtype parameter"},
-      [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
-        const DType out = *parse_dtype(p.choice("dtype"));
-        require_dtype(x[0].device(), out, "convert");
-        if (x[0].dtype() == out) return one(x[0].copy());
-        if (!is_float(x[0].dtype()) && !is_float(out)) {
-          return one(unary_raw(x[0], out, int_convert_op(x[0].dtype(), out)));
-        }
-        return one(unary(x[0], out, "a"));
-      });
-  c.add({"rescale_intensity",
-         "Types",
-         "maps the image's [min, max] linearly onto [out_min, out_max] (as scikit-image's "
-         "rescale_intensity "
-         "with in_range='image'); a constant image maps to out_min; NaN stays NaN",
-         {in},
-         {real_param("out_min", 0, -1e300, 1e300, "", "value for the image minimum"),
-          real_param("out_max", 1, -1e300, 1e300, "", "value for the image maximum")},
-         {1, 2, 3},
-         all_dtypes(),
-         OutputKind::image,
-         "float32 (float64 stays float64)"},
-        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions& o) {
-          const Stats s = stats(x[0]);
-          checkpoint(o, 0.5, "rescale_intensity");
-          const double lo = s.min.as_double(), hi = s.max.as_double();
-          const double omin = p.real("out_min"), omax = p.real("out_max");
-          const double scale = hi > lo ? (omax - omin) / (hi - lo) : 0.0;
-          return one(unary(x[0], output_dtype(x[0].dtype(), OutRule::floating), "(a-b)*c+d", lo,
-                           scale, omin));
-        });
+  c.add({&kAddImages, &kSubtractImages, &kMultiplyImages, &kDivideImages, &kMinimumImages,
+         &kMaximumImages, &kAbsoluteFilter, &kSqrtFilter, &kExpFilter, &kLogFilter, &kAddScalar,
+         &kMultiplyScalar, &kPower, &kClip, &kInvert, &kConvert, &kRescaleIntensity});
 }
 
 void add_pointwise_variants(std::vector<KernelVariant>& out) {
@@ -420,56 +461,56 @@ void add_pointwise_variants(std::vector<KernelVariant>& out) {
 }  // namespace gpix::detail
 
 namespace gpix {
-using detail::run_array;
+using namespace detail;
 Array add_images(const Array& a, const Array& b) {
-  return run_array("add_images", {a, b});
+  return kAddImages.array({a, b});
 }
 Array subtract_images(const Array& a, const Array& b) {
-  return run_array("subtract_images", {a, b});
+  return kSubtractImages.array({a, b});
 }
 Array multiply_images(const Array& a, const Array& b) {
-  return run_array("multiply_images", {a, b});
+  return kMultiplyImages.array({a, b});
 }
 Array divide_images(const Array& a, const Array& b) {
-  return run_array("divide_images", {a, b});
+  return kDivideImages.array({a, b});
 }
 Array minimum_images(const Array& a, const Array& b) {
-  return run_array("minimum_images", {a, b});
+  return kMinimumImages.array({a, b});
 }
 Array maximum_images(const Array& a, const Array& b) {
-  return run_array("maximum_images", {a, b});
+  return kMaximumImages.array({a, b});
 }
 Array add_scalar(const Array& a, double value) {
-  return run_array("add_scalar", {a}, {{"value", value}});
+  return kAddScalar.array({a}, {.value = value});
 }
 Array multiply_scalar(const Array& a, double factor) {
-  return run_array("multiply_scalar", {a}, {{"factor", factor}});
+  return kMultiplyScalar.array({a}, {.factor = factor});
 }
 Array absolute(const Array& a) {
-  return run_array("absolute", {a});
+  return kAbsoluteFilter.array({a});
 }
 Array power(const Array& a, double exponent) {
-  return run_array("power", {a}, {{"exponent", exponent}});
+  return kPower.array({a}, {.exponent = exponent});
 }
 Array sqrt(const Array& a) {
-  return run_array("sqrt", {a});
+  return kSqrtFilter.array({a});
 }
 Array exp(const Array& a) {
-  return run_array("exp", {a});
+  return kExpFilter.array({a});
 }
 Array log(const Array& a) {
-  return run_array("log", {a});
+  return kLogFilter.array({a});
 }
 Array clip(const Array& a, double minimum, double maximum) {
-  return run_array("clip", {a}, {{"minimum", minimum}, {"maximum", maximum}});
+  return kClip.array({a}, {.minimum = minimum, .maximum = maximum});
 }
 Array invert(const Array& a) {
-  return run_array("invert", {a});
+  return kInvert.array({a});
 }
 Array convert(const Array& a, DType dtype) {
-  return run_array("convert", {a}, {{"dtype", std::string(name(dtype))}});
+  return kConvert.array({a}, {.dtype = dtype});
 }
 Array rescale_intensity(const Array& a, double out_min, double out_max) {
-  return run_array("rescale_intensity", {a}, {{"out_min", out_min}, {"out_max", out_max}});
+  return kRescaleIntensity.array({a}, {.out_min = out_min, .out_max = out_max});
 }
 }  // namespace gpix

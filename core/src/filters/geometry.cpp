@@ -172,119 +172,172 @@ Array affine_impl(const Array& in, Matrix m, bool linear) {
   return sample(in, in.shape(), m, linear, "affine_transform");
 }
 
-const std::vector<std::string> kInterp = {"linear", "nearest"};
+// ---- the catalog rows
+
 constexpr long long kMaxExtent = 1LL << 40;
-const char* kMatrixNames[12] = {"m00", "m01", "m02", "m03", "m10", "m11",
-                                "m12", "m13", "m20", "m21", "m22", "m23"};
 
-}  // namespace
+struct CropParams {
+  std::size_t origin_x, origin_y, origin_z, size_x, size_y, size_z;
+};
+const Filter<CropParams> kCrop(
+    {.name = "crop",
+     .category = Category::geometry,
+     .doc = "the box [origin, origin + size) per axis, pixels copied exactly; size 0 means to the "
+            "end of the axis; a box that leaves the image is an error naming the valid range (2D: "
+            "origin_z 0, size_z 0 or 1)",
+     .params =
+         {integer(
+              &CropParams::origin_x,
+              {.name = "origin_x", .max = kMaxExtent, .unit = "px", .doc = "first column kept"}),
+          integer(&CropParams::origin_y,
+                  {.name = "origin_y", .max = kMaxExtent, .unit = "px", .doc = "first row kept"}),
+          integer(&CropParams::origin_z, {.name = "origin_z",
+                                          .max = kMaxExtent,
+                                          .unit = "px",
+                                          .doc = "first slice kept (3D)"}),
+          integer(&CropParams::size_x, {.name = "size_x",
+                                        .max = kMaxExtent,
+                                        .unit = "px",
+                                        .doc = "columns kept (0: to the end)"}),
+          integer(&CropParams::size_y, {.name = "size_y",
+                                        .max = kMaxExtent,
+                                        .unit = "px",
+                                        .doc = "rows kept (0: to the end)"}),
+          integer(&CropParams::size_z, {.name = "size_z",
+                                        .max = kMaxExtent,
+                                        .unit = "px",
+                                        .doc = "slices kept (0: to the end)"})},
+     .dims = {2, 3},
+     .fn = [](std::span<const Array> x, const CropParams& p, const RunOptions&) {
+       auto ll = [](std::size_t v) { return static_cast<long long>(v); };
+       const long long o[3] = {ll(p.origin_x), ll(p.origin_y), ll(p.origin_z)};
+       const long long s[3] = {ll(p.size_x), ll(p.size_y), ll(p.size_z)};
+       return one(crop_impl(x[0], o, s));
+     }});
 
-void register_geometry(Catalog& c) {
-  const auto in = image_input();
-  const std::vector<DType> types = all_dtypes();
-  c.add({"crop",
-         "Geometry",
-         "the box [origin, origin + size) per axis, pixels copied exactly; size 0 means to the end "
-         "of the axis; a box that leaves the image is an error naming the valid range (2D: "
-         "origin_z 0, size_z 0 or 1)",
-         {in},
-         {int_param("origin_x", 0, 0, kMaxExtent, "px", "first column kept"),
-          int_param("origin_y", 0, 0, kMaxExtent, "px", "first row kept"),
-          int_param("origin_z", 0, 0, kMaxExtent, "px", "first slice kept (3D)"),
-          int_param("size_x", 0, 0, kMaxExtent, "px", "columns kept (0: to the end)"),
-          int_param("size_y", 0, 0, kMaxExtent, "px", "rows kept (0: to the end)"),
-          int_param("size_z", 0, 0, kMaxExtent, "px", "slices kept (0: to the end)")},
-         {2, 3},
-         types,
-         OutputKind::image,
-         "same as input"},
-        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
-          const long long o[3] = {p.integer("origin_x"), p.integer("origin_y"),
-                                  p.integer("origin_z")};
-          const long long s[3] = {p.integer("size_x"), p.integer("size_y"), p.integer("size_z")};
-          return one(crop_impl(x[0], o, s));
-        });
-  c.add({"flip",
-         "Geometry",
-         "mirrors the image along each chosen axis (numpy.flip), pixels copied exactly; flip_z "
-         "has no effect on 2D images",
-         {in},
-         {bool_param("flip_x", true, "mirror left-right"),
-          bool_param("flip_y", false, "mirror top-bottom"),
-          bool_param("flip_z", false, "reverse the slice order (3D)")},
-         {2, 3},
-         types,
-         OutputKind::image,
-         "same as input"},
-        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
-          return one(flip_impl(x[0], p.boolean("flip_x"), p.boolean("flip_y"),
-                               x[0].ndim() == 3 && p.boolean("flip_z")));
-        });
-  c.add({"transpose",
-         "Geometry",
-         "swaps two axes, pixels copied exactly: 'xy' swaps x and y (2D and 3D: out(z, x, y) = "
-         "in(z, y, x)), 'xz' swaps x and z, 'yz' swaps y and z (3D only)",
-         {in},
-         {choice_param("axes", {"xy", "xz", "yz"}, "xy", "the two axes to swap")},
-         {2, 3},
-         types,
-         OutputKind::image,
-         "same as input"},
-        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
-          return one(transpose_impl(x[0], p.choice("axes")));
-        });
-  c.add({"resample",
-         "Geometry",
+struct FlipParams {
+  bool flip_x, flip_y, flip_z;
+};
+const Filter<FlipParams> kFlip(
+    {.name = "flip",
+     .category = Category::geometry,
+     .doc = "mirrors the image along each chosen axis (numpy.flip), pixels copied exactly; flip_z "
+            "has no effect on 2D images",
+     .params = {boolean(&FlipParams::flip_x,
+                        {.name = "flip_x", .def = true, .doc = "mirror left-right"}),
+                boolean(&FlipParams::flip_y, {.name = "flip_y", .doc = "mirror top-bottom"}),
+                boolean(&FlipParams::flip_z,
+                        {.name = "flip_z", .doc = "reverse the slice order (3D)"})},
+     .dims = {2, 3},
+     .fn = [](std::span<const Array> x, const FlipParams& p, const RunOptions&) {
+       return one(flip_impl(x[0], p.flip_x, p.flip_y, x[0].ndim() == 3 && p.flip_z));
+     }});
+
+struct TransposeParams {
+  std::string axes;
+};
+const Filter<TransposeParams> kTranspose(
+    {.name = "transpose",
+     .category = Category::geometry,
+     .doc = "swaps two axes, pixels copied exactly: 'xy' swaps x and y (2D and 3D: out(z, x, y) = "
+            "in(z, y, x)), 'xz' swaps x and z, 'yz' swaps y and z (3D only)",
+     .params = {choice(&TransposeParams::axes, {.name = "axes",
+                                                .choices = {"xy", "xz", "yz"},
+                                                .def = "xy",
+                                                .doc = "the two axes to swap"})},
+     .dims = {2, 3},
+     .fn = [](std::span<const Array> x, const TransposeParams& p, const RunOptions&) {
+       return one(transpose_impl(x[0], p.axes));
+     }});
+
+template <class P>
+Param<P> interpolation_param(Interpolation P::*m) {
+  return choice(
+      m, {.name = "interpolation",
+          .choices = {{Interpolation::linear, "linear"}, {Interpolation::nearest, "nearest"}},
+          .def = Interpolation::linear,
+          .doc = "nearest neighbour or (bi/tri)linear"});
+}
+
+struct ResampleParams {
+  double factor_x, factor_y, factor_z;
+  Interpolation interpolation;
+};
+const Filter<ResampleParams> kResample(
+    {.name = "resample",
+     .category = Category::geometry,
+     .doc =
          "scales by a factor per axis as scipy.ndimage.zoom(grid_mode=True, mode='nearest', "
          "order=0 or 1): output extent round(extent * factor) (half to even, at least 1), output "
          "pixel o samples input coordinate (o + 0.5) * in / out - 0.5; nearest takes "
          "floor(c + 0.5), linear interpolates in float32 (float64 for 32/64-bit dtypes) with "
          "borders replicating the edge pixel; integers round half to even and saturate",
-         {in},
-         {real_param("factor_x", 2, 1e-4, 1e4, "", "scale factor along x"),
-          real_param("factor_y", 2, 1e-4, 1e4, "", "scale factor along y"),
-          real_param("factor_z", 1, 1e-4, 1e4, "", "scale factor along z (3D)"),
-          choice_param("interpolation", kInterp, "linear", "nearest neighbour or (bi/tri)linear")},
-         {2, 3},
-         types,
-         OutputKind::image,
-         "same as input"},
-        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
-          const double f[3] = {p.real("factor_x"), p.real("factor_y"), p.real("factor_z")};
-          return one(resample_impl(x[0], f, p.choice("interpolation") == "linear"));
-        });
-  std::vector<ParamSpec> affine_params;
-  for (int i = 0; i < 12; ++i) {
-    const int row = i / 4, col = i % 4;
+     .params = {real(&ResampleParams::factor_x, {.name = "factor_x",
+                                                 .def = 2,
+                                                 .min = 1e-4,
+                                                 .max = 1e4,
+                                                 .doc = "scale factor along x"}),
+                real(&ResampleParams::factor_y, {.name = "factor_y",
+                                                 .def = 2,
+                                                 .min = 1e-4,
+                                                 .max = 1e4,
+                                                 .doc = "scale factor along y"}),
+                real(&ResampleParams::factor_z, {.name = "factor_z",
+                                                 .def = 1,
+                                                 .min = 1e-4,
+                                                 .max = 1e4,
+                                                 .doc = "scale factor along z (3D)"}),
+                interpolation_param(&ResampleParams::interpolation)},
+     .dims = {2, 3},
+     .fn = [](std::span<const Array> x, const ResampleParams& p, const RunOptions&) {
+       const double f[3] = {p.factor_x, p.factor_y, p.factor_z};
+       return one(resample_impl(x[0], f, p.interpolation == Interpolation::linear));
+     }});
+
+struct AffineParams {
+  Matrix m;
+  Interpolation interpolation;
+};
+// m00 .. m23, one parameter per matrix element, identity by default.
+std::vector<Param<AffineParams>> affine_params() {
+  std::vector<Param<AffineParams>> v;
+  for (std::size_t i = 0; i < 12; ++i) {
+    const std::size_t row = i / 4, col = i % 4;
     const char* axis = row == 0 ? "x" : (row == 1 ? "y" : "z");
     const std::string what = col == 3 ? std::string("offset")
                                       : std::string("coefficient of output ") +
                                             (col == 0 ? "x" : (col == 1 ? "y" : "z"));
-    affine_params.push_back(real_param(kMatrixNames[i], row == col ? 1 : 0, -1e6, 1e6,
-                                       col == 3 ? "px" : "",
-                                       "input " + std::string(axis) + ": " + what));
+    v.push_back(real(&AffineParams::m, i,
+                     {.name = "m" + std::to_string(row) + std::to_string(col),
+                      .def = row == col ? 1.0 : 0.0,
+                      .min = -1e6,
+                      .max = 1e6,
+                      .unit = col == 3 ? "px" : "",
+                      .doc = "input " + std::string(axis) + ": " + what}));
   }
-  affine_params.push_back(
-      choice_param("interpolation", kInterp, "linear", "nearest neighbour or (bi/tri)linear"));
-  c.add({"affine_transform",
-         "Geometry",
+  v.push_back(interpolation_param(&AffineParams::interpolation));
+  return v;
+}
+const Filter<AffineParams> kAffineTransform(
+    {.name = "affine_transform",
+     .category = Category::geometry,
+     .doc =
          "output pixel (x, y, z) samples the input at x_in = m00 x + m01 y + m02 z + m03, y_in = "
          "m10 x + ... + m13, z_in = m20 x + ... + m23 (pixel i at coordinate i), as "
-         "scipy.ndimage.affine_transform(mode='nearest', order=0 or 1) with the matrix in (x, y, "
-         "z) order; same shape as the input; 2D images use m00 m01 m03 m10 m11 m13 only; borders "
-         "replicate the edge pixel; nearest takes floor(c + 0.5), linear interpolates in float32 "
-         "(float64 for 32/64-bit dtypes); integers round half to even and saturate",
-         {in},
-         affine_params,
-         {2, 3},
-         types,
-         OutputKind::image,
-         "same as input"},
-        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
-          Matrix m{};
-          for (std::size_t i = 0; i < 12; ++i) m[i] = p.real(kMatrixNames[i]);
-          return one(affine_impl(x[0], m, p.choice("interpolation") == "linear"));
-        });
+         "scipy.ndimage.affine_transform(mode='nearest', order=0 or 1) with the matrix in (x, "
+         "y, z) order; same shape as the input; 2D images use m00 m01 m03 m10 m11 m13 only; "
+         "borders replicate the edge pixel; nearest takes floor(c + 0.5), linear interpolates "
+         "in float32 (float64 for 32/64-bit dtypes); integers round half to even and saturate",
+     .params = affine_params(),
+     .dims = {2, 3},
+     .fn = [](std::span<const Array> x, const AffineParams& p, const RunOptions&) {
+       return one(affine_impl(x[0], p.m, p.interpolation == Interpolation::linear));
+     }});
+
+}  // namespace
+
+void register_geometry(Catalog& c) {
+  c.add({&kCrop, &kFlip, &kTranspose, &kResample, &kAffineTransform});
 }
 
 void add_geometry_variants(std::vector<KernelVariant>& out) {
@@ -297,49 +350,32 @@ void add_geometry_variants(std::vector<KernelVariant>& out) {
 }  // namespace gpix::detail
 
 namespace gpix {
-using detail::run_array;
-
-namespace {
-std::string interp_name(Interpolation i) {
-  return i == Interpolation::nearest ? "nearest" : "linear";
-}
-double to_param(std::size_t v) {
-  return static_cast<double>(v);
-}
-}  // namespace
+using namespace detail;
 
 Array crop(const Array& a, std::size_t origin_x, std::size_t origin_y, std::size_t origin_z,
            std::size_t size_x, std::size_t size_y, std::size_t size_z) {
-  return run_array("crop", {a},
-                   {{"origin_x", to_param(origin_x)},
-                    {"origin_y", to_param(origin_y)},
-                    {"origin_z", to_param(origin_z)},
-                    {"size_x", to_param(size_x)},
-                    {"size_y", to_param(size_y)},
-                    {"size_z", to_param(size_z)}});
+  return kCrop.array({a}, {.origin_x = origin_x,
+                           .origin_y = origin_y,
+                           .origin_z = origin_z,
+                           .size_x = size_x,
+                           .size_y = size_y,
+                           .size_z = size_z});
 }
 Array flip(const Array& a, bool flip_x, bool flip_y, bool flip_z) {
-  return run_array("flip", {a},
-                   {{"flip_x", flip_x ? 1.0 : 0.0},
-                    {"flip_y", flip_y ? 1.0 : 0.0},
-                    {"flip_z", flip_z ? 1.0 : 0.0}});
+  return kFlip.array({a}, {.flip_x = flip_x, .flip_y = flip_y, .flip_z = flip_z});
 }
 Array transpose(const Array& a, std::string_view axes) {
-  return run_array("transpose", {a}, {{"axes", std::string(axes)}});
+  return kTranspose.array({a}, {.axes = std::string(axes)});
 }
 Array resample(const Array& a, double factor_x, double factor_y, double factor_z,
                Interpolation interpolation) {
-  return run_array("resample", {a},
-                   {{"factor_x", factor_x},
-                    {"factor_y", factor_y},
-                    {"factor_z", factor_z},
-                    {"interpolation", interp_name(interpolation)}});
+  return kResample.array({a}, {.factor_x = factor_x,
+                               .factor_y = factor_y,
+                               .factor_z = factor_z,
+                               .interpolation = interpolation});
 }
 Array affine_transform(const Array& a, const std::array<double, 12>& m,
                        Interpolation interpolation) {
-  Params p;
-  for (std::size_t i = 0; i < 12; ++i) p[detail::kMatrixNames[i]] = m[i];
-  p["interpolation"] = interp_name(interpolation);
-  return run_array("affine_transform", {a}, p);
+  return kAffineTransform.array({a}, {.m = m, .interpolation = interpolation});
 }
 }  // namespace gpix

@@ -303,9 +303,14 @@ Array gaussian_to(const Array& in, std::array<double, 3> sigma, DType out_t, con
 // ------------------------------------------------------------------ box filters
 using Radii = std::array<int, 3>;
 
-Radii radii(const Array& a, const ResolvedParams& p) {
-  Radii r{static_cast<int>(p.integer("radius_x")), static_cast<int>(p.integer("radius_y")),
-          static_cast<int>(p.integer("radius_z"))};
+// The box filters' parameters.
+struct BoxParams {
+  int radius_x, radius_y, radius_z;
+};
+
+// The radii per axis, 0 for the axes the image does not have.
+Radii radii(const Array& a, const BoxParams& p) {
+  Radii r{p.radius_x, p.radius_y, p.radius_z};
   for (int axis = a.ndim(); axis < 3; ++axis) r[static_cast<std::size_t>(axis)] = 0;
   return r;
 }
@@ -434,14 +439,6 @@ Array variance(const Array& in, const Radii& r) {
   return out;
 }
 
-std::vector<ParamSpec> radius_params(long long max) {
-  return {int_param("radius_x", 1, 0, max, "px", "half window along x (window 2r+1)"),
-          int_param("radius_y", 1, 0, max, "px", "half window along y (2D/3D)"),
-          int_param("radius_z", 1, 0, max, "px", "half window along z (3D)")};
-}
-
-constexpr const char* kBorders = "borders replicate the nearest pixel";
-
 }  // namespace
 
 // Blurs along every axis with sigma > 0; the result has the input's dtype.
@@ -453,208 +450,250 @@ Array gaussian(const Array& in, double sx, double sy, double sz, const RunOption
   return gaussian_to(in, {sx, sy, sz}, in.dtype(), o, "gaussian_blur");
 }
 
-void register_neighbourhood(Catalog& c) {
-  const auto box = [&](const char* fname, const std::string& doc, SepOp op) {
-    c.add({fname,
-           "Neighbourhood",
-           doc + " of the (2r+1) box per axis; " + kBorders +
-               "; radius_y/radius_z are ignored for images with fewer axes",
-           {image_input()},
-           radius_params(256),
-           {1, 2, 3},
-           all_dtypes(),
-           OutputKind::image,
-           "same as input"},
-          [op, fname](std::span<const Array> x, const ResolvedParams& p, const RunOptions& o) {
-            return one(box_op(x[0], op, radii(x[0], p), o, fname));
-          });
-  };
-  box("mean_box", "Mean (integers round half to even)", SepOp::sum);
-  box("minimum_box", "Minimum (grey erosion with a box)", SepOp::min);
-  box("maximum_box", "Maximum (grey dilation with a box)", SepOp::max);
+namespace {
 
-  c.add({"median_box",
-         "Neighbourhood",
-         std::string("Median of the (2r+1) box per axis; ") + kBorders +
-             "; the window may hold at most 125 pixels (11x11 in 2D, 5x5x5 in 3D; larger "
-             "radii raise InvalidArgument); NaN counts as larger than +inf (-NaN as smaller than "
-             "-inf), -0 as smaller than +0",
-         {image_input()},
-         radius_params(62),
-         {1, 2, 3},
-         all_dtypes(),
-         OutputKind::image,
-         "same as input"},
-        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
-          return one(median(x[0], radii(x[0], p)));
-        });
+// ---- the catalog rows
 
-  c.add({"variance_box",
-         "Neighbourhood",
-         std::string("Population variance of the (2r+1) box per axis (mean of squared "
-                     "deviations from the window mean); ") +
-             kBorders + "; cost grows with the window volume",
-         {image_input()},
-         radius_params(32),
-         {1, 2, 3},
-         all_dtypes(),
-         OutputKind::image,
-         "float32 (float64 stays float64)"},
-        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
-          return one(variance(x[0], radii(x[0], p)));
-        });
+constexpr const char* kBorders = "borders replicate the nearest pixel";
 
-  c.add({"top_hat_box",
-         "Neighbourhood",
-         std::string("White top-hat: image minus its grey opening (maximum_box of minimum_box) "
-                     "with the (2r+1) box; ") +
-             kBorders + "; integers saturate",
-         {image_input()},
-         radius_params(256),
-         {1, 2, 3},
-         all_dtypes(),
-         OutputKind::image,
-         "same as input"},
-        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions& o) {
-          const Radii r = radii(x[0], p);
-          const Array opened = box_op(box_op(x[0], SepOp::min, r, o, "top_hat_box"), SepOp::max, r,
-                                      o, "top_hat_box");
-          return one(subtract_sat(x[0], opened));
-        });
-  c.add({"bottom_hat_box",
-         "Neighbourhood",
-         std::string("Black top-hat: grey closing (minimum_box of maximum_box) with the (2r+1) "
-                     "box minus the image; ") +
-             kBorders + "; integers saturate",
-         {image_input()},
-         radius_params(256),
-         {1, 2, 3},
-         all_dtypes(),
-         OutputKind::image,
-         "same as input"},
-        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions& o) {
-          const Radii r = radii(x[0], p);
-          const Array closed = box_op(box_op(x[0], SepOp::max, r, o, "bottom_hat_box"), SepOp::min,
-                                      r, o, "bottom_hat_box");
-          return one(subtract_sat(closed, x[0]));
-        });
+std::vector<Param<BoxParams>> radius_params(long long max) {
+  return {integer(&BoxParams::radius_x, {.name = "radius_x",
+                                         .def = 1,
+                                         .max = max,
+                                         .unit = "px",
+                                         .doc = "half window along x (window 2r+1)"}),
+          integer(&BoxParams::radius_y, {.name = "radius_y",
+                                         .def = 1,
+                                         .max = max,
+                                         .unit = "px",
+                                         .doc = "half window along y (2D/3D)"}),
+          integer(&BoxParams::radius_z, {.name = "radius_z",
+                                         .def = 1,
+                                         .max = max,
+                                         .unit = "px",
+                                         .doc = "half window along z (3D)"})};
+}
 
-  c.add({"sobel",
-         "Neighbourhood",
-         std::string("Gradient magnitude sqrt(sum over axes of sobel_axis^2), each as "
-                     "scipy.ndimage.sobel (derivative [-1,0,1] along the axis, smoothing "
-                     "[1,2,1] along the others); ") +
-             kBorders,
-         {image_input()},
-         {},
-         {1, 2, 3},
-         all_dtypes(),
-         OutputKind::image,
-         "float32 (float64 stays float64)"},
-        [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
-          return one(stencil(x[0], "sobel", x[0].ndim(), "sobel"));
-        });
-  c.add({"laplace",
-         "Neighbourhood",
-         std::string("Sum over the axes of a[i-1] - 2 a[i] + a[i+1], as "
-                     "scipy.ndimage.laplace(mode='nearest') but with a float output; ") +
-             kBorders,
-         {image_input()},
-         {},
-         {1, 2, 3},
-         all_dtypes(),
-         OutputKind::image,
-         "float32 (float64 stays float64)"},
-        [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
-          return one(stencil(x[0], "laplace", x[0].ndim(), "laplace"));
-        });
+// mean_box, minimum_box, maximum_box: one separable operation each.
+Filter<BoxParams> box_filter(const char* fname, const std::string& doc, SepOp op) {
+  return Filter<BoxParams>(
+      {.name = fname,
+       .category = Category::neighbourhood,
+       .doc = doc + " of the (2r+1) box per axis; " + kBorders +
+              "; radius_y/radius_z are ignored for images with fewer axes",
+       .params = radius_params(256),
+       .fn = [op, fname](std::span<const Array> x, const BoxParams& p, const RunOptions& o) {
+         return one(box_op(x[0], op, radii(x[0], p), o, fname));
+       }});
+}
+
+const Filter<BoxParams> kMeanBox =
+    box_filter("mean_box", "Mean (integers round half to even)", SepOp::sum);
+const Filter<BoxParams> kMinimumBox =
+    box_filter("minimum_box", "Minimum (grey erosion with a box)", SepOp::min);
+const Filter<BoxParams> kMaximumBox =
+    box_filter("maximum_box", "Maximum (grey dilation with a box)", SepOp::max);
+
+const Filter<BoxParams> kMedianBox(
+    {.name = "median_box",
+     .category = Category::neighbourhood,
+     .doc = std::string("Median of the (2r+1) box per axis; ") + kBorders +
+            "; the window may hold at most 125 pixels (11x11 in 2D, 5x5x5 in 3D; larger radii "
+            "raise InvalidArgument); NaN counts as larger than +inf (-NaN as smaller than -inf), "
+            "-0 as smaller than +0",
+     .params = radius_params(62),
+     .fn = [](std::span<const Array> x, const BoxParams& p, const RunOptions&) {
+       return one(median(x[0], radii(x[0], p)));
+     }});
+
+const Filter<BoxParams> kVarianceBox(
+    {.name = "variance_box",
+     .category = Category::neighbourhood,
+     .doc = std::string("Population variance of the (2r+1) box per axis (mean of squared "
+                        "deviations from the window mean); ") +
+            kBorders + "; cost grows with the window volume",
+     .params = radius_params(32),
+     .output_dtype = "float32 (float64 stays float64)",
+     .fn = [](std::span<const Array> x, const BoxParams& p, const RunOptions&) {
+       return one(variance(x[0], radii(x[0], p)));
+     }});
+
+const Filter<BoxParams> kTopHatBox(
+    {.name = "top_hat_box",
+     .category = Category::neighbourhood,
+     .doc = std::string("White top-hat: image minus its grey opening (maximum_box of minimum_box) "
+                        "with the (2r+1) box; ") +
+            kBorders + "; integers saturate",
+     .params = radius_params(256),
+     .fn = [](std::span<const Array> x, const BoxParams& p, const RunOptions& o) {
+       const Radii r = radii(x[0], p);
+       const Array opened =
+           box_op(box_op(x[0], SepOp::min, r, o, "top_hat_box"), SepOp::max, r, o, "top_hat_box");
+       return one(subtract_sat(x[0], opened));
+     }});
+
+const Filter<BoxParams> kBottomHatBox(
+    {.name = "bottom_hat_box",
+     .category = Category::neighbourhood,
+     .doc = std::string("Black top-hat: grey closing (minimum_box of maximum_box) with the (2r+1) "
+                        "box minus the image; ") +
+            kBorders + "; integers saturate",
+     .params = radius_params(256),
+     .fn = [](std::span<const Array> x, const BoxParams& p, const RunOptions& o) {
+       const Radii r = radii(x[0], p);
+       const Array closed = box_op(box_op(x[0], SepOp::max, r, o, "bottom_hat_box"), SepOp::min, r,
+                                   o, "bottom_hat_box");
+       return one(subtract_sat(closed, x[0]));
+     }});
+
+const Filter<> kSobel(
+    {.name = "sobel",
+     .category = Category::neighbourhood,
+     .doc = std::string("Gradient magnitude sqrt(sum over axes of sobel_axis^2), each as "
+                        "scipy.ndimage.sobel (derivative [-1,0,1] along the axis, smoothing "
+                        "[1,2,1] along the others); ") +
+            kBorders,
+     .output_dtype = "float32 (float64 stays float64)",
+     .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
+       return one(stencil(x[0], "sobel", x[0].ndim(), "sobel"));
+     }});
+
+const Filter<> kLaplace(
+    {.name = "laplace",
+     .category = Category::neighbourhood,
+     .doc = std::string("Sum over the axes of a[i-1] - 2 a[i] + a[i+1], as "
+                        "scipy.ndimage.laplace(mode='nearest') but with a float output; ") +
+            kBorders,
+     .output_dtype = "float32 (float64 stays float64)",
+     .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
+       return one(stencil(x[0], "laplace", x[0].ndim(), "laplace"));
+     }});
+
+// gradient_x, gradient_y, gradient_z: for images that have the axis.
+Filter<> gradient_filter(int axis) {
   const char* axis_names[] = {"x", "y", "z"};
-  for (int axis = 0; axis < 3; ++axis) {
-    const std::string fname = std::string("gradient_") + axis_names[axis];
-    std::vector<int> dims;
-    for (int d = std::max(1, axis + 1); d <= 3; ++d) dims.push_back(d);
-    c.add({fname,
-           "Neighbourhood",
-           std::string("Central difference (a[i+1] - a[i-1]) / 2 along ") + axis_names[axis] +
-               "; " + kBorders + " (so the first and last pixels see half a one-sided step)",
-           {image_input()},
-           {},
-           dims,
-           all_dtypes(),
-           OutputKind::image,
-           "float32 (float64 stays float64)"},
-          [axis, fname](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
-            return one(stencil(x[0], "gradient", axis, fname));
-          });
-  }
+  const std::string fname = std::string("gradient_") + axis_names[axis];
+  std::vector<int> dims;
+  for (int d = std::max(1, axis + 1); d <= 3; ++d) dims.push_back(d);
+  return Filter<>(
+      {.name = fname,
+       .category = Category::neighbourhood,
+       .doc = std::string("Central difference (a[i+1] - a[i-1]) / 2 along ") + axis_names[axis] +
+              "; " + kBorders + " (so the first and last pixels see half a one-sided step)",
+       .dims = dims,
+       .output_dtype = "float32 (float64 stays float64)",
+       .fn = [axis, fname](std::span<const Array> x, const NoParams&, const RunOptions&) {
+         return one(stencil(x[0], "gradient", axis, fname));
+       }});
+}
+const Filter<> kGradientX = gradient_filter(0);
+const Filter<> kGradientY = gradient_filter(1);
+const Filter<> kGradientZ = gradient_filter(2);
 
-  c.add({"gaussian_blur",
-         "Neighbourhood",
-         "Gaussian blur as scipy.ndimage.gaussian_filter(mode='nearest'): sampled normalised "
-         "kernel truncated at 4 sigma, borders replicate the nearest pixel, sigma 0 leaves an "
-         "axis alone; integers round half to even and saturate",
-         {image_input()},
-         {real_param("sigma_x", 2, 0, 100, "px", "standard deviation along x"),
-          real_param("sigma_y", 2, 0, 100, "px", "standard deviation along y"),
-          real_param("sigma_z", 0, 0, 100, "px", "standard deviation along z (3D)")},
-         {1, 2, 3},
-         all_dtypes(),
-         OutputKind::image,
-         "same as input"},
-        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions& o) {
-          return one(gaussian(x[0], p.real("sigma_x"), p.real("sigma_y"), p.real("sigma_z"), o));
-        });
+struct GaussianParams {
+  double sigma_x, sigma_y, sigma_z;
+};
+const Filter<GaussianParams> kGaussianBlur(
+    {.name = "gaussian_blur",
+     .category = Category::neighbourhood,
+     .doc = "Gaussian blur as scipy.ndimage.gaussian_filter(mode='nearest'): sampled normalised "
+            "kernel truncated at 4 sigma, borders replicate the nearest pixel, sigma 0 leaves an "
+            "axis alone; integers round half to even and saturate",
+     .params = {real(&GaussianParams::sigma_x, {.name = "sigma_x",
+                                                .def = 2,
+                                                .min = 0,
+                                                .max = 100,
+                                                .unit = "px",
+                                                .doc = "standard deviation along x"}),
+                real(&GaussianParams::sigma_y, {.name = "sigma_y",
+                                                .def = 2,
+                                                .min = 0,
+                                                .max = 100,
+                                                .unit = "px",
+                                                .doc = "standard deviation along y"}),
+                real(&GaussianParams::sigma_z, {.name = "sigma_z",
+                                                .def = 0,
+                                                .min = 0,
+                                                .max = 100,
+                                                .unit = "px",
+                                                .doc = "standard deviation along z (3D)"})},
+     .fn = [](std::span<const Array> x, const GaussianParams& p, const RunOptions& o) {
+       return one(gaussian(x[0], p.sigma_x, p.sigma_y, p.sigma_z, o));
+     }});
 
-  c.add({"difference_of_gaussian",
-         "Neighbourhood",
-         "gaussian(sigma1) - gaussian(sigma2), each as gaussian_blur with that sigma on every "
-         "axis of the image, computed and returned in floating point; borders replicate the "
-         "nearest pixel",
-         {image_input()},
-         {real_param("sigma1", 1, 0, 100, "px", "sigma of the first (usually smaller) Gaussian"),
-          real_param("sigma2", 3, 0, 100, "px", "sigma of the subtracted Gaussian")},
-         {1, 2, 3},
-         all_dtypes(),
-         OutputKind::image,
-         "float32 (float64 stays float64)"},
-        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions& o) {
-          const Array& a = x[0];
-          const DType w = work_type(a.dtype()), out_t = float_out(a.dtype());
-          const double s1 = p.real("sigma1"), s2 = p.real("sigma2");
-          const Array g1 = gaussian_to(a, {s1, s1, s1}, w, o, "difference_of_gaussian");
-          checkpoint(o, 0.5, "difference_of_gaussian");
-          const Array g2 = gaussian_to(a, {s2, s2, s2}, w, o, "difference_of_gaussian");
-          Array out = empty_like(a, out_t);
-          launch(a, "neighbourhood.kernel", "difference", nb_defines(a.dtype(), out_t),
-                 flat_grid(a.elements()),
-                 {arg(g1), arg(g2), arg(out), arg<std::uint64_t>(a.elements())});
-          return one(std::move(out));
-        });
+struct DogParams {
+  double sigma1, sigma2;
+};
+const Filter<DogParams> kDifferenceOfGaussian(
+    {.name = "difference_of_gaussian",
+     .category = Category::neighbourhood,
+     .doc = "gaussian(sigma1) - gaussian(sigma2), each as gaussian_blur with that sigma on every "
+            "axis of the image, computed and returned in floating point; borders replicate the "
+            "nearest pixel",
+     .params = {real(&DogParams::sigma1, {.name = "sigma1",
+                                          .def = 1,
+                                          .min = 0,
+                                          .max = 100,
+                                          .unit = "px",
+                                          .doc = "sigma of the first (usually smaller) Gaussian"}),
+                real(&DogParams::sigma2, {.name = "sigma2",
+                                          .def = 3,
+                                          .min = 0,
+                                          .max = 100,
+                                          .unit = "px",
+                                          .doc = "sigma of the subtracted Gaussian"})},
+     .output_dtype = "float32 (float64 stays float64)",
+     .fn = [](std::span<const Array> x, const DogParams& p, const RunOptions& o) {
+       const Array& a = x[0];
+       const DType w = work_type(a.dtype()), out_t = float_out(a.dtype());
+       const double s1 = p.sigma1, s2 = p.sigma2;
+       const Array g1 = gaussian_to(a, {s1, s1, s1}, w, o, "difference_of_gaussian");
+       checkpoint(o, 0.5, "difference_of_gaussian");
+       const Array g2 = gaussian_to(a, {s2, s2, s2}, w, o, "difference_of_gaussian");
+       Array out = empty_like(a, out_t);
+       launch(a, "neighbourhood.kernel", "difference", nb_defines(a.dtype(), out_t),
+              flat_grid(a.elements()),
+              {arg(g1), arg(g2), arg(out), arg<std::uint64_t>(a.elements())});
+       return one(std::move(out));
+     }});
 
-  c.add({"unsharp_mask",
-         "Neighbourhood",
-         "a + amount * (a - gaussian(a, sigma)), the Gaussian as gaussian_blur with sigma on "
-         "every axis kept in floating point; borders replicate the nearest pixel; integers "
-         "round half to even and saturate",
-         {image_input()},
-         {real_param("sigma", 1, 0, 100, "px", "sigma of the blur that is subtracted"),
-          real_param("amount", 1, -100, 100, "", "strength of the sharpening")},
-         {1, 2, 3},
-         all_dtypes(),
-         OutputKind::image,
-         "same as input"},
-        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions& o) {
-          const Array& a = x[0];
-          const DType w = work_type(a.dtype());
-          const double s = p.real("sigma");
-          const Array g = gaussian_to(a, {s, s, s}, w, o, "unsharp_mask");
-          Array out = empty_like(a, a.dtype());
-          launch(a, "neighbourhood.kernel", "unsharp", nb_defines(a.dtype(), a.dtype()),
-                 flat_grid(a.elements()),
-                 {arg(a), arg(g), arg(out), arg<std::uint64_t>(a.elements()),
-                  ct_arg(w, p.real("amount"))});
-          return one(std::move(out));
-        });
+struct UnsharpParams {
+  double sigma, amount;
+};
+const Filter<UnsharpParams> kUnsharpMask(
+    {.name = "unsharp_mask",
+     .category = Category::neighbourhood,
+     .doc = "a + amount * (a - gaussian(a, sigma)), the Gaussian as gaussian_blur with sigma on "
+            "every axis kept in floating point; borders replicate the nearest pixel; integers "
+            "round half to even and saturate",
+     .params = {real(&UnsharpParams::sigma, {.name = "sigma",
+                                             .def = 1,
+                                             .min = 0,
+                                             .max = 100,
+                                             .unit = "px",
+                                             .doc = "sigma of the blur that is subtracted"}),
+                real(&UnsharpParams::amount, {.name = "amount",
+                                              .def = 1,
+                                              .min = -100,
+                                              .max = 100,
+                                              .doc = "strength of the sharpening"})},
+     .fn = [](std::span<const Array> x, const UnsharpParams& p, const RunOptions& o) {
+       const Array& a = x[0];
+       const DType w = work_type(a.dtype());
+       const Array g = gaussian_to(a, {p.sigma, p.sigma, p.sigma}, w, o, "unsharp_mask");
+       Array out = empty_like(a, a.dtype());
+       launch(a, "neighbourhood.kernel", "unsharp", nb_defines(a.dtype(), a.dtype()),
+              flat_grid(a.elements()),
+              {arg(a), arg(g), arg(out), arg<std::uint64_t>(a.elements()), ct_arg(w, p.amount)});
+       return one(std::move(out));
+     }});
+
+}  // namespace
+
+void register_neighbourhood(Catalog& c) {
+  c.add({&kMeanBox, &kMinimumBox, &kMaximumBox, &kMedianBox, &kVarianceBox, &kTopHatBox,
+         &kBottomHatBox, &kSobel, &kLaplace, &kGradientX, &kGradientY, &kGradientZ, &kGaussianBlur,
+         &kDifferenceOfGaussian, &kUnsharpMask});
 }
 
 void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
@@ -701,55 +740,50 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
 }  // namespace gpix::detail
 
 namespace gpix {
+using namespace detail;
 Array gaussian_blur(const Array& a, double sigma_x, double sigma_y, double sigma_z) {
-  return detail::run_array("gaussian_blur", {a},
-                           {{"sigma_x", sigma_x}, {"sigma_y", sigma_y}, {"sigma_z", sigma_z}});
+  return kGaussianBlur.array({a}, {.sigma_x = sigma_x, .sigma_y = sigma_y, .sigma_z = sigma_z});
 }
-namespace {
-Params box_params(int rx, int ry, int rz) {
-  return {{"radius_x", double(rx)}, {"radius_y", double(ry)}, {"radius_z", double(rz)}};
-}
-}  // namespace
 Array mean_box(const Array& a, int rx, int ry, int rz) {
-  return detail::run_array("mean_box", {a}, box_params(rx, ry, rz));
+  return kMeanBox.array({a}, {.radius_x = rx, .radius_y = ry, .radius_z = rz});
 }
 Array median_box(const Array& a, int rx, int ry, int rz) {
-  return detail::run_array("median_box", {a}, box_params(rx, ry, rz));
+  return kMedianBox.array({a}, {.radius_x = rx, .radius_y = ry, .radius_z = rz});
 }
 Array minimum_box(const Array& a, int rx, int ry, int rz) {
-  return detail::run_array("minimum_box", {a}, box_params(rx, ry, rz));
+  return kMinimumBox.array({a}, {.radius_x = rx, .radius_y = ry, .radius_z = rz});
 }
 Array maximum_box(const Array& a, int rx, int ry, int rz) {
-  return detail::run_array("maximum_box", {a}, box_params(rx, ry, rz));
+  return kMaximumBox.array({a}, {.radius_x = rx, .radius_y = ry, .radius_z = rz});
 }
 Array variance_box(const Array& a, int rx, int ry, int rz) {
-  return detail::run_array("variance_box", {a}, box_params(rx, ry, rz));
+  return kVarianceBox.array({a}, {.radius_x = rx, .radius_y = ry, .radius_z = rz});
 }
 Array top_hat_box(const Array& a, int rx, int ry, int rz) {
-  return detail::run_array("top_hat_box", {a}, box_params(rx, ry, rz));
+  return kTopHatBox.array({a}, {.radius_x = rx, .radius_y = ry, .radius_z = rz});
 }
 Array bottom_hat_box(const Array& a, int rx, int ry, int rz) {
-  return detail::run_array("bottom_hat_box", {a}, box_params(rx, ry, rz));
+  return kBottomHatBox.array({a}, {.radius_x = rx, .radius_y = ry, .radius_z = rz});
 }
 Array sobel(const Array& a) {
-  return detail::run_array("sobel", {a});
+  return kSobel.array({a});
 }
 Array laplace(const Array& a) {
-  return detail::run_array("laplace", {a});
+  return kLaplace.array({a});
 }
 Array gradient_x(const Array& a) {
-  return detail::run_array("gradient_x", {a});
+  return kGradientX.array({a});
 }
 Array gradient_y(const Array& a) {
-  return detail::run_array("gradient_y", {a});
+  return kGradientY.array({a});
 }
 Array gradient_z(const Array& a) {
-  return detail::run_array("gradient_z", {a});
+  return kGradientZ.array({a});
 }
 Array difference_of_gaussian(const Array& a, double sigma1, double sigma2) {
-  return detail::run_array("difference_of_gaussian", {a}, {{"sigma1", sigma1}, {"sigma2", sigma2}});
+  return kDifferenceOfGaussian.array({a}, {.sigma1 = sigma1, .sigma2 = sigma2});
 }
 Array unsharp_mask(const Array& a, double sigma, double amount) {
-  return detail::run_array("unsharp_mask", {a}, {{"sigma", sigma}, {"amount", amount}});
+  return kUnsharpMask.array({a}, {.sigma = sigma, .amount = amount});
 }
 }  // namespace gpix

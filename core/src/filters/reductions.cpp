@@ -18,7 +18,6 @@
 namespace gpix::detail {
 namespace {
 
-
 Result row(const std::string& column, double value) {
   Result r;
   r.table.columns = {column};
@@ -135,10 +134,6 @@ Histogram histogram_typed(const Array& a, int nbins, double lo, double hi) {
 
 Histogram histogram_impl(const Array& a, long long nbins, double lo, double hi,
                          const RunOptions& o) {
-  if (nbins < 1 || nbins > kMaxBins) {
-    throw InvalidArgument("histogram: n_bins is " + std::to_string(nbins) +
-                          "; it must be from 1 to " + std::to_string(kMaxBins));
-  }
   if (lo == 0 && hi == 0) {
     const Stats s = stats(a);
     checkpoint(o, 0.5, "histogram");
@@ -150,9 +145,6 @@ Histogram histogram_impl(const Array& a, long long nbins, double lo, double hi,
                             "] is not finite (all NaN or with infinities); give minimum and "
                             "maximum explicitly");
     }
-  }
-  if (!std::isfinite(lo) || !std::isfinite(hi)) {
-    throw InvalidArgument("histogram: minimum and maximum must be finite numbers");
   }
   if (!(lo <= hi)) {
     throw InvalidArgument("histogram: minimum " + Scalar(lo).str() + " is above maximum " +
@@ -177,150 +169,156 @@ double std_impl(const Array& a) {
   return std::sqrt(std::max(m.m2, 0.0) / static_cast<double>(m.count));
 }
 
+// ---- the catalog rows
+
+// The z projections: 3D in, 2D out, no parameters.
+Filter<> projection_filter(const char* fname, ZOp op, const char* doc, const char* out) {
+  return Filter<>({.name = fname,
+                   .category = Category::projections,
+                   .doc = doc,
+                   .dims = {3},
+                   .output_dtype = out,
+                   .fn = [op](std::span<const Array> x, const NoParams&, const RunOptions&) {
+                     return one(z_project(x[0], op));
+                   }});
+}
+
+const Filter<> kMaximumZProjection = projection_filter(
+    "maximum_z_projection", ZOp::maximum,
+    "the maximum along z of each (y, x) column (numpy.nanmax(axis=0): NaN ignored, a column of "
+    "NaN gives NaN)",
+    "same as input");
+const Filter<> kMinimumZProjection = projection_filter(
+    "minimum_z_projection", ZOp::minimum,
+    "the minimum along z of each (y, x) column (numpy.nanmin(axis=0): NaN ignored, a column of "
+    "NaN gives NaN)",
+    "same as input");
+const Filter<> kSumZProjection = projection_filter(
+    "sum_z_projection", ZOp::sum,
+    "the sum along z of each (y, x) column, accumulated in the output type (numpy.nansum: NaN "
+    "ignored)",
+    "float32 for 8/16-bit integers and float32, float64 for wider dtypes");
+const Filter<> kMeanZProjection = projection_filter(
+    "mean_z_projection", ZOp::mean,
+    "the mean along z of each (y, x) column, accumulated in float32 (float64 for 32/64-bit "
+    "dtypes) (numpy.nanmean: NaN ignored, a column of NaN gives NaN)",
+    "float32 (float64 stays float64)");
+const Filter<> kStdZProjection = projection_filter(
+    "std_z_projection", ZOp::std,
+    "the population standard deviation (ddof 0) along z of each (y, x) column, single pass with "
+    "shifted sums, accumulated in float32 (float64 for 32/64-bit dtypes) (numpy.nanstd: NaN "
+    "ignored, a column of NaN gives NaN)",
+    "float32 (float64 stays float64)");
+
+constexpr const char* kNanRule = "; NaN pixels are ignored as gpix::stats() does";
+
+// The reductions give a one-row table in the catalog; their typed functions return the value
+// (reductions at the end of this file). stats() reads every layout itself, so the four that
+// are stats() alone take InputLayout::any.
+const Filter<> kMinimumOfAllPixels(
+    {.name = "minimum_of_all_pixels",
+     .category = Category::reductions,
+     .doc = std::string("the smallest pixel value (table column 'minimum'; NaN if every pixel is "
+                        "NaN; 64-bit integers beyond 2^53 are rounded in the table, exact from "
+                        "the typed function)") +
+            kNanRule,
+     .output = OutputKind::table,
+     .output_dtype = "table: minimum",
+     .layout = InputLayout::any,
+     .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
+       return row("minimum", stats(x[0]).min.as_double());
+     }});
+const Filter<> kMaximumOfAllPixels(
+    {.name = "maximum_of_all_pixels",
+     .category = Category::reductions,
+     .doc = std::string("the largest pixel value (table column 'maximum'; NaN if every pixel is "
+                        "NaN; 64-bit integers beyond 2^53 are rounded in the table, exact from "
+                        "the typed function)") +
+            kNanRule,
+     .output = OutputKind::table,
+     .output_dtype = "table: maximum",
+     .layout = InputLayout::any,
+     .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
+       return row("maximum", stats(x[0]).max.as_double());
+     }});
+const Filter<> kSumOfAllPixels(
+    {.name = "sum_of_all_pixels",
+     .category = Category::reductions,
+     .doc = std::string("the sum of all pixels (table column 'sum'): integer sums are exact (the "
+                        "nearest double where the sum leaves the 64-bit range), floats are summed "
+                        "in double where the device has fp64; 0 if every pixel is NaN") +
+            kNanRule,
+     .output = OutputKind::table,
+     .output_dtype = "table: sum",
+     .layout = InputLayout::any,
+     .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
+       return row("sum", stats(x[0]).sum.as_double());
+     }});
+const Filter<> kMeanOfAllPixels(
+    {.name = "mean_of_all_pixels",
+     .category = Category::reductions,
+     .doc = std::string("the mean of all pixels (table column 'mean'; NaN if every pixel is NaN)") +
+            kNanRule,
+     .output = OutputKind::table,
+     .output_dtype = "table: mean",
+     .layout = InputLayout::any,
+     .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
+       return row("mean", stats(x[0]).mean);
+     }});
+const Filter<> kStdOfAllPixels(
+    {.name = "std_of_all_pixels",
+     .category = Category::reductions,
+     .doc = std::string("the population standard deviation (ddof 0, numpy.nanstd) of all pixels "
+                        "(table column 'std'; NaN if every pixel is NaN): one pass of "
+                        "per-work-group (count, mean, M2) in float64 (float32 for 8/16-bit and "
+                        "float32 images on devices without fp64) combined with Chan et al.'s "
+                        "formula") +
+            kNanRule,
+     .output = OutputKind::table,
+     .output_dtype = "table: std",
+     .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
+       return row("std", std_impl(x[0]));
+     }});
+
+struct HistogramParams {
+  int n_bins;
+  double minimum, maximum;
+};
+const Filter<HistogramParams> kHistogram(
+    {.name = "histogram",
+     .category = Category::reductions,
+     .doc = "counts pixels in n_bins equal bins over [minimum, maximum] (both 0: the image's own "
+            "minimum and maximum; equal bounds widen to +-0.5 as numpy.histogram): bin i holds "
+            "bin_start <= v < bin_end, a value equal to maximum goes in the last bin, values "
+            "outside the range and NaN are not counted; edges as numpy.linspace, compared in "
+            "float32 (float64 for 32/64-bit dtypes) and reported as compared",
+     .params = {integer(&HistogramParams::n_bins, {.name = "n_bins",
+                                                   .def = 256,
+                                                   .min = 1,
+                                                   .max = kMaxBins,
+                                                   .doc = "number of bins"}),
+                real(&HistogramParams::minimum,
+                     {.name = "minimum", .def = 0, .doc = "start of the first bin"}),
+                real(&HistogramParams::maximum,
+                     {.name = "maximum", .def = 0, .doc = "end of the last bin"})},
+     .output = OutputKind::table,
+     .output_dtype = "table: bin_start, bin_end, count (one row per bin)",
+     .fn = [](std::span<const Array> x, const HistogramParams& p, const RunOptions& o) {
+       const Histogram h = histogram_impl(x[0], p.n_bins, p.minimum, p.maximum, o);
+       Result r;
+       r.table.columns = {"bin_start", "bin_end", "count"};
+       for (std::size_t i = 0; i < h.counts.size(); ++i) {
+         r.table.rows.push_back({h.edges[i], h.edges[i + 1], static_cast<double>(h.counts[i])});
+       }
+       return r;
+     }});
+
 }  // namespace
 
 void register_reductions(Catalog& c) {
-  const auto in = image_input();
-  const std::vector<DType> types = all_dtypes();
-  struct Proj {
-    const char* name;
-    ZOp op;
-    const char* doc;
-    const char* out;
-  };
-  const Proj projections[] = {
-      {"maximum_z_projection", ZOp::maximum,
-       "the maximum along z of each (y, x) column (numpy.nanmax(axis=0): NaN ignored, a column "
-       "of NaN gives NaN)",
-       "same as input"},
-      {"minimum_z_projection", ZOp::minimum,
-       "the minimum along z of each (y, x) column (numpy.nanmin(axis=0): NaN ignored, a column "
-       "of NaN gives NaN)",
-       "same as input"},
-      {"sum_z_projection", ZOp::sum,
-       "the sum along z of each (y, x) column, accumulated in the output type (numpy.nansum: "
-       "NaN ignored)",
-       "float32 for 8/16-bit integers and float32, float64 for wider dtypes"},
-      {"mean_z_projection", ZOp::mean,
-       "the mean along z of each (y, x) column, accumulated in float32 (float64 for 32/64-bit "
-       "dtypes) (numpy.nanmean: NaN ignored, a column of NaN gives NaN)",
-       "float32 (float64 stays float64)"},
-      {"std_z_projection", ZOp::std,
-       "the population standard deviation (ddof 0) along z of each (y, x) column, single pass "
-       "with shifted sums, accumulated in float32 (float64 for 32/64-bit dtypes) "
-       "(numpy.nanstd: NaN ignored, a column of NaN gives NaN)",
-       "float32 (float64 stays float64)"},
-  };
-  for (const auto& p : projections) {
-    const ZOp op = p.op;
-    c.add({p.name, "Projections", p.doc, {in}, {}, {3}, types, OutputKind::image, p.out},
-          [op](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
-            return one(z_project(x[0], op));
-          });
-  }
-
-  const std::string nan_rule = "; NaN pixels are ignored as gpix::stats() does";
-  // stats() reads every layout itself, so these four need no contiguous copy.
-  c.add({"minimum_of_all_pixels",
-         "Reductions",
-         "the smallest pixel value (table column 'minimum'; NaN if every pixel is NaN; 64-bit "
-         "integers beyond 2^53 are rounded in the table, exact from the typed function)" +
-             nan_rule,
-         {in},
-         {},
-         {1, 2, 3},
-         types,
-         OutputKind::table,
-         "table: minimum",
-         InputLayout::any},
-        [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
-          return row("minimum", stats(x[0]).min.as_double());
-        });
-  c.add({"maximum_of_all_pixels",
-         "Reductions",
-         "the largest pixel value (table column 'maximum'; NaN if every pixel is NaN; 64-bit "
-         "integers beyond 2^53 are rounded in the table, exact from the typed function)" +
-             nan_rule,
-         {in},
-         {},
-         {1, 2, 3},
-         types,
-         OutputKind::table,
-         "table: maximum",
-         InputLayout::any},
-        [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
-          return row("maximum", stats(x[0]).max.as_double());
-        });
-  c.add({"sum_of_all_pixels",
-         "Reductions",
-         "the sum of all pixels (table column 'sum'): integer sums are exact (the nearest double "
-         "where the sum leaves the 64-bit range), floats are summed in double where the device "
-         "has fp64; 0 if every pixel is NaN" +
-             nan_rule,
-         {in},
-         {},
-         {1, 2, 3},
-         types,
-         OutputKind::table,
-         "table: sum",
-         InputLayout::any},
-        [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
-          return row("sum", stats(x[0]).sum.as_double());
-        });
-  c.add({"mean_of_all_pixels",
-         "Reductions",
-         "the mean of all pixels (table column 'mean'; NaN if every pixel is NaN)" + nan_rule,
-         {in},
-         {},
-         {1, 2, 3},
-         types,
-         OutputKind::table,
-         "table: mean",
-         InputLayout::any},
-        [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
-          return row("mean", stats(x[0]).mean);
-        });
-  c.add({"std_of_all_pixels",
-         "Reductions",
-         "the population standard deviation (ddof 0, numpy.nanstd) of all pixels (table column "
-         "'std'; NaN if every pixel is NaN): one pass of per-work-group (count, mean, M2) in "
-         "float64 (float32 for 8/16-bit and float32 images on devices without fp64) combined with "
-         "Chan et al.'s formula" +
-             nan_rule,
-         {in},
-         {},
-         {1, 2, 3},
-         types,
-         OutputKind::table,
-         "table: std"},
-        [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
-          return row("std", std_impl(x[0]));
-        });
-  c.add({"histogram",
-         "Reductions",
-         "counts pixels in n_bins equal bins over [minimum, maximum] (both 0: the image's own "
-         "minimum and maximum; equal bounds widen to +-0.5 as numpy.histogram): bin i holds "
-         "bin_start <= v < bin_end, a value equal to maximum goes in the last bin, values "
-         "outside the range and NaN are not counted; edges as numpy.linspace, compared in "
-         "float32 (float64 for 32/64-bit dtypes) and reported as compared",
-         {in},
-         {int_param("n_bins", 256, 1, kMaxBins, "", "number of bins"),
-          real_param("minimum", 0, -1e300, 1e300, "", "start of the first bin"),
-          real_param("maximum", 0, -1e300, 1e300, "", "end of the last bin")},
-         {1, 2, 3},
-         types,
-         OutputKind::table,
-         "table: bin_start, bin_end, count (one row per bin)"},
-        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions& o) {
-          const Histogram h =
-              histogram_impl(x[0], p.integer("n_bins"), p.real("minimum"), p.real("maximum"), o);
-          Result r;
-          r.table.columns = {"bin_start", "bin_end", "count"};
-          for (std::size_t i = 0; i < h.counts.size(); ++i) {
-            r.table.rows.push_back({h.edges[i], h.edges[i + 1], static_cast<double>(h.counts[i])});
-          }
-          return r;
-        });
+  c.add({&kMaximumZProjection, &kMinimumZProjection, &kSumZProjection, &kMeanZProjection,
+         &kStdZProjection, &kMinimumOfAllPixels, &kMaximumOfAllPixels, &kSumOfAllPixels,
+         &kMeanOfAllPixels, &kStdOfAllPixels, &kHistogram});
 }
 
 void add_reduction_variants(std::vector<KernelVariant>& out) {
@@ -337,55 +335,41 @@ void add_reduction_variants(std::vector<KernelVariant>& out) {
 }  // namespace gpix::detail
 
 namespace gpix {
-using detail::run_array;
+using namespace detail;
 Array maximum_z_projection(const Array& a) {
-  return run_array("maximum_z_projection", {a});
+  return kMaximumZProjection.array({a});
 }
 Array minimum_z_projection(const Array& a) {
-  return run_array("minimum_z_projection", {a});
+  return kMinimumZProjection.array({a});
 }
 Array mean_z_projection(const Array& a) {
-  return run_array("mean_z_projection", {a});
+  return kMeanZProjection.array({a});
 }
 Array sum_z_projection(const Array& a) {
-  return run_array("sum_z_projection", {a});
+  return kSumZProjection.array({a});
 }
 Array std_z_projection(const Array& a) {
-  return run_array("std_z_projection", {a});
+  return kStdZProjection.array({a});
 }
-
-namespace {
-// The typed reductions return values, not tables, so they call the shared implementation
-// directly; every dtype and dimensionality is accepted, only a null array is not.
-void check_input(const Array& a, const char* filter) {
-  if (!a.valid()) throw InvalidArgument(std::string(filter) + ": the input is a null array");
-}
-}  // namespace
-
+// The catalog's checks, then the value itself rather than the catalog's one-row table (exact
+// Scalars for minimum, maximum and sum).
 Scalar minimum_of_all_pixels(const Array& a) {
-  check_input(a, "minimum_of_all_pixels");
-  return stats(a).min;
+  return stats(kMinimumOfAllPixels.prepare({a})[0]).min;
 }
 Scalar maximum_of_all_pixels(const Array& a) {
-  check_input(a, "maximum_of_all_pixels");
-  return stats(a).max;
+  return stats(kMaximumOfAllPixels.prepare({a})[0]).max;
 }
 Scalar sum_of_all_pixels(const Array& a) {
-  check_input(a, "sum_of_all_pixels");
-  return stats(a).sum;
+  return stats(kSumOfAllPixels.prepare({a})[0]).sum;
 }
 double mean_of_all_pixels(const Array& a) {
-  check_input(a, "mean_of_all_pixels");
-  return stats(a).mean;
+  return stats(kMeanOfAllPixels.prepare({a})[0]).mean;
 }
 double std_of_all_pixels(const Array& a) {
-  check_input(a, "std_of_all_pixels");
-  return detail::std_impl(a);
+  return std_impl(kStdOfAllPixels.prepare({a})[0]);
 }
 Histogram histogram(const Array& a, int n_bins, double minimum, double maximum) {
-  check_input(a, "histogram");
-  // Like gpix::run, other layouts are read through one contiguous copy.
-  return detail::histogram_impl(a.is_contiguous() ? a : a.to_buffer(), n_bins, minimum, maximum,
-                                {});
+  const HistogramParams p{.n_bins = n_bins, .minimum = minimum, .maximum = maximum};
+  return histogram_impl(kHistogram.prepare({a}, p)[0], p.n_bins, p.minimum, p.maximum, {});
 }
 }  // namespace gpix

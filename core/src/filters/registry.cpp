@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <tuple>
 
 #include "gpix/error.h"
 #include "util.h"
@@ -41,11 +42,15 @@ std::size_t distance(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-void Catalog::add(FilterInfo info, FilterFn fn) {
-  for (const auto& e : entries_) {
-    if (e.info.name == info.name) throw Error("filter '" + info.name + "' is registered twice");
+void Catalog::add(std::initializer_list<const Entry*> entries) {
+  for (const Entry* e : entries) {
+    for (const Entry* x : entries_) {
+      if (x->info().name == e->info().name) {
+        throw Error("filter '" + e->info().name + "' is registered twice");
+      }
+    }
+    entries_.push_back(e);
   }
-  entries_.push_back({std::move(info), std::move(fn)});
 }
 
 const Catalog& catalog() {
@@ -56,32 +61,25 @@ const Catalog& catalog() {
     register_segmentation(cat);
     register_geometry(cat);
     register_reductions(cat);
-    static const std::vector<std::string> order = {"Arithmetic",   "Types",    "Neighbourhood",
-                                                   "Segmentation", "Geometry", "Projections",
-                                                   "Reductions"};
-    auto rank = [&](const std::string& cat_name) {
-      return std::find(order.begin(), order.end(), cat_name) - order.begin();
-    };
     auto entries = cat.entries();
-    std::stable_sort(entries.begin(), entries.end(),
-                     [&](const FilterEntry& a, const FilterEntry& b) {
-                       return std::tuple(rank(a.info.category), a.info.name) <
-                              std::tuple(rank(b.info.category), b.info.name);
-                     });
+    std::stable_sort(entries.begin(), entries.end(), [](const Entry* a, const Entry* b) {
+      return std::tie(a->info().category, a->info().name) <
+             std::tie(b->info().category, b->info().name);
+    });
     Catalog sorted;
-    for (auto& e : entries) sorted.add(std::move(e.info), std::move(e.fn));
+    for (const Entry* e : entries) sorted.add({e});
     return sorted;
   }();
   return c;
 }
 
-const FilterEntry& entry(std::string_view name) {
+const Entry& entry(std::string_view name) {
   const auto& entries = catalog().entries();
-  for (const auto& e : entries) {
-    if (e.info.name == name) return e;
+  for (const Entry* e : entries) {
+    if (e->info().name == name) return *e;
   }
   std::vector<std::pair<std::size_t, std::string>> near;
-  for (const auto& e : entries) near.emplace_back(distance(name, e.info.name), e.info.name);
+  for (const Entry* e : entries) near.emplace_back(distance(name, e->info().name), e->info().name);
   std::sort(near.begin(), near.end());
   std::string hint;
   for (std::size_t i = 0; i < std::min<std::size_t>(3, near.size()); ++i) {
@@ -91,30 +89,7 @@ const FilterEntry& entry(std::string_view name) {
                         " (`gpix filters` lists all " + std::to_string(entries.size()) + ")");
 }
 
-const ParamValue& ResolvedParams::get(std::string_view name) const {
-  auto it = values_.find(name);
-  if (it == values_.end()) {
-    throw Error("internal: filter '" + info_->name + "' read undeclared parameter '" +
-                std::string(name) + "'");
-  }
-  return it->second;
-}
-double ResolvedParams::real(std::string_view name) const {
-  return std::get<double>(get(name));
-}
-long long ResolvedParams::integer(std::string_view name) const {
-  return static_cast<long long>(std::get<double>(get(name)));
-}
-bool ResolvedParams::boolean(std::string_view name) const {
-  return std::get<double>(get(name)) != 0;
-}
-const std::string& ResolvedParams::choice(std::string_view name) const {
-  return std::get<std::string>(get(name));
-}
-
-Result run_entry(const FilterEntry& e, std::span<const Array> inputs, const Params& params,
-                 const RunOptions& options) {
-  const FilterInfo& info = e.info;
+void check_inputs(const FilterInfo& info, std::span<const Array> inputs) {
   const std::string who = "filter '" + info.name + "'";
   if (inputs.size() != info.inputs.size()) {
     std::vector<std::string> names;
@@ -144,98 +119,101 @@ Result run_entry(const FilterEntry& e, std::span<const Array> inputs, const Para
                             inputs[0].device().label() + "'; copy it over first");
     }
   }
-  Params resolved;
-  for (const auto& [k, v] : params) {
+}
+
+void check_names(const FilterInfo& info, const Params& given) {
+  for (const auto& [k, v] : given) {
     if (!info.param(k)) {
       std::vector<std::string> names;
       for (const auto& p : info.params) names.push_back(p.name);
-      throw InvalidArgument(who + " has no parameter '" + k + "'; its parameters are: " +
-                            (names.empty() ? std::string("none") : join(names)));
+      throw InvalidArgument(
+          "filter '" + info.name + "' has no parameter '" + k +
+          "'; its parameters are: " + (names.empty() ? std::string("none") : join(names)));
     }
   }
-  for (const auto& spec : info.params) {
-    auto it = params.find(spec.name);
-    ParamValue v;
-    if (it == params.end()) {
-      v = spec.type == ParamType::choice ? ParamValue(spec.default_choice)
-                                         : ParamValue(spec.default_value);
-    } else {
-      v = it->second;
+}
+
+ParamValue given_or_default(const ParamSpec& spec, const Params& given) {
+  if (auto it = given.find(spec.name); it != given.end()) return it->second;
+  return spec.type == ParamType::choice ? ParamValue(spec.default_choice)
+                                        : ParamValue(spec.default_value);
+}
+
+void check_value(const FilterInfo& info, const ParamSpec& spec, const ParamValue& v) {
+  const std::string p = "filter '" + info.name + "' parameter '" + spec.name + "'";
+  if (spec.type == ParamType::choice) {
+    const std::string* s = std::get_if<std::string>(&v);
+    if (!s || std::find(spec.choices.begin(), spec.choices.end(), *s) == spec.choices.end()) {
+      throw InvalidArgument(p + " must be one of: " + join(spec.choices));
     }
-    const std::string p = who + " parameter '" + spec.name + "'";
-    if (spec.type == ParamType::choice) {
-      const std::string* s = std::get_if<std::string>(&v);
-      if (!s || std::find(spec.choices.begin(), spec.choices.end(), *s) == spec.choices.end()) {
-        throw InvalidArgument(p + " must be one of: " + join(spec.choices));
-      }
-    } else {
-      const double* d = std::get_if<double>(&v);
-      if (!d) throw InvalidArgument(p + " must be a number");
-      if (spec.type == ParamType::boolean) {
-        if (*d != 0 && *d != 1) throw InvalidArgument(p + " must be true or false (1 or 0)");
-      } else {
-        if (!std::isfinite(*d) || *d < spec.min || *d > spec.max) {
-          throw InvalidArgument(p + " is " + Scalar(*d).str() + "; it must be from " +
-                                describe_range(spec));
-        }
-        if (spec.type == ParamType::integer && *d != std::floor(*d)) {
-          throw InvalidArgument(p + " is " + Scalar(*d).str() +
-                                "; it must be a whole number from " + describe_range(spec));
-        }
-      }
-    }
-    resolved.emplace(spec.name, std::move(v));
+    return;
   }
-  checkpoint(options, 0.0, info.name);
-  // The one place where layouts are decided: kernels index flat runs, so an entry that does
-  // not read pitches itself gets contiguous copies of padded arrays, region views and images.
-  std::vector<Array> contiguous;
-  if (info.layout == InputLayout::contiguous &&
-      std::any_of(inputs.begin(), inputs.end(), [](const Array& a) { return !a.is_contiguous(); })) {
-    for (const Array& a : inputs) contiguous.push_back(a.is_contiguous() ? a : a.to_buffer());
-    inputs = contiguous;
+  const double* d = std::get_if<double>(&v);
+  if (!d) throw InvalidArgument(p + " must be a number");
+  if (spec.type == ParamType::boolean) {
+    if (*d != 0 && *d != 1) throw InvalidArgument(p + " must be true or false (1 or 0)");
+    return;
   }
-  Result r = e.fn(inputs, ResolvedParams(info, std::move(resolved)), options);
-  if (options.progress) options.progress(1.0);
-  return r;
+  if (!std::isfinite(*d) || *d < spec.min || *d > spec.max) {
+    throw InvalidArgument(p + " is " + Scalar(*d).str() + "; it must be from " +
+                          describe_range(spec));
+  }
+  if (spec.type == ParamType::integer && *d != std::floor(*d)) {
+    throw InvalidArgument(p + " is " + Scalar(*d).str() + "; it must be a whole number from " +
+                          describe_range(spec));
+  }
 }
 
-ParamSpec real_param(std::string name, double def, double min, double max, std::string unit,
-                     std::string doc) {
-  ParamSpec s;
-  s.name = std::move(name);
-  s.type = ParamType::real;
-  s.default_value = def;
-  s.min = min;
-  s.max = max;
-  s.unit = std::move(unit);
-  s.doc = std::move(doc);
-  return s;
+std::vector<Array> readable(const FilterInfo& info, std::span<const Array> inputs) {
+  std::vector<Array> in;
+  in.reserve(inputs.size());
+  for (const Array& a : inputs) {
+    in.push_back(info.layout == InputLayout::contiguous && !a.is_contiguous() ? a.to_buffer() : a);
+  }
+  return in;
 }
 
-ParamSpec int_param(std::string name, long long def, long long min, long long max, std::string unit,
-                    std::string doc) {
-  ParamSpec s = real_param(std::move(name), static_cast<double>(def), static_cast<double>(min),
-                           static_cast<double>(max), std::move(unit), std::move(doc));
-  s.type = ParamType::integer;
-  return s;
+ParamSpec spec_of(RealSpec s) {
+  ParamSpec spec;
+  spec.name = std::move(s.name);
+  spec.type = ParamType::real;
+  spec.default_value = s.def;
+  spec.min = s.min;
+  spec.max = s.max;
+  spec.unit = std::move(s.unit);
+  spec.doc = std::move(s.doc);
+  return spec;
 }
 
-ParamSpec bool_param(std::string name, bool def, std::string doc) {
-  ParamSpec s = real_param(std::move(name), def ? 1 : 0, 0, 1, "", std::move(doc));
-  s.type = ParamType::boolean;
-  return s;
+ParamSpec spec_of(IntSpec s) {
+  ParamSpec spec = spec_of(RealSpec{.name = std::move(s.name),
+                                    .def = static_cast<double>(s.def),
+                                    .min = static_cast<double>(s.min),
+                                    .max = static_cast<double>(s.max),
+                                    .unit = std::move(s.unit),
+                                    .doc = std::move(s.doc)});
+  spec.type = ParamType::integer;
+  return spec;
 }
 
-ParamSpec choice_param(std::string name, std::vector<std::string> choices, std::string def,
-                       std::string doc) {
-  ParamSpec s;
-  s.name = std::move(name);
-  s.type = ParamType::choice;
-  s.choices = std::move(choices);
-  s.default_choice = std::move(def);
-  s.doc = std::move(doc);
-  return s;
+ParamSpec spec_of(BoolSpec s) {
+  ParamSpec spec = spec_of(RealSpec{.name = std::move(s.name),
+                                    .def = s.def ? 1.0 : 0.0,
+                                    .min = 0,
+                                    .max = 1,
+                                    .doc = std::move(s.doc)});
+  spec.type = ParamType::boolean;
+  return spec;
+}
+
+ParamSpec spec_of(ChoiceSpec s) {
+  ParamSpec spec;
+  spec.name = std::move(s.name);
+  spec.type = ParamType::choice;
+  spec.choices = std::move(s.choices);
+  spec.default_choice = std::move(s.def);
+  spec.doc = std::move(s.doc);
+  return spec;
 }
 
 InputSpec image_input(std::string name, std::string doc) {
@@ -244,9 +222,6 @@ InputSpec image_input(std::string name, std::string doc) {
 
 std::vector<DType> all_dtypes() {
   return {kAllDTypes.begin(), kAllDTypes.end()};
-}
-std::vector<DType> float_dtypes() {
-  return {DType::f32, DType::f64};
 }
 std::vector<DType> integer_dtypes() {
   return {DType::u8,  DType::i8,  DType::u16, DType::i16,
@@ -302,6 +277,26 @@ std::string_view name(OutputKind k) {
   return "table";
 }
 
+std::string_view name(Category c) {
+  switch (c) {
+    case Category::arithmetic:
+      return "Arithmetic";
+    case Category::types:
+      return "Types";
+    case Category::neighbourhood:
+      return "Neighbourhood";
+    case Category::segmentation:
+      return "Segmentation";
+    case Category::geometry:
+      return "Geometry";
+    case Category::projections:
+      return "Projections";
+    case Category::reductions:
+      break;
+  }
+  return "Reductions";
+}
+
 std::string_view name(InputLayout l) {
   return l == InputLayout::any ? "any" : "contiguous";
 }
@@ -316,14 +311,14 @@ const ParamSpec* FilterInfo::param(std::string_view n) const {
 const std::vector<FilterInfo>& filters() {
   static const std::vector<FilterInfo> list = [] {
     std::vector<FilterInfo> v;
-    for (const auto& e : detail::catalog().entries()) v.push_back(e.info);
+    for (const detail::Entry* e : detail::catalog().entries()) v.push_back(e->info());
     return v;
   }();
   return list;
 }
 
 const FilterInfo& filter(std::string_view name) {
-  return detail::entry(name).info;
+  return detail::entry(name).info();
 }
 
 ParamValue parse_param(const ParamSpec& spec, std::string_view text) {
@@ -345,7 +340,7 @@ ParamValue parse_param(const ParamSpec& spec, std::string_view text) {
 
 Result run(std::string_view name, std::span<const Array> inputs, const Params& params,
            const RunOptions& options) {
-  return detail::run_entry(detail::entry(name), inputs, params, options);
+  return detail::entry(name).run(inputs, params, options);
 }
 
 }  // namespace gpix

@@ -1,73 +1,282 @@
 #pragma once
-// The catalog's internal side: each filter module registers descriptors with the function
-// that runs them. The public catalog (gpix/catalog.h) and the typed functions
-// (gpix/filters.h) both go through these entries, so each filter has one implementation.
+// The catalog's internal side. Each filter is one table row, a Filter<P> written with
+// designated initialisers: its descriptor, its parameters as the members of a struct P, and
+// the function that computes it from the inputs and a P. gpix::run (a name and string-keyed
+// Params, for the CLI and the GUI) and the typed function (gpix/filters/*.h, a P written in
+// C++, so that a misspelt parameter does not compile) pass the same checks and then call that
+// same function: each filter has one implementation and one validation.
+#include <array>
+#include <concepts>
 #include <functional>
+#include <initializer_list>
 #include <span>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "gpix/catalog.h"
 
 namespace gpix::detail {
 
-// Parameters after validation: every spec'd parameter present, in range, typed.
-class ResolvedParams {
+// ---- the one validation, shared by every filter and both ways in
+
+// The inputs against the descriptor: count, null arrays, dtype, dimensionality, one device.
+void check_inputs(const FilterInfo& info, std::span<const Array> inputs);
+// Parameter names that the descriptor does not declare (gpix::run only: a typed call cannot
+// name one).
+void check_names(const FilterInfo& info, const Params& given);
+// One value against its spec: inside the range (whole for integers), 0/1 for booleans, one of
+// the choices.
+void check_value(const FilterInfo& info, const ParamSpec& spec, const ParamValue& v);
+// The value given for spec in `given`, or the spec's default.
+ParamValue given_or_default(const ParamSpec& spec, const Params& given);
+// The inputs as the filter reads them: kernels index flat runs, so unless the descriptor says
+// InputLayout::any, every non-contiguous input (padded, region view, image) becomes one
+// contiguous device copy. The one place where layouts are decided.
+std::vector<Array> readable(const FilterInfo& info, std::span<const Array> inputs);
+
+// Throws Cancelled when options.cancel is set; reports progress in 0..1.
+void checkpoint(const RunOptions& options, double progress, std::string_view what);
+
+// ---- parameters: a ParamSpec bound to a member of P
+
+template <class P>
+struct Param {
+  ParamSpec spec;
+  std::function<ParamValue(const P&)> get;         // the member as the checks read it
+  std::function<void(P&, const ParamValue&)> set;  // a checked value into the member
+};
+
+// The fields of each kind of parameter, for designated initialisers.
+struct RealSpec {
+  std::string name;
+  double def = 0;
+  double min = -1e300;
+  double max = 1e300;
+  std::string unit{};
+  std::string doc;
+};
+struct IntSpec {
+  std::string name;
+  long long def = 0;
+  long long min = 0;
+  long long max;
+  std::string unit{};
+  std::string doc;
+};
+struct BoolSpec {
+  std::string name;
+  bool def = false;
+  std::string doc;
+};
+struct ChoiceSpec {
+  std::string name;
+  std::vector<std::string> choices;
+  std::string def;
+  std::string doc;
+};
+template <class E>
+struct EnumSpec {
+  std::string name;
+  std::vector<std::pair<E, std::string>> choices;  // in the order the catalog lists them
+  E def;
+  std::string doc;
+};
+
+// The ParamSpec of each kind (defined in registry.cpp).
+ParamSpec spec_of(RealSpec s);
+ParamSpec spec_of(IntSpec s);
+ParamSpec spec_of(BoolSpec s);
+ParamSpec spec_of(ChoiceSpec s);
+
+template <class P>
+Param<P> real(double P::*m, RealSpec s) {
+  return {spec_of(std::move(s)), [m](const P& p) { return ParamValue(p.*m); },
+          [m](P& p, const ParamValue& v) { p.*m = std::get<double>(v); }};
+}
+
+// One element of an array member (affine_transform's matrix: a parameter per element).
+template <class P, std::size_t N>
+Param<P> real(std::array<double, N> P::*m, std::size_t i, RealSpec s) {
+  return {spec_of(std::move(s)), [m, i](const P& p) { return ParamValue((p.*m)[i]); },
+          [m, i](P& p, const ParamValue& v) { (p.*m)[i] = std::get<double>(v); }};
+}
+
+// Any integer member (int radii, std::size_t extents): the checks see it as a double, as
+// gpix::run's numbers are, so an extent beyond the range is refused rather than wrapped.
+template <class P, std::integral T>
+requires(!std::same_as<T, bool>) Param<P> integer(T P::*m, IntSpec s) {
+  return {spec_of(std::move(s)), [m](const P& p) { return ParamValue(static_cast<double>(p.*m)); },
+          [m](P& p, const ParamValue& v) { p.*m = static_cast<T>(std::get<double>(v)); }};
+}
+
+template <class P>
+Param<P> boolean(bool P::*m, BoolSpec s) {
+  return {spec_of(std::move(s)), [m](const P& p) { return ParamValue(p.*m ? 1.0 : 0.0); },
+          [m](P& p, const ParamValue& v) { p.*m = std::get<double>(v) != 0; }};
+}
+
+// A choice kept as its text (the typed function takes the text too; the checks refuse any
+// other).
+template <class P>
+Param<P> choice(std::string P::*m, ChoiceSpec s) {
+  return {spec_of(std::move(s)), [m](const P& p) { return ParamValue(p.*m); },
+          [m](P& p, const ParamValue& v) { p.*m = std::get<std::string>(v); }};
+}
+
+// A choice kept as an enum; the spec names each value.
+template <class P, class E>
+requires std::is_enum_v<E> Param<P> choice(E P::*m, EnumSpec<E> s) {
+  ChoiceSpec text{.name = std::move(s.name), .choices = {}, .def = {}, .doc = std::move(s.doc)};
+  for (const auto& [value, label] : s.choices) {
+    text.choices.push_back(label);
+    if (value == s.def) text.def = label;
+  }
+  return {spec_of(std::move(text)),
+          [m, names = s.choices](const P& p) {
+            for (const auto& [value, label] : names) {
+              if (value == p.*m) return ParamValue(label);
+            }
+            return ParamValue(std::string());  // not a named value: the checks refuse it
+          },
+          [m, names = s.choices](P& p, const ParamValue& v) {
+            for (const auto& [value, label] : names) {
+              if (label == std::get<std::string>(v)) p.*m = value;
+            }
+          }};
+}
+
+InputSpec image_input(std::string name = "input", std::string doc = "image");
+std::vector<DType> all_dtypes();
+std::vector<DType> integer_dtypes();
+
+// ---- filters
+
+// The P of a filter without parameters.
+struct NoParams {};
+
+template <class P>
+using FilterFn =
+    std::function<Result(std::span<const Array> inputs, const P& p, const RunOptions& o)>;
+
+// One table row. The fields without a default (name, category, doc, fn) must be written;
+// the rest default to what most filters have.
+template <class P>
+struct FilterSpec {
+  std::string name;
+  Category category;
+  std::string doc;
+  std::vector<InputSpec> inputs = {image_input()};
+  std::vector<Param<P>> params = {};
+  std::vector<int> dims = {1, 2, 3};
+  std::vector<DType> dtypes = all_dtypes();
+  OutputKind output = OutputKind::image;
+  std::string output_dtype = "same as input";
+  InputLayout layout = InputLayout::contiguous;
+  FilterFn<P> fn;
+};
+
+// What the catalog holds of a filter whatever its P: the descriptor, and a run by name.
+class Entry {
  public:
-  ResolvedParams(const FilterInfo& info, Params values)
-      : info_(&info), values_(std::move(values)) {}
-  double real(std::string_view name) const;
-  long long integer(std::string_view name) const;
-  bool boolean(std::string_view name) const;
-  const std::string& choice(std::string_view name) const;
-  const FilterInfo& info() const { return *info_; }
+  Entry(const Entry&) = delete;
+  Entry& operator=(const Entry&) = delete;
+  virtual ~Entry() = default;
+  const FilterInfo& info() const { return info_; }
+  // gpix::run: checks inputs and params, fills in defaults, runs.
+  virtual Result run(std::span<const Array> inputs, const Params& given,
+                     const RunOptions& o) const = 0;
+
+ protected:
+  explicit Entry(FilterInfo info) : info_(std::move(info)) {}
 
  private:
-  const ParamValue& get(std::string_view name) const;
-  const FilterInfo* info_;
-  Params values_;
+  FilterInfo info_;
 };
 
-using FilterFn = std::function<Result(std::span<const Array> inputs, const ResolvedParams& p,
-                                      const RunOptions& o)>;
+template <class P = NoParams>
+class Filter final : public Entry {
+ public:
+  explicit Filter(FilterSpec<P> s)
+      : Entry(describe(s)), params_(std::move(s.params)), fn_(std::move(s.fn)) {}
 
-struct FilterEntry {
-  FilterInfo info;
-  FilterFn fn;
+  Result run(std::span<const Array> inputs, const Params& given,
+             const RunOptions& o) const override {
+    check_inputs(info(), inputs);
+    check_names(info(), given);
+    P p{};
+    for (const Param<P>& q : params_) {
+      const ParamValue v = given_or_default(q.spec, given);
+      check_value(info(), q.spec, v);
+      q.set(p, v);
+    }
+    return invoke(inputs, p, o);
+  }
+
+  // The typed functions' way in: the same checks on p, then the implementation.
+  Result call(std::initializer_list<Array> inputs, const P& p = {},
+              const RunOptions& o = {}) const {
+    const std::span<const Array> in(inputs.begin(), inputs.size());
+    check(in, p);
+    return invoke(in, p, o);
+  }
+  Array array(std::initializer_list<Array> inputs, const P& p = {}) const {
+    return call(inputs, p).array;
+  }
+  // For typed functions whose result is not the catalog's (a Scalar where the catalog gives a
+  // table): the checks, then the inputs as the filter reads them.
+  std::vector<Array> prepare(std::initializer_list<Array> inputs, const P& p = {}) const {
+    const std::span<const Array> in(inputs.begin(), inputs.size());
+    check(in, p);
+    return readable(info(), in);
+  }
+
+ private:
+  static FilterInfo describe(const FilterSpec<P>& s) {
+    FilterInfo info;
+    info.name = s.name;
+    info.category = s.category;
+    info.doc = s.doc;
+    info.inputs = s.inputs;
+    for (const Param<P>& q : s.params) info.params.push_back(q.spec);
+    info.dims = s.dims;
+    info.dtypes = s.dtypes;
+    info.output = s.output;
+    info.output_dtype = s.output_dtype;
+    info.layout = s.layout;
+    return info;
+  }
+  void check(std::span<const Array> inputs, const P& p) const {
+    check_inputs(info(), inputs);
+    for (const Param<P>& q : params_) check_value(info(), q.spec, q.get(p));
+  }
+  Result invoke(std::span<const Array> inputs, const P& p, const RunOptions& o) const {
+    checkpoint(o, 0.0, info().name);
+    const std::vector<Array> in = readable(info(), inputs);
+    Result r = fn_(in, p, o);
+    if (o.progress) o.progress(1.0);
+    return r;
+  }
+
+  std::vector<Param<P>> params_;
+  FilterFn<P> fn_;
 };
 
+// Every filter, in catalog order (by category, then name).
 class Catalog {
  public:
-  void add(FilterInfo info, FilterFn fn);
-  const std::vector<FilterEntry>& entries() const { return entries_; }
+  void add(std::initializer_list<const Entry*> entries);
+  const std::vector<const Entry*>& entries() const { return entries_; }
 
  private:
-  std::vector<FilterEntry> entries_;
+  std::vector<const Entry*> entries_;
 };
 
 // The one catalog, built on first use from every module's register_* function.
 const Catalog& catalog();
-const FilterEntry& entry(std::string_view name);
-
-// Runs an entry with params validated and defaults filled in (what gpix::run does).
-Result run_entry(const FilterEntry& e, std::span<const Array> inputs, const Params& params,
-                 const RunOptions& options);
-
-// Descriptor helpers for concise registrations.
-ParamSpec real_param(std::string name, double def, double min, double max, std::string unit,
-                     std::string doc);
-ParamSpec int_param(std::string name, long long def, long long min, long long max, std::string unit,
-                    std::string doc);
-ParamSpec bool_param(std::string name, bool def, std::string doc);
-ParamSpec choice_param(std::string name, std::vector<std::string> choices, std::string def,
-                       std::string doc);
-InputSpec image_input(std::string name = "input", std::string doc = "image");
-std::vector<DType> all_dtypes();
-std::vector<DType> float_dtypes();
-std::vector<DType> integer_dtypes();
-
-// Throws Cancelled when options.cancel is set; reports progress in 0..1.
-void checkpoint(const RunOptions& options, double progress, std::string_view what);
+// The entry of that name; throws InvalidArgument naming the closest names.
+const Entry& entry(std::string_view name);
 
 // Module registrations (one per file in core/src/filters/).
 void register_arithmetic(Catalog& c);
@@ -76,9 +285,6 @@ void register_segmentation(Catalog& c);
 void register_geometry(Catalog& c);
 void register_reductions(Catalog& c);  // Projections and Reductions
 
-}  // namespace gpix::detail
-
-namespace gpix::detail {
 // The Result of a filter whose output is an array (every module's `return one(out)`).
 inline Result one(Array a) {
   Result r;
@@ -86,10 +292,4 @@ inline Result one(Array a) {
   return r;
 }
 
-// For the typed functions: runs a catalog entry and returns its array.
-inline Array run_array(std::string_view name, std::initializer_list<Array> inputs,
-                       Params params = {}) {
-  std::vector<Array> in(inputs);
-  return run_entry(entry(name), in, params, {}).array;
-}
 }  // namespace gpix::detail

@@ -24,7 +24,6 @@ constexpr const char* kStatsFile = "label_statistics.kernel";
 constexpr std::size_t kScanWG = 256;  // SCAN_WG in segmentation.kernel
 constexpr std::uint32_t kNone = 0xffffffffu;
 
-
 Defines seg_defines(DType t) {
   Defines d;
   add_type_defines(d, {{"T_IN", t}});
@@ -214,8 +213,10 @@ Otsu otsu(const Array& in) {
       const auto c32 = hist.pull_as<std::uint32_t>();
       std::vector<std::uint64_t> counts(c32.begin(), c32.end());
       std::vector<long double> centres(bins);
-      for (std::size_t i = 0; i < bins; ++i) centres[i] = static_cast<long double>(lo) + static_cast<long double>(i);
-      r.threshold = Scalar(static_cast<T>(static_cast<std::uint64_t>(lo) + otsu_bin(counts, centres)));
+      for (std::size_t i = 0; i < bins; ++i)
+        centres[i] = static_cast<long double>(lo) + static_cast<long double>(i);
+      r.threshold =
+          Scalar(static_cast<T>(static_cast<std::uint64_t>(lo) + otsu_bin(counts, centres)));
     } else {
       // numpy.histogram(image, 256, range=(min, max)) in the image's own float type: edges
       // from numpy.linspace (computed in float64, then stored as T), the scale 256 / (max -
@@ -231,7 +232,8 @@ Otsu otsu(const Array& in) {
       const T norm = static_cast<T>(256.0 / static_cast<double>(diff));
       std::vector<T> edges(257);
       const double start = lo, step = (static_cast<double>(hi) - start) / 256.0;
-      for (std::size_t i = 0; i < 256; ++i) edges[i] = static_cast<T>(static_cast<double>(i) * step + start);
+      for (std::size_t i = 0; i < 256; ++i)
+        edges[i] = static_cast<T>(static_cast<double>(i) * step + start);
       edges[256] = hi;
       auto& dev = *Access::impl(in).device;
       Array edge_arr = Array::push(edges, Shape{257}, in.device());
@@ -553,183 +555,224 @@ InputSpec binary_input(std::string name = "input") {
   return {std::move(name), InputKind::binary, "binary image: nonzero (NaN included) is true"};
 }
 
-const char* kMorphDoc =
-    " on a binary image (nonzero is true); connectivity 'box' is the (2r+1)^ndim window, "
-    "'cross' the diamond |dx|+|dy|+|dz| <= r (the 4/6-neighbour cross applied r times); "
-    "the window is clamped at the borders, so outside pixels repeat the nearest pixel and an "
-    "object touching the border is not eroded from outside; radius 0 copies the mask; uint8 0/1";
+// ---- the catalog rows
+
+const Filter<> kThresholdOtsu(
+    {.name = "threshold_otsu",
+     .category = Category::segmentation,
+     .doc = "binary image: 1 where pixel > Otsu's threshold, exactly as image > "
+            "skimage.filters.threshold_otsu(image): integer images get one bin per value over "
+            "[min, max] (the threshold is one of the image's values; ranges of more than 16777216 "
+            "values raise InvalidArgument: convert to float32 first), float images 256 bins as "
+            "numpy.histogram in the image's own float type (threshold = a bin centre); the "
+            "threshold maximises the between-class variance. A constant image gives 0 everywhere; "
+            "NaN pixels are ignored and give 0",
+     .dims = {2, 3},
+     .output = OutputKind::binary,
+     .output_dtype = "uint8 (0/1)",
+     .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
+       return one(threshold_otsu_impl(x[0]));
+     }});
+
+struct ThresholdParams {
+  double value;
+};
+const Filter<ThresholdParams> kThreshold(
+    {.name = "threshold",
+     .category = Category::segmentation,
+     .doc = "binary image: 1 where pixel > value, else 0 (exact for every dtype; NaN gives 0)",
+     .params = {real(&ThresholdParams::value,
+                     {.name = "value", .def = 0, .doc = "pixels above this become 1"})},
+     .dims = {2, 3},
+     .output = OutputKind::binary,
+     .output_dtype = "uint8 (0/1)",
+     .fn = [](std::span<const Array> x, const ThresholdParams& p, const RunOptions&) {
+       return one(threshold_gt(x[0], p.value));
+     }});
+
+// binary_and, binary_or, binary_xor: `op` as binary_logic in segmentation.kernel numbers it.
+Filter<> logic_filter(const char* fname, int op, const char* doc) {
+  return Filter<>({.name = fname,
+                   .category = Category::segmentation,
+                   .doc = doc,
+                   .inputs = {binary_input("a"), binary_input("b")},
+                   .dims = {2, 3},
+                   .output = OutputKind::binary,
+                   .output_dtype = "uint8 (0/1)",
+                   .fn = [op, fname](std::span<const Array> x, const NoParams&, const RunOptions&) {
+                     return one(logic(x[0], x[1], op, fname));
+                   }});
+}
+const Filter<> kBinaryAnd =
+    logic_filter("binary_and", 0, "1 where both inputs are nonzero (NaN is nonzero), else 0");
+const Filter<> kBinaryOr =
+    logic_filter("binary_or", 1, "1 where either input is nonzero (NaN is nonzero), else 0");
+const Filter<> kBinaryXor =
+    logic_filter("binary_xor", 2, "1 where exactly one input is nonzero (NaN is nonzero), else 0");
+
+const Filter<> kBinaryNot({.name = "binary_not",
+                           .category = Category::segmentation,
+                           .doc = "1 where the input is zero, else 0 (NaN is nonzero)",
+                           .inputs = {binary_input()},
+                           .dims = {2, 3},
+                           .output = OutputKind::binary,
+                           .output_dtype = "uint8 (0/1)",
+                           .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
+                             return one(to_mask(x[0], true));
+                           }});
+
+struct MorphParams {
+  int radius;
+  std::string connectivity;
+};
+enum class MorphKind { erosion, dilation, opening, closing };
+Filter<MorphParams> morph_filter(const char* fname, const char* what, MorphKind kind) {
+  return Filter<MorphParams>(
+      {.name = fname,
+       .category = Category::segmentation,
+       .doc = std::string(what) +
+              " on a binary image (nonzero is true); connectivity 'box' is the (2r+1)^ndim "
+              "window, 'cross' the diamond |dx|+|dy|+|dz| <= r (the 4/6-neighbour cross applied "
+              "r times); the window is clamped at the borders, so outside pixels repeat the "
+              "nearest pixel and an object touching the border is not eroded from outside; "
+              "radius 0 copies the mask; uint8 0/1",
+       .inputs = {binary_input()},
+       .params = {integer(&MorphParams::radius,
+                          {.name = "radius",
+                           .def = 1,
+                           .max = 100,
+                           .unit = "px",
+                           .doc = "r: the window reaches r pixels from the centre"}),
+                  choice(&MorphParams::connectivity,
+                         {.name = "connectivity",
+                          .choices = {"box", "cross"},
+                          .def = "box",
+                          .doc = "box: (2r+1)^ndim window; cross: pixels with |dx|+|dy|+|dz| "
+                                 "<= r"})},
+       .dims = {2, 3},
+       .output = OutputKind::binary,
+       .output_dtype = "uint8 (0/1)",
+       .fn = [kind, fname](std::span<const Array> x, const MorphParams& p, const RunOptions& o) {
+         const bool cross = p.connectivity == "cross";
+         const int r = p.radius;
+         if (kind == MorphKind::erosion || kind == MorphKind::dilation)
+           return one(morph(x[0], r, cross, kind == MorphKind::dilation, o, fname));
+         // opening: erosion then dilation; closing: dilation then erosion.
+         const Array first = morph(x[0], r, cross, kind == MorphKind::closing, o, fname);
+         return one(morph(first, r, cross, kind == MorphKind::opening, o, fname));
+       }});
+}
+const Filter<MorphParams> kBinaryErosion =
+    morph_filter("binary_erosion", "binary erosion (minimum over the window)", MorphKind::erosion);
+const Filter<MorphParams> kBinaryDilation = morph_filter(
+    "binary_dilation", "binary dilation (maximum over the window)", MorphKind::dilation);
+const Filter<MorphParams> kBinaryOpening =
+    morph_filter("binary_opening", "binary opening (erosion, then dilation)", MorphKind::opening);
+const Filter<MorphParams> kBinaryClosing =
+    morph_filter("binary_closing", "binary closing (dilation, then erosion)", MorphKind::closing);
+
+struct ComponentsParams {
+  std::string connectivity;
+};
+const Filter<ComponentsParams> kConnectedComponents(
+    {.name = "connected_components",
+     .category = Category::segmentation,
+     .doc = "labels the connected foreground (nonzero) regions: uint32 labels 1..n in raster "
+            "order (z, y, x) of each region's first pixel, background 0; connectivity 'face' joins "
+            "4 (2D) / 6 (3D) neighbours, 'full' 8 / 26 (computed on the device by union-find with "
+            "atomics)",
+     .inputs = {binary_input()},
+     .params = {choice(&ComponentsParams::connectivity,
+                       {.name = "connectivity",
+                        .choices = {"face", "full"},
+                        .def = "full",
+                        .doc = "face: 4/6 neighbours; full: 8/26 neighbours"})},
+     .dims = {2, 3},
+     .output = OutputKind::labels,
+     .output_dtype = "uint32",
+     .fn = [](std::span<const Array> x, const ComponentsParams& p, const RunOptions& o) {
+       return one(label_components(x[0], p.connectivity == "full", o));
+     }});
+
+const Filter<> kRelabelSequential(
+    {.name = "relabel_sequential",
+     .category = Category::segmentation,
+     .doc = "renumbers labels (integers >= 0, 0 = background; any id the dtype holds, sparse ids "
+            "through a hash table on the device) to uint32 1..n in raster order of first "
+            "appearance, as connected_components numbers them; deliberate difference: "
+            "scikit-image's relabel_sequential keeps the labels' value order instead (the same "
+            "regions, other numbers)",
+     .inputs = {{"labels", InputKind::labels, "integer labels >= 0 (any size)"}},
+     .dims = {2, 3},
+     .dtypes = integer_dtypes(),
+     .output = OutputKind::labels,
+     .output_dtype = "uint32",
+     .fn = [](std::span<const Array> x, const NoParams&, const RunOptions& o) {
+       return one(relabel(x[0], o));
+     }});
+
+struct VoronoiParams {
+  double spot_sigma, outline_sigma;
+};
+const Filter<VoronoiParams> kVoronoiOtsuLabeling(
+    {.name = "voronoi_otsu_labeling",
+     .category = Category::segmentation,
+     .doc = "labels objects as pyclesperanto's voronoi_otsu_labeling: the image (as float32, "
+            "float64 for 32/64-bit and float64 inputs) is blurred with spot_sigma and with "
+            "outline_sigma (gaussian_blur); the outline blur thresholded with Otsu "
+            "(threshold_otsu) is the mask; spots are the mask pixels no 3x3(x3) neighbour of the "
+            "spot blur exceeds; touching spots join (connected_components, full); the seeds then "
+            "grow inside the mask, an unlabelled pixel taking the largest neighbouring label, "
+            "alternating face and box neighbourhoods, until nothing changes (a Voronoi partition "
+            "of the mask); mask regions without a spot stay 0; labels are renumbered 1..n in "
+            "raster order",
+     .params = {real(&VoronoiParams::spot_sigma,
+                     {.name = "spot_sigma",
+                      .def = 2,
+                      .min = 0,
+                      .max = 100,
+                      .unit = "px",
+                      .doc = "blur before detecting spots (object size)"}),
+                real(&VoronoiParams::outline_sigma,
+                     {.name = "outline_sigma",
+                      .def = 2,
+                      .min = 0,
+                      .max = 100,
+                      .unit = "px",
+                      .doc = "blur before Otsu's threshold (outlines)"})},
+     .dims = {2, 3},
+     .output = OutputKind::labels,
+     .output_dtype = "uint32",
+     .fn = [](std::span<const Array> x, const VoronoiParams& p, const RunOptions& o) {
+       return one(voronoi_otsu(x[0], p.spot_sigma, p.outline_sigma, o));
+     }});
+
+const Filter<> kLabelStatistics(
+    {.name = "label_statistics",
+     .category = Category::segmentation,
+     .doc = "a table with one row per label 1..max(labels) (up to 16777216): label, area (pixel "
+            "count), mean_intensity, min_intensity, max_intensity of the intensity image over "
+            "the label; a label with no pixels has area 0 and NaN statistics, a NaN pixel makes "
+            "the label's statistics NaN (as numpy); integer sums are exact for 8-32-bit images, "
+            "float64 otherwise (float32 where the device has no fp64). Labels: any integer dtype "
+            "(>= 0); the intensity image: any dtype. Needs 64-bit atomics on OpenCL",
+     .inputs = {{"labels", InputKind::labels, "integer labels >= 0"},
+                image_input("intensity", "intensity image, same shape")},
+     .dims = {2, 3},
+     .output = OutputKind::table,
+     .output_dtype = "table (float64 columns)",
+     .fn = [](std::span<const Array> x, const NoParams&, const RunOptions& o) {
+       Result r;
+       r.table = label_stats(x[0], x[1], o);
+       return r;
+     }});
 
 }  // namespace
 
 void register_segmentation(Catalog& c) {
-  const std::vector<int> dims = {2, 3};
-  c.add({"threshold",
-         "Segmentation",
-         "binary image: 1 where pixel > value, else 0 (exact for every dtype; NaN gives 0)",
-         {image_input()},
-         {real_param("value", 0, -1e300, 1e300, "", "pixels above this become 1")},
-         dims,
-         all_dtypes(),
-         OutputKind::binary,
-         "uint8 (0/1)"},
-        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions&) {
-          return one(threshold_gt(x[0], p.real("value")));
-        });
-  c.add({"threshold_otsu",
-         "Segmentation",
-         "binary image: 1 where pixel > Otsu's threshold, exactly as image > "
-         "skimage.filters.threshold_otsu(image): integer images get one bin per value over "
-         "[min, max] (the threshold is one of the image's values; ranges of more than 16777216 "
-         "values raise InvalidArgument: convert to float32 first), float images 256 bins as "
-         "numpy.histogram in the image's own float type (threshold = a bin centre); the "
-         "threshold maximises the between-class variance. A constant image gives 0 everywhere; "
-         "NaN pixels are ignored and give 0",
-         {image_input()},
-         {},
-         dims,
-         all_dtypes(),
-         OutputKind::binary,
-         "uint8 (0/1)"},
-        [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
-          return one(threshold_otsu_impl(x[0]));
-        });
-  struct Logic {
-    const char* name;
-    int op;
-    const char* doc;
-  };
-  for (const Logic& l :
-       {Logic{"binary_and", 0, "1 where both inputs are nonzero (NaN is nonzero), else 0"},
-        Logic{"binary_or", 1, "1 where either input is nonzero (NaN is nonzero), else 0"},
-        Logic{"binary_xor", 2, "1 where exactly one input is nonzero (NaN is nonzero), else 0"}}) {
-    const int op = l.op;
-    const std::string nm = l.name;
-    c.add({l.name,
-           "Segmentation",
-           l.doc,
-           {binary_input("a"), binary_input("b")},
-           {},
-           dims,
-           all_dtypes(),
-           OutputKind::binary,
-           "uint8 (0/1)"},
-          [op, nm](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
-            return one(logic(x[0], x[1], op, nm));
-          });
-  }
-  c.add({"binary_not",
-         "Segmentation",
-         "1 where the input is zero, else 0 (NaN is nonzero)",
-         {binary_input()},
-         {},
-         dims,
-         all_dtypes(),
-         OutputKind::binary,
-         "uint8 (0/1)"},
-        [](std::span<const Array> x, const ResolvedParams&, const RunOptions&) {
-          return one(to_mask(x[0], true));
-        });
-  struct Morph {
-    const char* name;
-    const char* doc;
-    int kind;  // 0 erosion, 1 dilation, 2 opening, 3 closing
-  };
-  for (const Morph& m : {Morph{"binary_erosion", "binary erosion (minimum over the window)", 0},
-                         Morph{"binary_dilation", "binary dilation (maximum over the window)", 1},
-                         Morph{"binary_opening", "binary opening (erosion, then dilation)", 2},
-                         Morph{"binary_closing", "binary closing (dilation, then erosion)", 3}}) {
-    const int kind = m.kind;
-    const char* nm = m.name;
-    c.add({m.name,
-           "Segmentation",
-           std::string(m.doc) + kMorphDoc,
-           {binary_input()},
-           {int_param("radius", 1, 0, 100, "px", "r: the window reaches r pixels from the centre"),
-            choice_param("connectivity", {"box", "cross"}, "box",
-                         "box: (2r+1)^ndim window; cross: pixels with |dx|+|dy|+|dz| <= r")},
-           dims,
-           all_dtypes(),
-           OutputKind::binary,
-           "uint8 (0/1)"},
-          [kind, nm](std::span<const Array> x, const ResolvedParams& p, const RunOptions& o) {
-            const int r = static_cast<int>(p.integer("radius"));
-            const bool cross = p.choice("connectivity") == "cross";
-            if (kind < 2) return one(morph(x[0], r, cross, kind == 1, o, nm));
-            const Array first = morph(x[0], r, cross, kind == 3, o, nm);
-            return one(morph(first, r, cross, kind == 2, o, nm));
-          });
-  }
-  c.add({"connected_components",
-         "Segmentation",
-         "labels the connected foreground (nonzero) regions: uint32 labels 1..n in raster order "
-         "(z, y, x) of each region's first pixel, background 0; connectivity 'face' joins 4 (2D) "
-         "/ 6 (3D) neighbours, 'full' 8 / 26 (computed on the device by union-find with atomics)",
-         {binary_input()},
-         {choice_param("connectivity", {"face", "full"}, "full",
-                       "face: 4/6 neighbours; full: 8/26 neighbours")},
-         dims,
-         all_dtypes(),
-         OutputKind::labels,
-         "uint32"},
-        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions& o) {
-          return one(label_components(x[0], p.choice("connectivity") == "full", o));
-        });
-  c.add({"relabel_sequential",
-         "Segmentation",
-         "renumbers labels (integers >= 0, 0 = background; any id the dtype holds, sparse ids "
-         "through a hash table on the device) to uint32 1..n in raster order of first "
-         "appearance, as connected_components numbers them; deliberate difference: "
-         "scikit-image's relabel_sequential keeps the labels' value order instead (the same "
-         "regions, other numbers)",
-         {{"labels", InputKind::labels, "integer labels >= 0 (any size)"}},
-         {},
-         dims,
-         integer_dtypes(),
-         OutputKind::labels,
-         "uint32"},
-        [](std::span<const Array> x, const ResolvedParams&, const RunOptions& o) {
-          return one(relabel(x[0], o));
-        });
-  c.add({"voronoi_otsu_labeling",
-         "Segmentation",
-         "labels objects as pyclesperanto's voronoi_otsu_labeling: the image (as float32, float64 "
-         "for 32/64-bit and float64 inputs) is blurred with spot_sigma and with outline_sigma "
-         "(gaussian_blur); the outline blur thresholded with Otsu (threshold_otsu) is the mask; "
-         "spots are the mask pixels no 3x3(x3) neighbour of the spot blur exceeds; touching spots "
-         "join (connected_components, full); the seeds then grow inside the mask, an unlabelled "
-         "pixel taking the largest neighbouring label, alternating face and box neighbourhoods, "
-         "until nothing changes (a Voronoi partition of the mask); mask regions without a spot "
-         "stay 0; labels are renumbered 1..n in raster order",
-         {image_input()},
-         {real_param("spot_sigma", 2, 0, 100, "px", "blur before detecting spots (object size)"),
-          real_param("outline_sigma", 2, 0, 100, "px", "blur before Otsu's threshold (outlines)")},
-         dims,
-         all_dtypes(),
-         OutputKind::labels,
-         "uint32"},
-        [](std::span<const Array> x, const ResolvedParams& p, const RunOptions& o) {
-          return one(voronoi_otsu(x[0], p.real("spot_sigma"), p.real("outline_sigma"), o));
-        });
-  c.add({"label_statistics",
-         "Segmentation",
-         "a table with one row per label 1..max(labels) (up to 16777216): label, area (pixel "
-         "count), mean_intensity, min_intensity, max_intensity of the intensity image over "
-         "the label; a label with no pixels has area 0 and NaN statistics, a NaN pixel makes "
-         "the label's statistics NaN (as numpy); integer sums are exact for 8-32-bit images, "
-         "float64 otherwise (float32 where the device has no fp64). Labels: any integer dtype "
-         "(>= 0); the intensity image: any dtype. Needs 64-bit atomics on OpenCL",
-         {{"labels", InputKind::labels, "integer labels >= 0"},
-          image_input("intensity", "intensity image, same shape")},
-         {},
-         dims,
-         all_dtypes(),
-         OutputKind::table,
-         "table (float64 columns)"},
-        [](std::span<const Array> x, const ResolvedParams&, const RunOptions& o) {
-          Result r;
-          r.table = label_stats(x[0], x[1], o);
-          return r;
-        });
+  c.add({&kThreshold, &kThresholdOtsu, &kBinaryAnd, &kBinaryOr, &kBinaryXor, &kBinaryNot,
+         &kBinaryErosion, &kBinaryDilation, &kBinaryOpening, &kBinaryClosing, &kConnectedComponents,
+         &kRelabelSequential, &kVoronoiOtsuLabeling, &kLabelStatistics});
 }
 
 void add_segmentation_variants(std::vector<KernelVariant>& out) {
@@ -757,60 +800,52 @@ void add_segmentation_variants(std::vector<KernelVariant>& out) {
 }  // namespace gpix::detail
 
 namespace gpix {
-using detail::run_array;
+using namespace detail;
 Array threshold(const Array& a, double value) {
-  return run_array("threshold", {a}, {{"value", value}});
+  return kThreshold.array({a}, {.value = value});
 }
 Array threshold_otsu(const Array& a) {
-  return run_array("threshold_otsu", {a});
+  return kThresholdOtsu.array({a});
 }
 double otsu_threshold(const Array& a) {
   if (!a.valid()) throw InvalidArgument("otsu_threshold: the input is a null array");
-  return detail::otsu(a).threshold.as_double();
+  return otsu(a).threshold.as_double();
 }
 Array binary_and(const Array& a, const Array& b) {
-  return run_array("binary_and", {a, b});
+  return kBinaryAnd.array({a, b});
 }
 Array binary_or(const Array& a, const Array& b) {
-  return run_array("binary_or", {a, b});
+  return kBinaryOr.array({a, b});
 }
 Array binary_xor(const Array& a, const Array& b) {
-  return run_array("binary_xor", {a, b});
+  return kBinaryXor.array({a, b});
 }
 Array binary_not(const Array& a) {
-  return run_array("binary_not", {a});
+  return kBinaryNot.array({a});
 }
-namespace {
-Array morph_call(const char* name, const Array& a, int radius, std::string_view connectivity) {
-  return run_array(
-      name, {a},
-      {{"radius", static_cast<double>(radius)}, {"connectivity", std::string(connectivity)}});
-}
-}  // namespace
 Array binary_erosion(const Array& a, int radius, std::string_view connectivity) {
-  return morph_call("binary_erosion", a, radius, connectivity);
+  return kBinaryErosion.array({a}, {.radius = radius, .connectivity = std::string(connectivity)});
 }
 Array binary_dilation(const Array& a, int radius, std::string_view connectivity) {
-  return morph_call("binary_dilation", a, radius, connectivity);
+  return kBinaryDilation.array({a}, {.radius = radius, .connectivity = std::string(connectivity)});
 }
 Array binary_opening(const Array& a, int radius, std::string_view connectivity) {
-  return morph_call("binary_opening", a, radius, connectivity);
+  return kBinaryOpening.array({a}, {.radius = radius, .connectivity = std::string(connectivity)});
 }
 Array binary_closing(const Array& a, int radius, std::string_view connectivity) {
-  return morph_call("binary_closing", a, radius, connectivity);
+  return kBinaryClosing.array({a}, {.radius = radius, .connectivity = std::string(connectivity)});
 }
 Array connected_components(const Array& binary, std::string_view connectivity) {
-  return run_array("connected_components", {binary}, {{"connectivity", std::string(connectivity)}});
+  return kConnectedComponents.array({binary}, {.connectivity = std::string(connectivity)});
 }
 Array relabel_sequential(const Array& labels) {
-  return run_array("relabel_sequential", {labels});
+  return kRelabelSequential.array({labels});
 }
 Array voronoi_otsu_labeling(const Array& a, double spot_sigma, double outline_sigma) {
-  return run_array("voronoi_otsu_labeling", {a},
-                   {{"spot_sigma", spot_sigma}, {"outline_sigma", outline_sigma}});
+  return kVoronoiOtsuLabeling.array({a},
+                                    {.spot_sigma = spot_sigma, .outline_sigma = outline_sigma});
 }
 Table label_statistics(const Array& labels, const Array& intensity) {
-  std::vector<Array> in = {labels, intensity};
-  return detail::run_entry(detail::entry("label_statistics"), in, {}, {}).table;
+  return kLabelStatistics.call({labels, intensity}).table;
 }
 }  // namespace gpix

@@ -1,9 +1,10 @@
 #pragma once
 // Neighbourhood filters (catalog category "Neighbourhood"). Borders replicate the nearest
 // pixel; a box radius r means a window of 2r+1 along that axis (radii of axes the image does
-// not have are ignored). Integer outputs round half to even and saturate. Each function runs
-// the catalog entry of the same name (gpix::run), so errors are the catalog's: InvalidArgument
-// for out-of-range parameters, UnsupportedDType for float64 work on devices without fp64.
+// not have are ignored). Integer outputs round half to even and saturate. Each function is
+// the catalog entry of the same name with the same checks, so errors are gpix::run's:
+// InvalidArgument for out-of-range parameters, UnsupportedDType for float64 work on devices
+// without fp64.
 #include "gpix/array.h"
 #include "gpix/catalog.h"
 
