@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "filters/shared.h"
 #include "gpix/array.h"
 #include "gpix/error.h"
 #include "util.h"
@@ -133,8 +134,24 @@ double number(const FilterInfo& info, const Params& params, const std::string& n
   return *d;
 }
 
-std::size_t gaussian_radius(double sigma) {
-  return sigma <= 0 ? 0 : static_cast<std::size_t>(4.0 * sigma + 0.5);
+using detail::gaussian_radius;
+
+// Slab t of slabs of `per` planes over `planes` planes: it keeps planes [z0, z1) and loads
+// [l0, l1), the kept planes with up to `halo` planes on each side.
+struct SlabPlanes {
+  std::size_t z0, z1, l0, l1;
+};
+SlabPlanes slab_planes(std::size_t t, std::size_t per, std::size_t planes, std::size_t halo) {
+  const std::size_t z0 = t * per, z1 = std::min(planes, z0 + per);
+  return {z0, z1, z0 >= halo ? z0 - halo : 0, std::min(planes, z1 + halo)};
+}
+
+// The box of `dims` (numpy order) spanning planes [from, to) of axis 0.
+Region planes_box(const std::vector<std::size_t>& dims, std::size_t from, std::size_t to) {
+  Region r{std::vector<std::size_t>(dims.size(), 0), dims};
+  r.origin[0] = from;
+  r.extent[0] = to - from;
+  return r;
 }
 
 // The slab axis' letter for an input of ndim dimensions: z, y or x.
@@ -269,8 +286,7 @@ HostArray run_tiled(std::string_view name, std::span<const HostArray> inputs, co
           throw Cancelled(who + " was cancelled after " + std::to_string(done) + " of " +
                           std::to_string(tiles) + " slabs");
         }
-        const std::size_t z0 = t * slab, z1 = std::min(planes, z0 + slab);
-        const std::size_t l0 = z0 >= halo ? z0 - halo : 0, l1 = std::min(planes, z1 + halo);
+        const auto [z0, z1, l0, l1] = slab_planes(t, slab, planes, halo);
         std::vector<std::size_t> dims(shape.dims().begin(), shape.dims().end());
         dims[0] = l1 - l0;
         const Shape slab_shape{std::span<const std::size_t>(dims)};
@@ -310,11 +326,8 @@ HostArray run_tiled(std::string_view name, std::span<const HostArray> inputs, co
           ob = plane * size_of(out.dtype());
           dst = out.data() + z0 * ob;
         }
-        std::vector<std::size_t> origin(dims.size(), 0), extent = dims;
-        origin[0] = z0 - l0;
-        extent[0] = z1 - z0;
         const Array interior =
-            (l0 == z0 && l1 == z1) ? r.array : r.array.view(Region{origin, extent});
+            (l0 == z0 && l1 == z1) ? r.array : r.array.view(planes_box(dims, z0 - l0, z1 - l0));
         interior.read(dst, (z1 - z0) * ob);
         {
           std::lock_guard lock(mutex);
@@ -379,14 +392,10 @@ Result run_in_slabs(std::string_view name, std::span<const Array> inputs, const 
       throw Cancelled("filter '" + std::string(name) + "' was cancelled after " +
                       std::to_string(t) + " of " + std::to_string(tiles) + " slabs");
     }
-    const std::size_t z0 = t * per, z1 = std::min(planes, z0 + per);
-    const std::size_t l0 = z0 >= halo ? z0 - halo : 0, l1 = std::min(planes, z1 + halo);
-    std::vector<std::size_t> origin(dims.size(), 0), extent = dims;
-    origin[0] = l0;
-    extent[0] = l1 - l0;
+    const auto [z0, z1, l0, l1] = slab_planes(t, per, planes, halo);
     std::vector<Array> views;
     views.reserve(inputs.size());
-    for (const Array& a : inputs) views.push_back(a.view(Region{origin, extent}));
+    for (const Array& a : inputs) views.push_back(a.view(planes_box(dims, l0, l1)));
     RunOptions ro;
     ro.cancel = options.cancel;
     if (options.progress) {
@@ -396,13 +405,7 @@ Result run_in_slabs(std::string_view name, std::span<const Array> inputs, const 
     }
     const Result r = run(name, views, params, ro);
     if (!out.valid()) out = Array::empty(shape, r.array.dtype(), inputs[0].device());
-    std::vector<std::size_t> keep_origin(dims.size(), 0), keep_extent = dims;
-    keep_origin[0] = z0 - l0;
-    keep_extent[0] = z1 - z0;
-    std::vector<std::size_t> out_origin(dims.size(), 0);
-    out_origin[0] = z0;
-    out.view(Region{out_origin, keep_extent})
-        .copy_from(r.array.view(Region{keep_origin, keep_extent}));
+    out.view(planes_box(dims, z0, z1)).copy_from(r.array.view(planes_box(dims, z0 - l0, z1 - l0)));
     if (options.progress) {
       options.progress(static_cast<double>(t + 1) / static_cast<double>(tiles));
     }

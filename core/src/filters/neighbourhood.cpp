@@ -16,6 +16,10 @@
 #include "kernel_variants.h"
 
 namespace gpix::detail {
+std::size_t gaussian_radius(double sigma) {
+  return sigma <= 0 ? 0 : static_cast<std::size_t>(4.0 * sigma + 0.5);
+}
+
 namespace {
 
 // Intermediate passes keep full precision: float32 for 8/16-bit and float32 images,
@@ -270,10 +274,10 @@ Array separable(const Array& in, const Separable& s, DType out_t, const RunOptio
   return cur;
 }
 
-// scipy.ndimage.gaussian_filter's kernel: sampled, normalised, radius = int(4 * sigma + 0.5).
+// scipy.ndimage.gaussian_filter's kernel: sampled, normalised, radius gaussian_radius(sigma).
 std::vector<double> gaussian_taps(double sigma) {
   if (sigma <= 0) return {1.0};
-  const int radius = static_cast<int>(4.0 * sigma + 0.5);
+  const int radius = static_cast<int>(gaussian_radius(sigma));
   std::vector<double> t(static_cast<std::size_t>(2 * radius + 1));
   double sum = 0;
   for (int i = -radius; i <= radius; ++i) {
