@@ -1,12 +1,20 @@
 #include "async.h"
 
+#include <QCoreApplication>
+
 namespace gpix::ui::detail {
 
 QThreadPool& display_pool() {
-  // Two threads: a frame can be read while a contrast computation waits on the device. At
-  // exit the pool waits for running reads, which hold device handles.
+  // Two threads: a frame can be read while a contrast computation waits on the device.
+  // Running work holds device handles and uses core's statics (the program table), so it must
+  // end before static destruction, whose order across libraries is not ours: the pool is
+  // drained when the application object goes (a post routine), and again by its destructor.
   static QThreadPool pool;
-  static const bool sized = (pool.setMaxThreadCount(2), true);
+  static const bool sized = [] {
+    pool.setMaxThreadCount(2);
+    qAddPostRoutine([] { pool.waitForDone(); });
+    return true;
+  }();
   (void)sized;
   return pool;
 }
