@@ -462,12 +462,12 @@ class TestWidgets : public QObject {
     QCOMPARE(workflow_->sources(), QStringList{QStringLiteral("cells 1")});
     const QString sh = workflow_->to_cli_script();
     // The `gpix run FILTER IN... OUT --param value` form the CLI takes (test_io_cli runs it).
-    QVERIFY2(
-        sh.contains(QStringLiteral("gpix run gaussian_blur \"$cells_1\" \"$gaussian_blur\" --")),
-        qPrintable(sh));
+    QVERIFY2(sh.contains(
+                 QStringLiteral("\"$GPIX\" run gaussian_blur \"$cells_1\" \"$gaussian_blur\" --")),
+             qPrintable(sh));
     QVERIFY2(sh.contains(QStringLiteral("gaussian_blur='gaussian_blur.nrrd'")), qPrintable(sh));
     QVERIFY2(sh.contains(QStringLiteral("--sigma_y '2'")), qPrintable(sh));
-    QVERIFY2(sh.contains(QStringLiteral("gpix run multiply_scalar \"$gaussian_blur\"")),
+    QVERIFY2(sh.contains(QStringLiteral("\"$GPIX\" run multiply_scalar \"$gaussian_blur\"")),
              qPrintable(sh));
     const QString cpp = workflow_->to_cpp();
     QVERIFY2(cpp.contains(QStringLiteral("gpix::Array workflow(const gpix::Array& cells_1)")),

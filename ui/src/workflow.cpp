@@ -66,15 +66,64 @@ QString shell_quote(QString s) {
   return QLatin1Char('\'') + s + QLatin1Char('\'');
 }
 
+// A shell word: as it is when it holds only characters no shell treats specially, quoted
+// otherwise. Operation names and parameter keys come from the catalog today, but a script
+// is written from whatever the workflow holds, so nothing reaches the script unquoted.
+QString shell_word(const QString& s) {
+  static const QRegularExpression plain(QStringLiteral("^[A-Za-z0-9_.,:/+=@%-]+$"));
+  return plain.match(s).hasMatch() ? s : shell_quote(s);
+}
+
+// Text for a comment line (shell or C++): a layer or file name may hold a newline, which
+// would end the comment and turn the rest of the name into a command. Control characters,
+// line and paragraph separators and the backslash are written as escapes instead.
+QString comment_text(const QString& s) {
+  QString out;
+  for (const QChar c : s) {
+    const char16_t u = c.unicode();
+    if (u == u'\\') {
+      out += QStringLiteral("\\\\");
+    } else if (u < 0x20 || u == 0x7f || u == 0x2028 || u == 0x2029 || (u >= 0x80 && u < 0xa0)) {
+      out += QStringLiteral("\\u%1").arg(static_cast<int>(u), 4, 16, QLatin1Char('0'));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// A C++ string literal holding exactly `s` (as UTF-8): quotes, backslashes and every byte
+// outside printable ASCII escaped in octal, which, unlike \x, cannot swallow a following
+// hexadecimal digit.
+QString cpp_string(const QString& s) {
+  QString out = QStringLiteral("\"");
+  for (const char b : s.toUtf8()) {
+    const auto u = static_cast<unsigned char>(b);
+    if (u == '"' || u == '\\') {
+      out += QStringLiteral("\\") + QLatin1Char(static_cast<char>(u));
+    } else if (u < 0x20 || u >= 0x7f || u == '?') {
+      // '?' too: "??/" would be a trigraph in older dialects.
+      out += QStringLiteral("\\%1").arg(static_cast<int>(u), 3, 8, QLatin1Char('0'));
+    } else {
+      out += QLatin1Char(static_cast<char>(u));
+    }
+  }
+  return out + QLatin1Char('"');
+}
+
 }  // namespace
 
-QString Workflow::to_cli_script() const {
-  QSet<QString> used;
+QString Workflow::to_cli_script(const QString& gpix_program) const {
+  QSet<QString> used = {QStringLiteral("GPIX")};
   QHash<QString, QString> var;  // layer name -> shell variable
+  // GPIX names the CLI: the one installed beside the viewer when it exported the script, or
+  // the caller's choice, so that the script runs without gpix on PATH.
   QString out = QStringLiteral(
-      "#!/bin/sh\n"
-      "# gpix workflow recorded by gpix-viewer. Arguments: the source images.\n"
-      "set -eu\n");
+                    "#!/bin/sh\n"
+                    "# gpix workflow recorded by gpix-viewer. Arguments: the source images.\n"
+                    "set -eu\n"
+                    "GPIX=${GPIX:-%1}\n")
+                    .arg(shell_word(gpix_program));
   const QStringList src = sources();
   QStringList usage;
   for (qsizetype i = 0; i < src.size(); ++i) usage << QStringLiteral("IMAGE%1").arg(i + 1);
@@ -82,30 +131,28 @@ QString Workflow::to_cli_script() const {
     const QString v = identifier(src[i], used);
     var.insert(src[i], v);
     out += QStringLiteral("%1=\"${%2:?usage: $0 %3}\"  # recorded on layer '%4'\n")
-               .arg(v)
-               .arg(i + 1)
-               .arg(usage.join(QLatin1Char(' ')), src[i]);
+               .arg(v, QString::number(i + 1), usage.join(QLatin1Char(' ')), comment_text(src[i]));
   }
   for (const WorkflowStep& s : steps_) {
     const QString v = identifier(s.output, used);
-    QString line = QStringLiteral("gpix run ") + s.operation;
-    for (const QString& in : s.inputs) line += QStringLiteral(" \"$%1\"").arg(var.value(in, in));
+    QString line = QStringLiteral("\"$GPIX\" run ") + shell_word(s.operation);
+    for (const QString& in : s.inputs) {
+      // An input no step produced and no argument names cannot occur (sources() lists every
+      // such layer); quoting keeps even that case inert.
+      line += var.contains(in) ? QStringLiteral(" \"$%1\"").arg(var.value(in))
+                               : QLatin1Char(' ') + shell_quote(in);
+    }
+    QString params;
     for (const auto& [k, val] : s.params) {
-      line +=
-          QStringLiteral(" --%1 %2").arg(QString::fromStdString(k), shell_quote(param_text(val)));
+      params += QStringLiteral(" --%1 %2")
+                    .arg(shell_word(QString::fromStdString(k)), shell_quote(param_text(val)));
     }
     // `gpix run NAME IN... OUT --param value`: NRRD keeps every dtype and the metadata;
     // table results (histograms, statistics) go to CSV.
     const bool table = gpix::filter(s.operation.toStdString()).output == gpix::OutputKind::table;
     out += QStringLiteral("%1=%2\n").arg(
         v, shell_quote(v + (table ? QStringLiteral(".csv") : QStringLiteral(".nrrd"))));
-    const qsizetype params_at = line.indexOf(QStringLiteral(" --"));
-    const QString target = QStringLiteral(" \"$%1\"").arg(v);
-    if (params_at < 0)
-      line += target;
-    else
-      line.insert(params_at, target);
-    out += line + QLatin1Char('\n');
+    out += line + QStringLiteral(" \"$%1\"").arg(v) + params + QLatin1Char('\n');
     var.insert(s.output, v);
   }
   return out;
@@ -142,11 +189,11 @@ QString Workflow::to_cpp() const {
                     (param_text(val).contains(QRegularExpression(QStringLiteral("[.en]")))
                          ? QString()
                          : QStringLiteral(".0"))
-              : QStringLiteral("std::string(\"%1\")").arg(param_text(val));
-      ps << QStringLiteral("{\"%1\", %2}").arg(QString::fromStdString(k), text);
+              : QStringLiteral("std::string(%1)").arg(cpp_string(param_text(val)));
+      ps << QStringLiteral("{%1, %2}").arg(cpp_string(QString::fromStdString(k)), text);
     }
-    out += QStringLiteral("  const gpix::Array %1 = gpix::run(\"%2\", %3, {%4}).array;\n")
-               .arg(v, s.operation, inputs, ps.join(QStringLiteral(", ")));
+    out += QStringLiteral("  const gpix::Array %1 = gpix::run(%2, %3, {%4}).array;\n")
+               .arg(v, cpp_string(s.operation), inputs, ps.join(QStringLiteral(", ")));
     var.insert(s.output, v);
     last = v;
   }

@@ -1,8 +1,10 @@
 #include "gpix/ui/workflow_panel.h"
 
 #include <QAction>
+#include <QCoreApplication>
 #include <QFile>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QListWidget>
@@ -81,8 +83,12 @@ static void save_text(QWidget* parent, const QString& title, const QString& filt
 }
 
 void WorkflowPanel::export_script() {
+  // The CLI installed beside this program (both go to the same bin directory), so that the
+  // script runs without gpix on PATH; "gpix" when there is none.
+  const QString beside = QCoreApplication::applicationDirPath() + QStringLiteral("/gpix");
+  const QString cli = QFileInfo(beside).isExecutable() ? beside : QStringLiteral("gpix");
   save_text(this, tr("Export workflow as a gpix script"), tr("Shell scripts (*.sh)"),
-            workflow_.to_cli_script(), error_);
+            workflow_.to_cli_script(cli), error_);
 }
 
 void WorkflowPanel::export_cpp() {

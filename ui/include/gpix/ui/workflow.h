@@ -30,8 +30,10 @@ class Workflow : public QObject {
   void clear();
 
   // A POSIX shell script of `gpix run` commands. Layers that no step produced become the
-  // script's arguments ($1, $2, ...).
-  QString to_cli_script() const;
+  // script's arguments ($1, $2, ...). `gpix_program` is the CLI the script runs unless the
+  // environment's GPIX names another. Any layer name or parameter text is safe in it: names
+  // become identifiers, values are quoted, comments escape control characters.
+  QString to_cli_script(const QString& gpix_program = QStringLiteral("gpix")) const;
   // A C++ function taking the source images and returning the last result.
   QString to_cpp() const;
   // Runs every step again with `input` (a layer id) in place of the first source image;

@@ -1,0 +1,197 @@
+// The workflow's generated artefacts are safe for any layer name and parameter text: the shell
+// script is run by /bin/sh with a recording stand-in for gpix, and the C++ code is compiled and
+// run against a stub of the API, so a name that escapes its quoting shows up as a command that
+// ran or a literal that came out different, not as a string that merely looks quoted.
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "gpix/ui/workflow.h"
+
+using gpix::ui::Workflow;
+using gpix::ui::WorkflowStep;
+
+namespace {
+
+bool write_file(const QString& path, const QByteArray& text, bool executable = false) {
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(text) != text.size())
+    return false;
+  f.close();
+  if (executable) f.setPermissions(f.permissions() | QFileDevice::ExeOwner);
+  return true;
+}
+
+// Names a user's files and layers can really have, each trying one way out of its quoting.
+// `MARK` becomes the path of a file that must never be created.
+QStringList hostile_names(const QString& mark) {
+  QStringList n = {
+      QStringLiteral("cells\ntouch MARK\n#"),
+      QStringLiteral("$(touch MARK)"),
+      QStringLiteral("`touch MARK`"),
+      QStringLiteral("a'b\"c; touch MARK; '"),
+      QStringLiteral("tab\there\r\ntouch MARK"),
+      QStringLiteral("line\u2028sep\u2029touch MARK"),
+      QStringLiteral("${IFS}touch${IFS}MARK\\n\\"),
+      QStringLiteral("*?[a-z] ~ > MARK"),
+      QStringLiteral("\u00e9t\u00e9 \U0001F52C ?\?/ \x7f\x1b[31m"),
+      QString::fromUtf8("\xff\xfe not utf-8 \xc3"),
+      QStringLiteral("-"),
+      QStringLiteral(""),
+  };
+  for (QString& s : n) s.replace(QStringLiteral("MARK"), mark);
+  return n;
+}
+
+// Two steps: the hostile name is in the source layer, both results and a string parameter.
+void fill(Workflow& w, const QString& name) {
+  w.append(WorkflowStep{QStringLiteral("gaussian_blur"),
+                        {name},
+                        {{"sigma_x", 1.5}, {"note", name.toStdString()}},
+                        name + QStringLiteral(" blurred")});
+  w.append(WorkflowStep{QStringLiteral("multiply_scalar"),
+                        {name + QStringLiteral(" blurred")},
+                        {{"scalar", 2.0}},
+                        name + QStringLiteral(" times 2")});
+}
+
+// Splits the recorder's log: one record per call, arguments separated by NUL.
+QList<QList<QByteArray>> calls(const QByteArray& log) {
+  QList<QList<QByteArray>> out;
+  for (const QByteArray& rec : log.split('\x1e')) {
+    if (rec.isEmpty()) continue;
+    QList<QByteArray> args = rec.split('\0');
+    args.removeLast();  // after the last NUL
+    out << args;
+  }
+  return out;
+}
+
+}  // namespace
+
+class TestWorkflowExport : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void cli_script_runs_only_gpix() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString mark = dir.filePath(QStringLiteral("PWNED"));
+    const QString recorder = dir.filePath(QStringLiteral("record-gpix"));
+    QVERIFY(write_file(recorder,
+                       "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\0' \"$a\"; done >>\"$REC\"\n"
+                       "printf '\\036' >>\"$REC\"\n",
+                       true));
+    int index = 0;
+    for (const QString& name : hostile_names(mark)) {
+      Workflow w;
+      fill(w, name);
+      const QString script = w.to_cli_script(recorder);
+      const QString path = dir.filePath(QStringLiteral("w%1.sh").arg(index));
+      const QString log = dir.filePath(QStringLiteral("w%1.log").arg(index++));
+      QVERIFY(write_file(path, script.toUtf8()));
+      QProcess sh;
+      sh.setWorkingDirectory(dir.path());
+      QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+      env.remove(QStringLiteral("GPIX"));  // the script's own default: the recorder
+      env.insert(QStringLiteral("REC"), log);
+      sh.setProcessEnvironment(env);
+      sh.start(QStringLiteral("/bin/sh"), {path, QStringLiteral("input.tif")});
+      QVERIFY(sh.waitForFinished(30000));
+      const QByteArray err = sh.readAllStandardError();
+      QVERIFY2(sh.exitStatus() == QProcess::NormalExit && sh.exitCode() == 0,
+               qPrintable(script + QStringLiteral("\n") + QString::fromUtf8(err)));
+      QVERIFY2(!QFileInfo::exists(mark), qPrintable(script));
+      QFile f(log);
+      QVERIFY(f.open(QIODevice::ReadOnly));
+      const QList<QList<QByteArray>> got = calls(f.readAll());
+      QCOMPARE(got.size(), 2);
+      // gpix run NAME INPUT OUTPUT --param value ...: the file arguments are the script's
+      // argument and the outputs it names; the parameter text arrives byte for byte.
+      QCOMPARE(got[0].size(), 8);
+      QCOMPARE(got[0][0], QByteArray("run"));
+      QCOMPARE(got[0][1], QByteArray("gaussian_blur"));
+      QCOMPARE(got[0][2], QByteArray("input.tif"));
+      QVERIFY2(got[0][3].endsWith(".nrrd"), got[0][3].constData());
+      QCOMPARE(got[0][4], QByteArray("--note"));
+      QCOMPARE(got[0][5], name.toUtf8());
+      QCOMPARE(got[0][6], QByteArray("--sigma_x"));
+      QCOMPARE(got[0][7], QByteArray("1.5"));
+      QCOMPARE(got[1].size(), 6);
+      QCOMPARE(got[1][1], QByteArray("multiply_scalar"));
+      QCOMPARE(got[1][2], got[0][3]);  // the second step reads what the first wrote
+      QVERIFY(got[1][3].endsWith(".nrrd"));
+      QVERIFY(got[1][3] != got[1][2]);
+    }
+  }
+
+  void cpp_code_keeps_every_string() {
+#ifndef GPIX_TEST_CXX
+    QSKIP("no C++ compiler known to the test");
+#else
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    QVERIFY(QDir(dir.path()).mkpath(QStringLiteral("gpix")));
+    // A stub of the API the generated code calls: it prints what it was asked to run.
+    QVERIFY(write_file(dir.filePath(QStringLiteral("gpix/gpix.h")), R"(#pragma once
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+namespace gpix {
+struct Array {};
+struct Result { Array array; };
+using Param = std::pair<std::string, std::variant<double, std::string>>;
+inline void put(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); std::fputc(0, stdout); }
+inline Result run(const std::string& op, const Array&, std::vector<Param> ps) {
+  put(op);
+  for (const auto& [k, v] : ps) { put(k); if (const auto* s = std::get_if<std::string>(&v)) put(*s); }
+  return {};
+}
+}  // namespace gpix
+)"));
+    // The stub first: the include in each generated function is then a no-op (#pragma once).
+    QString tu = QStringLiteral("#include <gpix/gpix.h>\n");
+    const QStringList names = hostile_names(QStringLiteral("MARK"));
+    for (qsizetype i = 0; i < names.size(); ++i) {
+      Workflow w;
+      fill(w, names[i]);
+      tu += QStringLiteral("namespace w%1 {\n").arg(i) + w.to_cpp() + QStringLiteral("}\n");
+    }
+    tu += QStringLiteral("int main() {\n");
+    for (qsizetype i = 0; i < names.size(); ++i)
+      tu += QStringLiteral("  (void)w%1::workflow(gpix::Array{});\n").arg(i);
+    tu += QStringLiteral("}\n");
+    const QString src = dir.filePath(QStringLiteral("w.cpp"));
+    const QString exe = dir.filePath(QStringLiteral("w"));
+    QVERIFY(write_file(src, tu.toUtf8()));
+    QProcess cc;
+    cc.start(QStringLiteral(GPIX_TEST_CXX),
+             {QStringLiteral("-std=c++20"), QStringLiteral("-Werror=trigraphs"),
+              QStringLiteral("-I") + dir.path(), src, QStringLiteral("-o"), exe});
+    QVERIFY(cc.waitForFinished(120000));
+    QVERIFY2(cc.exitCode() == 0, qPrintable(tu + QString::fromUtf8(cc.readAllStandardError())));
+    QProcess run;
+    run.start(exe, {});
+    QVERIFY(run.waitForFinished(30000));
+    QCOMPARE(run.exitCode(), 0);
+    QList<QByteArray> got = run.readAllStandardOutput().split('\0');
+    got.removeLast();
+    QList<QByteArray> want;
+    for (const QString& n : names) {
+      want << "gaussian_blur"
+           << "note" << n.toUtf8() << "sigma_x"
+           << "multiply_scalar"
+           << "scalar";
+    }
+    QCOMPARE(got, want);
+#endif
+  }
+};
+
+QTEST_GUILESS_MAIN(TestWorkflowExport)
+#include "test_workflow_export.moc"
