@@ -3,8 +3,8 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -231,8 +231,10 @@ std::vector<unsigned char> nifti_header(const fs::path& path) {
 
 // The geometry fields ITK turns into a direction matrix: spacing (pixdim), the quaternion and
 // its offsets, and the affine rows. A NaN there makes vnl abort the process ("matrix has
-// non-finite elements") and absurd magnitudes can keep its SVD from converging, so they are
-// refused before ITK sees the header.
+// non-finite elements"), and absurd magnitudes keep its SVD from converging: a fuzzed header
+// with a subnormal float beside an entry of 1e8 in the affine made ITK spin for ever. Values
+// are therefore refused unless 0 or between 1e-20 and 1e15 in magnitude, which holds every
+// spacing and position in mm that a scanner or microscope writes.
 std::string check_nifti_geometry(const fs::path& path) {
   const auto h = nifti_header(path);
   if (h.size() < 348) return {};  // too short for a header: the reader says so
@@ -286,25 +288,25 @@ std::string check_nifti_geometry(const fs::path& path) {
     std::size_t off1, off2, first, count;  // NIfTI-1 and NIfTI-2 offsets, values checked
     bool used;                             // what ITK reads: the forms whose code is set
   };
-  const Field fields[] = {
-      {"pixdim", 76, 104, 1, static_cast<std::size_t>(ndim), true},
-      {"quatern_b/c/d", 256, 352, 0, 3, integer(252, 344) > 0},
-      {"qoffset_x/y/z", 268, 376, 0, 3, integer(252, 344) > 0},
-      {"srow_x", 280, 400, 0, 4, integer(254, 348) > 0},
-      {"srow_y", 296, 432, 0, 4, integer(254, 348) > 0},
-      {"srow_z", 312, 464, 0, 4, integer(254, 348) > 0}};
-  constexpr double kLimit = 1e15;  // far beyond any spacing or position in mm
+  const Field fields[] = {{"pixdim", 76, 104, 1, static_cast<std::size_t>(ndim), true},
+                          {"quatern_b/c/d", 256, 352, 0, 3, integer(252, 344) > 0},
+                          {"qoffset_x/y/z", 268, 376, 0, 3, integer(252, 344) > 0},
+                          {"srow_x", 280, 400, 0, 4, integer(254, 348) > 0},
+                          {"srow_y", 296, 432, 0, 4, integer(254, 348) > 0},
+                          {"srow_z", 312, 464, 0, 4, integer(254, 348) > 0}};
+  constexpr double kLimit = 1e15;
+  constexpr double kTiny = 1e-20;
   const std::size_t step = two ? 8 : 4;
   for (const Field& f : fields) {
     if (!f.used) continue;
     for (std::size_t i = f.first; i < f.first + f.count; ++i) {
       const double v = value((two ? f.off2 : f.off1) + i * step);
-      if (!std::isfinite(v) || std::fabs(v) > kLimit) {
+      if (!std::isfinite(v) || std::fabs(v) > kLimit || (v != 0 && std::fabs(v) < kTiny)) {
         char text[32];
         std::snprintf(text, sizeof text, "%g", v);
         return "its header's " + std::string(f.name) + "[" + std::to_string(i) + "] is " + text +
-               "; spacing and orientation values must be finite and below 1e15 (the header is "
-               "corrupt)";
+               "; spacing and orientation values must be 0 or between 1e-20 and 1e15 in "
+               "magnitude (the header is corrupt)";
       }
     }
   }

@@ -188,6 +188,16 @@ class TestIoBad : public QObject {
       put(path, b);
       expect_io_error([&] { io::read(path); }, path, p.field);
     }
+    // A fuzzed header on which ITK's SVD spun for ever: a subnormal beside a large shear.
+    std::string spin = bytes;
+    const std::int16_t sform = 1;
+    const float shear = -1e8f, subnormal = 9.18e-41f;
+    std::memcpy(spin.data() + 254, &sform, 2);
+    std::memcpy(spin.data() + 284, &shear, 4);      // srow_x[1]
+    std::memcpy(spin.data() + 304, &subnormal, 4);  // srow_y[2]
+    const auto spin_path = in(dir, "spin.nii");
+    put(spin_path, spin);
+    expect_io_error([&] { io::read(spin_path); }, spin_path, "srow_y[2]");
   }
 
   void unwritable() {
