@@ -315,6 +315,8 @@ int cmd_filters(const QCommandLineParser& p, const QStringList&) {
       o["output"] = qs(name(f.output));
       o["output_dtype"] = qs(f.output_dtype);
       o["layout"] = qs(name(f.layout));
+      o["tiles"] = f.tiles;
+      if (!f.tiles) o["untiled"] = qs(f.untiled);
       list.append(o);
     }
     print(QString::fromUtf8(QJsonDocument(list).toJson()));
@@ -328,7 +330,9 @@ int cmd_filters(const QCommandLineParser& p, const QStringList&) {
         " filters. Borders replicate the nearest pixel; a box radius r means a 2r+1 window;\n"
         "integer outputs round half to even and saturate. Every filter takes every array layout\n"
         "(padded arrays, region views, image objects) and gives the same result as on a\n"
-        "contiguous copy; filters marked *(any layout)* read them without that copy.\n";
+        "contiguous copy; filters marked *(any layout)* read them without that copy. Filters\n"
+        "marked *(tiles)* also run slab by slab on data larger than the device (`gpix run\n"
+        "--tiled`, gpix::run_tiled) with results equal to the whole-array run.\n";
     std::optional<Category> category;
     for (const auto& f : filters()) {
       if (f.category != category) {
@@ -343,10 +347,11 @@ int cmd_filters(const QCommandLineParser& p, const QStringList&) {
         ps << "`" + qs(s.name) + "` " + param_range(s) + ", default " + param_default(s);
       for (int d : f.dims) dims << QString::number(d) + "D";
       md += "| `" + qs(f.name) + "`" +
-            (f.layout == InputLayout::any ? QString(" *(any layout)*") : QString()) + " | " +
-            in.join(", ") + " | " + (ps.isEmpty() ? "-" : ps.join("; ")) + " | " + dims.join(" ") +
-            " | " + dtype_list(f.dtypes) + " | " + qs(name(f.output)) + ", " + qs(f.output_dtype) +
-            " | " + qs(f.doc).replace("|", "\\|") + " |\n";
+            (f.layout == InputLayout::any ? QString(" *(any layout)*") : QString()) +
+            (f.tiles ? QString(" *(tiles)*") : QString()) + " | " + in.join(", ") + " | " +
+            (ps.isEmpty() ? "-" : ps.join("; ")) + " | " + dims.join(" ") + " | " +
+            dtype_list(f.dtypes) + " | " + qs(name(f.output)) + ", " + qs(f.output_dtype) + " | " +
+            qs(f.doc).replace("|", "\\|") + " |\n";
     }
     print(md);
     return 0;

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "filters/registry.h"
 #include "filters/shared.h"
 #include "gpix/array.h"
 #include "gpix/error.h"
@@ -16,125 +17,6 @@
 
 namespace gpix {
 namespace {
-
-// How a filter's output depends on its input along the slab axis. Every catalog filter is
-// listed (test_tiled checks that none is missing), so a new filter must say how it tiles.
-enum class Rule {
-  pointwise,   // halo 0
-  radius,      // the radius parameter of the slab axis (radius_z / radius_y / radius_x) x factor
-  radius_iso,  // the one "radius" parameter x factor (binary morphology)
-  sigma,       // Gaussian radius int(4 sigma + 0.5) of the slab axis' sigma parameter
-  sigma_iso,   // the same for the largest of the listed isotropic sigma parameters
-  stencil,     // one pixel (3-point derivatives, Laplace, Sobel)
-  none,        // the output depends on the whole image
-};
-
-struct Tiling {
-  const char* filter;
-  Rule rule;
-  int factor = 1;                // opening/closing: two windows in a row
-  const char* params = nullptr;  // sigma_iso: comma-separated parameter names
-  const char* reason = nullptr;  // Rule::none
-};
-
-constexpr const char* kGlobal = "its output depends on the whole image";
-
-constexpr Tiling kTilings[] = {
-    // Arithmetic and Types: pixel by pixel.
-    {"absolute", Rule::pointwise},
-    {"add_images", Rule::pointwise},
-    {"add_scalar", Rule::pointwise},
-    {"clip", Rule::pointwise},
-    {"divide_images", Rule::pointwise},
-    {"exp", Rule::pointwise},
-    {"invert", Rule::pointwise},
-    {"log", Rule::pointwise},
-    {"maximum_images", Rule::pointwise},
-    {"minimum_images", Rule::pointwise},
-    {"multiply_images", Rule::pointwise},
-    {"multiply_scalar", Rule::pointwise},
-    {"power", Rule::pointwise},
-    {"sqrt", Rule::pointwise},
-    {"subtract_images", Rule::pointwise},
-    {"convert", Rule::pointwise},
-    {"rescale_intensity", Rule::none, 1, nullptr,
-     "it maps the whole image's minimum and maximum (compute them first, then use "
-     "multiply_scalar and add_scalar, which tile)"},
-    // Neighbourhood.
-    {"bottom_hat_box", Rule::radius, 2},  // closing: a maximum then a minimum box
-    {"top_hat_box", Rule::radius, 2},     // opening: a minimum then a maximum box
-    {"maximum_box", Rule::radius},
-    {"minimum_box", Rule::radius},
-    {"mean_box", Rule::radius},
-    {"median_box", Rule::radius},
-    {"variance_box", Rule::radius},
-    {"gaussian_blur", Rule::sigma},
-    {"difference_of_gaussian", Rule::sigma_iso, 1, "sigma1,sigma2"},
-    {"unsharp_mask", Rule::sigma_iso, 1, "sigma"},
-    {"gradient_x", Rule::stencil},
-    {"gradient_y", Rule::stencil},
-    {"gradient_z", Rule::stencil},
-    {"laplace", Rule::stencil},
-    {"sobel", Rule::stencil},
-    // Segmentation.
-    {"binary_and", Rule::pointwise},
-    {"binary_or", Rule::pointwise},
-    {"binary_xor", Rule::pointwise},
-    {"binary_not", Rule::pointwise},
-    {"threshold", Rule::pointwise},
-    {"binary_dilation", Rule::radius_iso},
-    {"binary_erosion", Rule::radius_iso},
-    {"binary_opening", Rule::radius_iso, 2},
-    {"binary_closing", Rule::radius_iso, 2},
-    {"threshold_otsu", Rule::none, 1, nullptr,
-     "its threshold comes from the whole image's histogram"},
-    {"connected_components", Rule::none, 1, nullptr, "a label can span the whole image"},
-    {"relabel_sequential", Rule::none, 1, nullptr, "the numbering depends on the whole image"},
-    {"label_statistics", Rule::none, 1, nullptr, "it returns a table over the whole image"},
-    {"voronoi_otsu_labeling", Rule::none, 1, nullptr, "it thresholds and labels the whole image"},
-    // Geometry: outputs of another shape, or pixels that come from anywhere.
-    {"affine_transform", Rule::none, 1, nullptr, "an output pixel can come from anywhere"},
-    {"crop", Rule::none, 1, nullptr, "its output has another shape (crop the host array instead)"},
-    {"flip", Rule::none, 1, nullptr, "an output pixel comes from the far side of the image"},
-    {"resample", Rule::none, 1, nullptr, "its output has another shape"},
-    {"transpose", Rule::none, 1, nullptr, "its output has another shape"},
-    // Projections and reductions: one value per column or per image.
-    {"maximum_z_projection", Rule::none, 1, nullptr, kGlobal},
-    {"mean_z_projection", Rule::none, 1, nullptr, kGlobal},
-    {"minimum_z_projection", Rule::none, 1, nullptr, kGlobal},
-    {"std_z_projection", Rule::none, 1, nullptr, kGlobal},
-    {"sum_z_projection", Rule::none, 1, nullptr, kGlobal},
-    {"histogram", Rule::none, 1, nullptr, kGlobal},
-    {"maximum_of_all_pixels", Rule::none, 1, nullptr, kGlobal},
-    {"mean_of_all_pixels", Rule::none, 1, nullptr, kGlobal},
-    {"minimum_of_all_pixels", Rule::none, 1, nullptr, kGlobal},
-    {"std_of_all_pixels", Rule::none, 1, nullptr, kGlobal},
-    {"sum_of_all_pixels", Rule::none, 1, nullptr, kGlobal},
-};
-
-const Tiling& tiling(std::string_view name) {
-  const FilterInfo& info = filter(name);  // InvalidArgument with suggestions for a typo
-  for (const Tiling& t : kTilings) {
-    if (info.name == t.filter) return t;
-  }
-  throw Error("internal: filter '" + info.name +
-              "' does not say how it tiles (core/src/tiled.cpp)");
-}
-
-// The parameter's value as given or its default.
-double number(const FilterInfo& info, const Params& params, const std::string& name) {
-  const ParamSpec* spec = info.param(name);
-  if (!spec) throw Error("internal: filter '" + info.name + "' has no parameter '" + name + "'");
-  auto it = params.find(name);
-  if (it == params.end()) return spec->default_value;
-  const double* d = std::get_if<double>(&it->second);
-  if (!d || !std::isfinite(*d)) {
-    throw InvalidArgument("filter '" + info.name + "' parameter '" + name + "' must be a number");
-  }
-  return *d;
-}
-
-using detail::gaussian_radius;
 
 // Slab t of slabs of `per` planes over `planes` planes: it keeps planes [z0, z1) and loads
 // [l0, l1), the kept planes with up to `halo` planes on each side.
@@ -154,52 +36,17 @@ Region planes_box(const std::vector<std::size_t>& dims, std::size_t from, std::s
   return r;
 }
 
-// The slab axis' letter for an input of ndim dimensions: z, y or x.
-const char* slab_axis(int ndim) {
-  return ndim >= 3 ? "z" : ndim == 2 ? "y" : "x";
-}
-
 }  // namespace
 
+// The halo rules and the reasons a filter does not tile live in the catalog rows
+// (core/src/filters/*.cpp), beside the parameters they read.
 TileInfo tile_info(std::string_view name) {
-  const Tiling& t = tiling(name);
-  if (t.rule == Rule::none) return {false, t.reason};
-  return {true, {}};
+  const FilterInfo& info = filter(name);  // InvalidArgument with suggestions for a typo
+  return {info.tiles, info.untiled};
 }
 
 std::size_t tile_halo(std::string_view name, int ndim, const Params& params) {
-  const Tiling& t = tiling(name);
-  const FilterInfo& info = filter(name);
-  const auto factor = static_cast<std::size_t>(t.factor);
-  switch (t.rule) {
-    case Rule::pointwise:
-      return 0;
-    case Rule::stencil:
-      return 1;
-    case Rule::radius: {
-      const double r = number(info, params, std::string("radius_") + slab_axis(ndim));
-      return static_cast<std::size_t>(std::max(0.0, r)) * factor;
-    }
-    case Rule::radius_iso:
-      return static_cast<std::size_t>(std::max(0.0, number(info, params, "radius"))) * factor;
-    case Rule::sigma:
-      return gaussian_radius(number(info, params, std::string("sigma_") + slab_axis(ndim))) *
-             factor;
-    case Rule::sigma_iso: {
-      std::size_t h = 0;
-      std::string_view list = t.params;
-      while (!list.empty()) {
-        const auto comma = list.find(',');
-        h = std::max(h, gaussian_radius(number(info, params, std::string(list.substr(0, comma)))));
-        if (comma == std::string_view::npos) break;
-        list.remove_prefix(comma + 1);
-      }
-      return h * factor;
-    }
-    case Rule::none:
-      break;
-  }
-  throw InvalidArgument("filter '" + info.name + "' cannot run tiled: " + t.reason);
+  return detail::entry(name).halo(ndim, params);
 }
 
 HostArray run_tiled(std::string_view name, std::span<const HostArray> inputs, const Params& params,

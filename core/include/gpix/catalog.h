@@ -79,6 +79,8 @@ struct FilterInfo {
   OutputKind output = OutputKind::image;
   std::string output_dtype;  // the rule in words: "same as input", "float32", ...
   InputLayout layout = InputLayout::contiguous;
+  bool tiles = false;   // gpix::run_tiled runs it slab by slab (gpix/tiled.h)
+  std::string untiled;  // when it does not: why (its output depends on more than a halo)
 
   const ParamSpec* param(std::string_view n) const;
 };

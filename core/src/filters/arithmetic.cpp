@@ -228,6 +228,7 @@ Filter<> binary_filter(const BinaryOp& op) {
                    .inputs = {image_input("a", "first image"),
                               image_input("b", "second image, same shape, any dtype")},
                    .output_dtype = "same as the first input",
+                   .halo = pointwise,
                    .fn = [expr = std::string(op.op), wide = std::string(op.wide_op)](
                              std::span<const Array> x, const NoParams&, const RunOptions&) {
                      return one(binary(x[0], x[1], x[0].dtype(), expr, wide));
@@ -271,6 +272,7 @@ Filter<> unary_filter(const UnaryOp& op) {
                    .doc = op.doc,
                    .output_dtype = op.out == OutRule::same ? "same as input"
                                                            : "float32 (float64 stays float64)",
+                   .halo = pointwise,
                    .fn = [expr = std::string(op.op), rule = op.out, is_abs](
                              std::span<const Array> x, const NoParams&, const RunOptions&) {
                      const DType out = output_dtype(x[0].dtype(), rule);
@@ -299,6 +301,7 @@ const Filter<ValueParams> kAddScalar(
      .category = Category::arithmetic,
      .doc = "a + value; the output has the input's dtype and integers saturate",
      .params = {real(&ValueParams::value, {.name = "value", .def = 1, .doc = "the number to add"})},
+     .halo = pointwise,
      .fn = [](std::span<const Array> x, const ValueParams& p, const RunOptions&) {
        return one(unary(x[0], x[0].dtype(), "a+b", p.value));
      }});
@@ -312,6 +315,7 @@ const Filter<FactorParams> kMultiplyScalar(
      .doc =
          "a * factor; the output has the input's dtype, integers round half to even and saturate",
      .params = {real(&FactorParams::factor, {.name = "factor", .def = 2, .doc = "the factor"})},
+     .halo = pointwise,
      .fn = [](std::span<const Array> x, const FactorParams& p, const RunOptions&) {
        return one(unary(x[0], x[0].dtype(), "a*b", p.factor));
      }});
@@ -327,6 +331,7 @@ const Filter<PowerParams> kPower(
          &PowerParams::exponent,
          {.name = "exponent", .def = 2, .min = -1e6, .max = 1e6, .doc = "the exponent"})},
      .output_dtype = "float32 (float64 stays float64)",
+     .halo = pointwise,
      .fn = [](std::span<const Array> x, const PowerParams& p, const RunOptions&) {
        return one(
            unary(x[0], output_dtype(x[0].dtype(), OutRule::floating), "pow(a,b)", p.exponent));
@@ -341,6 +346,7 @@ const Filter<ClipParams> kClip(
      .doc = "limits every pixel to [minimum, maximum]; NaN stays NaN in floats",
      .params = {real(&ClipParams::minimum, {.name = "minimum", .def = 0, .doc = "lower limit"}),
                 real(&ClipParams::maximum, {.name = "maximum", .def = 255, .doc = "upper limit"})},
+     .halo = pointwise,
      .fn = [](std::span<const Array> x, const ClipParams& p, const RunOptions&) {
        if (p.minimum > p.maximum) {
          throw InvalidArgument("clip: minimum " + Scalar(p.minimum).str() + " is above maximum " +
@@ -355,6 +361,7 @@ const Filter<> kInvert(
      .category = Category::arithmetic,
      .doc = "inverts intensities as scikit-image's invert: dtype max - a for unsigned, -1 - a for "
             "signed integers (both exact, as bitwise not), 1 - a for floats",
+     .halo = pointwise,
      .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
        const DType t = x[0].dtype();
        if (is_float(t)) return one(unary(x[0], t, "1-a"));
@@ -380,6 +387,7 @@ const Filter<ConvertParams> kConvert(
                                                .def = DType::f32,
                                                .doc = "the output dtype"})},
      .output_dtype = "the dtype parameter",
+     .halo = pointwise,
      .fn = [](std::span<const Array> x, const ConvertParams& p, const RunOptions&) {
        require_dtype(x[0].device(), p.dtype, "convert");
        if (x[0].dtype() == p.dtype) return one(x[0].copy());
@@ -403,6 +411,8 @@ const Filter<RescaleParams> kRescaleIntensity(
                 real(&RescaleParams::out_max,
                      {.name = "out_max", .def = 1, .doc = "value for the image maximum"})},
      .output_dtype = "float32 (float64 stays float64)",
+     .untiled = "it maps the whole image's minimum and maximum (compute them first, then use "
+                "multiply_scalar and add_scalar, which tile)",
      .fn = [](std::span<const Array> x, const RescaleParams& p, const RunOptions& o) {
        const Stats s = stats(x[0]);
        checkpoint(o, 0.5, "rescale_intensity");

@@ -208,6 +208,7 @@ const Filter<CropParams> kCrop(
                                         .unit = "px",
                                         .doc = "slices kept (0: to the end)"})},
      .dims = {2, 3},
+     .untiled = "its output has another shape (crop the host array instead)",
      .fn = [](std::span<const Array> x, const CropParams& p, const RunOptions&) {
        auto ll = [](std::size_t v) { return static_cast<long long>(v); };
        const long long o[3] = {ll(p.origin_x), ll(p.origin_y), ll(p.origin_z)};
@@ -229,6 +230,7 @@ const Filter<FlipParams> kFlip(
                 boolean(&FlipParams::flip_z,
                         {.name = "flip_z", .doc = "reverse the slice order (3D)"})},
      .dims = {2, 3},
+     .untiled = "an output pixel comes from the far side of the image",
      .fn = [](std::span<const Array> x, const FlipParams& p, const RunOptions&) {
        return one(flip_impl(x[0], p.flip_x, p.flip_y, x[0].ndim() == 3 && p.flip_z));
      }});
@@ -246,6 +248,7 @@ const Filter<TransposeParams> kTranspose(
                                                 .def = "xy",
                                                 .doc = "the two axes to swap"})},
      .dims = {2, 3},
+     .untiled = "its output has another shape",
      .fn = [](std::span<const Array> x, const TransposeParams& p, const RunOptions&) {
        return one(transpose_impl(x[0], p.axes));
      }});
@@ -289,6 +292,7 @@ const Filter<ResampleParams> kResample(
                                                  .doc = "scale factor along z (3D)"}),
                 interpolation_param(&ResampleParams::interpolation)},
      .dims = {2, 3},
+     .untiled = "its output has another shape",
      .fn = [](std::span<const Array> x, const ResampleParams& p, const RunOptions&) {
        const double f[3] = {p.factor_x, p.factor_y, p.factor_z};
        return one(resample_impl(x[0], f, p.interpolation == Interpolation::linear));
@@ -330,6 +334,7 @@ const Filter<AffineParams> kAffineTransform(
          "in float32 (float64 for 32/64-bit dtypes); integers round half to even and saturate",
      .params = affine_params(),
      .dims = {2, 3},
+     .untiled = "an output pixel can come from anywhere",
      .fn = [](std::span<const Array> x, const AffineParams& p, const RunOptions&) {
        return one(affine_impl(x[0], p.m, p.interpolation == Interpolation::linear));
      }});

@@ -312,6 +312,14 @@ struct BoxParams {
   int radius_x, radius_y, radius_z;
 };
 
+// A window of radius r along the slab axis reads r planes on either side; `windows` windows
+// in a row (the hats: an opening or a closing) read that many times as far.
+template <std::size_t windows>
+std::size_t box_halo(const BoxParams& p, int ndim) {
+  return windows *
+         static_cast<std::size_t>(along_slab_axis(ndim, p.radius_x, p.radius_y, p.radius_z));
+}
+
 // The radii per axis, 0 for the axes the image does not have.
 Radii radii(const Array& a, const BoxParams& p) {
   Radii r{p.radius_x, p.radius_y, p.radius_z};
@@ -486,6 +494,7 @@ Filter<BoxParams> box_filter(const char* fname, const std::string& doc, SepOp op
        .doc = doc + " of the (2r+1) box per axis; " + kBorders +
               "; radius_y/radius_z are ignored for images with fewer axes",
        .params = radius_params(256),
+       .halo = box_halo<1>,
        .fn = [op, fname](std::span<const Array> x, const BoxParams& p, const RunOptions& o) {
          return one(box_op(x[0], op, radii(x[0], p), o, fname));
        }});
@@ -506,6 +515,7 @@ const Filter<BoxParams> kMedianBox(
             "raise InvalidArgument); NaN counts as larger than +inf (-NaN as smaller than -inf), "
             "-0 as smaller than +0",
      .params = radius_params(62),
+     .halo = box_halo<1>,
      .fn = [](std::span<const Array> x, const BoxParams& p, const RunOptions&) {
        return one(median(x[0], radii(x[0], p)));
      }});
@@ -518,6 +528,7 @@ const Filter<BoxParams> kVarianceBox(
             kBorders + "; cost grows with the window volume",
      .params = radius_params(32),
      .output_dtype = "float32 (float64 stays float64)",
+     .halo = box_halo<1>,
      .fn = [](std::span<const Array> x, const BoxParams& p, const RunOptions&) {
        return one(variance(x[0], radii(x[0], p)));
      }});
@@ -529,6 +540,7 @@ const Filter<BoxParams> kTopHatBox(
                         "with the (2r+1) box; ") +
             kBorders + "; integers saturate",
      .params = radius_params(256),
+     .halo = box_halo<2>,
      .fn = [](std::span<const Array> x, const BoxParams& p, const RunOptions& o) {
        const Radii r = radii(x[0], p);
        const Array opened =
@@ -543,6 +555,7 @@ const Filter<BoxParams> kBottomHatBox(
                         "box minus the image; ") +
             kBorders + "; integers saturate",
      .params = radius_params(256),
+     .halo = box_halo<2>,
      .fn = [](std::span<const Array> x, const BoxParams& p, const RunOptions& o) {
        const Radii r = radii(x[0], p);
        const Array closed = box_op(box_op(x[0], SepOp::max, r, o, "bottom_hat_box"), SepOp::min, r,
@@ -558,6 +571,7 @@ const Filter<> kSobel(
                         "[1,2,1] along the others); ") +
             kBorders,
      .output_dtype = "float32 (float64 stays float64)",
+     .halo = one_pixel,
      .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
        return one(stencil(x[0], "sobel", x[0].ndim(), "sobel"));
      }});
@@ -569,6 +583,7 @@ const Filter<> kLaplace(
                         "scipy.ndimage.laplace(mode='nearest') but with a float output; ") +
             kBorders,
      .output_dtype = "float32 (float64 stays float64)",
+     .halo = one_pixel,
      .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
        return one(stencil(x[0], "laplace", x[0].ndim(), "laplace"));
      }});
@@ -586,6 +601,7 @@ Filter<> gradient_filter(int axis) {
               "; " + kBorders + " (so the first and last pixels see half a one-sided step)",
        .dims = dims,
        .output_dtype = "float32 (float64 stays float64)",
+       .halo = one_pixel,
        .fn = [axis, fname](std::span<const Array> x, const NoParams&, const RunOptions&) {
          return one(stencil(x[0], "gradient", axis, fname));
        }});
@@ -621,9 +637,14 @@ const Filter<GaussianParams> kGaussianBlur(
                                                 .max = 100,
                                                 .unit = "px",
                                                 .doc = "standard deviation along z (3D)"})},
-     .fn = [](std::span<const Array> x, const GaussianParams& p, const RunOptions& o) {
-       return one(gaussian(x[0], p.sigma_x, p.sigma_y, p.sigma_z, o));
-     }});
+     .halo =
+         [](const GaussianParams& p, int ndim) {
+           return gaussian_radius(along_slab_axis(ndim, p.sigma_x, p.sigma_y, p.sigma_z));
+         },
+     .fn =
+         [](std::span<const Array> x, const GaussianParams& p, const RunOptions& o) {
+           return one(gaussian(x[0], p.sigma_x, p.sigma_y, p.sigma_z, o));
+         }});
 
 struct DogParams {
   double sigma1, sigma2;
@@ -647,19 +668,22 @@ const Filter<DogParams> kDifferenceOfGaussian(
                                           .unit = "px",
                                           .doc = "sigma of the subtracted Gaussian"})},
      .output_dtype = "float32 (float64 stays float64)",
-     .fn = [](std::span<const Array> x, const DogParams& p, const RunOptions& o) {
-       const Array& a = x[0];
-       const DType w = work_type(a.dtype()), out_t = float_out(a.dtype());
-       const double s1 = p.sigma1, s2 = p.sigma2;
-       const Array g1 = gaussian_to(a, {s1, s1, s1}, w, o, "difference_of_gaussian");
-       checkpoint(o, 0.5, "difference_of_gaussian");
-       const Array g2 = gaussian_to(a, {s2, s2, s2}, w, o, "difference_of_gaussian");
-       Array out = empty_like(a, out_t);
-       launch(a, "neighbourhood.kernel", "difference", nb_defines(a.dtype(), out_t),
-              flat_grid(a.elements()),
-              {arg(g1), arg(g2), arg(out), arg<std::uint64_t>(a.elements())});
-       return one(std::move(out));
-     }});
+     .halo = [](const DogParams& p,
+                int) { return std::max(gaussian_radius(p.sigma1), gaussian_radius(p.sigma2)); },
+     .fn =
+         [](std::span<const Array> x, const DogParams& p, const RunOptions& o) {
+           const Array& a = x[0];
+           const DType w = work_type(a.dtype()), out_t = float_out(a.dtype());
+           const double s1 = p.sigma1, s2 = p.sigma2;
+           const Array g1 = gaussian_to(a, {s1, s1, s1}, w, o, "difference_of_gaussian");
+           checkpoint(o, 0.5, "difference_of_gaussian");
+           const Array g2 = gaussian_to(a, {s2, s2, s2}, w, o, "difference_of_gaussian");
+           Array out = empty_like(a, out_t);
+           launch(a, "neighbourhood.kernel", "difference", nb_defines(a.dtype(), out_t),
+                  flat_grid(a.elements()),
+                  {arg(g1), arg(g2), arg(out), arg<std::uint64_t>(a.elements())});
+           return one(std::move(out));
+         }});
 
 struct UnsharpParams {
   double sigma, amount;
@@ -681,16 +705,19 @@ const Filter<UnsharpParams> kUnsharpMask(
                                               .min = -100,
                                               .max = 100,
                                               .doc = "strength of the sharpening"})},
-     .fn = [](std::span<const Array> x, const UnsharpParams& p, const RunOptions& o) {
-       const Array& a = x[0];
-       const DType w = work_type(a.dtype());
-       const Array g = gaussian_to(a, {p.sigma, p.sigma, p.sigma}, w, o, "unsharp_mask");
-       Array out = empty_like(a, a.dtype());
-       launch(a, "neighbourhood.kernel", "unsharp", nb_defines(a.dtype(), a.dtype()),
-              flat_grid(a.elements()),
-              {arg(a), arg(g), arg(out), arg<std::uint64_t>(a.elements()), ct_arg(w, p.amount)});
-       return one(std::move(out));
-     }});
+     .halo = [](const UnsharpParams& p, int) { return gaussian_radius(p.sigma); },
+     .fn =
+         [](std::span<const Array> x, const UnsharpParams& p, const RunOptions& o) {
+           const Array& a = x[0];
+           const DType w = work_type(a.dtype());
+           const Array g = gaussian_to(a, {p.sigma, p.sigma, p.sigma}, w, o, "unsharp_mask");
+           Array out = empty_like(a, a.dtype());
+           launch(
+               a, "neighbourhood.kernel", "unsharp", nb_defines(a.dtype(), a.dtype()),
+               flat_grid(a.elements()),
+               {arg(a), arg(g), arg(out), arg<std::uint64_t>(a.elements()), ct_arg(w, p.amount)});
+           return one(std::move(out));
+         }});
 
 }  // namespace
 

@@ -178,6 +178,7 @@ Filter<> projection_filter(const char* fname, ZOp op, const char* doc, const cha
                    .doc = doc,
                    .dims = {3},
                    .output_dtype = out,
+                   .untiled = "its output depends on the whole image",
                    .fn = [op](std::span<const Array> x, const NoParams&, const RunOptions&) {
                      return one(z_project(x[0], op));
                    }});
@@ -225,6 +226,7 @@ const Filter<> kMinimumOfAllPixels(
      .output = OutputKind::table,
      .output_dtype = "table: minimum",
      .layout = InputLayout::any,
+     .untiled = "its output depends on the whole image",
      .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
        return row("minimum", stats(x[0]).min.as_double());
      }});
@@ -238,6 +240,7 @@ const Filter<> kMaximumOfAllPixels(
      .output = OutputKind::table,
      .output_dtype = "table: maximum",
      .layout = InputLayout::any,
+     .untiled = "its output depends on the whole image",
      .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
        return row("maximum", stats(x[0]).max.as_double());
      }});
@@ -251,6 +254,7 @@ const Filter<> kSumOfAllPixels(
      .output = OutputKind::table,
      .output_dtype = "table: sum",
      .layout = InputLayout::any,
+     .untiled = "its output depends on the whole image",
      .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
        return row("sum", stats(x[0]).sum.as_double());
      }});
@@ -262,6 +266,7 @@ const Filter<> kMeanOfAllPixels(
      .output = OutputKind::table,
      .output_dtype = "table: mean",
      .layout = InputLayout::any,
+     .untiled = "its output depends on the whole image",
      .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
        return row("mean", stats(x[0]).mean);
      }});
@@ -276,6 +281,7 @@ const Filter<> kStdOfAllPixels(
             kNanRule,
      .output = OutputKind::table,
      .output_dtype = "table: std",
+     .untiled = "its output depends on the whole image",
      .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
        return row("std", std_impl(x[0]));
      }});
@@ -303,6 +309,7 @@ const Filter<HistogramParams> kHistogram(
                      {.name = "maximum", .def = 0, .doc = "end of the last bin"})},
      .output = OutputKind::table,
      .output_dtype = "table: bin_start, bin_end, count (one row per bin)",
+     .untiled = "its output depends on the whole image",
      .fn = [](std::span<const Array> x, const HistogramParams& p, const RunOptions& o) {
        const Histogram h = histogram_impl(x[0], p.n_bins, p.minimum, p.maximum, o);
        Result r;

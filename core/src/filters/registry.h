@@ -160,6 +160,22 @@ template <class P>
 using FilterFn =
     std::function<Result(std::span<const Array> inputs, const P& p, const RunOptions& o)>;
 
+// How far an output pixel depends on its input along axis 0, the axis tiled execution cuts
+// into slabs, for an input of `ndim` dimensions: the planes loaded around each slab.
+template <class P>
+using HaloFn = std::function<std::size_t(const P& p, int ndim)>;
+
+// The halo of a filter whose output pixel reads only the same input pixel(s).
+inline constexpr auto pointwise = [](const auto&, int) -> std::size_t { return 0; };
+// The halo of a 3-point stencil (central differences, Laplace, Sobel).
+inline constexpr auto one_pixel = [](const auto&, int) -> std::size_t { return 1; };
+
+// Of per-axis values in (x, y, z) order, the one for axis 0 of an ndim-dimensional array.
+template <class T>
+T along_slab_axis(int ndim, T x, T y, T z) {
+  return ndim >= 3 ? z : ndim == 2 ? y : x;
+}
+
 // One table row. The fields without a default (name, category, doc, fn) must be written;
 // the rest default to what most filters have.
 template <class P>
@@ -174,6 +190,11 @@ struct FilterSpec {
   OutputKind output = OutputKind::image;
   std::string output_dtype = "same as input";
   InputLayout layout = InputLayout::contiguous;
+  // Tiling: the halo rule, or, when the output depends on more than a halo of the input,
+  // why the filter cannot run tiled. Every row says one or the other (test_core_tiled),
+  // so no filter tiles by accident.
+  HaloFn<P> halo = {};
+  std::string untiled = {};
   FilterFn<P> fn;
 };
 
@@ -187,6 +208,9 @@ class Entry {
   // gpix::run: checks inputs and params, fills in defaults, runs.
   virtual Result run(std::span<const Array> inputs, const Params& given,
                      const RunOptions& o) const = 0;
+  // The halo of a tiled run with these parameters (checked as run checks them); throws
+  // InvalidArgument, saying why, for a filter that cannot run tiled.
+  virtual std::size_t halo(int ndim, const Params& given) const = 0;
 
  protected:
   explicit Entry(FilterInfo info) : info_(std::move(info)) {}
@@ -199,19 +223,22 @@ template <class P = NoParams>
 class Filter final : public Entry {
  public:
   explicit Filter(FilterSpec<P> s)
-      : Entry(describe(s)), params_(std::move(s.params)), fn_(std::move(s.fn)) {}
+      : Entry(describe(s)),
+        params_(std::move(s.params)),
+        halo_(std::move(s.halo)),
+        fn_(std::move(s.fn)) {}
 
   Result run(std::span<const Array> inputs, const Params& given,
              const RunOptions& o) const override {
     check_inputs(info(), inputs);
-    check_names(info(), given);
-    P p{};
-    for (const Param<P>& q : params_) {
-      const ParamValue v = given_or_default(q.spec, given);
-      check_value(info(), q.spec, v);
-      q.set(p, v);
+    return invoke(inputs, parse(given), o);
+  }
+
+  std::size_t halo(int ndim, const Params& given) const override {
+    if (!halo_) {
+      throw InvalidArgument("filter '" + info().name + "' cannot run tiled: " + info().untiled);
     }
-    return invoke(inputs, p, o);
+    return halo_(parse(given), ndim);
   }
 
   // The typed functions' way in: the same checks on p, then the implementation.
@@ -233,6 +260,17 @@ class Filter final : public Entry {
   }
 
  private:
+  // The parameters as given, defaults filled in, each checked.
+  P parse(const Params& given) const {
+    check_names(info(), given);
+    P p{};
+    for (const Param<P>& q : params_) {
+      const ParamValue v = given_or_default(q.spec, given);
+      check_value(info(), q.spec, v);
+      q.set(p, v);
+    }
+    return p;
+  }
   static FilterInfo describe(const FilterSpec<P>& s) {
     FilterInfo info;
     info.name = s.name;
@@ -245,6 +283,8 @@ class Filter final : public Entry {
     info.output = s.output;
     info.output_dtype = s.output_dtype;
     info.layout = s.layout;
+    info.tiles = static_cast<bool>(s.halo);
+    info.untiled = s.halo ? std::string() : s.untiled;
     return info;
   }
   void check(std::span<const Array> inputs, const P& p) const {
@@ -260,6 +300,7 @@ class Filter final : public Entry {
   }
 
   std::vector<Param<P>> params_;
+  HaloFn<P> halo_;
   FilterFn<P> fn_;
 };
 

@@ -570,6 +570,7 @@ const Filter<> kThresholdOtsu(
      .dims = {2, 3},
      .output = OutputKind::binary,
      .output_dtype = "uint8 (0/1)",
+     .untiled = "its threshold comes from the whole image's histogram",
      .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
        return one(threshold_otsu_impl(x[0]));
      }});
@@ -586,6 +587,7 @@ const Filter<ThresholdParams> kThreshold(
      .dims = {2, 3},
      .output = OutputKind::binary,
      .output_dtype = "uint8 (0/1)",
+     .halo = pointwise,
      .fn = [](std::span<const Array> x, const ThresholdParams& p, const RunOptions&) {
        return one(threshold_gt(x[0], p.value));
      }});
@@ -599,6 +601,7 @@ Filter<> logic_filter(const char* fname, int op, const char* doc) {
                    .dims = {2, 3},
                    .output = OutputKind::binary,
                    .output_dtype = "uint8 (0/1)",
+                   .halo = pointwise,
                    .fn = [op, fname](std::span<const Array> x, const NoParams&, const RunOptions&) {
                      return one(logic(x[0], x[1], op, fname));
                    }});
@@ -617,6 +620,7 @@ const Filter<> kBinaryNot({.name = "binary_not",
                            .dims = {2, 3},
                            .output = OutputKind::binary,
                            .output_dtype = "uint8 (0/1)",
+                           .halo = pointwise,
                            .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
                              return one(to_mask(x[0], true));
                            }});
@@ -652,15 +656,21 @@ Filter<MorphParams> morph_filter(const char* fname, const char* what, MorphKind 
        .dims = {2, 3},
        .output = OutputKind::binary,
        .output_dtype = "uint8 (0/1)",
-       .fn = [kind, fname](std::span<const Array> x, const MorphParams& p, const RunOptions& o) {
-         const bool cross = p.connectivity == "cross";
-         const int r = p.radius;
-         if (kind == MorphKind::erosion || kind == MorphKind::dilation)
-           return one(morph(x[0], r, cross, kind == MorphKind::dilation, o, fname));
-         // opening: erosion then dilation; closing: dilation then erosion.
-         const Array first = morph(x[0], r, cross, kind == MorphKind::closing, o, fname);
-         return one(morph(first, r, cross, kind == MorphKind::opening, o, fname));
-       }});
+       .halo =
+           [kind](const MorphParams& p, int) {
+             return static_cast<std::size_t>(p.radius) *
+                    (kind == MorphKind::opening || kind == MorphKind::closing ? 2 : 1);
+           },
+       .fn =
+           [kind, fname](std::span<const Array> x, const MorphParams& p, const RunOptions& o) {
+             const bool cross = p.connectivity == "cross";
+             const int r = p.radius;
+             if (kind == MorphKind::erosion || kind == MorphKind::dilation)
+               return one(morph(x[0], r, cross, kind == MorphKind::dilation, o, fname));
+             // opening: erosion then dilation; closing: dilation then erosion.
+             const Array first = morph(x[0], r, cross, kind == MorphKind::closing, o, fname);
+             return one(morph(first, r, cross, kind == MorphKind::opening, o, fname));
+           }});
 }
 const Filter<MorphParams> kBinaryErosion =
     morph_filter("binary_erosion", "binary erosion (minimum over the window)", MorphKind::erosion);
@@ -690,6 +700,7 @@ const Filter<ComponentsParams> kConnectedComponents(
      .dims = {2, 3},
      .output = OutputKind::labels,
      .output_dtype = "uint32",
+     .untiled = "a label can span the whole image",
      .fn = [](std::span<const Array> x, const ComponentsParams& p, const RunOptions& o) {
        return one(label_components(x[0], p.connectivity == "full", o));
      }});
@@ -707,6 +718,7 @@ const Filter<> kRelabelSequential(
      .dtypes = integer_dtypes(),
      .output = OutputKind::labels,
      .output_dtype = "uint32",
+     .untiled = "the numbering depends on the whole image",
      .fn = [](std::span<const Array> x, const NoParams&, const RunOptions& o) {
        return one(relabel(x[0], o));
      }});
@@ -743,6 +755,7 @@ const Filter<VoronoiParams> kVoronoiOtsuLabeling(
      .dims = {2, 3},
      .output = OutputKind::labels,
      .output_dtype = "uint32",
+     .untiled = "it thresholds and labels the whole image",
      .fn = [](std::span<const Array> x, const VoronoiParams& p, const RunOptions& o) {
        return one(voronoi_otsu(x[0], p.spot_sigma, p.outline_sigma, o));
      }});
@@ -761,6 +774,7 @@ const Filter<> kLabelStatistics(
      .dims = {2, 3},
      .output = OutputKind::table,
      .output_dtype = "table (float64 columns)",
+     .untiled = "it returns a table over the whole image",
      .fn = [](std::span<const Array> x, const NoParams&, const RunOptions& o) {
        Result r;
        r.table = label_stats(x[0], x[1], o);
