@@ -125,12 +125,14 @@ Array unary_wide(const Array& in, DType out_t, const std::string& op) {
 // long double holds every 64-bit integer exactly.
 Array clip_integer(const Array& in, double lo, double hi) {
   const DType t = in.dtype();
-  const auto [tmin, tmax] = visit_dtype(t, [](auto zero) -> std::pair<long double, long double> {
-    using T = decltype(zero);
-    return {static_cast<long double>(std::numeric_limits<T>::lowest()),
-            static_cast<long double>(std::numeric_limits<T>::max())};
-  });
-  auto clamp = [&](long double v) { return std::clamp(v, tmin, tmax); };
+  // Not a structured binding: clang before 16 cannot capture one in the lambda below.
+  const std::pair<long double, long double> range =
+      visit_dtype(t, [](auto zero) -> std::pair<long double, long double> {
+        using T = decltype(zero);
+        return {static_cast<long double>(std::numeric_limits<T>::lowest()),
+                static_cast<long double>(std::numeric_limits<T>::max())};
+      });
+  auto clamp = [&](long double v) { return std::clamp(v, range.first, range.second); };
   const long double lo_cmp = clamp(std::ceil(static_cast<long double>(lo)));
   const long double hi_cmp = clamp(std::floor(static_cast<long double>(hi)));
   const long double lo_val = clamp(std::nearbyint(static_cast<long double>(lo)));

@@ -1,0 +1,86 @@
+// libFuzzer target: the public API as a caller drives it. Each input picks a catalog filter,
+// inputs of random shape (1 to 3 dimensions, extents 1-9), dtype and layout (contiguous,
+// padded, region view), and parameters inside and outside the descriptors' ranges, then
+// runs it on the default device. The contract: a result of the declared kind, or a
+// gpix::Error; never another exception, a crash or a sanitizer report.
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "gpix/gpix.h"
+
+namespace {
+
+gpix::Array make_input(FuzzedDataProvider& in, const gpix::Shape& shape, gpix::DType t) {
+  gpix::HostArray h = gpix::HostArray::empty(shape, t);
+  const std::vector<std::uint8_t> bytes = in.ConsumeBytes<std::uint8_t>(h.bytes());
+  std::fill(h.data(), h.data() + h.bytes(), std::byte{0});
+  std::copy(bytes.begin(), bytes.end(), reinterpret_cast<std::uint8_t*>(h.data()));
+  switch (in.ConsumeIntegralInRange(0, 2)) {
+    case 1: {  // a padded array: rows and planes longer than the image
+      std::vector<std::size_t> padded(shape.dims().begin(), shape.dims().end());
+      for (auto& d : padded) d += in.ConsumeIntegralInRange<std::size_t>(0, 3);
+      gpix::Array a = gpix::Array::padded(shape, gpix::Shape{std::span<const std::size_t>(padded)},
+                                          t);
+      a.write(h);
+      return a;
+    }
+    case 2: {  // a region view of a larger array
+      std::vector<std::size_t> big(shape.dims().begin(), shape.dims().end()), origin;
+      for (auto& d : big) {
+        const auto o = in.ConsumeIntegralInRange<std::size_t>(0, 2);
+        origin.push_back(o);
+        d += o + in.ConsumeIntegralInRange<std::size_t>(0, 2);
+      }
+      gpix::Array whole = gpix::Array::create(gpix::Shape{std::span<const std::size_t>(big)}, t);
+      gpix::Array v =
+          whole.view(gpix::Region{origin, std::vector<std::size_t>(shape.dims().begin(),
+                                                                   shape.dims().end())});
+      v.write(h);
+      return v;
+    }
+    default:
+      return gpix::Array::push(h);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  FuzzedDataProvider in(data, size);
+  const auto& all = gpix::filters();
+  const gpix::FilterInfo& f = all[in.ConsumeIntegralInRange<std::size_t>(0, all.size() - 1)];
+  const int ndim = in.ConsumeIntegralInRange(1, 3);
+  std::vector<std::size_t> dims;
+  for (int i = 0; i < ndim; ++i) dims.push_back(in.ConsumeIntegralInRange<std::size_t>(1, 9));
+  const gpix::Shape shape{std::span<const std::size_t>(dims)};
+  const auto& dtypes = gpix::kAllDTypes;
+  gpix::Params params;
+  for (const gpix::ParamSpec& p : f.params) {
+    if (in.ConsumeBool()) continue;  // the default
+    if (p.type == gpix::ParamType::choice) {
+      params[p.name] = in.ConsumeBool() && !p.choices.empty()
+                           ? p.choices[in.ConsumeIntegralInRange<std::size_t>(0, p.choices.size() - 1)]
+                           : in.ConsumeRandomLengthString(12);
+    } else if (in.ConsumeBool()) {  // inside the range, as the GUI offers it
+      params[p.name] = p.min + (p.max - p.min) * in.ConsumeProbability<double>();
+    } else {  // anything: NaN, infinities, huge, negative
+      params[p.name] = in.ConsumeFloatingPoint<double>();
+    }
+  }
+  try {
+    std::vector<gpix::Array> inputs;
+    for (std::size_t i = 0; i < f.inputs.size(); ++i) {
+      const gpix::DType t = dtypes[in.ConsumeIntegralInRange<std::size_t>(0, dtypes.size() - 1)];
+      inputs.push_back(make_input(in, shape, t));
+    }
+    const gpix::Result r = gpix::run(f.name, inputs, params);
+    if (!r.is_table()) (void)r.array.pull();
+  } catch (const gpix::Error&) {
+    // A refusal with a typed error is the expected outcome for bad parameters.
+  }
+  return 0;
+}
