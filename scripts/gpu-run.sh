@@ -17,8 +17,10 @@ cd "$(dirname "$0")/.."
 stage=${1:-check}
 out=${OUT:-/tmp/gpix-out}
 mkdir -p "$out"
-if [ ! -e /tmp/gpix-unpacked ]; then
-  tar -xJf .carry/gpu.tar.xz -C / && touch /tmp/gpix-unpacked
+# Once per archive (a later call in the same lease may carry another one, e.g. .suite's).
+unpacked=/tmp/gpix-unpacked-$(cksum <.carry/gpu.tar.xz | cut -d' ' -f1)
+if [ ! -e "$unpacked" ]; then
+  tar -xJf .carry/gpu.tar.xz -C / && touch "$unpacked"
 fi
 build=$(tar -tJf .carry/gpu.tar.xz | head -1 | cut -d/ -f1-3)
 build=/${build%/}
