@@ -8,13 +8,19 @@
 #   scripts/gpu-run.sh transfers push/pull GB/s only (bench_memory and CuPy)
 #   scripts/gpu-run.sh large     gpu_check --large-allocations (NVIDIA OpenCL probes, OOM)
 #   scripts/gpu-run.sh filters   filter and reduction benchmarks only (both backends and CuPy)
+#   scripts/gpu-run.sh suite [ARGS]  issue 17's suite: gpix (CUDA, NVIDIA OpenCL), CuPy, cuCIM and
+#                                pyclesperanto on one grid, plus first calls (bench/suite.py; the
+#                                peers' wheels in .whl, bench/peers-requirements.txt). ARGS go to
+#                                suite.py (e.g. --budget 300, --filters REGEX).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 stage=${1:-check}
 out=${OUT:-/tmp/gpix-out}
 mkdir -p "$out"
-if [ ! -e /tmp/gpix-unpacked ]; then
-  tar -xJf .carry/gpu.tar.xz -C / && touch /tmp/gpix-unpacked
+# Once per archive (a later call in the same lease may carry another one, e.g. .suite's).
+unpacked=/tmp/gpix-unpacked-$(cksum <.carry/gpu.tar.xz | cut -d' ' -f1)
+if [ ! -e "$unpacked" ]; then
+  tar -xJf .carry/gpu.tar.xz -C / && touch "$unpacked"
 fi
 build=$(tar -tJf .carry/gpu.tar.xz | head -1 | cut -d/ -f1-3)
 build=/${build%/}
@@ -80,6 +86,20 @@ case "$stage" in
     done
     echo "== CuPy"
     timeout 120 python3 bench/peer_cupy.py --transfers 2>&1 | tee "$out/cupy.txt"
+    ;;
+  suite)
+    # The peers' wheels (carried in .whl) into /tmp/site; CuPy, numpy, scipy, scikit-image and
+    # matplotlib are the machine's own.
+    if compgen -G ".whl/*.whl" >/dev/null; then
+      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site .whl/*.whl || echo "gpu-run: installing the wheels failed"
+      export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+    fi
+    # NVIDIA's OpenCL only (gpix's and pyclesperanto's), as for the other stages.
+    OCL_ICD_VENDORS=/tmp/nv-icd PYTHONUNBUFFERED=1 timeout 575 python3 bench/suite.py \
+      --bench-grid "$build/bin/bench_grid" --out "$out" \
+      --commit "$(cat "$build/GPU_COMMIT" 2>/dev/null || echo unknown)" "${@:2}" 2>&1 |
+      tee "$out/suite.log" | tail -40
     ;;
   large)
     # Single large buffers on NVIDIA OpenCL (raw probes, then gpix), then out-of-memory.

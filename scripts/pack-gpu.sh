@@ -27,10 +27,12 @@ git diff --quiet HEAD 2>/dev/null || commit="$commit+dirty"
 echo "$commit" > "$dest/GPU_COMMIT"
 cd "$build"
 find "$dest" -type f -executable -exec strip --strip-debug {} + 2>/dev/null || true
-# Shared libraries that Ubuntu 24.04 lacks or has in other versions.
+# Shared libraries that Ubuntu 24.04 lacks or has in other versions (none for a build of only the
+# core and the benchmarks, e.g. bench_grid for the suite: grep then finds nothing).
 for exe in "$dest"/tests/test_* "$dest"/bin/*; do
+  [ -e "$exe" ] || continue
   ldd "$exe" 2>/dev/null | awk '/=> \//{print $3}'
-done | sort -u | grep -v -E "^$build|/(libc|libm|libstdc\+\+|libgcc_s|libOpenCL|libz|libgomp|ld-linux[^/]*|libpthread|libdl|librt)\.so" |
+done | sort -u | { grep -v -E "^$build|/(libc|libm|libstdc\+\+|libgcc_s|libOpenCL|libz|libgomp|ld-linux[^/]*|libpthread|libdl|librt)\.so" || true; } |
   while read -r lib; do cp -L "$lib" "$dest/gpu-libs/"; done
 cd - >/dev/null
 mkdir -p .carry
