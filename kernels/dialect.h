@@ -285,4 +285,49 @@ GPIX_FUNC gpix_f32 gpix_sat_gpix_f32_f(float x) {
 #define GPIX_SAT_SUFFIX_gpix_f64 _d
 #define gpix_sat(T, CT, x) GPIX_CAT(GPIX_CAT(gpix_sat_, T), GPIX_CAT(GPIX_SAT_SUFFIX_, CT))(x)
 
+/* ---------------------------------------------------------------- ordered keys
+ * The medians sort keys (gpix_key_t(T)): integers as they are, floats as their bits turned
+ * into signed integers of the same order (the magnitude bits of negative values flipped). A
+ * compare-and-swap is then two integer min/max instructions, where a float one that keeps NaN
+ * costs a compare and two selects (the radius-1 medians spend most of their time there), and
+ * every value has a place: NaN sorts above +inf (a NaN with the sign bit set below -inf) and
+ * -0 just below +0. gpix_key(T, v) makes a key of a T, gpix_unkey(T, k) gives the value back. */
+#define GPIX_KT_gpix_u8 gpix_u8
+#define GPIX_KT_gpix_i8 gpix_i8
+#define GPIX_KT_gpix_u16 gpix_u16
+#define GPIX_KT_gpix_i16 gpix_i16
+#define GPIX_KT_gpix_u32 gpix_u32
+#define GPIX_KT_gpix_i32 gpix_i32
+#define GPIX_KT_gpix_u64 gpix_u64
+#define GPIX_KT_gpix_i64 gpix_i64
+#define GPIX_KT_gpix_f32 gpix_i32
+#define GPIX_KT_gpix_f64 gpix_i64
+#define GPIX_KEY_INT(v) (v)
+#define GPIX_KEY_gpix_u8 GPIX_KEY_INT
+#define GPIX_KEY_gpix_i8 GPIX_KEY_INT
+#define GPIX_KEY_gpix_u16 GPIX_KEY_INT
+#define GPIX_KEY_gpix_i16 GPIX_KEY_INT
+#define GPIX_KEY_gpix_u32 GPIX_KEY_INT
+#define GPIX_KEY_gpix_i32 GPIX_KEY_INT
+#define GPIX_KEY_gpix_u64 GPIX_KEY_INT
+#define GPIX_KEY_gpix_i64 GPIX_KEY_INT
+#define GPIX_UNKEY_gpix_u8 GPIX_KEY_INT
+#define GPIX_UNKEY_gpix_i8 GPIX_KEY_INT
+#define GPIX_UNKEY_gpix_u16 GPIX_KEY_INT
+#define GPIX_UNKEY_gpix_i16 GPIX_KEY_INT
+#define GPIX_UNKEY_gpix_u32 GPIX_KEY_INT
+#define GPIX_UNKEY_gpix_i32 GPIX_KEY_INT
+#define GPIX_UNKEY_gpix_u64 GPIX_KEY_INT
+#define GPIX_UNKEY_gpix_i64 GPIX_KEY_INT
+/* Flipping the low 31 (63) bits when the sign bit is set is its own inverse. */
+#define GPIX_FLIP32(b) ((b) ^ ((gpix_u32)((gpix_i32)(b) >> 31) >> 1))
+#define GPIX_FLIP64(b) ((b) ^ ((gpix_u64)((gpix_i64)(b) >> 63) >> 1))
+#define GPIX_KEY_gpix_f32(v) ((gpix_i32)GPIX_FLIP32(gpix_as_u32(v)))
+#define GPIX_UNKEY_gpix_f32(k) gpix_as_f32(GPIX_FLIP32((gpix_u32)(k)))
+#define GPIX_KEY_gpix_f64(v) ((gpix_i64)GPIX_FLIP64(gpix_as_u64(v)))
+#define GPIX_UNKEY_gpix_f64(k) gpix_as_f64(GPIX_FLIP64((gpix_u64)(k)))
+#define gpix_key_t(T) GPIX_CAT(GPIX_KT_, T)
+#define gpix_key(T, v) GPIX_CAT(GPIX_KEY_, T)(v)
+#define gpix_unkey(T, k) GPIX_CAT(GPIX_UNKEY_, T)(k)
+
 #endif /* GPIX_DIALECT_H */

@@ -405,24 +405,34 @@ Array subtract_sat(const Array& a, const Array& b) {
   return out;
 }
 
-constexpr int kMedianMaxWindow = 125;
+// Windows up to this many pixels take median_fixed (one program per radius triple, the kept
+// keys in registers); larger ones median_radix (radix select, no storage: any window). 49: a
+// 7x7 window; the fixed program's compile time grows with the square of the window (on PoCL
+// a 105-pixel one took 30 s more than a 25-pixel one).
+constexpr int kMedianFixedMax = 49;
+
+Defines median_fixed_defines(DType t, const Radii& r) {
+  Defines d = nb_defines(t, t);
+  d.emplace_back("NB_RX", std::to_string(r[0]));
+  d.emplace_back("NB_RY", std::to_string(r[1]));
+  d.emplace_back("NB_RZ", std::to_string(r[2]));
+  return d;
+}
 
 Array median(const Array& in, const Radii& r) {
   if (radius_one(in, r)) return radius_one_box(in, "median", in.dtype(), 1.0);
   const long window = (2L * r[0] + 1) * (2L * r[1] + 1) * (2L * r[2] + 1);
-  if (window > kMedianMaxWindow) {
-    throw InvalidArgument(
-        "median_box with radii (x " + std::to_string(r[0]) + ", y " + std::to_string(r[1]) +
-        ", z " + std::to_string(r[2]) + ") needs a window of " + std::to_string(window) +
-        " pixels; the median sorts its window in registers and takes at most " +
-        std::to_string(kMedianMaxWindow) + " (e.g. 11x11 in 2D, 5x5x5 in 3D): use smaller radii");
-  }
   Array out = empty_like(in, in.dtype());
   std::vector<KernelArg> args = {arg(in), arg(out)};
   push_shape(args, in.shape());
-  for (int v : r) args.push_back(arg(v));
-  launch(in, "neighbourhood.kernel", "median_box", nb_defines(in.dtype(), in.dtype()),
-         image_grid(in.shape()), args);
+  if (window <= kMedianFixedMax) {
+    launch(in, "median.kernel", "median_fixed", median_fixed_defines(in.dtype(), r),
+           image_grid(in.shape()), args);
+  } else {
+    for (int v : r) args.push_back(arg(v));
+    launch(in, "median.kernel", "median_radix", nb_defines(in.dtype(), in.dtype()),
+           image_grid(in.shape()), args);
+  }
   return out;
 }
 
@@ -511,10 +521,10 @@ const Filter<BoxParams> kMedianBox(
     {.name = "median_box",
      .category = Category::neighbourhood,
      .doc = std::string("Median of the (2r+1) box per axis; ") + kBorders +
-            "; the window may hold at most 125 pixels (11x11 in 2D, 5x5x5 in 3D; larger radii "
-            "raise InvalidArgument); NaN counts as larger than +inf (-NaN as smaller than -inf), "
-            "-0 as smaller than +0",
-     .params = radius_params(62),
+            "; any window (beyond 125 pixels the cost grows with the window's volume times the "
+            "dtype's bits); NaN counts as larger than +inf (-NaN as smaller than -inf), -0 as "
+            "smaller than +0",
+     .params = radius_params(100),
      .halo = box_halo<1>,
      .fn = [](std::span<const Array> x, const BoxParams& p, const RunOptions&) {
        return one(median(x[0], radii(x[0], p)));
@@ -731,8 +741,8 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
   static const char* const ops[] = {"conv", "sum", "min", "max"};
   static const char* const shapes[] = {"simple", "x", "yz", "xy"};
   static const char* const stencils[] = {
-      "median_box", "r1_sum_2d",    "r1_sum_3d",    "r1_min_2d",    "r1_min_3d", "r1_max_2d",
-      "r1_max_3d",  "r1_median_2d", "r1_median_3d", "subtract_sat", "unsharp"};
+      "r1_sum_2d", "r1_sum_3d",    "r1_min_2d",    "r1_min_3d",    "r1_max_2d",
+      "r1_max_3d", "r1_median_2d", "r1_median_3d", "subtract_sat", "unsharp"};
   static const char* const floats[] = {"variance_box", "sobel", "laplace", "gradient",
                                        "difference"};
   for (DType t : kAllDTypes) {
@@ -759,6 +769,10 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
       }
     }
     for (const char* e : stencils) out.push_back({"neighbourhood.kernel", e, nb_defines(t, t)});
+    // median_fixed compiles per radius triple: one 3D triple stands for all (the code is the
+    // same with other constants).
+    out.push_back({"median.kernel", "median_radix", nb_defines(t, t)});
+    out.push_back({"median.kernel", "median_fixed", median_fixed_defines(t, {2, 1, 1})});
     if (size_of(t) <= 4) {
       for (const char* e : {"r1_sum_2d_v4", "r1_min_2d_v4", "r1_max_2d_v4"})
         out.push_back({"neighbourhood.kernel", e, nb_defines(t, t)});
