@@ -79,9 +79,21 @@ PluginRecord PluginLoader::load(const QString& file, HostContext& host) {
   }
   if (r.reason.isEmpty()) {
     auto loader = std::make_unique<QPluginLoader>(r.path);
-    QObject* object = loader->instance();  // dlopen: fails when a dependency is missing
+    QObject* object = nullptr;
+    try {
+      // dlopen (fails when a dependency is missing), then the plugin's constructor, which is
+      // the plugin's code and may throw: that must refuse the plugin, not end the host.
+      object = loader->instance();
+    } catch (const std::exception& e) {
+      r.reason = QStringLiteral("its constructor failed: ") + QString::fromUtf8(e.what());
+    } catch (...) {
+      r.reason = QStringLiteral("its constructor failed with an unknown exception");
+    }
     auto* plugin = object ? qobject_cast<Plugin*>(object) : nullptr;
-    if (!object) {
+    if (!r.reason.isEmpty()) {
+      // Refused above; the loader is dropped (not unloaded: a half-made instance may remain).
+      (void)loader.release();
+    } else if (!object) {
       r.reason = QStringLiteral("could not be loaded: ") + loader->errorString();
     } else if (!plugin) {
       r.reason = QStringLiteral("its class does not implement gpix::plugin::Plugin");

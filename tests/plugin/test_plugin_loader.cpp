@@ -82,7 +82,7 @@ class TestPluginLoader : public QObject {
     BasicHost host(default_device(), settings().release());
     PluginLoader loader;
     const QList<PluginRecord> rs = loader.load_all({QStringLiteral(GPIX_TEST_PLUGIN_DIR)}, host);
-    QCOMPARE(rs.size(), 6);
+    QCOMPARE(rs.size(), 8);
 
     const PluginRecord good = find(rs, QStringLiteral("good.so"));
     QVERIFY2(good.loaded, qPrintable(good.reason));
@@ -118,7 +118,19 @@ class TestPluginLoader : public QObject {
     QVERIFY(!again.loaded);
     QVERIFY2(again.reason.contains(QStringLiteral("already loaded")), qPrintable(again.reason));
     QVERIFY(!instantiated("good_again"));
-    QCOMPARE(loader.records().size(), 6);
+
+    // A plugin's own code that throws, in its constructor or in initialize(), refuses that
+    // plugin with the message; the host and the other plugins go on.
+    const PluginRecord ctor = find(rs, QStringLiteral("throws_ctor"));
+    QVERIFY(!ctor.loaded);
+    QVERIFY2(ctor.reason.contains(QStringLiteral("constructor")) &&
+                 ctor.reason.contains(QStringLiteral("no licence on this machine")),
+             qPrintable(ctor.reason));
+    const PluginRecord init = find(rs, QStringLiteral("throws_init"));
+    QVERIFY(!init.loaded);
+    QVERIFY2(init.reason.contains(QStringLiteral("its device is busy")), qPrintable(init.reason));
+    QVERIFY(!has_reader(host, QStringLiteral("throws_init")));
+    QCOMPARE(loader.records().size(), 8);
   }
 
   void missing_and_foreign_files() {
