@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <vector>
 
 namespace gpix::io::detail {
@@ -150,6 +151,43 @@ std::string check_meta(const fs::path& path, std::uint64_t data_bytes) {
            " bytes, " + std::to_string(want) + " expected";
   }
   return {};
+}
+
+// Before ITK reads a MetaImage header: MetaIO copies header values with C string functions, so
+// a NUL or another control byte inside the header, or an ElementDataFile with a '%' that is not
+// a well-formed file pattern ("name%03d.raw first last step"), made it read past its buffers
+// (an ASan heap overflow in MetaImage::ReadStream, found by fuzz_read_mha).
+std::string check_meta_header(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string text(4096, '\0');
+  f.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(f.gcount()));
+  const MetaHeader h = parse_meta(path);
+  const std::size_t end =
+      h.header_bytes ? std::min<std::size_t>(h.header_bytes, text.size()) : text.size();
+  for (std::size_t i = 0; i < end; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+      return "its header holds a control byte (0x" + std::string(1, "0123456789abcdef"[c >> 4]) +
+             "0123456789abcdef"[c & 15] + ") at offset " + std::to_string(i) +
+             "; a MetaImage header is text (it is corrupt)";
+    }
+  }
+  // MetaIO takes a value with '%' for a pattern of files, anything else for one file name.
+  if (h.data_file.find('%') == std::string::npos) return {};
+  std::vector<std::string> words;
+  std::istringstream in(h.data_file);
+  for (std::string w; in >> w;) words.push_back(w);
+  const bool pattern = words.size() == 4 && words[0].find('%') != std::string::npos &&
+                       std::all_of(words.begin() + 1, words.end(), [](const std::string& w) {
+                         return !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
+                           return std::isdigit(static_cast<unsigned char>(c)) || c == '-';
+                         });
+                       });
+  if (pattern) return {};
+  return "its ElementDataFile '" + h.data_file +
+         "' holds a % but is not a file pattern 'name%03d.raw first last step' (the header is "
+         "corrupt)";
 }
 
 // The data offset of a NIfTI-1 or NIfTI-2 header (host byte order or swapped).
@@ -319,6 +357,7 @@ std::string check_structure(const std::string& format, const fs::path& path) {
   if (format == "PNG") return check_png(path);
   if (format == "JPEG") return check_jpeg(path);
   if (format == "NIfTI") return check_nifti_geometry(path);
+  if (format == "MetaImage") return check_meta_header(path);
   return {};
 }
 

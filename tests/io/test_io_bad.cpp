@@ -166,6 +166,17 @@ class TestIoBad : public QObject {
         "ElementDataFile = LOCAL\n" +
             std::string(24, '\0'));
     expect_io_error([&] { io::read(m); }, m, "pixel type is unknown");
+    // MetaIO read past its buffers (ASan) on a NUL inside the header and on a '%' data file
+    // that is not a pattern (fuzz_read_mha's first finding, fuzz/corpus/mha/regression-*).
+    const std::string head =
+        "ObjectType = Image\nNDims = 2\nDimSize = 4 3\nElementType = MET_UCHAR\n";
+    const auto nul = in(dir, "nul.mha");
+    put(nul, std::string("ObjectType = Image\nNDims = 2\0\0\nDimSize = 4 3\n", 45) +
+                 "ElementType = MET_UCHAR\nElementDataFile = LOCAL\n" + std::string(12, '\1'));
+    expect_io_error([&] { io::read(nul); }, nul, "control byte");
+    const auto pat = in(dir, "pattern.mha");
+    put(pat, head + "ElementDataFile = slice%d.raw junk 52\n");
+    expect_io_error([&] { io::read(pat); }, pat, "not a file pattern");
     const auto good = in(dir, "good.nii");
     io::write(good, HostArray::from(std::vector<std::uint16_t>(6 * 20 * 24, 7), Shape{6, 20, 24}));
     const std::string bytes = slurp(good);
