@@ -1,10 +1,15 @@
-# gpix_add_test(name LABELS l... SOURCES s...): a QtTest executable registered with ctest.
-# Tests link core's internals too (src/ on the include path) so that they can check
-# internal pieces such as the RAII handles.
+# gpix_add_test(name [USES_CLI] LABELS l... SOURCES s...): a QtTest executable registered with
+# ctest, linked with the shared test helpers (gpix_test_support, tests/support). Tests link
+# core's internals too (src/ on the include path) so that they can check internal pieces such
+# as the RAII handles. USES_CLI: the test runs the gpix CLI (GPIX_CLI_PATH, built first).
 function(gpix_add_test name)
-  cmake_parse_arguments(T "" "TIMEOUT" "LABELS;SOURCES" ${ARGN})
+  cmake_parse_arguments(T "USES_CLI" "TIMEOUT" "LABELS;SOURCES" ${ARGN})
   add_executable(${name} ${T_SOURCES})
-  target_link_libraries(${name} PRIVATE gpix::core gpix::samples Qt6::Test)
+  target_link_libraries(${name} PRIVATE gpix::core gpix::samples gpix_test_support Qt6::Test)
+  if(T_USES_CLI)
+    target_compile_definitions(${name} PRIVATE GPIX_CLI_PATH="$<TARGET_FILE:gpix_cli>")
+    add_dependencies(${name} gpix_cli)
+  endif()
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/core/src ${PROJECT_SOURCE_DIR}/tests)
   gpix_warnings(${name})
   add_test(NAME ${name} COMMAND ${name})

@@ -12,8 +12,6 @@
 
 namespace gpix::plugin {
 
-HostContext::~HostContext() = default;
-
 namespace {
 
 QString qs(const std::string& s) {

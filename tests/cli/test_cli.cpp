@@ -2,34 +2,22 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
 
-#include "common.h"
 #include "gpix/samples.h"
+#include "support/devices.h"
+#include "support/process.h"
+#include "support/random.h"
 
 using namespace gpix;
-
-namespace {
-struct ProcResult {
-  int code;
-  QByteArray out, err;
-};
-ProcResult run(const QStringList& args) {
-  QProcess p;
-  p.start(GPIX_CLI_PATH, args);
-  if (!p.waitForFinished(300000)) qFatal("gpix did not finish");
-  return {p.exitCode(), p.readAllStandardOutput(), p.readAllStandardError()};
-}
-}  // namespace
 
 class TestCli : public QObject {
   Q_OBJECT
  private slots:
   void devices_json() {
     const auto& devs = test::test_devices();
-    const ProcResult r = run({"devices", "--json"});
+    const test::ProcessResult r = test::run_cli({"devices", "--json"});
     QCOMPARE(r.code, 0);
     const QJsonObject o = QJsonDocument::fromJson(r.out).object();
     const QJsonArray list = o["devices"].toArray();
@@ -51,7 +39,7 @@ class TestCli : public QObject {
   }
 
   void devices_text() {
-    const ProcResult r = run({"devices"});
+    const test::ProcessResult r = test::run_cli({"devices"});
     QCOMPARE(r.code, 0);
     for (const auto& d : test::test_devices()) QVERIFY2(r.out.contains(d.name().c_str()), r.out);
     QVERIFY(r.out.contains("cuda"));  // the CUDA line says why or what, even with no driver
@@ -63,7 +51,7 @@ class TestCli : public QObject {
     const Sample s = sample();
     const auto px = s.image.as<std::uint16_t>();
     const auto [mn, mx] = std::minmax_element(px.begin(), px.end());
-    const ProcResult r = run({"info", "sample", "--json", "--device", "0"});
+    const test::ProcessResult r = test::run_cli({"info", "sample", "--json", "--device", "0"});
     QVERIFY2(r.code == 0, r.err);
     const QJsonObject o = QJsonDocument::fromJson(r.out).object();
     QCOMPARE(o["shape"].toArray(), (QJsonArray{256, 256}));
@@ -75,7 +63,7 @@ class TestCli : public QObject {
     QCOMPARE(o["device"].toString().toStdString(), devices()[0].label());
     QCOMPARE(o["memory"].toString(), QString("buffer"));
     QCOMPARE(o["source"].toString(), QString("sample:nuclei_2d"));
-    const ProcResult r3 = run({"info", "sample:nuclei_3d", "--json"});
+    const test::ProcessResult r3 = test::run_cli({"info", "sample:nuclei_3d", "--json"});
     QCOMPARE(QJsonDocument::fromJson(r3.out).object()["shape"].toArray(),
              (QJsonArray{32, 128, 128}));
   }
@@ -89,25 +77,28 @@ class TestCli : public QObject {
     QVERIFY(f.open(QIODevice::WriteOnly));
     f.write(reinterpret_cast<const char*>(data.data()), static_cast<qint64>(data.size() * 4));
     f.close();
-    const ProcResult r = run({"info", path, "--shape", "3,5,7", "--dtype", "f32", "--json"});
+    const test::ProcessResult r =
+        test::run_cli({"info", path, "--shape", "3,5,7", "--dtype", "f32", "--json"});
     QVERIFY2(r.code == 0, r.err);
     const QJsonObject o = QJsonDocument::fromJson(r.out).object();
     QCOMPARE(o["min"].toDouble(), static_cast<double>(*std::min_element(data.begin(), data.end())));
     QCOMPARE(o["max"].toDouble(), static_cast<double>(*std::max_element(data.begin(), data.end())));
     QCOMPARE(o["dtype"].toString(), QString("float32"));
     // Text form.
-    const ProcResult t = run({"info", path, "--shape", "3,5,7", "--dtype", "float32"});
+    const test::ProcessResult t =
+        test::run_cli({"info", path, "--shape", "3,5,7", "--dtype", "float32"});
     QVERIFY(t.out.contains("shape:  3 x 5 x 7"));
     // Errors: size mismatch (IoError, exit 1), missing --shape (usage, exit 2), bad device.
-    const ProcResult bad = run({"info", path, "--shape", "3,5,8", "--dtype", "f32"});
+    const test::ProcessResult bad =
+        test::run_cli({"info", path, "--shape", "3,5,8", "--dtype", "f32"});
     QCOMPARE(bad.code, 1);
     QVERIFY2(bad.err.contains("420 bytes") && bad.err.contains("needs 480"), bad.err);
-    QCOMPARE(run({"info", path}).code, 2);
-    const ProcResult nodev = run({"info", "sample", "--device", "no-such-gpu"});
+    QCOMPARE(test::run_cli({"info", path}).code, 2);
+    const test::ProcessResult nodev = test::run_cli({"info", "sample", "--device", "no-such-gpu"});
     QCOMPARE(nodev.code, 1);
     QVERIFY2(nodev.err.contains("no device matches 'no-such-gpu'"), nodev.err);
-    QCOMPARE(run({"frobnicate"}).code, 2);
-    QCOMPARE(run({"info", "sample:nope"}).code, 2);
+    QCOMPARE(test::run_cli({"frobnicate"}).code, 2);
+    QCOMPARE(test::run_cli({"info", "sample:nope"}).code, 2);
   }
 };
 

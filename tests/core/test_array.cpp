@@ -3,12 +3,11 @@
 #include <QTest>
 #include <cstdlib>
 
-#include "common.h"
 #include "config.h"
+#include "support/devices.h"
+#include "support/random.h"
 
 using namespace gpix;
-
-Q_DECLARE_METATYPE(gpix::DType)
 
 namespace {
 
@@ -38,20 +37,10 @@ void check_round_trip(const Device& dev, const Shape& shape) {
 class TestArray : public QObject {
   Q_OBJECT
  private slots:
-  void round_trip_data() {
-    QTest::addColumn<int>("device");
-    QTest::addColumn<DType>("dtype");
-    for (const Device& d : test::test_devices()) {
-      for (DType t : kAllDTypes) {
-        QTest::newRow((test::row_name(d) + " " + QByteArray(name(t).data())).constData())
-            << d.info().index << t;
-      }
-    }
-  }
+  void round_trip_data() { test::add_device_dtype_rows(); }
   void round_trip() {
-    QFETCH(int, device);
     QFETCH(DType, dtype);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::fetch_device();
     if (!device_has(dev, dtype)) {
       QVERIFY_THROWS_EXCEPTION(UnsupportedDType, Array::create(Shape{4}, dtype, dev));
       return;
@@ -67,14 +56,9 @@ class TestArray : public QObject {
     QVERIFY(std::memcmp(back.data(), h.data(), h.bytes()) == 0);
   }
 
-  void large_data() {
-    QTest::addColumn<int>("device");
-    for (const Device& d : test::test_devices())
-      QTest::newRow(test::row_name(d).constData()) << d.info().index;
-  }
+  void large_data() { test::add_device_rows(); }
   void large() {
-    QFETCH(int, device);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::fetch_device();
     // 64 MB of float32 with odd extents.
     const Shape s{4099, 4093};
     const auto data = test::random_bits<float>(s.elements());
@@ -90,8 +74,7 @@ class TestArray : public QObject {
   // 4 and 8 bytes over odd sizes, on poisoned buffers.
   void fill_pattern_kernel_data() { large_data(); }
   void fill_pattern_kernel() {
-    QFETCH(int, device);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::fetch_device();
     if (dev.backend() != Backend::opencl) QSKIP("an OpenCL path");
     detail::ScopedConfig scoped_config;
     detail::config_for_testing().test_fill_kernel = true;
@@ -118,9 +101,8 @@ class TestArray : public QObject {
 
   void create_fill_zero_copy_data() { round_trip_data(); }
   void create_fill_zero_copy() {
-    QFETCH(int, device);
     QFETCH(DType, dtype);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::fetch_device();
     if (!device_has(dev, dtype)) return;
     visit_dtype(dtype, [&](auto z) {
       using T = decltype(z);
@@ -196,7 +178,7 @@ class TestArray : public QObject {
   void errors_data() { large_data(); }
   void errors() {
     QFETCH(int, device);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::device_at(device);
     Array a = Array::create(Shape{4, 4}, DType::u16, dev);
     std::vector<std::uint16_t> wrong(15);
     QVERIFY_THROWS_EXCEPTION(InvalidArgument, a.write(wrong.data(), wrong.size() * 2));
@@ -225,8 +207,7 @@ class TestArray : public QObject {
 
   void no_fp64_data() { large_data(); }
   void no_fp64() {
-    QFETCH(int, device);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::fetch_device();
     {
       detail::ScopedConfig scoped_config;
       detail::config_for_testing().disable_fp64 = true;

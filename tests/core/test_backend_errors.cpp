@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "common.h"
 #include "detail.h"
 #include "programs.h"
+#include "support/devices.h"
 
 using namespace gpix;
 
@@ -138,7 +138,7 @@ class TestBackendErrors : public QObject {
   void same_error_everywhere() {
     QFETCH(int, device);
     QFETCH(int, misuse);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::device_at(device);
     auto& impl = detail::Access::impl(dev);
     const Misuse m = misuses()[static_cast<std::size_t>(misuse)];
     auto mem = impl.allocate(64);

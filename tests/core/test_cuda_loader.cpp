@@ -11,7 +11,6 @@
 
 #include "backend/cuda/cuda_handles.h"
 #include "backend/cuda/driver.h"
-#include "common.h"
 #include "config.h"
 #include "detail.h"
 #include "gpix/dlpack.h"
@@ -20,6 +19,8 @@
 #include "gpix/queue.h"
 #include "gpix/svm.h"
 #include "programs.h"
+#include "support/random.h"
+#include "support/shared_buffer.h"
 
 using namespace gpix;
 

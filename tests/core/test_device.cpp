@@ -1,7 +1,7 @@
 // Device listing and selection rules, on the devices present.
 #include <QTest>
 
-#include "common.h"
+#include "support/devices.h"
 
 using namespace gpix;
 
@@ -82,9 +82,11 @@ class TestDevice : public QObject {
       QVERIFY(by_part.name().find(part) != std::string::npos ||
               [&] {  // another device may match the same part; it must contain it too
                 std::string lo = by_part.name();
-                for (auto& ch : lo) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+                for (auto& ch : lo)
+                  ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
                 std::string lp = part;
-                for (auto& ch : lp) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+                for (auto& ch : lp)
+                  ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
                 return lo.find(lp) != std::string::npos;
               }());
       // The full label selects exactly this device (or an identical twin on the same backend).

@@ -2,12 +2,11 @@
 // device paths that work without CUDA (push of a CPU tensor, rejection of OpenCL export).
 #include <QTest>
 
-#include "common.h"
 #include "gpix/dlpack.h"
+#include "support/devices.h"
+#include "support/random.h"
 
 using namespace gpix;
-
-Q_DECLARE_METATYPE(gpix::DType)
 
 namespace {
 
@@ -153,14 +152,10 @@ class TestDlpack : public QObject {
     QVERIFY_THROWS_EXCEPTION(InvalidArgument, host_from_dlpack(nullptr));
   }
 
-  void device_paths_data() {
-    QTest::addColumn<int>("device");
-    for (const Device& d : test::test_devices())
-      QTest::newRow(test::row_name(d).constData()) << d.info().index;
-  }
+  void device_paths_data() { test::add_device_rows(); }
   void device_paths() {
     QFETCH(int, device);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::device_at(device);
     const auto vals = test::random_values<std::int16_t>(5 * 7);
     std::vector<std::byte> bytes(vals.size() * 2);
     std::memcpy(bytes.data(), vals.data(), bytes.size());

@@ -5,13 +5,14 @@
 
 #include "backend/opencl/cl.h"
 #include "backend/unique_handle.h"
-#include "common.h"
 
 using namespace gpix;
 
 namespace {
 int g_released[8];
-void fake_release(int h) { ++g_released[h]; }
+void fake_release(int h) {
+  ++g_released[h];
+}
 using Fake = detail::UniqueHandle<int, &fake_release>;
 
 cl_uint refcount(cl_mem m) {

@@ -1,25 +1,22 @@
 // cmake --install, then find_package(gpix) from a separate project that builds and runs.
 #include <QFileInfo>
-#include <QProcess>
 #include <QProcessEnvironment>
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "support/process.h"
+
 namespace {
+// Its output (stdout and stderr); the test fails unless it exits with 0.
 QByteArray run(const QString& program, const QStringList& args, const QString& cwd = {},
                const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment()) {
-  QProcess p;
-  p.setProcessChannelMode(QProcess::MergedChannels);
-  p.setProcessEnvironment(env);
-  if (!cwd.isEmpty()) p.setWorkingDirectory(cwd);
-  p.start(program, args);
-  [&] { QVERIFY(p.waitForFinished(600000)); }();
-  const QByteArray out = p.readAll();
+  const gpix::test::ProcessResult r = gpix::test::run_process(
+      program, args,
+      {.timeout_ms = 600000, .merge_channels = true, .working_dir = cwd, .env = env});
   [&] {
-    QVERIFY2(p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0,
-             (program + " " + args.join(' ') + "\n").toUtf8() + out);
+    QVERIFY2(r.code == 0, (program + " " + args.join(' ') + "\n").toUtf8() + r.out + r.err);
   }();
-  return out;
+  return r.out;
 }
 }  // namespace
 

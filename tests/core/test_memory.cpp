@@ -6,18 +6,14 @@
 #include <cmath>
 #include <thread>
 
-#include "common.h"
 #include "config.h"
+#include "support/devices.h"
+#include "support/random.h"
+#include "support/shared_buffer.h"
 
 using namespace gpix;
 
-Q_DECLARE_METATYPE(gpix::DType)
-
 namespace {
-
-Device dev_at(int i) {
-  return devices()[static_cast<std::size_t>(i)];
-}
 
 template <class T>
 HostArray host_random(const Shape& s) {
@@ -115,17 +111,13 @@ class TestMemory : public QObject {
     qInfo("%zu device(s)", test::test_devices().size());
   }
 
-  void devices_data() {
-    QTest::addColumn<int>("device");
-    for (const Device& d : test::test_devices())
-      QTest::newRow(test::row_name(d).constData()) << d.info().index;
-  }
+  void devices_data() { test::add_device_rows(); }
 
   // ---------------------------------------------------------------- queues and events
   void async_chain_data() { devices_data(); }
   void async_chain() {
     QFETCH(int, device);
-    const Device dev = dev_at(device);
+    const Device dev = test::device_at(device);
     const Shape s{37, 41};
     HostArray in = host_random<std::uint16_t>(s);
     Queue q1 = Queue::create(dev), q2 = Queue::create(dev);
@@ -162,8 +154,7 @@ class TestMemory : public QObject {
   // reads the new data. This shows the ordering test above can fail.
   void missing_wait_is_caught_data() { devices_data(); }
   void missing_wait_is_caught() {
-    QFETCH(int, device);
-    const Device dev = dev_at(device);
+    const Device dev = test::fetch_device();
     const Shape s{5, 17, 9};
     HostArray in = host_random<std::int32_t>(s);
     Array a = Array::empty(s, DType::i32, dev);
@@ -190,8 +181,7 @@ class TestMemory : public QObject {
   // HostArrays handed to async transfers stay alive after the caller drops them.
   void async_keeps_host_alive_data() { devices_data(); }
   void async_keeps_host_alive() {
-    QFETCH(int, device);
-    const Device dev = dev_at(device);
+    const Device dev = test::fetch_device();
     const Shape s{3, 333, 77};
     Array a = Array::empty(s, DType::f32, dev);
     std::vector<float> expect;
@@ -215,8 +205,7 @@ class TestMemory : public QObject {
   // ---------------------------------------------------------------- pinned and staged
   void pinned_and_staged_data() { devices_data(); }
   void pinned_and_staged() {
-    QFETCH(int, device);
-    const Device dev = dev_at(device);
+    const Device dev = test::fetch_device();
     // ~5.3 MB: several 1 MB chunks and a ragged last one.
     const Shape s{3, 701, 631};
     for (int staged = 0; staged < 2; ++staged) {
@@ -250,8 +239,7 @@ class TestMemory : public QObject {
   // take the pitched path, which must agree).
   void staged_sizes_data() { devices_data(); }
   void staged_sizes() {
-    QFETCH(int, device);
-    const Device dev = dev_at(device);
+    const Device dev = test::fetch_device();
     struct Split {
       const char *threads, *depth, *chunk_mb, *min_mb, *nt, *pieces, *kernel_mb, *slice_mb;
     };
@@ -325,8 +313,7 @@ class TestMemory : public QObject {
   // ---------------------------------------------------------------- mapping
   void mapping_data() { devices_data(); }
   void mapping() {
-    QFETCH(int, device);
-    const Device dev = dev_at(device);
+    const Device dev = test::fetch_device();
     const Shape s{13, 29};
     const auto v = test::random_values<double>(s.elements());
     std::vector<float> data(v.begin(), v.end());
@@ -370,19 +357,13 @@ class TestMemory : public QObject {
 
   // ---------------------------------------------------------------- regions
   void regions_data() {
-    QTest::addColumn<int>("device");
-    QTest::addColumn<DType>("dtype");
-    for (const Device& d : test::test_devices()) {
-      for (DType t : {DType::u8, DType::i16, DType::f32, DType::f64, DType::u64}) {
-        QTest::newRow((test::row_name(d) + " " + QByteArray(name(t).data())).constData())
-            << d.info().index << t;
-      }
-    }
+    // One dtype of each size, and a float of each size.
+    constexpr DType kTypes[] = {DType::u8, DType::i16, DType::f32, DType::f64, DType::u64};
+    test::add_device_dtype_rows(kTypes);
   }
   void regions() {
-    QFETCH(int, device);
     QFETCH(DType, dtype);
-    const Device dev = dev_at(device);
+    const Device dev = test::fetch_device();
     if (dtype == DType::f64 && !dev.supports_fp64()) return;
     const std::vector<Layout> layouts =
         can_image(dev, dtype) ? std::vector{Layout::contiguous, Layout::padded, Layout::image}
@@ -451,9 +432,8 @@ class TestMemory : public QObject {
   // ---------------------------------------------------------------- padding
   void padded_data() { regions_data(); }
   void padded() {
-    QFETCH(int, device);
     QFETCH(DType, dtype);
-    const Device dev = dev_at(device);
+    const Device dev = test::fetch_device();
     if (dtype == DType::f64 && !dev.supports_fp64()) return;
     for (const Shape& s : test::odd_shapes()) {
       visit_dtype(dtype, [&](auto z) {
@@ -499,8 +479,7 @@ class TestMemory : public QObject {
   // ---------------------------------------------------------------- reshape
   void reshape_data() { devices_data(); }
   void reshape() {
-    QFETCH(int, device);
-    const Device dev = dev_at(device);
+    const Device dev = test::fetch_device();
     const auto data = test::random_values<std::int16_t>(3 * 5 * 7);
     Array a = Array::push(data, Shape{3, 5, 7}, dev);
     bool copied = true;
@@ -529,7 +508,7 @@ class TestMemory : public QObject {
   void pool_data() { devices_data(); }
   void pool() {
     QFETCH(int, device);
-    const Device dev = dev_at(device);
+    const Device dev = test::device_at(device);
     trim(dev);
     const MemoryStats s0 = memory_stats(dev);
     QCOMPARE(s0.bytes_cached, 0u);
@@ -572,7 +551,7 @@ class TestMemory : public QObject {
   void out_of_memory_data() { devices_data(); }
   void out_of_memory() {
     QFETCH(int, device);
-    const Device dev = dev_at(device);
+    const Device dev = test::device_at(device);
     trim(dev);
     const std::uint64_t limit = memory_stats(dev).bytes_in_use + 48u * 1024 * 1024;
     set_memory_limit(dev, limit);
@@ -619,20 +598,11 @@ class TestMemory : public QObject {
   }
 
   // ---------------------------------------------------------------- images
-  void images_data() {
-    QTest::addColumn<int>("device");
-    QTest::addColumn<DType>("dtype");
-    for (const Device& d : test::test_devices()) {
-      for (DType t : kAllDTypes) {
-        QTest::newRow((test::row_name(d) + " " + QByteArray(name(t).data())).constData())
-            << d.info().index << t;
-      }
-    }
-  }
+  void images_data() { test::add_device_dtype_rows(); }
   void images() {
     QFETCH(int, device);
     QFETCH(DType, dtype);
-    const Device dev = dev_at(device);
+    const Device dev = test::device_at(device);
     if (!dev.info().images) {
       QVERIFY_THROWS_EXCEPTION(UnsupportedFeature, Array::empty_image(Shape{4, 4}, dtype, dev));
       return;
@@ -779,8 +749,7 @@ class TestMemory : public QObject {
   // ---------------------------------------------------------------- SVM
   void shared_virtual_memory_data() { devices_data(); }
   void shared_virtual_memory() {
-    QFETCH(int, device);
-    const Device dev = dev_at(device);
+    const Device dev = test::fetch_device();
     QCOMPARE(supports_svm(dev), dev.info().svm);
     if (!dev.info().svm) {
       try {

@@ -1,11 +1,10 @@
 // render_rgba on every device and dtype against a CPU reference of the documented mapping.
 #include <QTest>
 
-#include "common.h"
+#include "support/devices.h"
+#include "support/random.h"
 
 using namespace gpix;
-
-Q_DECLARE_METATYPE(gpix::DType)
 
 namespace {
 
@@ -107,20 +106,11 @@ class TestRender : public QObject {
     QVERIFY_THROWS_EXCEPTION(InvalidArgument, lut("jet"));
   }
 
-  void matches_reference_data() {
-    QTest::addColumn<int>("device");
-    QTest::addColumn<DType>("dtype");
-    for (const Device& d : test::test_devices()) {
-      for (DType t : kAllDTypes) {
-        QTest::newRow((test::row_name(d) + " " + QByteArray(name(t).data())).constData())
-            << d.info().index << t;
-      }
-    }
-  }
+  void matches_reference_data() { test::add_device_dtype_rows(); }
   void matches_reference() {
     QFETCH(int, device);
     QFETCH(DType, dtype);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::device_at(device);
     if (dtype == DType::f64 && !dev.supports_fp64()) QSKIP("no fp64 on this device");
     for (const Shape& s : {Shape{1}, Shape{13}, Shape{1, 1}, Shape{31, 37}, Shape{17, 1},
                            Shape{3, 5, 7}, Shape{2, 9, 1}}) {

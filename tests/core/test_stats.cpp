@@ -2,11 +2,10 @@
 // metadata card.
 #include <QTest>
 
-#include "common.h"
+#include "support/devices.h"
+#include "support/random.h"
 
 using namespace gpix;
-
-Q_DECLARE_METATYPE(gpix::DType)
 
 namespace {
 
@@ -97,20 +96,11 @@ void check(const Device& dev, const Shape& shape, bool specials) {
 class TestStats : public QObject {
   Q_OBJECT
  private slots:
-  void against_reference_data() {
-    QTest::addColumn<int>("device");
-    QTest::addColumn<DType>("dtype");
-    for (const Device& d : test::test_devices()) {
-      for (DType t : kAllDTypes) {
-        QTest::newRow((test::row_name(d) + " " + QByteArray(name(t).data())).constData())
-            << d.info().index << t;
-      }
-    }
-  }
+  void against_reference_data() { test::add_device_dtype_rows(); }
   void against_reference() {
     QFETCH(int, device);
     QFETCH(DType, dtype);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::device_at(device);
     if (dtype == DType::f64 && !dev.supports_fp64()) QSKIP("no fp64 on this device");
     auto shapes = test::odd_shapes();
     shapes.push_back(Shape{1023, 1025});  // more elements than one pass of the work-groups
@@ -121,14 +111,9 @@ class TestStats : public QObject {
     }
   }
 
-  void nan_rules_data() {
-    QTest::addColumn<int>("device");
-    for (const Device& d : test::test_devices())
-      QTest::newRow(test::row_name(d).constData()) << d.info().index;
-  }
+  void nan_rules_data() { test::add_device_rows(); }
   void nan_rules() {
-    QFETCH(int, device);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::fetch_device();
     const float nan = std::numeric_limits<float>::quiet_NaN();
     const float inf = std::numeric_limits<float>::infinity();
     // All NaN: min/max/mean NaN, sum 0, counts right.
@@ -159,7 +144,7 @@ class TestStats : public QObject {
   void card_data() { nan_rules_data(); }
   void card() {
     QFETCH(int, device);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::device_at(device);
     const auto data = test::random_values<std::uint16_t>(128 * 128);
     const Card c = gpix::card(Array::push(data, Shape{2, 128, 64}, dev));
     QCOMPARE(c.shape, (Shape{2, 128, 64}));

@@ -4,10 +4,12 @@
 // give typed errors; with two devices (POCL_DEVICES="pthread pthread") the slabs are shared.
 #include <QTest>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 
-#include "common.h"
 #include "gpix/gpix.h"
+#include "support/devices.h"
+#include "support/random.h"
 
 using namespace gpix;
 

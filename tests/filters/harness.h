@@ -10,8 +10,9 @@
 #include <map>
 #include <string>
 
-#include "common.h"
 #include "gpix/catalog.h"
+#include "support/devices.h"
+#include "support/random.h"
 
 namespace gpix::test {
 
@@ -254,7 +255,7 @@ inline void run_row() {
     QFAIL(("filter '" + fname + "' has no reference test: add a GPIX_REFERENCE in tests/filters/")
               .c_str());
   }
-  const Device dev = devices()[static_cast<std::size_t>(device)];
+  const Device dev = test::device_at(device);
   const DType t = static_cast<DType>(dtype);
   if (t == DType::f64 && !dev.supports_fp64()) QSKIP("no fp64");
   const FilterInfo& info = gpix::filter(fname);

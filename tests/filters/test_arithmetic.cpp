@@ -360,13 +360,9 @@ class TestArithmetic : public QObject {
   void types_data() { add_rows(Category::types); }
   void types() { run_row(); }
 
-  void wide_integers_data() {
-    QTest::addColumn<int>("device");
-    for (const Device& d : test_devices()) QTest::newRow(row_name(d).constData()) << d.info().index;
-  }
+  void wide_integers_data() { test::add_device_rows(); }
   void wide_integers() {
-    QFETCH(int, device);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::fetch_device();
     const std::pair<DType, DType> pairs[] = {{DType::u64, DType::u64},
                                              {DType::i64, DType::i64},
                                              {DType::u64, DType::i64},

@@ -10,8 +10,9 @@
 #include <set>
 #include <tuple>
 
-#include "common.h"
 #include "gpix/filters.h"
+#include "support/devices.h"
+#include "support/random.h"
 
 using namespace gpix;
 

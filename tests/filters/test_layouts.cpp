@@ -111,7 +111,7 @@ class TestLayouts : public QObject {
     QFETCH(int, device);
     const std::string fname = filter.toStdString();
     const FilterInfo& info = gpix::filter(fname);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::device_at(device);
     for (DType t : sweep_dtypes(info)) {
       if (t == DType::f64 && !dev.supports_fp64()) continue;
       for (int dims : info.dims) {

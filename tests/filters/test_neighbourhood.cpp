@@ -269,17 +269,13 @@ class TestNeighbourhood : public QObject {
   void neighbourhood_data() { add_rows(Category::neighbourhood); }
   void neighbourhood() { run_row(); }
 
-  void devices_data() {
-    QTest::addColumn<int>("device");
-    for (const Device& d : test_devices()) QTest::newRow(row_name(d).constData()) << d.info().index;
-  }
+  void devices_data() { test::add_device_rows(); }
 
   // Images larger than one tile of every kernel shape, radii beyond the tile limits (the
   // simple paths) and beyond the image extent (border replication), on float32 and uint8.
   void tiles_and_large_radii_data() { devices_data(); }
   void tiles_and_large_radii() {
-    QFETCH(int, device);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::fetch_device();
     const std::vector<std::pair<Shape, std::vector<Radii>>> cases = {
         {Shape{70, 75}, {{1, 1, 0}, {3, 12, 0}, {13, 2, 0}, {40, 33, 0}}},
         // Several 64 x 32 register-blocked tiles; radii equal to a bucket (every tap on) and
@@ -340,8 +336,7 @@ class TestNeighbourhood : public QObject {
   // released array of the same size, filled, which the pool hands out again).
   void radius_one_vector_widths_data() { devices_data(); }
   void radius_one_vector_widths() {
-    QFETCH(int, device);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::fetch_device();
     const Radii r{1, 1, 0};
     for (DType dtype : kAllDTypes) {
       if (dtype == DType::f64 && !dev.supports_fp64()) continue;
@@ -394,8 +389,7 @@ class TestNeighbourhood : public QObject {
   // and returns one of the window's values bit for bit.
   void median_special_values_data() { devices_data(); }
   void median_special_values() {
-    QFETCH(int, device);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::fetch_device();
     const auto key = [](float v) {
       std::uint32_t b = 0;
       std::memcpy(&b, &v, sizeof b);
@@ -440,8 +434,7 @@ class TestNeighbourhood : public QObject {
   // No window is too large: 7x7x7 and 15x15 (beyond the register kernel's 125 pixels) run,
   // and a 201-pixel window on a line matches a plain reference.
   void median_any_window() {
-    QFETCH(int, device);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::fetch_device();
     const Array a = Array::push(test::random_values<float>(9 * 9 * 9), Shape{9, 9, 9}, dev);
     QCOMPARE(median_box(a, 3, 3, 3).shape(), a.shape());
     const Array b = Array::push(test::random_values<std::uint8_t>(20 * 20), Shape{20, 20}, dev);
@@ -460,8 +453,7 @@ class TestNeighbourhood : public QObject {
   // The typed functions run the catalog entries.
   void typed_functions_data() { devices_data(); }
   void typed_functions() {
-    QFETCH(int, device);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::fetch_device();
     auto [a, host] = push_random<float>(dev, Shape{5, 6, 7}, false);
     const auto same = [](const Array& x, const Array& y) {
       return x.pull_as<float>() == y.pull_as<float>();

@@ -10,8 +10,8 @@
 #include <cstring>
 #include <fstream>
 
-#include "common.h"
 #include "gpix/io.h"
+#include "support/random.h"
 
 using namespace gpix;
 namespace fs = std::filesystem;

@@ -2,28 +2,19 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
 #include <cstring>
 
-#include "common.h"
 #include "gpix/filters.h"
 #include "gpix/io.h"
+#include "support/devices.h"
+#include "support/process.h"
+#include "support/random.h"
 
 using namespace gpix;
 
 namespace {
-struct ProcResult {
-  int code;
-  QByteArray out, err;
-};
-ProcResult run(const QStringList& args) {
-  QProcess p;
-  p.start(GPIX_CLI_PATH, args);
-  if (!p.waitForFinished(300000)) qFatal("gpix did not finish");
-  return {p.exitCode(), p.readAllStandardOutput(), p.readAllStandardError()};
-}
 
 QJsonArray numbers(const std::vector<double>& v) {
   QJsonArray a;
@@ -36,7 +27,7 @@ void check_file(const QString& path, const Shape& s, const io::Metadata& meta,
                 const std::string& format) {
   const auto vals = test::random_values<T>(s.elements());
   io::write(path.toStdString(), HostArray::from(vals, s), meta);
-  const ProcResult r = run({"info", path, "--json", "--device", "0"});
+  const test::ProcessResult r = test::run_cli({"info", path, "--json", "--device", "0"});
   QVERIFY2(r.code == 0, r.err);
   const QJsonObject o = QJsonDocument::fromJson(r.out).object();
   QJsonArray shape;
@@ -80,20 +71,21 @@ class TestIoCli : public QObject {
     m2.spacing = {0.5, 0.25};
     check_file<std::uint8_t>(dir.filePath("plane.tif"), Shape{6, 11}, m2, "TIFF");
     check_file<std::uint16_t>(dir.filePath("plane.png"), Shape{5, 3}, m2, "PNG");
-    const ProcResult text = run({"info", dir.filePath("stack.nrrd")});
+    const test::ProcessResult text = test::run_cli({"info", dir.filePath("stack.nrrd")});
     QVERIFY(text.out.contains("format: NRRD"));
     QVERIFY(text.out.contains("spacing: 2, 0.5, 0.25"));
   }
 
   void info_errors() {
     QTemporaryDir dir;
-    const ProcResult unknown = run({"info", dir.filePath("x.xyz")});
+    const test::ProcessResult unknown = test::run_cli({"info", dir.filePath("x.xyz")});
     QCOMPARE(unknown.code, 1);
     QVERIFY2(unknown.err.contains(".nrrd"), unknown.err);
-    const ProcResult missing = run({"info", dir.filePath("none.tif")});
+    const test::ProcessResult missing = test::run_cli({"info", dir.filePath("none.tif")});
     QCOMPARE(missing.code, 1);
     QVERIFY2(missing.err.contains("no such file"), missing.err);
-    const ProcResult badopt = run({"info", dir.filePath("none.tif"), "--channels", "purple"});
+    const test::ProcessResult badopt =
+        test::run_cli({"info", dir.filePath("none.tif"), "--channels", "purple"});
     QCOMPARE(badopt.code, 2);
   }
 
@@ -106,8 +98,9 @@ class TestIoCli : public QObject {
     const Shape shape{9, 13};
     const QString in = dir.filePath("in.nrrd"), out = dir.filePath("out.nrrd");
     io::write(in.toStdString(), HostArray::from(data, shape));
-    const ProcResult r = run({"run", "gaussian_blur", in, out, "--sigma_x", "1.5", "--sigma_y",
-                              "0.5", "--device", "0", "--json"});
+    const test::ProcessResult r =
+        test::run_cli({"run", "gaussian_blur", in, out, "--sigma_x", "1.5", "--sigma_y", "0.5",
+                       "--device", "0", "--json"});
     QVERIFY2(r.code == 0, r.err);
     const QJsonObject o = QJsonDocument::fromJson(r.out).object();
     QCOMPARE(o["dtype"].toString(), QString("uint16"));
@@ -122,8 +115,9 @@ class TestIoCli : public QObject {
 
     // Two inputs, and a choice parameter that shares its name with a global option.
     const QString sum = dir.filePath("sum.nrrd"), f32 = dir.filePath("f.nrrd");
-    QCOMPARE(run({"run", "add_images", in, in, sum, "--device", "0"}).code, 0);
-    QCOMPARE(run({"run", "convert", sum, f32, "--dtype", "float32", "--device", "0"}).code, 0);
+    QCOMPARE(test::run_cli({"run", "add_images", in, in, sum, "--device", "0"}).code, 0);
+    QCOMPARE(
+        test::run_cli({"run", "convert", sum, f32, "--dtype", "float32", "--device", "0"}).code, 0);
     const io::Image conv = io::read(f32.toStdString());
     QCOMPARE(conv.pixels.dtype(), DType::f32);
     for (std::size_t i = 0; i < data.size(); ++i) {
@@ -136,8 +130,8 @@ class TestIoCli : public QObject {
     for (auto& m : mask) m = test::rng()() % 3 == 0 ? 1 : 0;
     const QString mask_tif = dir.filePath("mask.tif"), labels_tif = dir.filePath("labels.tif");
     io::write(mask_tif.toStdString(), HostArray::from(mask, ms));
-    const ProcResult cc =
-        run({"run", "connected_components", mask_tif, labels_tif, "--device", "0"});
+    const test::ProcessResult cc =
+        test::run_cli({"run", "connected_components", mask_tif, labels_tif, "--device", "0"});
     QVERIFY2(cc.code == 0, cc.err);
     QVERIFY2(cc.err.isEmpty(), cc.err);
     const io::Image labels = io::read(labels_tif.toStdString());
@@ -148,7 +142,8 @@ class TestIoCli : public QObject {
                        labels.pixels.as<std::uint32_t>().begin()));
 
     // A table result: printed as JSON, or written as CSV.
-    const ProcResult h = run({"run", "histogram", in, "--n_bins", "4", "--json", "--device", "0"});
+    const test::ProcessResult h =
+        test::run_cli({"run", "histogram", in, "--n_bins", "4", "--json", "--device", "0"});
     QVERIFY2(h.code == 0, h.err);
     const QJsonObject ho = QJsonDocument::fromJson(h.out).object();
     QCOMPARE(ho["columns"].toArray(), (QJsonArray{"bin_start", "bin_end", "count"}));
@@ -156,7 +151,8 @@ class TestIoCli : public QObject {
     for (const auto& row : ho["rows"].toArray()) total += row.toObject()["count"].toInteger();
     QCOMPARE(total, static_cast<qint64>(data.size()));
     const QString csv = dir.filePath("h.csv");
-    QCOMPARE(run({"run", "histogram", in, csv, "--n_bins", "4", "--device", "0"}).code, 0);
+    QCOMPARE(test::run_cli({"run", "histogram", in, csv, "--n_bins", "4", "--device", "0"}).code,
+             0);
     QFile cf(csv);
     QVERIFY(cf.open(QIODevice::ReadOnly));
     QCOMPARE(cf.readAll().count('\n'), 5);
@@ -164,12 +160,13 @@ class TestIoCli : public QObject {
     // Errors: bad parameter value (usage, exit 2, nothing written), unknown filter, wrong
     // number of files.
     const QString never = dir.filePath("never.nrrd");
-    const ProcResult bad = run({"run", "gaussian_blur", in, never, "--sigma_x", "1000"});
+    const test::ProcessResult bad =
+        test::run_cli({"run", "gaussian_blur", in, never, "--sigma_x", "1000"});
     QCOMPARE(bad.code, 2);
     QVERIFY2(bad.err.contains("0 to 100 px"), bad.err);
     QVERIFY(!QFile::exists(never));
-    QCOMPARE(run({"run", "gausian_blur", in, never}).code, 2);
-    QCOMPARE(run({"run", "add_images", in, never}).code, 2);
+    QCOMPARE(test::run_cli({"run", "gausian_blur", in, never}).code, 2);
+    QCOMPARE(test::run_cli({"run", "add_images", in, never}).code, 2);
   }
 
   // `gpix run --tiled`: a TIFF stack filtered in slabs under a small budget equals the
@@ -182,9 +179,12 @@ class TestIoCli : public QObject {
     const QString in = dir.filePath("stack.tif"), whole = dir.filePath("whole.tif"),
                   tiled = dir.filePath("tiled.tif");
     io::write(in.toStdString(), HostArray::from(data, s));
-    QCOMPARE(run({"run", "median_box", in, whole, "--radius_z", "2", "--device", "0"}).code, 0);
-    const ProcResult r = run({"run", "median_box", in, tiled, "--radius_z", "2", "--device", "0",
-                              "--tiled", "--tile-budget", "40kB", "--json"});
+    QCOMPARE(
+        test::run_cli({"run", "median_box", in, whole, "--radius_z", "2", "--device", "0"}).code,
+        0);
+    const test::ProcessResult r =
+        test::run_cli({"run", "median_box", in, tiled, "--radius_z", "2", "--device", "0",
+                       "--tiled", "--tile-budget", "40kB", "--json"});
     QVERIFY2(r.code == 0, r.err);
     const QJsonObject o = QJsonDocument::fromJson(r.out).object();
     QVERIFY2(o["slabs"].toInteger() >= 8, r.out);
@@ -194,10 +194,11 @@ class TestIoCli : public QObject {
     QVERIFY(std::memcmp(a.pixels.data(), b.pixels.data(), a.pixels.bytes()) == 0);
     (void)devs;
     const QString never = dir.filePath("never.tif");
-    const ProcResult otsu = run({"run", "threshold_otsu", in, never, "--tiled"});
+    const test::ProcessResult otsu = test::run_cli({"run", "threshold_otsu", in, never, "--tiled"});
     QCOMPARE(otsu.code, 2);
     QVERIFY2(otsu.err.contains("histogram"), otsu.err);
-    const ProcResult budget = run({"run", "mean_box", in, never, "--tile-budget", "lots"});
+    const test::ProcessResult budget =
+        test::run_cli({"run", "mean_box", in, never, "--tile-budget", "lots"});
     QCOMPARE(budget.code, 2);
     QVERIFY2(budget.err.contains("256MB"), budget.err);
     QVERIFY(!QFile::exists(never));
@@ -205,13 +206,13 @@ class TestIoCli : public QObject {
 
   // docs/FILTERS.md is `gpix filters --markdown`: the docs follow the catalog.
   void filters_doc_is_current() {
-    const ProcResult r = run({"filters", "--markdown"});
+    const test::ProcessResult r = test::run_cli({"filters", "--markdown"});
     QCOMPARE(r.code, 0);
     QFile f(QStringLiteral(GPIX_SOURCE_DIR) + "/docs/FILTERS.md");
     QVERIFY(f.open(QIODevice::ReadOnly));
     QVERIFY2(f.readAll() == r.out,
              "docs/FILTERS.md is stale: run `build/bin/gpix filters --markdown > docs/FILTERS.md`");
-    const ProcResult j = run({"filters", "--json"});
+    const test::ProcessResult j = test::run_cli({"filters", "--json"});
     const QJsonArray list = QJsonDocument::fromJson(j.out).array();
     QCOMPARE(list.size(), static_cast<qsizetype>(filters().size()));
     for (qsizetype i = 0; i < list.size(); ++i) {

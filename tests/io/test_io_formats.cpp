@@ -6,12 +6,11 @@
 #include <QTemporaryDir>
 #include <QTest>
 
-#include "common.h"
 #include "gpix/io.h"
+#include "support/devices.h"
+#include "support/random.h"
 
 using namespace gpix;
-
-Q_DECLARE_METATYPE(gpix::DType)
 
 namespace {
 
@@ -306,14 +305,10 @@ class TestIoFormats : public QObject {
     QVERIFY(std::memcmp(io::read(in(dir, "x.nii")).pixels.data(), a.data(), a.bytes()) == 0);
   }
 
-  void device_data() {
-    QTest::addColumn<int>("device");
-    for (const Device& d : test::test_devices())
-      QTest::newRow(test::row_name(d).constData()) << d.info().index;
-  }
+  void device_data() { test::add_device_rows(); }
   void device() {
     QFETCH(int, device);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::device_at(device);
     QTemporaryDir dir;
     const auto path = in(dir, "stack.tif");
     const Shape s{3, 11, 13};

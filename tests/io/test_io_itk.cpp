@@ -2,8 +2,9 @@
 #include <itkImage.h>
 #include <QTest>
 
-#include "common.h"
 #include "gpix/itk.h"
+#include "support/devices.h"
+#include "support/random.h"
 
 using namespace gpix;
 
@@ -65,14 +66,9 @@ void all_dims(const Device& dev) {
 class TestIoItk : public QObject {
   Q_OBJECT
  private slots:
-  void round_trip_data() {
-    QTest::addColumn<int>("device");
-    for (const Device& d : test::test_devices())
-      QTest::newRow(test::row_name(d).constData()) << d.info().index;
-  }
+  void round_trip_data() { test::add_device_rows(); }
   void round_trip() {
-    QFETCH(int, device);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::fetch_device();
     all_dims<unsigned char>(dev);
     all_dims<signed char>(dev);
     all_dims<char>(dev);

@@ -7,44 +7,28 @@
 
 #include <QDir>
 #include <QFile>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
 #include <fstream>
 
-#include "common.h"
 #include "gpix/io.h"
+#include "support/devices.h"
+#include "support/process.h"
+#include "support/random.h"
 
 using namespace gpix;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct ProcResult {
-  int code = -1;
-  QByteArray out, err;
-};
-
-ProcResult run(const QString& program, const QStringList& args) {
-  QProcess p;
-  p.start(program, args);
-  if (!p.waitForFinished(300000)) qFatal("%s did not finish", qPrintable(program));
-  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, p.readAllStandardOutput(),
-          p.readAllStandardError()};
-}
-
-ProcResult gpix_cli(const QStringList& args) {
-  return run(QStringLiteral(GPIX_CLI_PATH), args);
-}
-
 // A Python 3 that has tifffile (Debian's python3-tifffile; a pyenv python3 first in PATH may
 // lack it), or empty.
 QString python_with_tifffile() {
   static const QString found = [] {
     for (const QString& py : {QStringLiteral("python3"), QStringLiteral("/usr/bin/python3")}) {
-      QProcess p;
-      p.start(py, {QStringLiteral("-c"), QStringLiteral("import numpy, tifffile")});
-      if (p.waitForFinished(60000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0)
+      if (test::run_process(py, {QStringLiteral("-c"), QStringLiteral("import numpy, tifffile")},
+                            {.timeout_ms = 60000})
+              .code == 0)
         return py;
     }
     return QString();
@@ -138,7 +122,7 @@ std::vector<std::uint8_t> bytes_of(const std::vector<T>& v) {
 }
 
 // Every line of stderr is gpix's own ("gpix: ..."), one at most: no libtiff text before it.
-void expect_clean_stderr(const ProcResult& r) {
+void expect_clean_stderr(const test::ProcessResult& r) {
   const QList<QByteArray> lines = r.err.trimmed().split('\n');
   if (r.err.trimmed().isEmpty()) return;
   QVERIFY2(lines.size() == 1 && lines[0].startsWith("gpix: "), r.err.constData());
@@ -179,7 +163,7 @@ class TestIoTiff : public QObject {
     f.close();
     QStringList args{script};
     for (const auto& [p, h] : files) args << p;
-    const ProcResult r = run(py, args);
+    const test::ProcessResult r = test::run_process(py, args);
     QVERIFY2(r.code == 0, r.err.constData());
     const QList<QByteArray> lines = r.out.trimmed().split('\n');
     QCOMPARE(lines.size(), static_cast<qsizetype>(files.size()));
@@ -245,7 +229,8 @@ class TestIoTiff : public QObject {
         "    open(p + '.bin', 'wb').write(np.ascontiguousarray(a).tobytes())\n"
         "    print(name, a.dtype.name, 'x'.join(map(str, a.shape)))\n");
     f.close();
-    const ProcResult r = run(py, {script, dir.path(), QString::number(test::rng()() % 1000000)});
+    const test::ProcessResult r =
+        test::run_process(py, {script, dir.path(), QString::number(test::rng()() % 1000000)});
     QVERIFY2(r.code == 0, r.err.constData());
     const QList<QByteArray> lines = r.out.trimmed().split('\n');
     QCOMPARE(lines.size(), 15);
@@ -349,8 +334,8 @@ class TestIoTiff : public QObject {
     QVERIFY(same_bytes(img.pixels, HostArray::from(v, s)));
     QVERIFY2(mentions(img.warnings, "StripByteCounts"),
              img.warnings.empty() ? "no warning" : img.warnings[0].c_str());
-    const ProcResult r =
-        gpix_cli({QStringLiteral("info"), gray, QStringLiteral("--device"), QStringLiteral("0")});
+    const test::ProcessResult r = test::run_cli(
+        {QStringLiteral("info"), gray, QStringLiteral("--device"), QStringLiteral("0")});
     QVERIFY2(r.code == 0, r.err.constData());
     QVERIFY2(r.err.isEmpty(), r.err.constData());
     QVERIFY2(r.out.contains("warning: ") && r.out.contains("StripByteCounts"), r.out.constData());
@@ -367,9 +352,9 @@ class TestIoTiff : public QObject {
     for (std::size_t i = 0; i < 20; ++i) QCOMPARE(c.pixels.as<std::uint8_t>()[i], rgb[3 * i + 2]);
     QVERIFY2(mentions(c.warnings, "StripByteCounts"),
              c.warnings.empty() ? "no warning" : c.warnings[0].c_str());
-    const ProcResult rc =
-        gpix_cli({QStringLiteral("info"), colour, QStringLiteral("--channels"), QStringLiteral("2"),
-                  QStringLiteral("--device"), QStringLiteral("0")});
+    const test::ProcessResult rc =
+        test::run_cli({QStringLiteral("info"), colour, QStringLiteral("--channels"),
+                       QStringLiteral("2"), QStringLiteral("--device"), QStringLiteral("0")});
     QVERIFY2(rc.code == 0, rc.err.constData());
     QVERIFY2(rc.err.isEmpty(), rc.err.constData());
   }
@@ -406,7 +391,7 @@ class TestIoTiff : public QObject {
     j.write(QByteArray(300, 'x'));
     j.close();
     for (const QString& p : {away, cut, junk}) {
-      const ProcResult r = gpix_cli({QStringLiteral("info"), p});
+      const test::ProcessResult r = test::run_cli({QStringLiteral("info"), p});
       QCOMPARE(r.code, 1);
       expect_clean_stderr(r);
       QVERIFY2(r.err.contains(p.toUtf8()), r.err.constData());

@@ -2,8 +2,9 @@
 #include <QImage>
 #include <QTest>
 
-#include "common.h"
 #include "gpix/qimage.h"
+#include "support/devices.h"
+#include "support/random.h"
 
 using namespace gpix;
 
@@ -76,14 +77,9 @@ class TestQImage : public QObject {
         qt::to_qimage(HostArray::from(test::random_values<std::uint8_t>(30), Shape{5, 2, 3})));
   }
 
-  void render_to_qimage_data() {
-    QTest::addColumn<int>("device");
-    for (const Device& d : test::test_devices())
-      QTest::newRow(test::row_name(d).constData()) << d.info().index;
-  }
+  void render_to_qimage_data() { test::add_device_rows(); }
   void render_to_qimage() {
-    QFETCH(int, device);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::fetch_device();
     const auto vals = test::random_values<std::uint16_t>(2 * 5 * 7);
     const Array a = Array::push(vals, Shape{2, 5, 7}, dev);
     const QImage im = qt::rgba_to_qimage(render_rgba(a, 0, 65536, lut("gray"), 1).pull());

@@ -6,10 +6,10 @@
 #if defined(GPIX_HAVE_CUDA)
 #include "backend/cuda/nvrtc.h"
 #endif
-#include "common.h"
 #include "detail.h"
 #include "kernel_variants.h"
 #include "programs.h"
+#include "support/devices.h"
 
 using namespace gpix;
 
@@ -66,13 +66,11 @@ class TestKernelBuild : public QObject {
   }
 
   void device_all_variants_data() {
-    QTest::addColumn<int>("device");
-    for (const Device& d : test::test_devices())
-      QTest::newRow(test::row_name(d).constData()) << d.info().index;
+    test::add_device_rows();
   }
   void device_all_variants() {
     QFETCH(int, device);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::device_at(device);
     auto& impl = detail::Access::impl(dev);
     // Every filter test builds the variants it uses; here a spread sample (all with
     // GPIX_TEST_ALL_VARIANTS=1) catches the ones no test reaches, without compiling hundreds

@@ -11,12 +11,13 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "common.h"
 #include "config.h"
 #include "detail.h"
 #include "gpix/kernel.h"
 #include "program_cache.h"
 #include "programs.h"
+#include "support/devices.h"
+#include "support/random.h"
 
 using namespace gpix;
 
@@ -49,14 +50,9 @@ class TestKernelCache : public QObject {
     QVERIFY(detail::stable_hash("ab") != detail::stable_hash("ba"));
   }
 
-  void execute_and_cache_data() {
-    QTest::addColumn<int>("device");
-    for (const Device& d : test::test_devices())
-      QTest::newRow(test::row_name(d).constData()) << d.info().index;
-  }
+  void execute_and_cache_data() { test::add_device_rows(); }
   void execute_and_cache() {
-    QFETCH(int, device);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::fetch_device();
     auto data = test::random_values<float>(1001);
     Array a = Array::push(data, Shape{1001}, dev);
     const KernelDefines defs = {
@@ -133,7 +129,7 @@ class TestKernelCache : public QObject {
   void concurrent_compiles_data() { execute_and_cache_data(); }
   void concurrent_compiles() {
     QFETCH(int, device);
-    const Device dev = devices()[static_cast<std::size_t>(device)];
+    const Device dev = test::device_at(device);
     auto& impl = detail::Access::impl(dev);
     detail::ScopedConfig scoped_config;
     detail::config_for_testing().no_disk_cache = true;  // every request below compiles

@@ -4,17 +4,18 @@
 #include <QCoreApplication>
 #include <QGuiApplication>
 #include <QImage>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
 #include <cstring>
 #include <filesystem>
 
-#include "common.h"
 #include "formats.h"
+#include "gpix/filters.h"
 #include "gpix/io.h"
 #include "gpix/qimage.h"
 #include "gpix/raw.h"
+#include "support/process.h"
+#include "support/random.h"
 
 using namespace gpix;
 
@@ -23,15 +24,6 @@ namespace {
 bool same_bytes(const HostArray& a, const HostArray& b) {
   return a.shape() == b.shape() && a.dtype() == b.dtype() &&
          std::memcmp(a.data(), b.data(), a.bytes()) == 0;
-}
-
-// Runs the gpix CLI; its exit code, and stderr on failure.
-int cli(const QStringList& args, QString* err = nullptr) {
-  QProcess p;
-  p.start(QStringLiteral(GPIX_CLI_PATH), args);
-  if (!p.waitForFinished(120000)) return -1;
-  if (err) *err = QString::fromUtf8(p.readAllStandardError());
-  return p.exitCode();
 }
 
 }  // namespace
@@ -65,24 +57,21 @@ class TestPluginFormats : public QObject {
     // to one, so equal outputs mean equal inputs).
     const QString a = tmp_.filePath(QStringLiteral("a.tif")),
                   b = tmp_.filePath(QStringLiteral("b.tif"));
-    QString err;
-    QVERIFY2(
-        cli({QStringLiteral("run"), QStringLiteral("invert"), path, a, QStringLiteral("--shape"),
-             QStringLiteral("4,6,5"), QStringLiteral("--dtype"), QStringLiteral("u16")},
-            &err) == 0,
-        qPrintable(err));
-    QVERIFY2(cli({QStringLiteral("run"), QStringLiteral("invert"), path, b}, &err) == 0,
-             qPrintable(err));
+    test::ProcessResult r = test::run_cli({QStringLiteral("run"), QStringLiteral("invert"), path, a,
+                                           QStringLiteral("--shape"), QStringLiteral("4,6,5"),
+                                           QStringLiteral("--dtype"), QStringLiteral("u16")});
+    QVERIFY2(r.code == 0, r.err.constData());
+    r = test::run_cli({QStringLiteral("run"), QStringLiteral("invert"), path, b});
+    QVERIFY2(r.code == 0, r.err.constData());
     const HostArray inv = invert(Array::push(read.first().host)).pull();
     QVERIFY(same_bytes(io::read(a.toStdString()).pixels, inv));
     QVERIFY(same_bytes(io::read(b.toStdString()).pixels, inv));
     // Wrong sizes are reported with both numbers by either path.
     QVERIFY_THROWS_EXCEPTION(IoError, io::read_raw(file, {Shape{4, 6, 6}, DType::u16}));
-    QCOMPARE(cli({QStringLiteral("info"), path, QStringLiteral("--shape"), QStringLiteral("4,6,6"),
-                  QStringLiteral("--dtype"), QStringLiteral("u16")},
-                 &err),
-             1);
-    QVERIFY2(err.contains(QStringLiteral("240 bytes")), qPrintable(err));
+    r = test::run_cli({QStringLiteral("info"), path, QStringLiteral("--shape"),
+                       QStringLiteral("4,6,6"), QStringLiteral("--dtype"), QStringLiteral("u16")});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("240 bytes"), r.err.constData());
   }
 
   void png_goes_through_gpix_qt() {

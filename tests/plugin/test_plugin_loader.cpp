@@ -11,7 +11,6 @@
 #include <QTemporaryDir>
 #include <QTest>
 
-#include "common.h"
 #include "gpix/basic_host.h"
 #include "gpix/plugin_loader.h"
 #include "gpix/samples.h"

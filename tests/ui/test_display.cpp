@@ -15,7 +15,6 @@
 #include <QtConcurrent/QtConcurrentRun>
 #include <cstring>
 
-#include "common.h"
 #include "gpix/basic_host.h"
 #include "gpix/filters/neighbourhood.h"
 #include "gpix/filters/reductions.h"
@@ -24,6 +23,7 @@
 #include "gpix/ui/layer_card.h"
 #include "gpix/ui/layer_list.h"
 #include "gpix/ui/render.h"
+#include "support/random.h"
 #include "ui/image_words.h"
 
 using namespace gpix;

@@ -7,16 +7,15 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common.h"
 #include "gpix/filters/reductions.h"
 #include "gpix/stats.h"
 #include "gpix/ui/render.h"
+#include "support/devices.h"
+#include "support/random.h"
 #include "ui/image_words.h"
 
 using namespace gpix;
 using namespace gpix::ui;
-
-Q_DECLARE_METATYPE(gpix::DType)
 
 namespace {
 

@@ -18,11 +18,12 @@
 #include <QUrl>
 #include <algorithm>
 
-#include "common.h"
+#include "gpix/filters.h"
 #include "gpix/samples.h"
 #include "gpix/ui/filter_panel.h"
 #include "gpix/ui/layer_card.h"
 #include "main_window.h"
+#include "support/random.h"
 
 using namespace gpix;
 

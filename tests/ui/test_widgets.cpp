@@ -18,7 +18,6 @@
 #include <QUndoStack>
 #include <QUrl>
 
-#include "common.h"
 #include "formats.h"
 #include "gpix/basic_host.h"
 #include "gpix/ui/device_panel.h"
@@ -26,6 +25,8 @@
 #include "gpix/ui/layer_card.h"
 #include "gpix/ui/layer_list.h"
 #include "gpix/ui/workflow.h"
+#include "support/devices.h"
+#include "support/random.h"
 
 using namespace gpix;
 using gpix::plugin::BasicHost;

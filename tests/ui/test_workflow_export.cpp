@@ -5,11 +5,11 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include "gpix/ui/workflow.h"
+#include "support/process.h"
 
 using gpix::ui::Workflow;
 using gpix::ui::WorkflowStep;
@@ -93,17 +93,13 @@ class TestWorkflowExport : public QObject {
       const QString path = dir.filePath(QStringLiteral("w%1.sh").arg(index));
       const QString log = dir.filePath(QStringLiteral("w%1.log").arg(index++));
       QVERIFY(write_file(path, script.toUtf8()));
-      QProcess sh;
-      sh.setWorkingDirectory(dir.path());
       QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
       env.remove(QStringLiteral("GPIX"));  // the script's own default: the recorder
       env.insert(QStringLiteral("REC"), log);
-      sh.setProcessEnvironment(env);
-      sh.start(QStringLiteral("/bin/sh"), {path, QStringLiteral("input.tif")});
-      QVERIFY(sh.waitForFinished(30000));
-      const QByteArray err = sh.readAllStandardError();
-      QVERIFY2(sh.exitStatus() == QProcess::NormalExit && sh.exitCode() == 0,
-               qPrintable(script + QStringLiteral("\n") + QString::fromUtf8(err)));
+      const gpix::test::ProcessResult sh =
+          gpix::test::run_process(QStringLiteral("/bin/sh"), {path, QStringLiteral("input.tif")},
+                                  {.timeout_ms = 30000, .working_dir = dir.path(), .env = env});
+      QVERIFY2(sh.code == 0, qPrintable(script + QStringLiteral("\n") + QString::fromUtf8(sh.err)));
       QVERIFY2(!QFileInfo::exists(mark), qPrintable(script));
       QFile f(log);
       QVERIFY(f.open(QIODevice::ReadOnly));
@@ -169,17 +165,15 @@ inline Result run(const std::string& op, const Array&, std::vector<Param> ps) {
     const QString src = dir.filePath(QStringLiteral("w.cpp"));
     const QString exe = dir.filePath(QStringLiteral("w"));
     QVERIFY(write_file(src, tu.toUtf8()));
-    QProcess cc;
-    cc.start(QStringLiteral(GPIX_TEST_CXX),
-             {QStringLiteral("-std=c++20"), QStringLiteral("-Werror=trigraphs"),
-              QStringLiteral("-I") + dir.path(), src, QStringLiteral("-o"), exe});
-    QVERIFY(cc.waitForFinished(120000));
-    QVERIFY2(cc.exitCode() == 0, qPrintable(tu + QString::fromUtf8(cc.readAllStandardError())));
-    QProcess run;
-    run.start(exe, {});
-    QVERIFY(run.waitForFinished(30000));
-    QCOMPARE(run.exitCode(), 0);
-    QList<QByteArray> got = run.readAllStandardOutput().split('\0');
+    const gpix::test::ProcessResult cc =
+        gpix::test::run_process(QStringLiteral(GPIX_TEST_CXX),
+                                {QStringLiteral("-std=c++20"), QStringLiteral("-Werror=trigraphs"),
+                                 QStringLiteral("-I") + dir.path(), src, QStringLiteral("-o"), exe},
+                                {.timeout_ms = 120000});
+    QVERIFY2(cc.code == 0, qPrintable(tu + QString::fromUtf8(cc.err)));
+    const gpix::test::ProcessResult run = gpix::test::run_process(exe, {}, {.timeout_ms = 30000});
+    QVERIFY2(run.code == 0, run.err.constData());
+    QList<QByteArray> got = run.out.split('\0');
     got.removeLast();
     QList<QByteArray> want;
     for (const QString& n : names) {

@@ -19,8 +19,7 @@ QString qs(std::string_view s) {
 }
 }  // namespace
 
-DevicePanel::DevicePanel(gpix::plugin::HostContext& host, QWidget* parent)
-    : QWidget(parent), host_(host) {
+DevicePanel::DevicePanel(Workspace& host, QWidget* parent) : QWidget(parent), host_(host) {
   auto* outer = new QVBoxLayout(this);
   outer->setContentsMargins(4, 4, 4, 4);
   auto* scroll = new QScrollArea;
@@ -84,9 +83,9 @@ DevicePanel::DevicePanel(gpix::plugin::HostContext& host, QWidget* parent)
   layout->addStretch(1);
   scroll->setWidget(inner);
   outer->addWidget(scroll);
-  connect(&host_, &gpix::plugin::HostContext::device_changed, this, &DevicePanel::refresh);
-  connect(&host_, &gpix::plugin::HostContext::layer_added, this, &DevicePanel::refresh);
-  connect(&host_, &gpix::plugin::HostContext::layer_removed, this, &DevicePanel::refresh);
+  connect(&host_, &Workspace::device_changed, this, &DevicePanel::refresh);
+  connect(&host_, &Workspace::layer_added, this, &DevicePanel::refresh);
+  connect(&host_, &Workspace::layer_removed, this, &DevicePanel::refresh);
   timer_.setInterval(2000);  // memory changes as filters run: refresh live
   connect(&timer_, &QTimer::timeout, this, &DevicePanel::refresh);
   timer_.start();
@@ -98,7 +97,7 @@ std::uint64_t DevicePanel::layer_bytes(int i) const {
   if (i < 0 || std::size_t(i) >= devs.size()) return 0;
   std::uint64_t sum = 0;
   for (int id : host_.layer_ids()) {
-    const gpix::plugin::Layer l = host_.layer(id);
+    const Layer l = host_.layer(id);
     if (l.array.valid() && l.array.device() == devs[std::size_t(i)]) sum += l.array.bytes();
   }
   return sum;

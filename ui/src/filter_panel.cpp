@@ -25,9 +25,6 @@
 
 namespace gpix::ui {
 
-using gpix::plugin::HostContext;
-using gpix::plugin::Layer;
-
 namespace {
 
 QString qs(std::string_view s) {
@@ -51,7 +48,7 @@ int decimals_for(const gpix::ParamSpec& s) {
 // ---------------------------------------------------------------------------------------------
 // ParamForm
 
-ParamForm::ParamForm(const gpix::FilterInfo& info, HostContext& host, QWidget* parent)
+ParamForm::ParamForm(const gpix::FilterInfo& info, Workspace& host, QWidget* parent)
     : QWidget(parent), info_(info), host_(host) {
   auto* form = new QFormLayout(this);
   form->setContentsMargins(0, 0, 0, 0);
@@ -115,9 +112,9 @@ ParamForm::ParamForm(const gpix::FilterInfo& info, HostContext& host, QWidget* p
     form->addRow(qs(p.name), w);
     editors_ << w;
   }
-  connect(&host_, &HostContext::layer_added, this, &ParamForm::refresh_layers);
-  connect(&host_, &HostContext::layer_removed, this, &ParamForm::refresh_layers);
-  connect(&host_, &HostContext::layer_changed, this, &ParamForm::refresh_layers);
+  connect(&host_, &Workspace::layer_added, this, &ParamForm::refresh_layers);
+  connect(&host_, &Workspace::layer_removed, this, &ParamForm::refresh_layers);
+  connect(&host_, &Workspace::layer_changed, this, &ParamForm::refresh_layers);
   refresh_layers();
 }
 
@@ -201,7 +198,7 @@ void ParamForm::set_input(int index, int layer_id) {
 // ---------------------------------------------------------------------------------------------
 // FilterPanel
 
-FilterPanel::FilterPanel(HostContext& host, Workflow* workflow, QWidget* parent)
+FilterPanel::FilterPanel(Workspace& host, Workflow* workflow, QWidget* parent)
     : QWidget(parent), host_(host), workflow_(workflow) {
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(4, 4, 4, 4);
@@ -259,9 +256,9 @@ FilterPanel::FilterPanel(HostContext& host, Workflow* workflow, QWidget* parent)
   connect(run_, &QPushButton::clicked, this, &FilterPanel::run);
   connect(cancel_, &QPushButton::clicked, this, &FilterPanel::cancel);
   connect(preview_, &QCheckBox::toggled, this, &FilterPanel::set_preview);
-  connect(&host_, &HostContext::task_progress, this,
+  connect(&host_, &Workspace::task_progress, this,
           [this](double f) { progress_->setValue(int(std::clamp(f, 0.0, 1.0) * 1000)); });
-  connect(&host_, &HostContext::layer_removed, this, [this](int id) {
+  connect(&host_, &Workspace::layer_removed, this, [this](int id) {
     if (id == preview_id_) preview_id_ = -1;
   });
   build_tree();

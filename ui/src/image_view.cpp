@@ -15,9 +15,6 @@
 
 namespace gpix::ui {
 
-using gpix::plugin::HostContext;
-using gpix::plugin::Layer;
-
 namespace {
 
 // Side of the square of pixel values read around the cursor: moving within it needs no read.
@@ -45,28 +42,28 @@ gpix::HostArray host_box(const gpix::HostArray& h, std::size_t z, const QRect& b
 
 }  // namespace
 
-ImageView::ImageView(HostContext& host, QWidget* parent) : QWidget(parent), host_(host) {
+ImageView::ImageView(Workspace& host, QWidget* parent) : QWidget(parent), host_(host) {
   setMouseTracking(true);
   setMinimumSize(200, 200);
   setFocusPolicy(Qt::StrongFocus);
   setAttribute(Qt::WA_OpaquePaintEvent);
-  connect(&host_, &HostContext::layer_added, this, [this](int id) {
+  connect(&host_, &Workspace::layer_added, this, [this](int id) {
     frames_[id];
     ensure_contrast(id);
     update_depth();
     if (!fitted_) fit();
     invalidate(id);
   });
-  connect(&host_, &HostContext::layer_changed, this, &ImageView::on_layer_changed);
-  connect(&host_, &HostContext::layer_removed, this, [this](int id) {
+  connect(&host_, &Workspace::layer_changed, this, &ImageView::on_layer_changed);
+  connect(&host_, &Workspace::layer_removed, this, [this](int id) {
     frames_.remove(id);
     if (tile_.id == id) tile_ = Tile{};
     update_depth();
     if (host_.layer_ids().isEmpty()) fitted_ = false;
     update();
   });
-  connect(&host_, &HostContext::layers_reordered, this, qOverload<>(&QWidget::update));
-  connect(&host_, &HostContext::current_layer_changed, this, qOverload<>(&QWidget::update));
+  connect(&host_, &Workspace::layers_reordered, this, qOverload<>(&QWidget::update));
+  connect(&host_, &Workspace::current_layer_changed, this, qOverload<>(&QWidget::update));
 }
 
 void ImageView::on_layer_changed(int id) {

@@ -35,8 +35,7 @@ void Histogram::paintEvent(QPaintEvent*) {
   }
 }
 
-LayerCard::LayerCard(gpix::plugin::HostContext& host, QWidget* parent)
-    : QWidget(parent), host_(host) {
+LayerCard::LayerCard(Workspace& host, QWidget* parent) : QWidget(parent), host_(host) {
   auto* v = new QVBoxLayout(this);
   auto* form = new QFormLayout;
   const std::pair<const char*, QString> rows[] = {
@@ -61,11 +60,11 @@ LayerCard::LayerCard(gpix::plugin::HostContext& host, QWidget* parent)
   error_->hide();
   v->addWidget(error_);
   v->addStretch(1);
-  connect(&host_, &gpix::plugin::HostContext::current_layer_changed, this, &LayerCard::refresh);
-  connect(&host_, &gpix::plugin::HostContext::layer_changed, this, [this](int id) {
+  connect(&host_, &Workspace::current_layer_changed, this, &LayerCard::refresh);
+  connect(&host_, &Workspace::layer_changed, this, [this](int id) {
     if (id == host_.current_layer()) refresh();
   });
-  connect(&host_, &gpix::plugin::HostContext::device_changed, this, &LayerCard::refresh);
+  connect(&host_, &Workspace::device_changed, this, &LayerCard::refresh);
   refresh();
 }
 
@@ -81,7 +80,7 @@ void LayerCard::refresh() {
   ++request_;
   const int id = host_.current_layer();
   if (id < 0) return;
-  const gpix::plugin::Layer layer = host_.layer(id);
+  const Layer layer = host_.layer(id);
   fields_["name"]->setText(layer.name);
   const gpix::Array a = layer.array;
   if (!a.valid()) {

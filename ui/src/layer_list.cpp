@@ -20,9 +20,6 @@
 
 namespace gpix::ui {
 
-using gpix::plugin::HostContext;
-using gpix::plugin::Layer;
-
 // A QListWidget whose drag carries the layer as a file.
 class LayerListWidget : public QListWidget {
  public:
@@ -50,7 +47,7 @@ class LayerListWidget : public QListWidget {
   LayerList* owner_;
 };
 
-LayerList::LayerList(HostContext& host, QWidget* parent) : QWidget(parent), host_(host) {
+LayerList::LayerList(Workspace& host, QWidget* parent) : QWidget(parent), host_(host) {
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(4, 4, 4, 4);
   list_ = new LayerListWidget(this);
@@ -122,11 +119,11 @@ LayerList::LayerList(HostContext& host, QWidget* parent) : QWidget(parent), host
   connect(high_, &QDoubleSpinBox::valueChanged, this, &LayerList::apply_controls);
   connect(auto_, &QPushButton::clicked, this, [this] { auto_contrast_current(); });
 
-  connect(&host_, &HostContext::layer_added, this, &LayerList::rebuild);
-  connect(&host_, &HostContext::layer_removed, this, &LayerList::rebuild);
-  connect(&host_, &HostContext::layers_reordered, this, &LayerList::rebuild);
-  connect(&host_, &HostContext::current_layer_changed, this, &LayerList::rebuild);
-  connect(&host_, &HostContext::layer_changed, this, &LayerList::rebuild);
+  connect(&host_, &Workspace::layer_added, this, &LayerList::rebuild);
+  connect(&host_, &Workspace::layer_removed, this, &LayerList::rebuild);
+  connect(&host_, &Workspace::layers_reordered, this, &LayerList::rebuild);
+  connect(&host_, &Workspace::current_layer_changed, this, &LayerList::rebuild);
+  connect(&host_, &Workspace::layer_changed, this, &LayerList::rebuild);
   rebuild();
 }
 
@@ -227,11 +224,10 @@ QMimeData* LayerList::mime_for(int id, QString* why) {
   QString base = l.name;
   base.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9_.-]+")), QStringLiteral("_"));
   QStringList reasons;
-  const QList<gpix::plugin::Writer> writers = host_.writers();
-  for (auto it = writers.rbegin(); it != writers.rend(); ++it) {
-    if (it->patterns.isEmpty()) continue;
-    const QString suffix = it->patterns.first().section(QLatin1Char('*'), -1);  // "*.png" -> ".png"
-    const QString path = drag_dir_.filePath(base + suffix);
+  // The newest format first: the one save_layer() picks for its suffix.
+  const QList<SaveFormat> formats = host_.save_formats();
+  for (auto it = formats.rbegin(); it != formats.rend(); ++it) {
+    const QString path = drag_dir_.filePath(base + it->suffix);
     try {
       host_.save_layer(id, path);
       auto* mime = new QMimeData;

@@ -10,9 +10,6 @@
 
 namespace gpix::ui {
 
-using gpix::plugin::HostContext;
-using gpix::plugin::Layer;
-
 QString param_text(const gpix::ParamValue& v) {
   if (const auto* d = std::get_if<double>(&v))
     return QString::fromStdString(gpix::Scalar(*d).str());
@@ -201,7 +198,7 @@ QString Workflow::to_cpp() const {
   return out;
 }
 
-QList<int> Workflow::rerun(HostContext& host, int input) const {
+QList<int> Workflow::rerun(Workspace& host, int input) const {
   if (!host.has_layer(input)) throw gpix::InvalidArgument("rerun: the input layer does not exist");
   const QStringList src = sources();
   QHash<QString, int> map;  // recorded layer name -> layer id now
@@ -233,7 +230,7 @@ QList<int> Workflow::rerun(HostContext& host, int input) const {
   return created;
 }
 
-AddLayerCommand::AddLayerCommand(HostContext& host, Layer layer, Workflow* workflow,
+AddLayerCommand::AddLayerCommand(Workspace& host, Layer layer, Workflow* workflow,
                                  WorkflowStep step)
     : host_(host), layer_(std::move(layer)), workflow_(workflow), step_(std::move(step)) {
   setText(QObject::tr("Add %1").arg(layer_.name));

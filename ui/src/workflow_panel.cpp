@@ -17,7 +17,7 @@
 
 namespace gpix::ui {
 
-WorkflowPanel::WorkflowPanel(gpix::plugin::HostContext& host, Workflow& workflow, QWidget* parent)
+WorkflowPanel::WorkflowPanel(Workspace& host, Workflow& workflow, QWidget* parent)
     : QWidget(parent), host_(host), workflow_(workflow) {
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(4, 4, 4, 4);

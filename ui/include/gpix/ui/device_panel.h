@@ -6,7 +6,7 @@
 #include <QTimer>
 #include <QWidget>
 
-#include "gpix/plugin_api.h"
+#include "gpix/ui/workspace.h"
 
 class QLabel;
 class QPushButton;
@@ -16,7 +16,7 @@ namespace gpix::ui {
 class DevicePanel : public QWidget {
   Q_OBJECT
  public:
-  explicit DevicePanel(gpix::plugin::HostContext& host, QWidget* parent = nullptr);
+  explicit DevicePanel(Workspace& host, QWidget* parent = nullptr);
 
   int card_count() const { return int(cards_.size()); }
   // The text of card i (title + details), for tests and accessibility.
@@ -37,7 +37,7 @@ class DevicePanel : public QWidget {
     QLabel* memory = nullptr;
     QPushButton* use = nullptr;
   };
-  gpix::plugin::HostContext& host_;
+  Workspace& host_;
   QList<Card> cards_;
   QTimer timer_;
 };

@@ -11,8 +11,8 @@
 #include <memory>
 
 #include "gpix/catalog.h"
-#include "gpix/plugin_api.h"
 #include "gpix/ui/workflow.h"
+#include "gpix/ui/workspace.h"
 
 class QLineEdit;
 class QTreeWidget;
@@ -33,8 +33,7 @@ namespace gpix::ui {
 class ParamForm : public QWidget {
   Q_OBJECT
  public:
-  ParamForm(const gpix::FilterInfo& info, gpix::plugin::HostContext& host,
-            QWidget* parent = nullptr);
+  ParamForm(const gpix::FilterInfo& info, Workspace& host, QWidget* parent = nullptr);
   const gpix::FilterInfo& info() const { return info_; }
   gpix::Params params() const;
   QList<int> inputs() const;  // layer ids, -1 where none is picked
@@ -52,7 +51,7 @@ class ParamForm : public QWidget {
 
  private:
   gpix::FilterInfo info_;
-  gpix::plugin::HostContext& host_;
+  Workspace& host_;
   QList<QComboBox*> pickers_;
   QList<QWidget*> editors_;  // in info_.params order
   QList<int> exclude_;       // layers not offered as inputs (the preview layer)
@@ -62,7 +61,7 @@ class ParamForm : public QWidget {
 class FilterPanel : public QWidget {
   Q_OBJECT
  public:
-  FilterPanel(gpix::plugin::HostContext& host, Workflow* workflow, QWidget* parent = nullptr);
+  FilterPanel(Workspace& host, Workflow* workflow, QWidget* parent = nullptr);
   ~FilterPanel() override;
 
   // Shows the form of a catalog entry; false when there is none of that name.
@@ -102,7 +101,7 @@ class FilterPanel : public QWidget {
   void drop_preview();
   void show_error(const QString& text);
 
-  gpix::plugin::HostContext& host_;
+  Workspace& host_;
   Workflow* workflow_;
   QLineEdit* search_ = nullptr;
   QTreeWidget* tree_ = nullptr;
@@ -117,8 +116,8 @@ class FilterPanel : public QWidget {
   QTimer debounce_;
   quint64 preview_generation_ = 0;  // latest preview wins; older results are dropped
   int running_ = 0;
-  std::shared_ptr<gpix::plugin::Task> preview_task_;
-  std::shared_ptr<gpix::plugin::Task> run_task_;
+  std::shared_ptr<Task> preview_task_;
+  std::shared_ptr<Task> run_task_;
   int preview_id_ = -1;
   std::function<void()> gate_;
 };

@@ -15,14 +15,14 @@
 #include <cstddef>
 #include <memory>
 
-#include "gpix/plugin_api.h"
+#include "gpix/ui/workspace.h"
 
 namespace gpix::ui {
 
 class ImageView : public QWidget {
   Q_OBJECT
  public:
-  explicit ImageView(gpix::plugin::HostContext& host, QWidget* parent = nullptr);
+  explicit ImageView(Workspace& host, QWidget* parent = nullptr);
 
   double zoom() const { return zoom_; }  // screen (logical) pixels per image pixel
   int slice() const { return slice_; }
@@ -96,9 +96,9 @@ class ImageView : public QWidget {
   void ensure_contrast(int id);
   void request_tile(int id, int z, int x, int y);
   void update_depth();
-  int slice_of(const gpix::plugin::Layer& l) const;
+  int slice_of(const Layer& l) const;
 
-  gpix::plugin::HostContext& host_;
+  Workspace& host_;
   QHash<int, Frame> frames_;
   quint64 next_request_ = 1;
   Tile tile_;

@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "gpix/plugin_api.h"
+#include "gpix/ui/workspace.h"
 
 namespace gpix::ui {
 
@@ -35,7 +35,7 @@ class Histogram : public QWidget {
 class LayerCard : public QWidget {
   Q_OBJECT
  public:
-  explicit LayerCard(gpix::plugin::HostContext& host, QWidget* parent = nullptr);
+  explicit LayerCard(Workspace& host, QWidget* parent = nullptr);
   // The shown value of a field: "name", "shape", "dtype", "size", "min", "max", "mean",
   // "device", "kind"; empty when no layer is shown.
   QString value(const QString& key) const;
@@ -50,7 +50,7 @@ class LayerCard : public QWidget {
   void refreshed();
 
  private:
-  gpix::plugin::HostContext& host_;
+  Workspace& host_;
   QMap<QString, QLabel*> fields_;
   Histogram* hist_ = nullptr;
   QLabel* error_ = nullptr;

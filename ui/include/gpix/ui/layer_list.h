@@ -6,7 +6,7 @@
 #include <QTemporaryDir>
 #include <QWidget>
 
-#include "gpix/plugin_api.h"
+#include "gpix/ui/workspace.h"
 
 class QSlider;
 class QComboBox;
@@ -21,7 +21,7 @@ class LayerListWidget;
 class LayerList : public QWidget {
   Q_OBJECT
  public:
-  explicit LayerList(gpix::plugin::HostContext& host, QWidget* parent = nullptr);
+  explicit LayerList(Workspace& host, QWidget* parent = nullptr);
   QListWidget* list() const;
   // Writes the layer to a temporary file with the first writer that takes it (a 2D u8/u16
   // layer as PNG where a PNG writer exists, else the others in turn) and returns a QMimeData
@@ -38,7 +38,7 @@ class LayerList : public QWidget {
 
  private:
   void apply_controls();
-  gpix::plugin::HostContext& host_;
+  Workspace& host_;
   LayerListWidget* list_ = nullptr;
   QSlider* opacity_ = nullptr;
   QComboBox* colormap_ = nullptr;

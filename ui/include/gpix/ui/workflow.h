@@ -9,7 +9,7 @@
 #include <QUndoCommand>
 
 #include "gpix/catalog.h"
-#include "gpix/plugin_api.h"
+#include "gpix/ui/workspace.h"
 
 namespace gpix::ui {
 
@@ -38,7 +38,7 @@ class Workflow : public QObject {
   QString to_cpp() const;
   // Runs every step again with `input` (a layer id) in place of the first source image;
   // returns the ids of the new layers. Throws gpix::Error from the filters.
-  QList<int> rerun(gpix::plugin::HostContext& host, int input) const;
+  QList<int> rerun(Workspace& host, int input) const;
   // Layers that the steps read but no step produced, in first-use order.
   QStringList sources() const;
 
@@ -52,15 +52,15 @@ class Workflow : public QObject {
 // Adds a layer (redo) or removes it again (undo); records/unrecords the workflow step.
 class AddLayerCommand : public QUndoCommand {
  public:
-  AddLayerCommand(gpix::plugin::HostContext& host, gpix::plugin::Layer layer,
-                  Workflow* workflow = nullptr, WorkflowStep step = {});
+  AddLayerCommand(Workspace& host, Layer layer, Workflow* workflow = nullptr,
+                  WorkflowStep step = {});
   void redo() override;
   void undo() override;
   int layer_id() const { return id_; }
 
  private:
-  gpix::plugin::HostContext& host_;
-  gpix::plugin::Layer layer_;
+  Workspace& host_;
+  Layer layer_;
   Workflow* workflow_;
   WorkflowStep step_;
   int id_ = -1;

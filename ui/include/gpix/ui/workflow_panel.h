@@ -3,8 +3,8 @@
 // CLI script or as C++ code, and re-running the recorded steps on the current layer.
 #include <QWidget>
 
-#include "gpix/plugin_api.h"
 #include "gpix/ui/workflow.h"
+#include "gpix/ui/workspace.h"
 
 class QListWidget;
 class QLabel;
@@ -14,7 +14,7 @@ namespace gpix::ui {
 class WorkflowPanel : public QWidget {
   Q_OBJECT
  public:
-  WorkflowPanel(gpix::plugin::HostContext& host, Workflow& workflow, QWidget* parent = nullptr);
+  WorkflowPanel(Workspace& host, Workflow& workflow, QWidget* parent = nullptr);
   QListWidget* steps() const { return steps_; }
 
  public slots:
@@ -24,7 +24,7 @@ class WorkflowPanel : public QWidget {
   void rerun_on_current();
 
  private:
-  gpix::plugin::HostContext& host_;
+  Workspace& host_;
   Workflow& workflow_;
   QListWidget* steps_ = nullptr;
   QLabel* error_ = nullptr;

@@ -1,0 +1,34 @@
+#pragma once
+// The devices a test runs on and the data rows that walk them.
+#include <QByteArray>
+#include <QMetaType>
+#include <span>
+#include <vector>
+
+#include "gpix/gpix.h"
+
+namespace gpix::test {
+
+// Every device present; a test run with none fails unless GPIX_TEST_ALLOW_NO_DEVICE is set,
+// so that a CI machine that lost its OpenCL driver does not pass by testing nothing.
+const std::vector<Device>& test_devices();
+
+// "index:label", the row name of a device.
+QByteArray row_name(const Device& d);
+
+// The device of a row's "device" column (its index in devices()).
+Device device_at(int index);
+
+// Data rows, one per device: an int column "device".
+void add_device_rows();
+// Data rows, one per device and dtype: columns "device" (int) and "dtype" (DType), named
+// "<device row name> <dtype>".
+void add_device_dtype_rows(std::span<const DType> dtypes = kAllDTypes);
+
+// The current row's device (the "device" column above).
+Device fetch_device();
+
+}  // namespace gpix::test
+
+// The "dtype" column's type, declared once for every suite.
+Q_DECLARE_METATYPE(gpix::DType)
