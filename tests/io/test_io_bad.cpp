@@ -209,6 +209,17 @@ class TestIoBad : public QObject {
     const auto spin_path = in(dir, "spin.nii");
     put(spin_path, spin);
     expect_io_error([&] { io::read(spin_path); }, spin_path, "srow_y[2]");
+    // The same checks when sizeof_hdr is corrupt: the nifti library reads such a header by its
+    // magic string, and vnl aborted on an infinite affine entry (fuzz_read_nii).
+    std::string bad_size = bytes;
+    const std::int32_t size_field = 0xfc5c;
+    const float minus_inf = -INFINITY;
+    std::memcpy(bad_size.data(), &size_field, 4);
+    std::memcpy(bad_size.data() + 254, &sform, 2);
+    std::memcpy(bad_size.data() + 300, &minus_inf, 4);  // srow_y[1]
+    const auto bad_size_path = in(dir, "bad_sizeof_hdr.nii");
+    put(bad_size_path, bad_size);
+    expect_io_error([&] { io::read(bad_size_path); }, bad_size_path, "srow_y[1]");
   }
 
   void unwritable() {
