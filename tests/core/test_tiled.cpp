@@ -1,10 +1,14 @@
 // gpix::run_tiled: every tileable catalog filter, cut into 8-20 slabs by a small memory
 // budget, gives the whole-array result bit for bit (2D and 3D, odd sizes, the filter's
-// default and larger windows, several dtypes); untileable filters, small budgets and cancel
-// give typed errors; with two devices (POCL_DEVICES="pthread pthread") the slabs are shared.
+// default and larger windows, several dtypes); sources and sinks see every plane once, writes in order; untileable filters,
+// small budgets and cancel give typed errors; with two devices (POCL_DEVICES="pthread
+// pthread") the slabs are shared.
 #include <QTest>
 #include <atomic>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <set>
 
 #include "common.h"
 #include "gpix/gpix.h"
@@ -97,6 +101,63 @@ void check_filter(const FilterInfo& f, const std::vector<Device>& devices, bool 
   }
 }
 
+// Devices of the first test device's kind (two with POCL_DEVICES="pthread pthread"). Devices
+// of different backends round some float operations differently (OpenCL's divide and sqrt are
+// not correctly rounded, CUDA's are), so only devices of one kind promise the whole-array
+// bytes.
+std::vector<Device> same_kind_devices() {
+  std::vector<Device> devs;
+  const Device& first = test::test_devices().front();
+  for (const Device& d : test::test_devices()) {
+    if (d.info().backend == first.info().backend && d.info().name == first.info().name)
+      devs.push_back(d);
+  }
+  return devs;
+}
+
+// A source that records what is read (and serves it from a HostArray).
+class CountingSource final : public SlabSource {
+ public:
+  explicit CountingSource(HostArray h) : h_(std::move(h)) {}
+  Shape shape() const override { return h_.shape(); }
+  DType dtype() const override { return h_.dtype(); }
+  void read(std::size_t from, std::size_t to, std::byte* dst) override {
+    QVERIFY(from < to && to <= h_.shape()[0]);
+    const std::size_t pb = h_.bytes() / h_.shape()[0];
+    std::memcpy(dst, h_.data() + from * pb, (to - from) * pb);
+    for (std::size_t z = from; z < to; ++z) seen.insert(z);
+    planes_read += to - from;
+  }
+  std::set<std::size_t> seen;
+  std::size_t planes_read = 0;
+
+ private:
+  HostArray h_;
+};
+
+// A sink that keeps no memory of its own for run_tiled to pull into: it gets write() calls,
+// which must come in order and cover every plane once.
+class OrderedSink final : public SlabSink {
+ public:
+  void start(const Shape& shape, DType dtype) override {
+    QVERIFY(!started);
+    started = true;
+    out = HostArray::empty(shape, dtype);
+    std::memset(out.data(), 0xA5, out.bytes());  // poison
+  }
+  void write(std::size_t from, std::size_t to, const std::byte* src) override {
+    QVERIFY(started);
+    if (from != next) in_order = false;
+    next = to;
+    const std::size_t pb = out.bytes() / out.shape()[0];
+    std::memcpy(out.data() + from * pb, src, (to - from) * pb);
+  }
+  void finish() override { finished = true; }
+  HostArray out;
+  bool started = false, finished = false, in_order = true;
+  std::size_t next = 0;
+};
+
 }  // namespace
 
 class TestTiled : public QObject {
@@ -149,17 +210,38 @@ class TestTiled : public QObject {
   void whole_array_equal() {
     QFETCH(QString, filter);
     QFETCH(bool, wide);
-    // Every device of the first device's kind shares the slabs (two with POCL_DEVICES="pthread
-    // pthread"). Devices of different backends round some float operations differently
-    // (OpenCL's divide and sqrt are not correctly rounded, CUDA's are), so only devices of one
-    // kind promise the whole-array bytes.
-    std::vector<Device> devs;
-    for (const Device& d : test::test_devices()) {
-      const Device& first = test::test_devices().front();
-      if (d.info().backend == first.info().backend && d.info().name == first.info().name)
-        devs.push_back(d);
+    check_filter(gpix::filter(filter.toStdString()), same_kind_devices(), wide);
+  }
+
+  // Sources and sinks: every plane read (halos again), writes in order and each plane once,
+  // with one and several workers, 2D (rows) and 3D.
+  void sources_and_sinks() {
+    for (const Shape& s : {Shape{37, 6, 7}, Shape{53, 9}}) {
+      for (std::size_t workers : {1, 3}) {
+        const HostArray h = random_host(s, DType::f32);
+        const Params p = {{"radius_x", 1.0}, {"radius_y", 1.0}, {"radius_z", 1.0}};
+        const Result whole = run("mean_box", Array::push(h, test::test_devices().front()), p);
+        TiledOptions o;
+        o.devices = same_kind_devices();
+        o.workers_per_device = workers;
+        o.budget_bytes = budget_for(s, DType::f32, 1, 1, 9) * workers;
+        TiledReport report;
+        o.report = &report;
+        CountingSource src(h);
+        SlabSource* in[] = {&src};
+        OrderedSink sink;
+        const Table t = run_tiled("mean_box", in, &sink, p, o);
+        const QByteArray where = QByteArray::fromStdString(s.str()) + " workers " +
+                                 QByteArray::number(qulonglong(workers));
+        QVERIFY2(t.columns.empty(), where);
+        QVERIFY2(sink.finished && sink.in_order && sink.next == s[0], where);
+        QVERIFY2(same_bytes(sink.out, whole.array), where);
+        QCOMPARE(src.seen.size(), s[0]);
+        QCOMPARE(src.planes_read, static_cast<std::size_t>(report.bytes_in / (h.bytes() / s[0])));
+        QVERIFY2(report.slabs >= 8, where);
+        QVERIFY(report.push_seconds > 0 && report.pull_seconds > 0 && report.read_seconds > 0);
+      }
     }
-    check_filter(gpix::filter(filter.toStdString()), devs, wide);
   }
 
   // On the device, slab by slab into one output: the same bytes as gpix::run, progress per
@@ -186,8 +268,9 @@ class TestTiled : public QObject {
     const HostArray h = random_host(Shape{12, 10, 10}, DType::f32);
     const Array a = Array::push(h, dev);
     const Array in[] = {a};
-    QVERIFY(same_bytes(run_in_slabs("threshold_otsu", in, {}, {}, 4).array.pull(),
-                       run("threshold_otsu", a).array));
+    QVERIFY(same_bytes(run_in_slabs("connected_components", in, {}, {}, 4).array.pull(),
+                       run("connected_components", a).array));
+
     // Cancel between slabs.
     std::atomic<bool> cancel{false};
     RunOptions o;
@@ -206,10 +289,12 @@ class TestTiled : public QObject {
     const HostArray before = h.clone();
     // Untileable: the reason, not a wrong answer.
     try {
-      (void)run_tiled("threshold_otsu", h);
-      QFAIL("threshold_otsu ran tiled");
+      (void)run_tiled("connected_components", h);
+      QFAIL("connected_components ran tiled");
     } catch (const InvalidArgument& e) {
-      QVERIFY2(std::string(e.what()).find("histogram") != std::string::npos, e.what());
+      QVERIFY2(
+          std::string(e.what()).find(tile_info("connected_components").reason) != std::string::npos,
+          e.what());
     }
     // A budget below one plane and its halo says what one slab needs.
     TiledOptions tiny;
