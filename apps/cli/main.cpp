@@ -322,6 +322,7 @@ int cmd_filters(const QCommandLineParser& p, const QStringList&) {
       o["output_dtype"] = qs(f.output_dtype);
       o["layout"] = qs(name(f.layout));
       o["tiles"] = f.tiles;
+      if (f.tiles) o["folds"] = f.folds;
       if (!f.tiles) o["untiled"] = qs(f.untiled);
       list.append(o);
     }
@@ -338,7 +339,10 @@ int cmd_filters(const QCommandLineParser& p, const QStringList&) {
         "(padded arrays, region views, image objects) and gives the same result as on a\n"
         "contiguous copy; filters marked *(any layout)* read them without that copy. Filters\n"
         "marked *(tiles)* also run slab by slab on data larger than the device (`gpix run\n"
-        "--tiled`, gpix::run_tiled) with results equal to the whole-array run.\n";
+        "--tiled`, gpix::run_tiled) with results equal to the whole-array run; those marked\n"
+        "*(folds)* depend on the whole image and combine what each slab gives (float sums and\n"
+        "means of all pixels, and their standard deviation, then agree with the whole-array run\n"
+        "to float64 rounding, their float64 sums being grouped otherwise).\n";
     std::optional<Category> category;
     for (const auto& f : filters()) {
       if (f.category != category) {
@@ -354,10 +358,12 @@ int cmd_filters(const QCommandLineParser& p, const QStringList&) {
       for (int d : f.dims) dims << QString::number(d) + "D";
       md += "| `" + qs(f.name) + "`" +
             (f.layout == InputLayout::any ? QString(" *(any layout)*") : QString()) +
-            (f.tiles ? QString(" *(tiles)*") : QString()) + " | " + in.join(", ") + " | " +
-            (ps.isEmpty() ? "-" : ps.join("; ")) + " | " + dims.join(" ") + " | " +
-            dtype_list(f.dtypes) + " | " + qs(name(f.output)) + ", " + qs(f.output_dtype) + " | " +
-            qs(f.doc).replace("|", "\\|") + " |\n";
+            (f.folds   ? QString(" *(tiles, folds)*")
+             : f.tiles ? QString(" *(tiles)*")
+                       : QString()) +
+            " | " + in.join(", ") + " | " + (ps.isEmpty() ? "-" : ps.join("; ")) + " | " +
+            dims.join(" ") + " | " + dtype_list(f.dtypes) + " | " + qs(name(f.output)) + ", " +
+            qs(f.output_dtype) + " | " + qs(f.doc).replace("|", "\\|") + " |\n";
     }
     print(md);
     return 0;
@@ -514,6 +520,7 @@ int run_tiled_cli(const QCommandLineParser& p, const QStringList& args, const Fi
     print_json(QJsonObject{{"output", args.last()},
                            {"streamed_output", sink != nullptr},
                            {"slabs", static_cast<qint64>(report.slabs)},
+                           {"passes", static_cast<qint64>(report.passes)},
                            {"planes_per_slab", static_cast<qint64>(report.planes_per_slab)},
                            {"halo", static_cast<qint64>(report.halo)},
                            {"slabs_per_device", per_device},

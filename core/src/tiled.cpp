@@ -145,21 +145,26 @@ class TiledRun {
     const detail::Entry& entry = detail::entry(info_.name);
     const int ndim = static_cast<int>(shape_.ndim());
     check_inputs();
-    halo_ = entry.halo(ndim, params_);
-    if (info_.output == OutputKind::table) {
-      throw Error("internal: " + who_ + " gives a table but tiles with a halo");
-    }
+    std::unique_ptr<detail::SlabFold> fold = entry.fold(params_, shape_, inputs_[0]->dtype());
     Table table;
-    plan(0, devices_.size() * workers_per_device_);
-    units_ = tiles_;
-    slab_fn_ = [this](std::span<const Array> slab) {
-      RunOptions ro;
-      ro.cancel = options_.cancel;
-      const Result r = gpix::run(info_.name, slab, params_, ro);
-      if (r.is_table()) throw Error("internal: " + who_ + " gave a table for a slab");
-      return r.array;
-    };
-    map_slabs();
+    if (!fold) {
+      if (info_.output == OutputKind::table) {
+        throw Error("internal: " + who_ + " gives a table but tiles with a halo");
+      }
+      halo_ = entry.halo(ndim, params_);
+      plan(0, devices_.size() * workers_per_device_);
+      units_ = tiles_;
+      slab_fn_ = [this](std::span<const Array> slab) {
+        RunOptions ro;
+        ro.cancel = options_.cancel;
+        const Result r = gpix::run(info_.name, slab, params_, ro);
+        if (r.is_table()) throw Error("internal: " + who_ + " gave a table for a slab");
+        return r.array;
+      };
+      map_slabs();
+    } else {
+      table = run_fold(*fold);
+    }
     report_.seconds = since(t_start);
     if (output_ && info_.output != OutputKind::table) output_->finish();
     if (options_.report) *options_.report = report_;
@@ -167,7 +172,8 @@ class TiledRun {
   }
 
  private:
-  // What the catalog's checks say on the first slab, said before anything is read.
+  // What the catalog's checks say on the first slab, said before anything is read: a fold
+  // is made for the whole input's shape and dtype.
   void check_inputs() const {
     if (inputs_.size() != info_.inputs.size()) {
       throw InvalidArgument(who_ + " takes " + std::to_string(info_.inputs.size()) + " input(s); " +
@@ -185,7 +191,7 @@ class TiledRun {
   }
 
   // Slabs of as many planes as fit every device's budget: plane_cost_ per plane, the halo's
-  // planes on both sides, `reserved` bytes kept for other uses, `workers` sharing it.
+  // planes on both sides, `reserved` bytes kept for a fold's state, `workers` sharing it.
   void plan(std::size_t reserved, std::size_t workers) {
     std::size_t in_plane_bytes = 0, widest = 4;
     for (SlabSource* s : inputs_) {
@@ -375,6 +381,67 @@ class TiledRun {
     report_.write_seconds += write_s;
   }
 
+  // A filter whose output depends on the whole input: its passes on the first device, slabs
+  // in order; then its output, or a pass that maps the slabs on every worker (Otsu).
+  Table run_fold(detail::SlabFold& fold) {
+    const Device& device = devices_[0];
+    halo_ = 0;
+    plan(fold.state_bytes(), workers_per_device_);
+    const int passes = fold.passes();
+    units_ = tiles_ * (static_cast<std::size_t>(passes) + (fold.maps() ? 1 : 0));
+    report_.passes = static_cast<std::size_t>(passes);
+    std::vector<SlabBuffer> buffers(inputs_.size());
+    double read_s = 0, push_s = 0, run_s = 0;
+    for (int pass = 0; pass < passes; ++pass) {
+      for (std::size_t t = 0; t < tiles_; ++t) {
+        check_cancel();
+        const auto [z0, z1, l0, l1] = slab_planes(t, slab_, planes_, 0);
+        const std::vector<Array> arrays = push(z0, z1, device, buffers, read_s, push_s);
+        if (pass == 0 && t == 0) detail::check_inputs(info_, arrays);
+        const auto t0 = Clock::now();
+        fold.add(pass, arrays, z0);
+        Queue::default_for(device).marker().wait();
+        run_s += since(t0);
+        ++done_;
+        ++report_.slabs_per_device[0];
+        report_.bytes_in += (z1 - z0) * in_plane_bytes_;
+        if (options_.progress) {
+          options_.progress(static_cast<double>(done_) / static_cast<double>(units_));
+        }
+      }
+    }
+    report_.read_seconds += read_s;
+    report_.push_seconds += push_s;
+    report_.run_seconds += run_s;
+    detail::Folded folded = fold.finish();
+    if (folded.per_slab) {
+      // Pointwise once the state is known: every worker, no halo.
+      ++report_.passes;
+      plan(0, devices_.size() * workers_per_device_);
+      units_ = done_ + tiles_;
+      slab_fn_ = std::move(folded.per_slab);
+      map_slabs();
+      return {};
+    }
+    if (folded.whole.is_table()) return folded.whole.table;
+    // An array of another shape (a projection's plane): one write.
+    const Array& a = folded.whole.array;
+    start_sink(a.shape(), a.dtype());
+    const auto t0 = Clock::now();
+    if (std::byte* dst = output_->planes(0)) {
+      detail::read_all(detail::Access::impl(a), dst, false);
+      report_.pull_seconds += since(t0);
+    } else {
+      const HostArray h = a.pull();
+      report_.pull_seconds += since(t0);
+      const auto t1 = Clock::now();
+      output_->write(0, a.shape()[0], h.data());
+      report_.write_seconds += since(t1);
+    }
+    report_.bytes_out += a.bytes();
+    if (options_.progress) options_.progress(1.0);
+    return {};
+  }
 
   const FilterInfo& info_;
   const std::string who_;
@@ -444,11 +511,11 @@ std::byte* HostArraySink::planes(std::size_t from) {
   return array_.data() + from * plane_bytes_;
 }
 
-// The halo rules and the reasons a filter does not tile live in the catalog rows
+// The halo rules, the folds and the reasons a filter does not tile live in the catalog rows
 // (core/src/filters/*.cpp), beside the parameters they read.
 TileInfo tile_info(std::string_view name) {
   const FilterInfo& info = filter(name);  // InvalidArgument with suggestions for a typo
-  return {info.tiles, info.untiled};
+  return {info.tiles, info.folds, info.untiled};
 }
 
 std::size_t tile_halo(std::string_view name, int ndim, const Params& params) {
@@ -482,7 +549,8 @@ HostArray run_tiled(std::string_view name, std::span<const HostArray> inputs, co
 
 Result run_in_slabs(std::string_view name, std::span<const Array> inputs, const Params& params,
                     const RunOptions& options, std::size_t slabs) {
-  if (inputs.empty() || !inputs[0].valid() || !tile_info(name).tileable) {
+  const TileInfo ti = tile_info(name);
+  if (inputs.empty() || !inputs[0].valid() || !ti.tileable || ti.folds) {
     return run(name, inputs, params, options);
   }
   const Shape& shape = inputs[0].shape();

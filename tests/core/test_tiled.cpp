@@ -1,6 +1,9 @@
 // gpix::run_tiled: every tileable catalog filter, cut into 8-20 slabs by a small memory
 // budget, gives the whole-array result bit for bit (2D and 3D, odd sizes, the filter's
-// default and larger windows, several dtypes); sources and sinks see every plane once, writes in order; untileable filters,
+// default and larger windows, several dtypes); filters that fold their slabs (projections,
+// reductions, histogram, Otsu) give it too, bit for bit except float sums and means and the
+// standard deviation of all pixels (float64 sums of another grouping: within 1e-12 of the sum
+// of magnitudes); sources and sinks see every plane once, writes in order; untileable filters,
 // small budgets and cancel give typed errors; with two devices (POCL_DEVICES="pthread
 // pthread") the slabs are shared.
 #include <QTest>
@@ -115,6 +118,31 @@ std::vector<Device> same_kind_devices() {
   return devs;
 }
 
+// NaN in some pixels and in every pixel of one column along z (floats only).
+void add_nans(HostArray& h) {
+  visit_dtype(h.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_floating_point_v<T>) {
+      auto v = h.as<T>();
+      for (std::size_t i = 0; i < v.size(); i += 7) v[i] = std::numeric_limits<T>::quiet_NaN();
+      const std::size_t plane = h.elements() / h.shape()[0];
+      for (std::size_t z = 0; z < h.shape()[0]; ++z)
+        v[z * plane + 3] = std::numeric_limits<T>::quiet_NaN();
+    }
+  });
+}
+
+double magnitude_sum(const HostArray& h) {
+  return visit_dtype(h.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    double s = 0;
+    for (T x : h.as<T>()) {
+      if (!std::isnan(static_cast<double>(x))) s += std::fabs(static_cast<double>(x));
+    }
+    return s;
+  });
+}
+
 // A source that records what is read (and serves it from a HostArray).
 class CountingSource final : public SlabSource {
  public:
@@ -157,6 +185,83 @@ class OrderedSink final : public SlabSink {
   bool started = false, finished = false, in_order = true;
   std::size_t next = 0;
 };
+
+// A fold filter tiled against its whole-array run: arrays and tables equal, except float
+// sums, means and standard deviations (see the file's comment).
+void check_fold(const FilterInfo& f, const std::vector<Device>& devices) {
+  const DType dtypes[] = {DType::f32, DType::u16, DType::u8, DType::i32, DType::f64};
+  for (int dims : {2, 3}) {
+    if (std::find(f.dims.begin(), f.dims.end(), dims) == f.dims.end()) continue;
+    const Shape s = dims == 3 ? Shape{23, 9, 11} : Shape{41, 13};
+    for (DType t : dtypes) {
+      if (std::find(f.dtypes.begin(), f.dtypes.end(), t) == f.dtypes.end()) continue;
+      if (t == DType::f64 && !devices[0].supports_fp64()) continue;
+      HostArray h = random_host(s, t);
+      add_nans(h);
+      const QByteArray where =
+          QByteArray::fromStdString(f.name + " " + std::string(name(t)) + " " + s.str());
+      Result whole;
+      bool whole_refused = false;
+      try {
+        whole = run(f.name, Array::push(h, devices[0]));
+      } catch (const InvalidArgument&) {
+        whole_refused = true;  // Otsu on a range of more than 2^24 integers
+      }
+      TiledOptions o;
+      o.devices = devices;
+      // About 10 slabs, with room for a projection's state (at most 40 bytes a column).
+      o.budget_bytes = budget_for(s, t, 1, 0, 10) + s.elements() / s[0] * 40;
+      TiledReport report;
+      o.report = &report;
+      CountingSource src(h);
+      SlabSource* in[] = {&src};
+      OrderedSink sink;
+      Table table;
+      try {
+        table = run_tiled(f.name, in, &sink, {}, o);
+      } catch (const InvalidArgument& e) {
+        QVERIFY2(whole_refused, where + " refused tiled only: " + e.what());
+        continue;
+      }
+      QVERIFY2(!whole_refused, where + " refused whole but ran tiled");
+      QVERIFY2(report.slabs >= 4,
+               where + " ran in " + QByteArray::number(qulonglong(report.slabs)) + " slabs");
+      QCOMPARE(src.seen.size(), s[0]);
+      // Every pass reads every plane once; no halo.
+      QCOMPARE(src.planes_read, s[0] * report.passes);
+      if (f.output == OutputKind::table) {
+        QVERIFY2(!sink.started, where);
+        QCOMPARE(table.columns, whole.table.columns);
+        QCOMPARE(table.rows.size(), whole.table.rows.size());
+        // Float sums and means, and every standard deviation (float64 moments), are float64
+        // sums grouped by slab here and by work-group there.
+        const bool rounded =
+            f.name == "std_of_all_pixels" ||
+            (is_float(t) && (f.name == "sum_of_all_pixels" || f.name == "mean_of_all_pixels"));
+        const double mag = magnitude_sum(h);
+        for (std::size_t r = 0; r < table.rows.size(); ++r) {
+          for (std::size_t c = 0; c < table.rows[r].size(); ++c) {
+            const double a = table.rows[r][c], b = whole.table.rows[r][c];
+            if (!rounded) {
+              QVERIFY2(std::memcmp(&a, &b, sizeof a) == 0,
+                       where + ": " + QByteArray::number(a, 'g', 17) + " vs whole " +
+                           QByteArray::number(b, 'g', 17));
+            } else {
+              // sum: |error| <= 1e-12 of the sum of magnitudes; mean and std the same / count.
+              const double scale = f.name == "sum_of_all_pixels" ? mag : mag / double(h.elements());
+              QVERIFY2(std::fabs(a - b) <= 1e-12 * scale,
+                       where + ": " + QByteArray::number(a, 'g', 17) + " vs whole " +
+                           QByteArray::number(b, 'g', 17));
+            }
+          }
+        }
+      } else {
+        QVERIFY2(sink.finished && sink.in_order, where);
+        QVERIFY2(same_bytes(sink.out, whole.array), where + " differs from the whole-array run");
+      }
+    }
+  }
+}
 
 }  // namespace
 
@@ -201,7 +306,7 @@ class TestTiled : public QObject {
     QTest::addColumn<QString>("filter");
     QTest::addColumn<bool>("wide");
     for (const FilterInfo& f : filters()) {
-      if (!tile_info(f.name).tileable) continue;
+      if (!tile_info(f.name).tileable || tile_info(f.name).folds) continue;
       QTest::newRow((f.name + " defaults").c_str()) << QString::fromStdString(f.name) << false;
       if (tile_halo(f.name, 3, wide_params(f)) != tile_halo(f.name, 3))
         QTest::newRow((f.name + " wide").c_str()) << QString::fromStdString(f.name) << true;
@@ -211,6 +316,50 @@ class TestTiled : public QObject {
     QFETCH(QString, filter);
     QFETCH(bool, wide);
     check_filter(gpix::filter(filter.toStdString()), same_kind_devices(), wide);
+  }
+
+  // Filters whose output depends on the whole input fold their slabs into it.
+  void folds_data() {
+    QTest::addColumn<QString>("filter");
+    int folds = 0;
+    for (const FilterInfo& f : filters()) {
+      if (!tile_info(f.name).folds) continue;
+      ++folds;
+      QTest::newRow(f.name.c_str()) << QString::fromStdString(f.name);
+    }
+    QVERIFY(folds >= 12);  // 5 projections, 5 reductions, histogram, Otsu
+  }
+  void folds() {
+    QFETCH(QString, filter);
+    check_fold(gpix::filter(filter.toStdString()), same_kind_devices());
+  }
+
+  // A histogram over a given range reads the input once, over its own range twice; Otsu
+  // three times (range, counts, threshold); a wrong output dtype or a missing sink is refused.
+  void fold_passes() {
+    const Device dev = test::test_devices().front();
+    const HostArray h = random_host(Shape{30, 8, 9}, DType::u16);
+    TiledOptions o;
+    o.devices = {dev};
+    o.budget_bytes = budget_for(h.shape(), DType::u16, 1, 0, 6);
+    TiledReport report;
+    o.report = &report;
+    CountingSource src(h);
+    SlabSource* in[] = {&src};
+    (void)run_tiled("histogram", in, nullptr, {{"minimum", 0.0}, {"maximum", 70000.0}}, o);
+    QCOMPARE(report.passes, std::size_t{1});
+    QCOMPARE(src.planes_read, std::size_t{30});
+    (void)run_tiled("histogram", in, nullptr, {}, o);
+    QCOMPARE(report.passes, std::size_t{2});
+    OrderedSink sink;
+    (void)run_tiled("threshold_otsu", in, &sink, {}, o);
+    QCOMPARE(report.passes, std::size_t{3});
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, run_tiled("threshold_otsu", in, nullptr, {}, o));
+    // Projections are 3D only, as their whole-array checks say.
+    const HostArray flat = random_host(Shape{30, 8}, DType::u16);
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, run_tiled("sum_z_projection", flat, {}, o));
+    // The HostArray overload: image outputs only.
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, run_tiled("sum_of_all_pixels", h, {}, o));
   }
 
   // Sources and sinks: every plane read (halos again), writes in order and each plane once,
@@ -270,7 +419,11 @@ class TestTiled : public QObject {
     const Array in[] = {a};
     QVERIFY(same_bytes(run_in_slabs("connected_components", in, {}, {}, 4).array.pull(),
                        run("connected_components", a).array));
-
+    // So do folds (each slab's projection is not the whole one's).
+    QVERIFY(same_bytes(run_in_slabs("threshold_otsu", in, {}, {}, 4).array.pull(),
+                       run("threshold_otsu", a).array));
+    QVERIFY(same_bytes(run_in_slabs("sum_z_projection", in, {}, {}, 4).array.pull(),
+                       run("sum_z_projection", a).array));
     // Cancel between slabs.
     std::atomic<bool> cancel{false};
     RunOptions o;

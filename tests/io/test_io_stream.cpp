@@ -392,6 +392,14 @@ class TestIoStream : public QObject {
       QVERIFY2(report.slabs >= 8, in);
       QVERIFY2(same(io::read(at(dir, out)).pixels, whole), in);
     }
+    // A table from a file: the sum of all pixels, folded.
+    auto src = io::open_slabs(at(dir, "in.tif"));
+    SlabSource* inputs[] = {src.get()};
+    TiledOptions o;
+    o.budget_bytes = 2 * 2 * 4 * 17 * 13 * 3;
+    const Table t = run_tiled("maximum_of_all_pixels", inputs, nullptr, {}, o);
+    QCOMPARE(t.rows.at(0).at(0),
+             run("maximum_of_all_pixels", Array::push(h, dev)).table.rows[0][0]);
   }
 
   // `gpix run --tiled` on a TIFF far larger than its budget: bounded memory, whole-array bytes.

@@ -8,8 +8,10 @@
 // side, a Gaussian its truncated kernel radius, a pointwise filter none), is filtered there,
 // and its interior comes back into the output. Every output pixel therefore sees exactly the
 // input pixels it sees in a whole-array run, and the result is bit-identical to it.
-// Filters whose output depends on the whole image (Otsu, reductions, labelling, geometry) are
-// not tileable: run_tiled refuses them with the reason.
+// Filters whose output depends on the whole image fold their slabs instead (the catalog row
+// says how): projections carry each column's running state from slab to slab, reductions and
+// histograms add per-slab partials, Otsu thresholds with the histogram of every slab. The
+// rest (labelling, geometry) are refused with the reason.
 //
 // Inputs come from SlabSources and the output goes to a SlabSink, plane by plane, so neither
 // needs to fit in memory: gpix_io streams TIFF, MetaImage, NRRD and raw files
@@ -109,8 +111,9 @@ class HostArraySink final : public SlabSink {
 struct TiledReport {
   std::size_t halo = 0;             // planes on each side of a slab
   std::size_t planes_per_slab = 0;  // planes kept per slab (the last may have fewer)
-  std::size_t slabs = 0;
-  std::vector<std::size_t> slabs_per_device;  // in TiledOptions::devices order
+  std::size_t slabs = 0;            // per pass over the input
+  std::size_t passes = 1;           // reads of the whole input (folds: a histogram's range first)
+  std::vector<std::size_t> slabs_per_device;  // in TiledOptions::devices order, all passes
   std::uint64_t bytes_in = 0;                 // pushed, halos included
   std::uint64_t bytes_out = 0;                // pulled
   double seconds = 0;                         // wall time of the whole run
@@ -125,7 +128,8 @@ struct TiledOptions {
   // The devices that share the slabs (one worker each, slabs taken in turn from one queue);
   // empty: the default device. Devices of one kind give the whole-array bytes; devices of
   // different backends or models each round their slabs' float operations their own way
-  // (OpenCL's float divide and sqrt are not correctly rounded, CUDA's are).
+  // (OpenCL's float divide and sqrt are not correctly rounded, CUDA's are). Folds (see
+  // above) run on the first device, slabs in order; Otsu's final pass on all of them.
   std::vector<Device> devices;
   // Device memory one slab may take on each device, counting its inputs, its output and the
   // filter's intermediate arrays; 0: a quarter of the device's memory (at most its largest
@@ -148,24 +152,27 @@ struct TiledOptions {
   HostArray* output = nullptr;
 };
 
-// How filter `name` tiles: whether it can, and if not, why.
+// How filter `name` tiles: whether it can, how, and if not, why.
 struct TileInfo {
   bool tileable = false;
+  // Its output depends on the whole input and run_tiled folds the slabs (projections,
+  // reductions, histogram, Otsu); otherwise each output slab needs its input slab and halo.
+  bool folds = false;
   std::string reason;  // why not, for messages and docs; empty when tileable
 };
 TileInfo tile_info(std::string_view name);
 
 // The planes (rows in 2D) on each side of a slab that the filter's output depends on, for an
-// input of `ndim` dimensions and these parameters (defaults filled in as gpix::run does).
-// Throws InvalidArgument for an untileable filter or bad parameters.
+// input of `ndim` dimensions and these parameters (defaults filled in as gpix::run does); 0
+// for folds. Throws InvalidArgument for an untileable filter or bad parameters.
 std::size_t tile_halo(std::string_view name, int ndim, const Params& params = {});
 
 // Runs a catalog filter slab by slab (see above) from sources to a sink. The sources must
-// have one shape; the filter's own checks (dtypes, dims, parameters) apply. The output goes
-// to `output` (InvalidArgument when it is null); the returned table is for filters that give
-// one, and empty for image outputs. Throws what the sources, the sink and the filter throw,
-// Cancelled, and InvalidArgument for an untileable filter or a budget below one plane and its
-// halo.
+// have one shape; the filter's own checks (dtypes, dims, parameters) apply. An image output
+// goes to `output` (InvalidArgument when it is null); a table (reductions, histogram) is
+// returned, and is empty for image outputs. Throws what the sources, the sink and the filter
+// throw, Cancelled, and InvalidArgument for an untileable filter or a budget below one plane
+// and its halo.
 Table run_tiled(std::string_view name, std::span<SlabSource* const> inputs, SlabSink* output,
                 const Params& params = {}, const TiledOptions& options = {});
 
@@ -182,7 +189,8 @@ inline HostArray run_tiled(std::string_view name, const HostArray& input, const 
 // that progress advances and cancel (RunOptions) takes effect between slabs: what a GUI wants
 // for a long filter. The result equals gpix::run's bit for bit. `slabs` 0 chooses: about 16
 // MB or more of input, and slabs of at least 8 halos each (so the halos add at most a quarter
-// of the work), at most 32; an untileable filter, or 1 slab, runs as gpix::run does.
+// of the work), at most 32; a filter without a halo rule (untileable, or folding), or 1 slab,
+// runs as gpix::run does.
 Result run_in_slabs(std::string_view name, std::span<const Array> inputs, const Params& params = {},
                     const RunOptions& options = {}, std::size_t slabs = 0);
 
