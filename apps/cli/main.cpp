@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -27,6 +28,7 @@
 
 #include "gpix/io.h"
 #include "gpix/raw.h"
+#include "gpix/slab_files.h"
 #endif
 
 namespace {
@@ -156,22 +158,18 @@ constexpr bool kHaveIo = false;
 void read_file(const QString&, const QCommandLineParser&, HostArray&, QJsonObject&, QString&) {}
 #endif
 
-// Reads a raw file through gpix_io, the one implementation the gpix plugin uses too: the
-// layout from --shape and --dtype, or without them from the file's sidecar (PATH.json) or
-// name (NAME_ZxYxX_DTYPE.raw).
-HostArray read_raw(const QString& path, const QCommandLineParser& p) {
 #if GPIX_CLI_HAVE_IO
-  const auto file = std::filesystem::u8path(path.toStdString());
+// A raw file's layout: from --shape and --dtype, or without them from the file's sidecar
+// (PATH.json) or name (NAME_ZxYxX_DTYPE.raw), as gpix_io reads it.
+io::RawLayout raw_layout(const std::filesystem::path& file, const QCommandLineParser& p) {
   if (!p.isSet("shape") && !p.isSet("dtype")) {
-    io::RawLayout layout;
     try {
-      layout = io::raw_layout(file);
+      return io::raw_layout(file);
     } catch (const IoError& e) {
       // Nothing says the layout: a usage error, as a missing option always was.
       throw InvalidArgument(std::string(e.what()) + "; a raw file needs --shape Z,Y,X (or Y,X " +
                             "or X) and --dtype (" + dtype_names() + ") when it does not say them");
     }
-    return io::read_raw(file, layout);
   }
   if (!p.isSet("shape") || !p.isSet("dtype")) {
     throw InvalidArgument("a raw file needs both --shape Z,Y,X (or Y,X or X) and --dtype (" +
@@ -191,7 +189,15 @@ HostArray read_raw(const QString& path, const QCommandLineParser& p) {
     throw InvalidArgument("unknown dtype '" + p.value("dtype").toStdString() + "'; use one of " +
                           dtype_names());
   }
-  return io::read_raw(file, {Shape{std::span<const std::size_t>(dims)}, *dtype});
+  return {Shape{std::span<const std::size_t>(dims)}, *dtype};
+}
+#endif
+
+// Reads a raw file through gpix_io, the one implementation the gpix plugin uses too.
+HostArray read_raw(const QString& path, const QCommandLineParser& p) {
+#if GPIX_CLI_HAVE_IO
+  const auto file = std::filesystem::u8path(path.toStdString());
+  return io::read_raw(file, raw_layout(file, p));
 #else
   (void)p;
   throw InvalidArgument("'" + path.toStdString() +
@@ -316,6 +322,7 @@ int cmd_filters(const QCommandLineParser& p, const QStringList&) {
       o["output_dtype"] = qs(f.output_dtype);
       o["layout"] = qs(name(f.layout));
       o["tiles"] = f.tiles;
+      if (f.tiles) o["folds"] = f.folds;
       if (!f.tiles) o["untiled"] = qs(f.untiled);
       list.append(o);
     }
@@ -332,7 +339,10 @@ int cmd_filters(const QCommandLineParser& p, const QStringList&) {
         "(padded arrays, region views, image objects) and gives the same result as on a\n"
         "contiguous copy; filters marked *(any layout)* read them without that copy. Filters\n"
         "marked *(tiles)* also run slab by slab on data larger than the device (`gpix run\n"
-        "--tiled`, gpix::run_tiled) with results equal to the whole-array run.\n";
+        "--tiled`, gpix::run_tiled) with results equal to the whole-array run; those marked\n"
+        "*(folds)* depend on the whole image and combine what each slab gives (float sums and\n"
+        "means of all pixels, and their standard deviation, then agree with the whole-array run\n"
+        "to float64 rounding, their float64 sums being grouped otherwise).\n";
     std::optional<Category> category;
     for (const auto& f : filters()) {
       if (f.category != category) {
@@ -348,10 +358,12 @@ int cmd_filters(const QCommandLineParser& p, const QStringList&) {
       for (int d : f.dims) dims << QString::number(d) + "D";
       md += "| `" + qs(f.name) + "`" +
             (f.layout == InputLayout::any ? QString(" *(any layout)*") : QString()) +
-            (f.tiles ? QString(" *(tiles)*") : QString()) + " | " + in.join(", ") + " | " +
-            (ps.isEmpty() ? "-" : ps.join("; ")) + " | " + dims.join(" ") + " | " +
-            dtype_list(f.dtypes) + " | " + qs(name(f.output)) + ", " + qs(f.output_dtype) + " | " +
-            qs(f.doc).replace("|", "\\|") + " |\n";
+            (f.folds   ? QString(" *(tiles, folds)*")
+             : f.tiles ? QString(" *(tiles)*")
+                       : QString()) +
+            " | " + in.join(", ") + " | " + (ps.isEmpty() ? "-" : ps.join("; ")) + " | " +
+            dims.join(" ") + " | " + dtype_list(f.dtypes) + " | " + qs(name(f.output)) + ", " +
+            qs(f.output_dtype) + " | " + qs(f.doc).replace("|", "\\|") + " |\n";
     }
     print(md);
     return 0;
@@ -394,8 +406,71 @@ std::uint64_t parse_bytes(const QString& text) {
   return static_cast<std::uint64_t>(v * scale);
 }
 
-// gpix run ... --tiled: inputs stay in host memory; slabs of them go to the device(s)
-// (--device takes a comma-separated list here, each device one worker).
+// A table result: CSV into OUTPUT when one was given, else printed (JSON with --json).
+int put_table(const QCommandLineParser& p, const FilterInfo& f, const Table& table,
+              const QString* output) {
+  QStringList cols;
+  for (const auto& c : table.columns) cols << qs(c);
+  if (output) {
+    QFile out(*output);
+    if (!out.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
+      throw IoError(
+          "cannot write '" + output->toStdString() + "': " + out.errorString().toStdString(),
+          output->toStdString());
+    }
+    QString csv = cols.join(",") + "\n";
+    for (const auto& row : table.rows) {
+      QStringList v;
+      for (double x : row) v << qs(Scalar(x).str());
+      csv += v.join(",") + "\n";
+    }
+    out.write(csv.toUtf8());
+    return 0;
+  }
+  if (p.isSet("json")) {
+    QJsonArray rows;
+    for (const auto& row : table.rows) {
+      QJsonObject o;
+      for (std::size_t i = 0; i < row.size() && i < table.columns.size(); ++i) {
+        o[qs(table.columns[i])] =
+            std::isfinite(row[i]) ? QJsonValue(row[i]) : QJsonValue(qs(Scalar(row[i]).str()));
+      }
+      rows.append(o);
+    }
+    print_json(QJsonObject{
+        {"filter", qs(f.name)}, {"columns", QJsonArray::fromStringList(cols)}, {"rows", rows}});
+    return 0;
+  }
+  print(cols.join("\t") + "\n");
+  for (const auto& row : table.rows) {
+    QStringList v;
+    for (double x : row) v << qs(Scalar(x).str());
+    print(v.join("\t") + "\n");
+  }
+  return 0;
+}
+
+// An input of a tiled run: a file that streams (TIFF, MetaImage and NRRD stored raw, raw
+// files) is read plane by plane; anything else is loaded whole into host memory.
+std::unique_ptr<SlabSource> tiled_source(const QString& source, const QCommandLineParser& p) {
+#if GPIX_CLI_HAVE_IO
+  const bool sample = source == "sample" || source.startsWith("sample:");
+  if (!sample && !p.isSet("channels")) {
+    const auto file = std::filesystem::u8path(source.toStdString());
+    if (p.isSet("shape") || source.endsWith(".raw", Qt::CaseInsensitive))
+      return io::open_raw_slabs(file, raw_layout(file, p));
+    if (auto s = io::open_slabs(file)) return s;
+  }
+#endif
+  QString label, text;
+  QJsonObject meta;
+  return std::make_unique<HostArraySource>(load_source(source, p, label, meta, text));
+}
+
+// gpix run ... --tiled: slabs of the inputs go to the device(s) (--device takes a
+// comma-separated list here, each device one worker). Files that stream are read and written
+// plane by plane, so neither they nor the device need to hold the whole image; others are
+// read whole, or collected whole and then written.
 int run_tiled_cli(const QCommandLineParser& p, const QStringList& args, const FilterInfo& f,
                   const Params& params) {
   TiledOptions o;
@@ -404,11 +479,25 @@ int run_tiled_cli(const QCommandLineParser& p, const QStringList& args, const Fi
       o.devices.push_back(select_device(d.trimmed().toStdString()));
   }
   if (p.isSet("tile-budget")) o.budget_bytes = parse_bytes(p.value("tile-budget"));
-  std::vector<HostArray> inputs;
-  for (qsizetype i = 0; i < static_cast<qsizetype>(f.inputs.size()); ++i) {
-    QString label, text;
-    QJsonObject meta;
-    inputs.push_back(load_source(args[2 + i], p, label, meta, text));
+  const qsizetype n_in = static_cast<qsizetype>(f.inputs.size());
+  std::vector<std::unique_ptr<SlabSource>> sources;
+  std::vector<SlabSource*> inputs;
+  for (qsizetype i = 0; i < n_in; ++i) {
+    sources.push_back(tiled_source(args[2 + i], p));
+    inputs.push_back(sources.back().get());
+  }
+  const bool table = f.output == OutputKind::table;
+  const bool has_output = args.size() - 2 > n_in;
+  std::unique_ptr<SlabSink> sink;
+  HostArraySink whole;  // for outputs whose format is written whole
+  SlabSink* output = nullptr;
+  if (!table) {
+#if GPIX_CLI_HAVE_IO
+    sink = io::create_slabs(std::filesystem::u8path(args.last().toStdString()));
+#else
+    throw InvalidArgument("this build of gpix has no gpix_io to write files");
+#endif
+    output = sink ? sink.get() : &whole;
   }
   const bool bar = isatty(fileno(stderr)) != 0 && !p.isSet("json");
   if (bar) {
@@ -419,27 +508,30 @@ int run_tiled_cli(const QCommandLineParser& p, const QStringList& args, const Fi
   }
   TiledReport report;
   o.report = &report;
-  const HostArray out = run_tiled(f.name, inputs, params, o);
+  const Table result = run_tiled(f.name, inputs, output, params, o);
   if (bar) std::fputc('\n', stderr);
+  if (table) return put_table(p, f, result, has_output ? &args.last() : nullptr);
 #if GPIX_CLI_HAVE_IO
-  io::write(std::filesystem::u8path(args.last().toStdString()), out);
-#else
-  (void)out;
-  throw InvalidArgument("this build of gpix has no gpix_io to write files");
+  if (!sink) io::write(std::filesystem::u8path(args.last().toStdString()), whole.array());
 #endif
   if (p.isSet("json")) {
     QJsonArray per_device;
     for (std::size_t k : report.slabs_per_device) per_device.append(static_cast<qint64>(k));
     print_json(QJsonObject{{"output", args.last()},
-                           {"shape", qs(out.shape().str())},
-                           {"dtype", qs(std::string(name(out.dtype())))},
+                           {"streamed_output", sink != nullptr},
                            {"slabs", static_cast<qint64>(report.slabs)},
+                           {"passes", static_cast<qint64>(report.passes)},
                            {"planes_per_slab", static_cast<qint64>(report.planes_per_slab)},
                            {"halo", static_cast<qint64>(report.halo)},
                            {"slabs_per_device", per_device},
                            {"bytes_in", static_cast<qint64>(report.bytes_in)},
                            {"bytes_out", static_cast<qint64>(report.bytes_out)},
-                           {"seconds", report.seconds}});
+                           {"seconds", report.seconds},
+                           {"read_seconds", report.read_seconds},
+                           {"push_seconds", report.push_seconds},
+                           {"run_seconds", report.run_seconds},
+                           {"pull_seconds", report.pull_seconds},
+                           {"write_seconds", report.write_seconds}});
   }
   return 0;
 }
@@ -465,11 +557,7 @@ int cmd_run(const QCommandLineParser& p, const QStringList& args) {
   for (const auto& s : f.params) {
     if (p.isSet(qs(s.name))) params[s.name] = parse_param(s, p.value(qs(s.name)).toStdString());
   }
-  if (p.isSet("tiled") || p.isSet("tile-budget")) {
-    if (table)
-      throw InvalidArgument("filter '" + f.name + "' returns a table; it cannot run tiled");
-    return run_tiled_cli(p, args, f, params);
-  }
+  if (p.isSet("tiled") || p.isSet("tile-budget")) return run_tiled_cli(p, args, f, params);
   const Device dev = chosen_device(p);
   std::vector<Array> inputs;
   for (qsizetype i = 0; i < n_in; ++i) {
@@ -491,45 +579,7 @@ int cmd_run(const QCommandLineParser& p, const QStringList& args) {
     }
     return 0;
   }
-  QStringList cols;
-  for (const auto& c : r.table.columns) cols << qs(c);
-  if (given == n_in + 1) {
-    QFile out(args.last());
-    if (!out.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
-      throw IoError(
-          "cannot write '" + args.last().toStdString() + "': " + out.errorString().toStdString(),
-          args.last().toStdString());
-    }
-    QString csv = cols.join(",") + "\n";
-    for (const auto& row : r.table.rows) {
-      QStringList v;
-      for (double x : row) v << qs(Scalar(x).str());
-      csv += v.join(",") + "\n";
-    }
-    out.write(csv.toUtf8());
-    return 0;
-  }
-  if (p.isSet("json")) {
-    QJsonArray rows;
-    for (const auto& row : r.table.rows) {
-      QJsonObject o;
-      for (std::size_t i = 0; i < row.size() && i < r.table.columns.size(); ++i) {
-        o[qs(r.table.columns[i])] =
-            std::isfinite(row[i]) ? QJsonValue(row[i]) : QJsonValue(qs(Scalar(row[i]).str()));
-      }
-      rows.append(o);
-    }
-    print_json(QJsonObject{
-        {"filter", qs(f.name)}, {"columns", QJsonArray::fromStringList(cols)}, {"rows", rows}});
-    return 0;
-  }
-  print(cols.join("\t") + "\n");
-  for (const auto& row : r.table.rows) {
-    QStringList v;
-    for (double x : row) v << qs(Scalar(x).str());
-    print(v.join("\t") + "\n");
-  }
-  return 0;
+  return put_table(p, f, r.table, given == n_in + 1 ? &args.last() : nullptr);
 }
 
 struct Command {

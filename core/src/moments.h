@@ -18,4 +18,16 @@ struct Moments {
 
 Moments moments(const Array& a);
 
+// Chan et al.'s merge of a part's moments into m: merging (na, ma, Ma) and (nb, mb, Mb) gives
+// mean ma + d nb / n and M2 Ma + Mb + d^2 na nb / n with d = mb - ma. moments() merges its
+// work-groups with it, gpix::run_tiled its slabs.
+inline void merge(Moments& m, const Moments& part) {
+  if (part.count == 0) return;
+  const double na = static_cast<double>(m.count), nb = static_cast<double>(part.count);
+  const double nt = na + nb, d = part.mean - m.mean;
+  m.mean += d * (nb / nt);
+  m.m2 += part.m2 + d * d * (na * (nb / nt));
+  m.count += part.count;
+}
+
 }  // namespace gpix::detail

@@ -12,6 +12,7 @@
 #include "memory_pool.h"
 #include "moments.h"
 #include "programs.h"
+#include "stats_accumulator.h"
 
 namespace gpix {
 namespace {
@@ -19,9 +20,21 @@ namespace {
 using detail::Access;
 using detail::KernelArg;
 
-// The exact sum of integer pixels: 64-bit pixels summed over many elements need more than
-// 64 bits. __extension__ keeps -Wpedantic quiet about the GCC/Clang builtin.
-__extension__ using Int128 = __int128;
+using detail::Int128;
+
+// An integer sum as Stats keeps it: the exact int64/uint64 where it fits, else the nearest
+// double; the mean from the exact sum.
+template <class T>
+void set_int_sum(Stats& s, Int128 total) {
+  using Wide = std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>;
+  if (total >= static_cast<Int128>(std::numeric_limits<Wide>::lowest()) &&
+      total <= static_cast<Int128>(std::numeric_limits<Wide>::max())) {
+    s.sum = static_cast<Wide>(total);
+  } else {
+    s.sum = static_cast<double>(total);  // beyond 64 bits: the nearest double
+  }
+  s.mean = static_cast<double>(static_cast<long double>(total) / static_cast<long double>(s.count));
+}
 
 template <class T>
 Stats combine(const std::vector<T>& mins, const std::vector<T>& maxs, const auto& sums,
@@ -60,20 +73,67 @@ Stats combine_int(const std::vector<T>& mins, const std::vector<T>& maxs,
   Int128 total = 0;
   for (auto v : lows) total += v;
   for (auto v : highs) total += static_cast<Int128>(v) * (Int128{1} << 32);
-  using Wide = std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>;
-  if (total >= static_cast<Int128>(std::numeric_limits<Wide>::lowest()) &&
-      total <= static_cast<Int128>(std::numeric_limits<Wide>::max())) {
-    s.sum = static_cast<Wide>(total);
-  } else {
-    s.sum = static_cast<double>(total);  // beyond 64 bits: the nearest double
-  }
-  s.mean = static_cast<double>(static_cast<long double>(total) / static_cast<long double>(n));
+  set_int_sum<T>(s, total);
   return s;
 }
 
 }  // namespace
 
 namespace detail {
+
+void StatsAccumulator::add(const Stats& part) {
+  count_ += part.count;
+  nan_count_ += part.nan_count;
+  if (part.count == 0) return;  // every pixel NaN: no extremes, a sum of 0
+  visit_dtype(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    // The first of equal extremes stays, as stats() keeps its first work-group's.
+    if (!extremes_ || part.min.exact_as<T>() < min_.exact_as<T>()) min_ = part.min;
+    if (!extremes_ || max_.exact_as<T>() < part.max.exact_as<T>()) max_ = part.max;
+    if constexpr (std::is_floating_point_v<T>) {
+      float_total_ += part.sum.as_double();
+    } else if (part.sum.is_float()) {
+      exact_ = false;  // a part's sum beyond 64 bits came as a double
+      approx_total_ += static_cast<long double>(part.sum.as_double());
+    } else if (part.sum.is_signed_int()) {
+      int_total_ += part.sum.exact_as<std::int64_t>();
+      approx_total_ += static_cast<long double>(part.sum.exact_as<std::int64_t>());
+    } else {
+      int_total_ += part.sum.exact_as<std::uint64_t>();
+      approx_total_ += static_cast<long double>(part.sum.exact_as<std::uint64_t>());
+    }
+  });
+  extremes_ = true;
+}
+
+Stats StatsAccumulator::result() const {
+  Stats s;
+  s.count = count_;
+  s.nan_count = nan_count_;
+  if (!extremes_) {
+    // No pixel took part (every one NaN): as stats() says it.
+    s.min = std::numeric_limits<double>::quiet_NaN();
+    s.max = std::numeric_limits<double>::quiet_NaN();
+    s.sum = 0.0;
+    s.mean = std::numeric_limits<double>::quiet_NaN();
+    return s;
+  }
+  s.min = min_;
+  s.max = max_;
+  visit_dtype(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_floating_point_v<T>) {
+      s.sum = float_total_;
+      s.mean = float_total_ / static_cast<double>(s.count);
+    } else if (exact_) {
+      set_int_sum<T>(s, int_total_);
+    } else {
+      s.sum = static_cast<double>(approx_total_);
+      s.mean = static_cast<double>(approx_total_ / static_cast<long double>(s.count));
+    }
+  });
+  return s;
+}
 
 Defines stats_defines(DType t, DType acc, std::size_t wg) {
   Defines d = {{"T", std::string(kernel_type(t))},
@@ -150,17 +210,8 @@ Moments moments(const Array& a) {
     dev.read(*pm2, 0, f.data(), groups * sizeof(float));
     m2s.assign(f.begin(), f.end());
   }
-  // Chan et al.: merging (na, ma, Ma) and (nb, mb, Mb) gives mean ma + d nb / n and
-  // M2 Ma + Mb + d^2 na nb / n with d = mb - ma.
   Moments m;
-  for (std::size_t g = 0; g < groups; ++g) {
-    if (counts[g] == 0) continue;
-    const double na = static_cast<double>(m.count), nb = static_cast<double>(counts[g]);
-    const double nt = na + nb, d = means[g] - m.mean;
-    m.mean += d * (nb / nt);
-    m.m2 += m2s[g] + d * d * (na * (nb / nt));
-    m.count += counts[g];
-  }
+  for (std::size_t g = 0; g < groups; ++g) merge(m, Moments{counts[g], means[g], m2s[g]});
   return m;
 }
 

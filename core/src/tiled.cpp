@@ -3,20 +3,29 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
+#include "detail.h"
 #include "filters/registry.h"
-#include "filters/shared.h"
 #include "gpix/array.h"
 #include "gpix/error.h"
+#include "gpix/queue.h"
 #include "util.h"
 
 namespace gpix {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // Slab t of slabs of `per` planes over `planes` planes: it keeps planes [z0, z1) and loads
 // [l0, l1), the kept planes with up to `halo` planes on each side.
@@ -36,180 +45,512 @@ Region planes_box(const std::vector<std::size_t>& dims, std::size_t from, std::s
   return r;
 }
 
+Shape with_planes(const Shape& s, std::size_t planes) {
+  std::vector<std::size_t> dims(s.dims().begin(), s.dims().end());
+  dims[0] = planes;
+  return Shape{std::span<const std::size_t>(dims)};
+}
+
+// Host memory that a worker reads slabs into and pulls them out of, kept from slab to slab:
+// page-locked memory of the worker's device where it has some (the DMA engine then reads and
+// writes it directly, without the staging ring), else pageable memory.
+class SlabBuffer {
+ public:
+  std::byte* get(std::size_t bytes, detail::DeviceImpl& dev) {
+    if (bytes <= bytes_) return data_;
+    pinned_.reset();
+    pageable_.reset();
+    try {
+      pinned_ = dev.allocate_host(bytes);
+      data_ = static_cast<std::byte*>(pinned_->data());
+    } catch (const Error&) {
+      pageable_ = std::make_unique_for_overwrite<std::byte[]>(bytes);
+      data_ = pageable_.get();
+    }
+    bytes_ = bytes;
+    return data_;
+  }
+  bool pinned() const { return pinned_ != nullptr; }
+
+ private:
+  std::unique_ptr<detail::HostMemory> pinned_;
+  std::unique_ptr<std::byte[]> pageable_;
+  std::byte* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// Sinks that write in order: the worker of slab t writes after the one of slab t - 1.
+class Turns {
+ public:
+  // False when the run failed meanwhile (the caller stops).
+  bool wait(std::size_t t) {
+    std::unique_lock lock(mutex_);
+    ready_.wait(lock, [&] { return next_ == t || failed_; });
+    return !failed_;
+  }
+  void done() {
+    {
+      std::lock_guard lock(mutex_);
+      ++next_;
+    }
+    ready_.notify_all();
+  }
+  void fail() {
+    {
+      std::lock_guard lock(mutex_);
+      failed_ = true;
+    }
+    ready_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::size_t next_ = 0;
+  bool failed_ = false;
+};
+
+// One tiled run: the slab geometry, the shared queue of slabs, the sink's order, the report.
+class TiledRun {
+ public:
+  TiledRun(const FilterInfo& info, std::span<SlabSource* const> inputs, SlabSink* output,
+           const Params& params, const TiledOptions& options)
+      : info_(info),
+        who_("run_tiled: filter '" + info.name + "'"),
+        inputs_(inputs),
+        output_(output),
+        params_(params),
+        options_(options) {
+    if (inputs.empty()) throw InvalidArgument(who_ + " needs an input");
+    for (SlabSource* s : inputs) {
+      if (!s) throw InvalidArgument(who_ + " was given a null input");
+    }
+    shape_ = inputs[0]->shape();
+    for (SlabSource* s : inputs) {
+      if (!(s->shape() == shape_)) {
+        throw InvalidArgument(who_ + ": every input must have the first input's shape " +
+                              shape_.str() + "; one is " + s->shape().str());
+      }
+    }
+    devices_ = options.devices;
+    if (devices_.empty()) devices_.push_back(default_device());
+    workers_per_device_ = std::max<std::size_t>(1, options.workers_per_device);
+    planes_ = shape_[0];
+    plane_ = shape_.elements() / std::max<std::size_t>(planes_, 1);
+    report_.slabs_per_device.assign(devices_.size(), 0);
+  }
+
+  Table run() {
+    const auto t_start = Clock::now();
+    const detail::Entry& entry = detail::entry(info_.name);
+    const int ndim = static_cast<int>(shape_.ndim());
+    check_inputs();
+    std::unique_ptr<detail::SlabFold> fold = entry.fold(params_, shape_, inputs_[0]->dtype());
+    Table table;
+    if (!fold) {
+      if (info_.output == OutputKind::table) {
+        throw Error("internal: " + who_ + " gives a table but tiles with a halo");
+      }
+      halo_ = entry.halo(ndim, params_);
+      plan(0, devices_.size() * workers_per_device_);
+      units_ = tiles_;
+      slab_fn_ = [this](std::span<const Array> slab) {
+        RunOptions ro;
+        ro.cancel = options_.cancel;
+        const Result r = gpix::run(info_.name, slab, params_, ro);
+        if (r.is_table()) throw Error("internal: " + who_ + " gave a table for a slab");
+        return r.array;
+      };
+      map_slabs();
+    } else {
+      table = run_fold(*fold);
+    }
+    report_.seconds = since(t_start);
+    if (output_ && info_.output != OutputKind::table) output_->finish();
+    if (options_.report) *options_.report = report_;
+    return table;
+  }
+
+ private:
+  // What the catalog's checks say on the first slab, said before anything is read: a fold
+  // is made for the whole input's shape and dtype.
+  void check_inputs() const {
+    if (inputs_.size() != info_.inputs.size()) {
+      throw InvalidArgument(who_ + " takes " + std::to_string(info_.inputs.size()) + " input(s); " +
+                            std::to_string(inputs_.size()) + " were given");
+    }
+    const int ndim = static_cast<int>(shape_.ndim());
+    if (std::find(info_.dims.begin(), info_.dims.end(), ndim) == info_.dims.end()) {
+      std::string dims;
+      for (int d : info_.dims) dims += (dims.empty() ? "" : ", ") + std::to_string(d) + "D";
+      throw InvalidArgument(who_ + " takes " + dims + " images; this one is " + shape_.str());
+    }
+    if (!output_ && info_.output != OutputKind::table) {
+      throw InvalidArgument(who_ + " gives an image: run_tiled needs a SlabSink for it");
+    }
+  }
+
+  // Slabs of as many planes as fit every device's budget: plane_cost_ per plane, the halo's
+  // planes on both sides, `reserved` bytes kept for a fold's state, `workers` sharing it.
+  void plan(std::size_t reserved, std::size_t workers) {
+    std::size_t in_plane_bytes = 0, widest = 4;
+    for (SlabSource* s : inputs_) {
+      in_plane_bytes += plane_ * size_of(s->dtype());
+      widest = std::max(widest, size_of(s->dtype()));
+    }
+    in_plane_bytes_ = in_plane_bytes;
+    // A slab holds its inputs, its output (at most 8 bytes a pixel, at least the widest
+    // input) and the filter's intermediates (separable and two-pass filters keep one or two
+    // arrays of the output's size): twice inputs plus output is the working set assumed.
+    const std::size_t plane_cost = 2 * (in_plane_bytes + plane_ * widest);
+    const std::size_t per_device = std::max<std::size_t>(1, workers / devices_.size());
+    std::size_t slab = planes_;
+    for (const Device& d : devices_) {
+      const DeviceInfo& di = d.info();
+      const std::uint64_t budget =
+          options_.budget_bytes ? options_.budget_bytes
+                                : std::min<std::uint64_t>(di.global_memory / 4, di.max_allocation);
+      const std::uint64_t usable = budget > reserved ? budget - reserved : 0;
+      const std::uint64_t fit = usable / per_device / std::max<std::size_t>(plane_cost, 1);
+      if (fit < 2 * halo_ + 1) {
+        throw InvalidArgument(
+            who_ + " needs " + detail::human(plane_cost * (2 * halo_ + 1) + reserved) +
+            " of device memory for one plane and its halo of " + std::to_string(halo_) +
+            " planes on each side" +
+            (reserved ? " and its state of " + detail::human(reserved) : std::string()) +
+            "; the budget on '" + d.label() + "' is " + detail::human(budget) +
+            (per_device > 1 ? " shared by " + std::to_string(per_device) + " workers"
+                            : std::string()) +
+            " (raise the budget, or use smaller radii)");
+      }
+      slab = std::min<std::size_t>(slab, static_cast<std::size_t>(fit - 2 * halo_));
+    }
+    slab_ = slab;
+    tiles_ = (planes_ + slab - 1) / slab;
+    report_.halo = halo_;
+    report_.planes_per_slab = slab;
+    report_.slabs = tiles_;
+  }
+
+  void check_cancel() const {
+    if (options_.cancel && options_.cancel->load()) {
+      throw Cancelled(who_ + " was cancelled after " + std::to_string(done_) + " of " +
+                      std::to_string(units_) + " slabs");
+    }
+  }
+
+  // A slab's planes [l0, l1) of every input as arrays on `device`, read through `buffers`
+  // where a source is not in memory.
+  std::vector<Array> push(std::size_t l0, std::size_t l1, const Device& device,
+                          std::vector<SlabBuffer>& buffers, double& read_s, double& push_s) {
+    auto& dev = detail::Access::impl(device);
+    const Shape slab_shape = with_planes(shape_, l1 - l0);
+    std::vector<Array> arrays;
+    arrays.reserve(inputs_.size());
+    for (std::size_t i = 0; i < inputs_.size(); ++i) {
+      SlabSource& src = *inputs_[i];
+      const std::size_t pb = plane_ * size_of(src.dtype());
+      const std::size_t bytes = (l1 - l0) * pb;
+      const std::byte* from = src.planes(l0);
+      bool pinned = false;
+      if (!from) {
+        std::byte* buf = buffers[i].get(bytes, dev);
+        const auto t0 = Clock::now();
+        {
+          std::lock_guard lock(read_mutex_);
+          src.read(l0, l1, buf);
+        }
+        read_s += since(t0);
+        from = buf;
+        pinned = buffers[i].pinned();
+      }
+      const auto t0 = Clock::now();
+      Array a = Array::empty(slab_shape, src.dtype(), device);
+      detail::write_all(detail::Access::impl(a), from, pinned);
+      push_s += since(t0);
+      arrays.push_back(std::move(a));
+    }
+    return arrays;
+  }
+
+  // The sink's start, once, from the first output's shape and dtype.
+  void start_sink(const Shape& shape, DType dtype) {
+    std::lock_guard lock(mutex_);
+    if (started_) {
+      if (dtype != out_dtype_) throw Error("internal: " + who_ + " gave slabs of two dtypes");
+      return;
+    }
+    try {
+      output_->start(shape, dtype);
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(who_ + ": " + e.what());
+    }
+    out_dtype_ = dtype;
+    started_ = true;
+  }
+
+  // Every slab through slab_fn_ on every worker, interiors to the sink.
+  void map_slabs() {
+    const std::size_t workers = devices_.size() * workers_per_device_;
+    next_ = std::min(workers, tiles_);
+    turns_.emplace();
+    error_ = nullptr;
+    if (workers == 1) {
+      worker(0);
+    } else {
+      std::vector<std::thread> threads;
+      threads.reserve(workers);
+      for (std::size_t i = 0; i < workers; ++i) threads.emplace_back([this, i] { worker(i); });
+      for (auto& th : threads) th.join();
+    }
+    if (error_) std::rethrow_exception(error_);
+  }
+
+  void worker(std::size_t worker_index) {
+    const std::size_t device_index = worker_index % devices_.size();
+    const Device& device = devices_[device_index];
+    std::vector<SlabBuffer> in_buffers(inputs_.size());
+    SlabBuffer out_buffer;
+    std::vector<std::size_t> dims(shape_.dims().begin(), shape_.dims().end());
+    double read_s = 0, push_s = 0, run_s = 0, pull_s = 0, write_s = 0;
+    try {
+      for (bool first = true;; first = false) {
+        std::size_t t = 0;
+        {
+          std::lock_guard lock(mutex_);
+          if (error_) break;
+          if (first && worker_index < tiles_) {
+            t = worker_index;
+          } else {
+            if (next_ >= tiles_) break;
+            t = next_++;
+          }
+        }
+        check_cancel();
+        const auto [z0, z1, l0, l1] = slab_planes(t, slab_, planes_, halo_);
+        dims[0] = l1 - l0;
+        const std::vector<Array> arrays = push(l0, l1, device, in_buffers, read_s, push_s);
+        auto t0 = Clock::now();
+        const Array r = slab_fn_(arrays);
+        if (!(r.shape() == arrays[0].shape())) {
+          throw Error("internal: " + who_ + " gave no array of the slab's shape");
+        }
+        Queue::default_for(device).marker().wait();
+        run_s += since(t0);
+        start_sink(shape_, r.dtype());
+        const std::size_t ob = plane_ * size_of(r.dtype());
+        const Array interior =
+            (l0 == z0 && l1 == z1) ? r : r.view(planes_box(dims, z0 - l0, z1 - l0));
+        auto& impl = detail::Access::impl(interior);
+        if (std::byte* dst = output_->planes(z0)) {
+          t0 = Clock::now();
+          detail::read_all(impl, dst, false);
+          pull_s += since(t0);
+        } else {
+          std::byte* buf = out_buffer.get((z1 - z0) * ob, detail::Access::impl(device));
+          t0 = Clock::now();
+          detail::read_all(impl, buf, out_buffer.pinned());
+          pull_s += since(t0);
+          t0 = Clock::now();
+          if (!turns_->wait(t)) break;
+          output_->write(z0, z1, buf);
+          turns_->done();
+          write_s += since(t0);
+        }
+        {
+          std::lock_guard lock(mutex_);
+          ++done_;
+          ++report_.slabs_per_device[device_index];
+          report_.bytes_in += (l1 - l0) * in_plane_bytes_;
+          report_.bytes_out += (z1 - z0) * ob;
+          if (options_.progress) {
+            options_.progress(static_cast<double>(done_) / static_cast<double>(units_));
+          }
+        }
+      }
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+      turns_->fail();
+    }
+    std::lock_guard lock(mutex_);
+    report_.read_seconds += read_s;
+    report_.push_seconds += push_s;
+    report_.run_seconds += run_s;
+    report_.pull_seconds += pull_s;
+    report_.write_seconds += write_s;
+  }
+
+  // A filter whose output depends on the whole input: its passes on the first device, slabs
+  // in order; then its output, or a pass that maps the slabs on every worker (Otsu).
+  Table run_fold(detail::SlabFold& fold) {
+    const Device& device = devices_[0];
+    halo_ = 0;
+    plan(fold.state_bytes(), workers_per_device_);
+    const int passes = fold.passes();
+    units_ = tiles_ * (static_cast<std::size_t>(passes) + (fold.maps() ? 1 : 0));
+    report_.passes = static_cast<std::size_t>(passes);
+    std::vector<SlabBuffer> buffers(inputs_.size());
+    double read_s = 0, push_s = 0, run_s = 0;
+    for (int pass = 0; pass < passes; ++pass) {
+      for (std::size_t t = 0; t < tiles_; ++t) {
+        check_cancel();
+        const auto [z0, z1, l0, l1] = slab_planes(t, slab_, planes_, 0);
+        const std::vector<Array> arrays = push(z0, z1, device, buffers, read_s, push_s);
+        if (pass == 0 && t == 0) detail::check_inputs(info_, arrays);
+        const auto t0 = Clock::now();
+        fold.add(pass, arrays, z0);
+        Queue::default_for(device).marker().wait();
+        run_s += since(t0);
+        ++done_;
+        ++report_.slabs_per_device[0];
+        report_.bytes_in += (z1 - z0) * in_plane_bytes_;
+        if (options_.progress) {
+          options_.progress(static_cast<double>(done_) / static_cast<double>(units_));
+        }
+      }
+    }
+    report_.read_seconds += read_s;
+    report_.push_seconds += push_s;
+    report_.run_seconds += run_s;
+    detail::Folded folded = fold.finish();
+    if (folded.per_slab) {
+      // Pointwise once the state is known: every worker, no halo.
+      ++report_.passes;
+      plan(0, devices_.size() * workers_per_device_);
+      units_ = done_ + tiles_;
+      slab_fn_ = std::move(folded.per_slab);
+      map_slabs();
+      return {};
+    }
+    if (folded.whole.is_table()) return folded.whole.table;
+    // An array of another shape (a projection's plane): one write.
+    const Array& a = folded.whole.array;
+    start_sink(a.shape(), a.dtype());
+    const auto t0 = Clock::now();
+    if (std::byte* dst = output_->planes(0)) {
+      detail::read_all(detail::Access::impl(a), dst, false);
+      report_.pull_seconds += since(t0);
+    } else {
+      const HostArray h = a.pull();
+      report_.pull_seconds += since(t0);
+      const auto t1 = Clock::now();
+      output_->write(0, a.shape()[0], h.data());
+      report_.write_seconds += since(t1);
+    }
+    report_.bytes_out += a.bytes();
+    if (options_.progress) options_.progress(1.0);
+    return {};
+  }
+
+  const FilterInfo& info_;
+  const std::string who_;
+  std::span<SlabSource* const> inputs_;
+  SlabSink* output_;
+  const Params& params_;
+  const TiledOptions& options_;
+  std::vector<Device> devices_;
+  std::size_t workers_per_device_ = 1;
+  Shape shape_;
+  std::size_t planes_ = 0, plane_ = 0, halo_ = 0, slab_ = 0, tiles_ = 0, in_plane_bytes_ = 0;
+  std::function<Array(std::span<const Array>)> slab_fn_;
+
+  std::mutex mutex_;       // what follows, and the report
+  std::mutex read_mutex_;  // one SlabSource::read at a time
+  std::size_t next_ = 0, done_ = 0, units_ = 0;
+  bool started_ = false;
+  DType out_dtype_ = DType::u8;
+  std::optional<Turns> turns_;
+  std::exception_ptr error_;
+  TiledReport report_;
+};
+
 }  // namespace
 
-// The halo rules and the reasons a filter does not tile live in the catalog rows
+HostArraySource::HostArraySource(HostArray array)
+    : array_(std::move(array)),
+      plane_bytes_(array_.valid() ? array_.bytes() / std::max<std::size_t>(array_.shape()[0], 1)
+                                  : 0) {
+  if (!array_.valid()) throw InvalidArgument("HostArraySource needs a valid HostArray");
+}
+
+void HostArraySource::read(std::size_t from, std::size_t to, std::byte* dst) {
+  if (from > to || to > array_.shape()[0]) {
+    throw OutOfRange("HostArraySource: planes [" + std::to_string(from) + ", " +
+                     std::to_string(to) + ") of " + array_.shape().str());
+  }
+  std::memcpy(dst, array_.data() + from * plane_bytes_, (to - from) * plane_bytes_);
+}
+
+const std::byte* HostArraySource::planes(std::size_t from) const {
+  return array_.data() + from * plane_bytes_;
+}
+
+HostArraySink::HostArraySink(HostArray into) : array_(std::move(into)), given_(true) {
+  if (!array_.valid()) throw InvalidArgument("HostArraySink was given an invalid HostArray");
+}
+
+void HostArraySink::start(const Shape& shape, DType dtype) {
+  if (given_) {
+    if (!(array_.shape() == shape) || array_.dtype() != dtype) {
+      throw InvalidArgument("the output array must be " + shape.str() + " " +
+                            std::string(name(dtype)) + "; it is " + array_.shape().str() + " " +
+                            std::string(name(array_.dtype())));
+    }
+  } else {
+    array_ = HostArray::empty(shape, dtype);
+  }
+  plane_bytes_ = array_.bytes() / std::max<std::size_t>(shape[0], 1);
+}
+
+void HostArraySink::write(std::size_t from, std::size_t to, const std::byte* src) {
+  std::memcpy(array_.data() + from * plane_bytes_, src, (to - from) * plane_bytes_);
+}
+
+std::byte* HostArraySink::planes(std::size_t from) {
+  return array_.data() + from * plane_bytes_;
+}
+
+// The halo rules, the folds and the reasons a filter does not tile live in the catalog rows
 // (core/src/filters/*.cpp), beside the parameters they read.
 TileInfo tile_info(std::string_view name) {
   const FilterInfo& info = filter(name);  // InvalidArgument with suggestions for a typo
-  return {info.tiles, info.untiled};
+  return {info.tiles, info.folds, info.untiled};
 }
 
 std::size_t tile_halo(std::string_view name, int ndim, const Params& params) {
   return detail::entry(name).halo(ndim, params);
 }
 
+Table run_tiled(std::string_view name, std::span<SlabSource* const> inputs, SlabSink* output,
+                const Params& params, const TiledOptions& options) {
+  return TiledRun(filter(name), inputs, output, params, options).run();
+}
+
 HostArray run_tiled(std::string_view name, std::span<const HostArray> inputs, const Params& params,
                     const TiledOptions& options) {
-  const auto t_start = std::chrono::steady_clock::now();
   const FilterInfo& info = filter(name);
   const std::string who = "run_tiled: filter '" + info.name + "'";
-  if (inputs.empty() || !inputs[0].valid()) throw InvalidArgument(who + " needs an input array");
-  const Shape& shape = inputs[0].shape();
+  if (info.output == OutputKind::table) {
+    throw InvalidArgument(who + " returns a table: give run_tiled a HostArraySource and no sink");
+  }
+  std::vector<std::unique_ptr<HostArraySource>> sources;
+  std::vector<SlabSource*> pointers;
   for (const HostArray& h : inputs) {
-    if (!h.valid() || !(h.shape() == shape)) {
-      throw InvalidArgument(who + ": every input must have the first input's shape " + shape.str());
-    }
+    if (!h.valid()) throw InvalidArgument(who + " needs valid input arrays");
+    sources.push_back(std::make_unique<HostArraySource>(h));
+    pointers.push_back(sources.back().get());
   }
-  const int ndim = static_cast<int>(shape.ndim());
-  const std::size_t halo = tile_halo(name, ndim, params);
-
-  // Slabs along axis 0 (numpy order: the slowest axis), each plane `plane` pixels.
-  const std::size_t planes = shape[0];
-  const std::size_t plane = shape.elements() / std::max<std::size_t>(planes, 1);
-  std::size_t in_plane_bytes = 0, widest = 4;
-  for (const HostArray& h : inputs) {
-    in_plane_bytes += plane * size_of(h.dtype());
-    widest = std::max(widest, size_of(h.dtype()));
-  }
-  // A slab holds its inputs, its output (at most 8 bytes a pixel, at least the widest
-  // input) and the filter's intermediates (separable and two-pass filters keep one or two
-  // arrays of the output's size): twice inputs plus output is the working set assumed.
-  const std::size_t plane_cost = 2 * (in_plane_bytes + plane * widest);
-
-  std::vector<Device> devices = options.devices;
-  if (devices.empty()) devices.push_back(default_device());
-  const std::size_t workers_per_device = std::max<std::size_t>(1, options.workers_per_device);
-  std::size_t slab = planes;  // planes kept per slab, the same on every device
-  for (const Device& d : devices) {
-    const DeviceInfo& di = d.info();
-    const std::uint64_t budget =
-        options.budget_bytes ? options.budget_bytes
-                             : std::min<std::uint64_t>(di.global_memory / 4, di.max_allocation);
-    const std::uint64_t fit = budget / workers_per_device / std::max<std::size_t>(plane_cost, 1);
-    if (fit < 2 * halo + 1) {
-      throw InvalidArgument(
-          who + " needs " + detail::human(plane_cost * (2 * halo + 1)) +
-          " of device memory for one plane and its halo of " + std::to_string(halo) +
-          " planes on each side; the budget on '" + d.label() + "' is " + detail::human(budget) +
-          (workers_per_device > 1 ? " shared by " + std::to_string(workers_per_device) + " workers"
-                                  : std::string()) +
-          " (raise the budget, or use smaller radii)");
-    }
-    slab = std::min<std::size_t>(slab, static_cast<std::size_t>(fit - 2 * halo));
-  }
-  const std::size_t tiles = (planes + slab - 1) / slab;
-
-  std::mutex mutex;
-  HostArray out;  // allocated when the first slab's output dtype is known
-  // Worker i starts with slab i, so every device starts at once (and each gets one where
-  // there are enough slabs); then each takes the next free slab, so faster devices take more.
-  const std::size_t workers = devices.size() * workers_per_device;
-  std::size_t next = std::min(workers, tiles), done = 0;
-  TiledReport report;
-  report.halo = halo;
-  report.planes_per_slab = slab;
-  report.slabs = tiles;
-  report.slabs_per_device.assign(devices.size(), 0);
-  std::exception_ptr error;
-
-  auto worker = [&](std::size_t worker_index) {
-    const std::size_t device_index = worker_index % devices.size();
-    const Device& device = devices[device_index];
-    try {
-      for (bool first = true;; first = false) {
-        std::size_t t = 0;
-        {
-          std::lock_guard lock(mutex);
-          if (error) return;
-          if (first && worker_index < tiles) {
-            t = worker_index;
-          } else {
-            if (next >= tiles) return;
-            t = next++;
-          }
-        }
-        if (options.cancel && options.cancel->load()) {
-          throw Cancelled(who + " was cancelled after " + std::to_string(done) + " of " +
-                          std::to_string(tiles) + " slabs");
-        }
-        const auto [z0, z1, l0, l1] = slab_planes(t, slab, planes, halo);
-        std::vector<std::size_t> dims(shape.dims().begin(), shape.dims().end());
-        dims[0] = l1 - l0;
-        const Shape slab_shape{std::span<const std::size_t>(dims)};
-        std::vector<Array> arrays;
-        arrays.reserve(inputs.size());
-        for (const HostArray& h : inputs) {
-          Array a = Array::empty(slab_shape, h.dtype(), device);
-          const std::size_t pb = plane * size_of(h.dtype());
-          a.write(h.data() + l0 * pb, (l1 - l0) * pb);
-          arrays.push_back(std::move(a));
-        }
-        RunOptions ro;
-        ro.cancel = options.cancel;
-        const Result r = run(name, arrays, params, ro);
-        if (r.is_table() || !(r.array.shape() == slab_shape)) {
-          throw Error("internal: " + who + " gave no array of the slab's shape");
-        }
-        std::byte* dst = nullptr;
-        std::size_t ob = 0;
-        {
-          std::lock_guard lock(mutex);
-          if (!out.valid()) {
-            if (options.output) {
-              if (!(options.output->shape() == shape) ||
-                  options.output->dtype() != r.array.dtype()) {
-                throw InvalidArgument(who + ": the output array must be " + shape.str() + " " +
-                                      std::string(gpix::name(r.array.dtype())) + "; it is " +
-                                      options.output->shape().str() + " " +
-                                      std::string(gpix::name(options.output->dtype())));
-              }
-              out = *options.output;  // shares its pixels
-            } else {
-              out = HostArray::empty(shape, r.array.dtype());
-            }
-          }
-          if (out.dtype() != r.array.dtype()) throw Error("internal: slabs of different dtypes");
-          ob = plane * size_of(out.dtype());
-          dst = out.data() + z0 * ob;
-        }
-        const Array interior =
-            (l0 == z0 && l1 == z1) ? r.array : r.array.view(planes_box(dims, z0 - l0, z1 - l0));
-        interior.read(dst, (z1 - z0) * ob);
-        {
-          std::lock_guard lock(mutex);
-          ++done;
-          ++report.slabs_per_device[device_index];
-          report.bytes_in += (l1 - l0) * in_plane_bytes;
-          report.bytes_out += (z1 - z0) * ob;
-          if (options.progress)
-            options.progress(static_cast<double>(done) / static_cast<double>(tiles));
-        }
-      }
-    } catch (...) {
-      std::lock_guard lock(mutex);
-      if (!error) error = std::current_exception();
-    }
-  };
-
-  if (workers == 1) {
-    worker(0);
-  } else {
-    std::vector<std::thread> threads;
-    threads.reserve(workers);
-    for (std::size_t i = 0; i < workers; ++i) threads.emplace_back(worker, i);
-    for (auto& th : threads) th.join();
-  }
-  if (error) std::rethrow_exception(error);
-  report.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  if (options.report) *options.report = report;
-  return out;
+  if (pointers.empty()) throw InvalidArgument(who + " needs an input array");
+  HostArraySink sink = options.output ? HostArraySink(*options.output) : HostArraySink();
+  (void)run_tiled(name, pointers, &sink, params, options);
+  return sink.array();
 }
 
 Result run_in_slabs(std::string_view name, std::span<const Array> inputs, const Params& params,
                     const RunOptions& options, std::size_t slabs) {
-  if (inputs.empty() || !inputs[0].valid() || !tile_info(name).tileable) {
+  const TileInfo ti = tile_info(name);
+  if (inputs.empty() || !inputs[0].valid() || !ti.tileable || ti.folds) {
     return run(name, inputs, params, options);
   }
   const Shape& shape = inputs[0].shape();

@@ -24,6 +24,7 @@
 
 #include "gpix/error.h"
 #include "gpix/stats.h"
+#include "io_shared.h"
 #include "tiff.h"
 #include "validate.h"
 
@@ -100,62 +101,6 @@ std::string itk_message(const itk::ExceptionObject& e) {
   return d.empty() ? std::string(e.what()) : d;
 }
 
-// The dtype of an ITK component, by kind and size (ITK's LONG is 8 bytes on LP64 systems).
-std::optional<DType> to_dtype(Component c, std::size_t size) {
-  switch (c) {
-    case Component::UCHAR:
-      return DType::u8;
-    case Component::CHAR:
-      return DType::i8;
-    case Component::USHORT:
-      return DType::u16;
-    case Component::SHORT:
-      return DType::i16;
-    case Component::UINT:
-      return DType::u32;
-    case Component::INT:
-      return DType::i32;
-    case Component::ULONG:
-    case Component::ULONGLONG:
-      return size == 4 ? DType::u32 : DType::u64;
-    case Component::LONG:
-    case Component::LONGLONG:
-      return size == 4 ? DType::i32 : DType::i64;
-    case Component::FLOAT:
-      return DType::f32;
-    case Component::DOUBLE:
-      return DType::f64;
-    default:
-      return std::nullopt;
-  }
-}
-
-Component to_component(DType t) {
-  switch (t) {
-    case DType::u8:
-      return Component::UCHAR;
-    case DType::i8:
-      return Component::CHAR;
-    case DType::u16:
-      return Component::USHORT;
-    case DType::i16:
-      return Component::SHORT;
-    case DType::u32:
-      return Component::UINT;
-    case DType::i32:
-      return Component::INT;
-    case DType::u64:
-      return Component::ULONGLONG;
-    case DType::i64:
-      return Component::LONGLONG;
-    case DType::f32:
-      return Component::FLOAT;
-    case DType::f64:
-      break;
-  }
-  return Component::DOUBLE;
-}
-
 // Bytes the machine can still give: MemAvailable from /proc/meminfo, else physical memory.
 std::uint64_t available_memory() {
   std::ifstream f("/proc/meminfo");
@@ -170,19 +115,6 @@ std::uint64_t available_memory() {
   return pages > 0 && page > 0
              ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page)
              : std::numeric_limits<std::uint64_t>::max();
-}
-
-void check_input_file(const fs::path& p) {
-  std::error_code ec;
-  const auto st = fs::status(p, ec);
-  if (ec || !fs::exists(st)) fail(p, "no such file; check the path");
-  if (fs::is_directory(st)) fail(p, "is a folder, not an image file; give a file inside it");
-  if (!fs::is_regular_file(st)) fail(p, "is not a regular file (a device, pipe or socket)");
-  const auto size = fs::file_size(p, ec);
-  if (ec) fail(p, "cannot read its size: " + ec.message());
-  if (size == 0) fail(p, "is empty (0 bytes); it holds no image");
-  std::ifstream f(p, std::ios::binary);
-  if (!f) fail(p, std::string("cannot be opened for reading: ") + std::strerror(errno));
 }
 
 // The format that can actually read p, for messages about lying extensions.
@@ -338,7 +270,7 @@ auto translated(const fs::path& path, const char* doing, F&& f) -> decltype(f())
 
 Image read_unchecked(const fs::path& path, const ReadOptions& options) {
   const Format& format = format_for(path);
-  check_input_file(path);
+  detail::check_input_file(path);
   const NiftiLink nifti_link(path);
   const std::string p = nifti_link.file(path);
   // What libtiff says (gpix's reader or ITK's) goes into the IoError or Image::warnings,
@@ -346,29 +278,7 @@ Image read_unchecked(const fs::path& path, const ReadOptions& options) {
   std::optional<detail::TiffMessages> tiff;
   if (format.name == "TIFF") tiff.emplace();
   auto libtiff = [&] { return tiff ? tiff->says() : std::string(); };
-  // The one place that picks a TIFF's reader: libtiff for grayscale, ITK for colour.
-  auto io = format.name == "TIFF" ? detail::tiff_reader(p) : make_io(format.name);
-  try {
-    // libpng and libjpeg abort or crash on some truncated files, even in CanReadFile: their
-    // structure is checked first.
-    const std::string broken = detail::check_structure(format.name, path);
-    if (!broken.empty() || !io->CanReadFile(p.c_str())) {
-      const std::string why = libtiff();  // before sniff() tries the other formats
-      const std::string actual = sniff(path);
-      if (!actual.empty() && actual != format.name) {
-        fail(path, "is named like a " + format.name + " file but its content is " + actual +
-                       "; rename it with the right extension");
-      }
-      fail(path,
-           "is not a readable " + format.name + " file" +
-               (broken.empty() ? " (corrupt, truncated or another format)" + why : ": " + broken));
-    }
-    io->SetFileName(p);
-    io->SetExpandRGBPalette(!options.palette_indices);
-    io->ReadImageInformation();
-  } catch (const itk::ExceptionObject& e) {
-    fail(path, "cannot read the " + format.name + " header: " + itk_message(e) + libtiff());
-  }
+  const auto io = detail::read_header(path, format, p, options, libtiff);
 
   // Dimensions in ITK order (x first); trailing extents of 1 beyond three are dropped (NIfTI
   // writes 3D volumes as 4D with one time point on request).
@@ -390,11 +300,12 @@ Image read_unchecked(const fs::path& path, const ReadOptions& options) {
   const PixelKind kind = io->GetPixelType();
   if (io->GetComponentType() == Component::UNKNOWNCOMPONENTTYPE) {
     // ITK throws from GetComponentSize() for it; say what the header lacks instead.
-    fail(path, "has a header whose pixel type is unknown or misspelt (a MetaImage ElementType "
-               "such as MET_USHORT, a NIfTI datatype code); gpix reads " +
-                   dtype_names());
+    fail(path,
+         "has a header whose pixel type is unknown or misspelt (a MetaImage ElementType "
+         "such as MET_USHORT, a NIfTI datatype code); gpix reads " +
+             dtype_names());
   }
-  const auto dtype = to_dtype(io->GetComponentType(), io->GetComponentSize());
+  const auto dtype = detail::to_dtype(io->GetComponentType(), io->GetComponentSize());
   if (!dtype || kind == PixelKind::COMPLEX || kind == PixelKind::SYMMETRICSECONDRANKTENSOR ||
       kind == PixelKind::DIFFUSIONTENSOR3D || kind == PixelKind::MATRIX ||
       kind == PixelKind::VARIABLESIZEMATRIX) {
@@ -492,21 +403,9 @@ Image read_unchecked(const fs::path& path, const ReadOptions& options) {
   }
 
   // Metadata, reversed into (z, y, x) order; split stacks get a unit channel axis.
-  std::vector<double> sp, org, dir;
-  for (int i = 0; i < ndim; ++i) {
-    sp.push_back(io->GetSpacing(static_cast<unsigned>(i)));
-    org.push_back(io->GetOrigin(static_cast<unsigned>(i)));
-  }
+  img.meta = detail::metadata_of(*io, ndim);
   const auto n = static_cast<std::size_t>(ndim);
-  dir.assign(n * n, 0.0);
-  for (std::size_t c = 0; c < n; ++c) {
-    const std::vector<double> col = io->GetDirection(static_cast<unsigned>(c));
-    for (std::size_t r = 0; r < n && r < col.size(); ++r)
-      dir[(n - 1 - r) * n + (n - 1 - c)] = col[r];
-  }
-  img.meta.spacing = reversed(sp);
-  img.meta.origin = reversed(org);
-  img.meta.direction = dir;
+  const std::vector<double>& dir = img.meta.direction;
   if (img.pixels.shape().ndim() != ndim) {
     // split: the channel axis comes first, with unit spacing and no rotation.
     const std::size_t m = n + 1;
@@ -542,78 +441,13 @@ DeviceImage read_to_device(const fs::path& path, const Device& device, const Rea
 
 namespace {
 
-// A folder next to the target that takes the ITK output, renamed into place on success and
-// removed on failure, so that a failed write leaves nothing behind.
-class TempFolder {
- public:
-  explicit TempFolder(const fs::path& target) : target_(target) {
-    fs::path parent = target.parent_path();
-    if (parent.empty()) parent = ".";
-    std::error_code ec;
-    const auto st = fs::status(parent, ec);
-    if (!fs::exists(st))
-      fail(target, "cannot be written: the folder " + q(parent) + " does not exist");
-    if (!fs::is_directory(st)) fail(target, "cannot be written: " + q(parent) + " is not a folder");
-    if (fs::is_directory(fs::status(target, ec)))
-      fail(target, "is a folder; give a file name to write");
-    std::string tmpl = str(parent / ".gpix-write-XXXXXX");
-    if (!mkdtemp(tmpl.data())) {
-      fail(target, std::string("cannot be written: creating a temporary folder in ") + q(parent) +
-                       " failed: " + std::strerror(errno));
-    }
-    dir_ = fs::u8path(tmpl);
-  }
-  ~TempFolder() {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  TempFolder(const TempFolder&) = delete;
-  TempFolder& operator=(const TempFolder&) = delete;
-
-  fs::path file() const { return dir_ / target_.filename(); }
-
-  // Moves every file written into place, the named target last (side files such as the .raw
-  // of a .mhd first, so the header never points at missing data).
-  void commit() {
-    fs::path parent = target_.parent_path();
-    if (parent.empty()) parent = ".";
-    std::vector<fs::path> files;
-    for (const auto& e : fs::directory_iterator(dir_)) files.push_back(e.path());
-    std::stable_partition(files.begin(), files.end(),
-                          [&](const fs::path& f) { return f.filename() != target_.filename(); });
-    for (const auto& f : files) {
-      std::error_code ec;
-      fs::rename(f, parent / f.filename(), ec);
-      if (ec) fail(target_, "cannot be moved into place: " + ec.message());
-    }
-  }
-
- private:
-  fs::path target_;
-  fs::path dir_;
-};
-
 void write_unchecked(const fs::path& path, const HostArray& pixels, const Metadata& meta,
                      const WriteOptions& options) {
   const Format& format = format_for(path);
   if (!pixels.valid()) fail(path, "cannot be written from an empty HostArray");
   const DType t = pixels.dtype();
   const int ndim = pixels.shape().ndim();
-  if (std::find(format.write_dtypes.begin(), format.write_dtypes.end(), t) ==
-      format.write_dtypes.end()) {
-    fail(path, "cannot store " + std::string(name(t)) + " pixels as " + format.name +
-                   "; it stores " + dtype_list(format.write_dtypes) +
-                   " (TIFF, NRRD, MetaImage and NIfTI store every dtype)");
-  }
-  if (ndim < format.min_write_dims) {
-    fail(path, "cannot store a 1D image as " + format.name +
-                   "; give it the shape (1, x) or use NRRD, MetaImage or NIfTI");
-  }
-  if (ndim > format.max_write_dims) {
-    fail(path, "cannot store a " + std::to_string(ndim) + "D image as " + format.name +
-                   " (at most " + std::to_string(format.max_write_dims) +
-                   "D); use TIFF, NRRD, MetaImage or NIfTI for stacks");
-  }
+  detail::check_writable(path, t, ndim, meta);
   if (format.name == "NIfTI" && is_float(t)) {
     // The nifti library replaces NaN and infinities by 0 when reading: refuse rather than lose
     // them.
@@ -633,21 +467,11 @@ void write_unchecked(const fs::path& path, const HostArray& pixels, const Metada
     }
   }
   const auto n = static_cast<std::size_t>(ndim);
-  auto check_len = [&](const std::vector<double>& v, std::size_t want, const char* what) {
-    if (!v.empty() && v.size() != want) {
-      fail(path, std::string("cannot be written: the metadata has ") + std::to_string(v.size()) +
-                     " " + what + " values for a " + std::to_string(ndim) + "D image (needs " +
-                     std::to_string(want) + ")");
-    }
-  };
-  check_len(meta.spacing, n, "spacing");
-  check_len(meta.origin, n, "origin");
-  check_len(meta.direction, n * n, "direction");
   const auto sp = reversed(meta.spacing_or_default(ndim));
   const auto org = reversed(meta.origin_or_default(ndim));
   const auto dir = meta.direction_or_default(ndim);
 
-  TempFolder tmp(path);
+  detail::TempFolder tmp(path);
   std::optional<detail::TiffMessages> tiff;
   if (format.name == "TIFF") tiff.emplace();
   auto io = make_io(format.name);
@@ -666,7 +490,7 @@ void write_unchecked(const fs::path& path, const HostArray& pixels, const Metada
       region.SetIndex(u, 0);
       region.SetSize(u, io->GetDimensions(u));
     }
-    io->SetComponentType(to_component(t));
+    io->SetComponentType(detail::to_component(t));
     io->SetPixelType(PixelKind::SCALAR);
     io->SetNumberOfComponents(1);
     io->SetIORegion(region);
@@ -701,5 +525,194 @@ void write(const fs::path& path, const Array& pixels, const Metadata& meta,
 void write(const fs::path& path, const DeviceImage& image, const WriteOptions& options) {
   write(path, image.pixels, image.meta, options);
 }
+
+namespace detail {
+
+// The dtype of an ITK component, by kind and size (ITK's LONG is 8 bytes on LP64 systems).
+std::optional<DType> to_dtype(Component c, std::size_t size) {
+  switch (c) {
+    case Component::UCHAR:
+      return DType::u8;
+    case Component::CHAR:
+      return DType::i8;
+    case Component::USHORT:
+      return DType::u16;
+    case Component::SHORT:
+      return DType::i16;
+    case Component::UINT:
+      return DType::u32;
+    case Component::INT:
+      return DType::i32;
+    case Component::ULONG:
+    case Component::ULONGLONG:
+      return size == 4 ? DType::u32 : DType::u64;
+    case Component::LONG:
+    case Component::LONGLONG:
+      return size == 4 ? DType::i32 : DType::i64;
+    case Component::FLOAT:
+      return DType::f32;
+    case Component::DOUBLE:
+      return DType::f64;
+    default:
+      return std::nullopt;
+  }
+}
+
+Component to_component(DType t) {
+  switch (t) {
+    case DType::u8:
+      return Component::UCHAR;
+    case DType::i8:
+      return Component::CHAR;
+    case DType::u16:
+      return Component::USHORT;
+    case DType::i16:
+      return Component::SHORT;
+    case DType::u32:
+      return Component::UINT;
+    case DType::i32:
+      return Component::INT;
+    case DType::u64:
+      return Component::ULONGLONG;
+    case DType::i64:
+      return Component::LONGLONG;
+    case DType::f32:
+      return Component::FLOAT;
+    case DType::f64:
+      break;
+  }
+  return Component::DOUBLE;
+}
+
+itk::ImageIOBase::Pointer read_header(const fs::path& path, const Format& format,
+                                      const std::string& p, const ReadOptions& options,
+                                      const std::function<std::string()>& libtiff) {
+  // The one place that picks a TIFF's reader: libtiff for grayscale, ITK for colour.
+  auto io = format.name == "TIFF" ? tiff_reader(p) : make_io(format.name);
+  try {
+    // libpng and libjpeg abort or crash on some truncated files, even in CanReadFile: their
+    // structure is checked first.
+    const std::string broken = check_structure(format.name, path);
+    if (!broken.empty() || !io->CanReadFile(p.c_str())) {
+      const std::string why = libtiff();  // before sniff() tries the other formats
+      const std::string actual = sniff(path);
+      if (!actual.empty() && actual != format.name) {
+        fail(path, "is named like a " + format.name + " file but its content is " + actual +
+                       "; rename it with the right extension");
+      }
+      fail(path,
+           "is not a readable " + format.name + " file" +
+               (broken.empty() ? " (corrupt, truncated or another format)" + why : ": " + broken));
+    }
+    io->SetFileName(p);
+    io->SetExpandRGBPalette(!options.palette_indices);
+    io->ReadImageInformation();
+  } catch (const itk::ExceptionObject& e) {
+    fail(path, "cannot read the " + format.name + " header: " + itk_message(e) + libtiff());
+  }
+  return io;
+}
+
+Metadata metadata_of(itk::ImageIOBase& io, int ndim) {
+  std::vector<double> sp, org, dir;
+  for (int i = 0; i < ndim; ++i) {
+    sp.push_back(io.GetSpacing(static_cast<unsigned>(i)));
+    org.push_back(io.GetOrigin(static_cast<unsigned>(i)));
+  }
+  const auto n = static_cast<std::size_t>(ndim);
+  dir.assign(n * n, 0.0);
+  for (std::size_t c = 0; c < n; ++c) {
+    const std::vector<double> col = io.GetDirection(static_cast<unsigned>(c));
+    for (std::size_t r = 0; r < n && r < col.size(); ++r)
+      dir[(n - 1 - r) * n + (n - 1 - c)] = col[r];
+  }
+  Metadata m;
+  m.spacing = reversed(sp);
+  m.origin = reversed(org);
+  m.direction = dir;
+  return m;
+}
+
+TempFolder::TempFolder(const fs::path& target) : target_(target) {
+  fs::path parent = target.parent_path();
+  if (parent.empty()) parent = ".";
+  std::error_code ec;
+  const auto st = fs::status(parent, ec);
+  if (!fs::exists(st))
+    fail(target, "cannot be written: the folder " + q(parent) + " does not exist");
+  if (!fs::is_directory(st)) fail(target, "cannot be written: " + q(parent) + " is not a folder");
+  if (fs::is_directory(fs::status(target, ec)))
+    fail(target, "is a folder; give a file name to write");
+  std::string tmpl = str(parent / ".gpix-write-XXXXXX");
+  if (!mkdtemp(tmpl.data())) {
+    fail(target, std::string("cannot be written: creating a temporary folder in ") + q(parent) +
+                     " failed: " + std::strerror(errno));
+  }
+  dir_ = fs::u8path(tmpl);
+}
+
+TempFolder::~TempFolder() {
+  std::error_code ec;
+  fs::remove_all(dir_, ec);
+}
+
+void TempFolder::commit() {
+  fs::path parent = target_.parent_path();
+  if (parent.empty()) parent = ".";
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir_)) files.push_back(e.path());
+  std::stable_partition(files.begin(), files.end(),
+                        [&](const fs::path& f) { return f.filename() != target_.filename(); });
+  for (const auto& f : files) {
+    std::error_code ec;
+    fs::rename(f, parent / f.filename(), ec);
+    if (ec) fail(target_, "cannot be moved into place: " + ec.message());
+  }
+}
+
+void check_writable(const fs::path& path, DType t, int ndim, const Metadata& meta) {
+  const Format& format = format_for(path);
+  if (std::find(format.write_dtypes.begin(), format.write_dtypes.end(), t) ==
+      format.write_dtypes.end()) {
+    fail(path, "cannot store " + std::string(name(t)) + " pixels as " + format.name +
+                   "; it stores " + dtype_list(format.write_dtypes) +
+                   " (TIFF, NRRD, MetaImage and NIfTI store every dtype)");
+  }
+  if (ndim < format.min_write_dims) {
+    fail(path, "cannot store a 1D image as " + format.name +
+                   "; give it the shape (1, x) or use NRRD, MetaImage or NIfTI");
+  }
+  if (ndim > format.max_write_dims) {
+    fail(path, "cannot store a " + std::to_string(ndim) + "D image as " + format.name +
+                   " (at most " + std::to_string(format.max_write_dims) +
+                   "D); use TIFF, NRRD, MetaImage or NIfTI for stacks");
+  }
+  const auto n = static_cast<std::size_t>(ndim);
+  auto check_len = [&](const std::vector<double>& v, std::size_t want, const char* what) {
+    if (!v.empty() && v.size() != want) {
+      fail(path, std::string("cannot be written: the metadata has ") + std::to_string(v.size()) +
+                     " " + what + " values for a " + std::to_string(ndim) + "D image (needs " +
+                     std::to_string(want) + ")");
+    }
+  };
+  check_len(meta.spacing, n, "spacing");
+  check_len(meta.origin, n, "origin");
+  check_len(meta.direction, n * n, "direction");
+}
+
+void check_input_file(const fs::path& p) {
+  std::error_code ec;
+  const auto st = fs::status(p, ec);
+  if (ec || !fs::exists(st)) fail(p, "no such file; check the path");
+  if (fs::is_directory(st)) fail(p, "is a folder, not an image file; give a file inside it");
+  if (!fs::is_regular_file(st)) fail(p, "is not a regular file (a device, pipe or socket)");
+  const auto size = fs::file_size(p, ec);
+  if (ec) fail(p, "cannot read its size: " + ec.message());
+  if (size == 0) fail(p, "is empty (0 bytes); it holds no image");
+  std::ifstream f(p, std::ios::binary);
+  if (!f) fail(p, std::string("cannot be opened for reading: ") + std::strerror(errno));
+}
+
+}  // namespace detail
 
 }  // namespace gpix::io

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gpix/error.h"
+#include "io_shared.h"
 
 namespace gpix::io {
 namespace {
@@ -134,15 +135,22 @@ void write_raw(const std::filesystem::path& path, const HostArray& pixels) {
       throw IoError("cannot write '" + str(path) + "'", str(path));
     }
   }
+  detail::write_raw_sidecar(path, sidecar_of(path), pixels.shape(), pixels.dtype());
+}
+
+namespace detail {
+
+void write_raw_sidecar(const std::filesystem::path& raw, const std::filesystem::path& side,
+                       const Shape& shape, DType dtype) {
   std::string dims;
-  for (std::size_t d : pixels.shape().dims())
-    dims += (dims.empty() ? "" : ", ") + std::to_string(d);
-  const std::filesystem::path side = sidecar_of(path);
+  for (std::size_t d : shape.dims()) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
   std::ofstream s(side, std::ios::trunc);
-  if (!s || !(s << "{\n  \"shape\": [" << dims << "],\n  \"dtype\": \"" << name(pixels.dtype())
-                << "\"\n}\n")) {
-    throw IoError("cannot write the sidecar of '" + str(path) + "'", str(side));
+  if (!s ||
+      !(s << "{\n  \"shape\": [" << dims << "],\n  \"dtype\": \"" << name(dtype) << "\"\n}\n")) {
+    throw IoError("cannot write the sidecar of '" + str(raw) + "'", str(side));
   }
 }
+
+}  // namespace detail
 
 }  // namespace gpix::io

@@ -15,6 +15,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 namespace gpix::io::detail {
 
@@ -104,11 +107,6 @@ void install_global_handlers() {
   });
 }
 
-struct TiffCloser {
-  void operator()(TIFF* t) const { TIFFClose(t); }
-};
-using TiffPtr = std::unique_ptr<TIFF, TiffCloser>;
-
 TiffPtr open_tiff(const std::string& file, const char* mode, bool forward) {
   TIFFOpenOptions* o = TIFFOpenOptionsAlloc();
   // Any non-null pointer says "forward"; the handlers never dereference it.
@@ -175,19 +173,7 @@ bool gpix_reads(TIFF* t) {
          (bits == 8 || bits == 16 || bits == 32 || bits == 64);
 }
 
-// One page's layout; every page of a stack must have the same.
-struct Page {
-  std::uint32_t width = 0, height = 0;
-  std::uint16_t spp = 1, bits = 1, format = SAMPLEFORMAT_UINT, photometric = 0;
-  std::uint16_t orientation = ORIENTATION_TOPLEFT;
-  std::uint32_t depth = 1;  // SGI's volumetric tiles
-  bool operator==(const Page&) const = default;
-
-  std::string str() const {
-    return std::to_string(width) + " x " + std::to_string(height) + ", " + std::to_string(spp) +
-           " sample(s) of " + sample_name(bits, format);
-  }
-};
+using Page = TiffPage;
 
 Page describe(TIFF* t) {
   Page p;
@@ -201,6 +187,299 @@ Page describe(TIFF* t) {
   TIFFGetField(t, TIFFTAG_IMAGEDEPTH, &p.depth);
   return p;
 }
+
+// A first page gpix's reader takes (tiff_reader chose it) but cannot decode: say why.
+void check(const Page& p) {
+  if (p.width == 0 || p.height == 0) fail("its first page has no pixels (width or height 0)");
+  if (!component_of(p.bits, p.format)) {
+    fail("it holds " + sample_name(p.bits, p.format) +
+         " samples; gpix reads 8 to 64-bit integers and 32/64-bit floats (convert float16 to "
+         "float32, complex to its real part, first)");
+  }
+  if (p.orientation != ORIENTATION_TOPLEFT && p.orientation != ORIENTATION_BOTLEFT) {
+    fail("its Orientation tag is " + std::to_string(p.orientation) +
+         "; gpix reads top-left (1) and bottom-left (4) row orders");
+  }
+  if (p.depth != 1) fail("it is a tiled volume (ImageDepth " + std::to_string(p.depth) + ")");
+}
+
+// BitsPerSample and SampleFormat of an ITK component gpix writes.
+std::pair<std::uint16_t, std::uint16_t> bits_and_format(Component c) {
+  switch (c) {
+    case Component::CHAR:
+      return {8, SAMPLEFORMAT_INT};
+    case Component::UCHAR:
+      return {8, SAMPLEFORMAT_UINT};
+    case Component::SHORT:
+      return {16, SAMPLEFORMAT_INT};
+    case Component::USHORT:
+      return {16, SAMPLEFORMAT_UINT};
+    case Component::INT:
+      return {32, SAMPLEFORMAT_INT};
+    case Component::UINT:
+      return {32, SAMPLEFORMAT_UINT};
+    case Component::LONGLONG:
+    case Component::LONG:
+      return {64, SAMPLEFORMAT_INT};
+    case Component::ULONGLONG:
+    case Component::ULONG:
+      return {64, SAMPLEFORMAT_UINT};
+    case Component::FLOAT:
+      return {32, SAMPLEFORMAT_IEEEFP};
+    case Component::DOUBLE:
+      return {64, SAMPLEFORMAT_IEEEFP};
+    default:
+      fail("TIFF stores 8 to 64-bit integers and 32/64-bit floats");
+  }
+}
+
+}  // namespace
+
+std::string TiffPage::str() const {
+  return std::to_string(width) + " x " + std::to_string(height) + ", " + std::to_string(spp) +
+         " sample(s) of " + sample_name(bits, format);
+}
+
+// "m": read(), not a memory map: mapped pages that were read stay in the process's resident
+// memory until the file is closed, so a stack read in slabs would end up resident whole.
+TiffStack::TiffStack(const std::string& file) : tiff_(open_tiff(file, "rm", true)) {
+  TIFF* t = tiff_.get();
+  if (!t) fail("libtiff cannot open it");
+  // Reduced-resolution images and masks (thumbnails) are skipped, as ITK does.
+  for (tdir_t d = 0;; ++d) {
+    std::uint32_t type = 0;
+    TIFFGetField(t, TIFFTAG_SUBFILETYPE, &type);
+    if (!(type & (FILETYPE_REDUCEDIMAGE | FILETYPE_MASK))) {
+      const Page p = describe(t);
+      if (offsets_.empty()) {
+        check(p);
+        page_ = p;
+      } else if (p != page_) {
+        fail("page " + std::to_string(offsets_.size()) + " is " + p.str() + " but page 0 is " +
+             page_.str() + "; gpix reads the pages of a TIFF as one 3D stack of equal pages");
+      }
+      offsets_.push_back(TIFFCurrentDirOffset(t));
+    }
+    if (TIFFLastDirectory(t)) break;
+    if (!TIFFReadDirectory(t))
+      fail("directory " + std::to_string(d + 1) + " cannot be read (corrupt file?)");
+  }
+  if (offsets_.empty()) fail("it holds only reduced-resolution images or masks, no full page");
+  // The spacing as ITK's TIFF reader gives it (millimetres from a resolution in inches or
+  // centimetres; 1 without a unit), so files read the same through either reader.
+  float xres = 0, yres = 0;
+  std::uint16_t unit = RESUNIT_NONE;
+  go_to(0);
+  if (TIFFGetField(t, TIFFTAG_XRESOLUTION, &xres) && TIFFGetField(t, TIFFTAG_YRESOLUTION, &yres) &&
+      TIFFGetField(t, TIFFTAG_RESOLUTIONUNIT, &unit) && xres > 0 && yres > 0 &&
+      (unit == RESUNIT_INCH || unit == RESUNIT_CENTIMETER)) {
+    const double per_unit = unit == RESUNIT_INCH ? 25.4 : 10.0;
+    spacing_x_ = per_unit / static_cast<double>(xres);
+    spacing_y_ = per_unit / static_cast<double>(yres);
+  }
+}
+
+TiffStack::~TiffStack() = default;
+
+Component TiffStack::component() const {
+  return *component_of(page_.bits, page_.format);
+}
+
+std::size_t TiffStack::row_bytes() const {
+  return std::size_t{page_.width} * (page_.bits / 8);
+}
+
+void TiffStack::go_to(std::size_t page) {
+  if (page == current_) return;
+  if (!TIFFSetSubDirectory(tiff_.get(), offsets_[page]))
+    fail("page " + std::to_string(page) + " cannot be read (corrupt file?)");
+  if (describe(tiff_.get()) != page_) fail("the file changed while it was read");
+  current_ = page;
+}
+
+void TiffStack::read(std::size_t from, std::size_t to, std::byte* out) {
+  const std::size_t h = page_.height, row = row_bytes();
+  while (from < to) {
+    const std::size_t page = from / h, y0 = from % h;
+    const std::size_t y1 = std::min(h, y0 + (to - from));
+    go_to(page);
+    // Bottom-left pages hold their rows upwards: image rows [y0, y1) are file rows
+    // [h - y1, h - y0), read in file order and then reversed.
+    const bool up = page_.orientation == ORIENTATION_BOTLEFT;
+    read_file_rows(page, static_cast<std::uint32_t>(up ? h - y1 : y0),
+                   static_cast<std::uint32_t>(up ? h - y0 : y1), out);
+    if (up) {
+      std::vector<std::byte> tmp(row);
+      for (std::size_t a = 0, b = y1 - y0 - 1; a < b; ++a, --b) {
+        std::memcpy(tmp.data(), out + a * row, row);
+        std::memcpy(out + a * row, out + b * row, row);
+        std::memcpy(out + b * row, tmp.data(), row);
+      }
+    }
+    out += (y1 - y0) * row;
+    from += y1 - y0;
+  }
+}
+
+void TiffStack::read_file_rows(std::size_t page, std::uint32_t f0, std::uint32_t f1,
+                               std::byte* out) {
+  TIFF* t = tiff_.get();
+  const std::size_t bytes = page_.bits / 8;
+  const std::size_t row = row_bytes();
+  const std::string where = " of page " + std::to_string(page);
+  if (TIFFIsTiled(t)) {
+    std::uint32_t tw = 0, th = 0;
+    TIFFGetField(t, TIFFTAG_TILEWIDTH, &tw);
+    TIFFGetField(t, TIFFTAG_TILELENGTH, &th);
+    const tmsize_t tile_bytes = TIFFTileSize(t);
+    if (tw == 0 || th == 0 || tile_bytes <= 0) fail("the tile size" + where + " is invalid");
+    scratch_.resize(static_cast<std::size_t>(tile_bytes));
+    for (std::uint32_t y = f0 / th * th; y < f1; y += th) {
+      for (std::uint32_t x = 0; x < page_.width; x += tw) {
+        const std::uint32_t index = TIFFComputeTile(t, x, y, 0, 0);
+        if (TIFFReadEncodedTile(t, index, scratch_.data(), tile_bytes) != tile_bytes)
+          fail("tile " + std::to_string(index) + where + " cannot be read (truncated file?)");
+        const std::size_t cols = std::min(tw, page_.width - x) * bytes;
+        const std::uint32_t r0 = std::max(f0, y), r1 = std::min({f1, y + th, page_.height});
+        for (std::uint32_t r = r0; r < r1; ++r) {
+          std::memcpy(out + (r - f0) * row + x * bytes,
+                      scratch_.data() + std::size_t{r - y} * tw * bytes, cols);
+        }
+      }
+    }
+    return;
+  }
+  std::uint32_t rows_per_strip = 0;
+  TIFFGetFieldDefaulted(t, TIFFTAG_ROWSPERSTRIP, &rows_per_strip);
+  if (rows_per_strip == 0 || rows_per_strip > page_.height) rows_per_strip = page_.height;
+  for (std::uint32_t s = f0 / rows_per_strip; s * rows_per_strip < f1; ++s) {
+    const std::uint32_t y = s * rows_per_strip;
+    const std::uint32_t end = std::min(page_.height, y + rows_per_strip);
+    const std::size_t n = std::size_t{end - y} * row;
+    // A strip wholly inside the rows asked for decodes in place; others through scratch.
+    const bool whole = y >= f0 && end <= f1;
+    if (!whole) scratch_.resize(n);
+    std::byte* dst = whole ? out + std::size_t{y - f0} * row : scratch_.data();
+    const tmsize_t got = TIFFReadEncodedStrip(t, s, dst, static_cast<tmsize_t>(n));
+    if (got != static_cast<tmsize_t>(n)) {
+      fail("strip " + std::to_string(s) + where +
+           (got < 0 ? std::string(" cannot be read")
+                    : " holds " + std::to_string(got) + " of " + std::to_string(n) + " bytes") +
+           " (truncated or corrupt file?)");
+    }
+    if (!whole) {
+      const std::uint32_t a = std::max(f0, y), b = std::min(f1, end);
+      std::memcpy(out + std::size_t{a - f0} * row, scratch_.data() + std::size_t{a - y} * row,
+                  std::size_t{b - a} * row);
+    }
+  }
+}
+
+TiffWriter::TiffWriter(const std::string& file, const Layout& layout) : layout_(layout) {
+  constexpr auto kMax = std::numeric_limits<std::uint32_t>::max();
+  if (layout.width > kMax || layout.height > kMax)
+    fail("TIFF pages are at most 4294967295 pixels wide and high");
+  std::tie(bits_, format_) = bits_and_format(layout.component);
+  row_ = layout.width * (bits_ / 8);
+  // Classic TIFF addresses 4 GiB with 32-bit offsets; like ITK, BigTIFF from 2 GiB up.
+  const char* mode = row_ * layout.height * layout.pages > (std::size_t{2} << 30) ? "w8" : "w";
+  tiff_ = open_tiff(file, mode, true);
+  if (!tiff_) fail("libtiff cannot create it");
+  // Strips of about 1 MiB, as ITK writes them.
+  rows_per_strip_ =
+      static_cast<std::uint32_t>(std::clamp<std::size_t>((1u << 20) / row_, 1, layout.height));
+}
+
+TiffWriter::~TiffWriter() = default;
+
+void TiffWriter::begin_page() {
+  TIFF* f = tiff_.get();
+  const auto width = static_cast<std::uint32_t>(layout_.width);
+  const auto height = static_cast<std::uint32_t>(layout_.height);
+  TIFFSetField(f, TIFFTAG_IMAGEWIDTH, width);
+  TIFFSetField(f, TIFFTAG_IMAGELENGTH, height);
+  TIFFSetField(f, TIFFTAG_SAMPLESPERPIXEL, 1);
+  TIFFSetField(f, TIFFTAG_BITSPERSAMPLE, bits_);
+  TIFFSetField(f, TIFFTAG_SAMPLEFORMAT, format_);
+  TIFFSetField(f, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+  TIFFSetField(f, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+  TIFFSetField(f, TIFFTAG_ORIENTATION, ORIENTATION_TOPLEFT);
+  // Deflate without a predictor: libtiff's horizontal predictor would difference the
+  // caller's buffer in place.
+  TIFFSetField(f, TIFFTAG_COMPRESSION,
+               layout_.compress ? COMPRESSION_ADOBE_DEFLATE : COMPRESSION_NONE);
+  TIFFSetField(f, TIFFTAG_ROWSPERSTRIP, rows_per_strip_);
+  TIFFSetField(f, TIFFTAG_SOFTWARE, "gpix");
+  const double xres = layout_.spacing_x > 0 ? 25.4 / layout_.spacing_x : 0;
+  const double yres = layout_.spacing_y > 0 ? 25.4 / layout_.spacing_y : 0;
+  if (xres > 0 && yres > 0 && std::isfinite(xres) && std::isfinite(yres)) {
+    // As ITK writes it: dots per inch for a spacing in millimetres.
+    TIFFSetField(f, TIFFTAG_XRESOLUTION, xres);
+    TIFFSetField(f, TIFFTAG_YRESOLUTION, yres);
+    TIFFSetField(f, TIFFTAG_RESOLUTIONUNIT, RESUNIT_INCH);
+  }
+  if (layout_.stack) {
+    TIFFSetField(f, TIFFTAG_SUBFILETYPE, FILETYPE_PAGE);
+    if (layout_.pages <= 0xffff)
+      TIFFSetField(f, TIFFTAG_PAGENUMBER, static_cast<std::uint16_t>(page_),
+                   static_cast<std::uint16_t>(layout_.pages));
+  }
+}
+
+void TiffWriter::strip(const std::byte* src, std::uint32_t rows) {
+  const std::size_t n = std::size_t{rows} * row_;
+  const std::uint32_t s = static_cast<std::uint32_t>(y_ / rows_per_strip_);
+  // libtiff takes a non-const buffer; without a predictor or byte swapping it only reads it.
+  if (TIFFWriteEncodedStrip(tiff_.get(), s, const_cast<std::byte*>(src),
+                            static_cast<tmsize_t>(n)) != static_cast<tmsize_t>(n)) {
+    fail("writing strip " + std::to_string(s) + " of page " + std::to_string(page_) +
+         " failed (disk full?)");
+  }
+  y_ += rows;
+  if (y_ == layout_.height) {
+    if (!TIFFWriteDirectory(tiff_.get()))
+      fail("writing the directory of page " + std::to_string(page_) + " failed (disk full?)");
+    ++page_;
+    y_ = 0;
+  }
+}
+
+void TiffWriter::append(const std::byte* rows, std::size_t n) {
+  while (n > 0) {
+    if (page_ >= layout_.pages) fail("more rows were given than the stack holds");
+    if (y_ == 0 && pending_ == 0) begin_page();
+    const std::uint32_t strip_rows =
+        static_cast<std::uint32_t>(std::min<std::size_t>(rows_per_strip_, layout_.height - y_));
+    if (pending_ == 0 && n >= strip_rows) {
+      strip(rows, strip_rows);  // a whole strip straight from the caller's rows
+      rows += std::size_t{strip_rows} * row_;
+      n -= strip_rows;
+      continue;
+    }
+    // Part of a strip: gathered until it is whole.
+    buffer_.resize(std::size_t{rows_per_strip_} * row_);
+    const std::size_t take = std::min<std::size_t>(n, strip_rows - pending_);
+    std::memcpy(buffer_.data() + pending_ * row_, rows, take * row_);
+    pending_ += take;
+    rows += take * row_;
+    n -= take;
+    if (pending_ == strip_rows) {
+      pending_ = 0;
+      strip(buffer_.data(), strip_rows);
+    }
+  }
+}
+
+void TiffWriter::close() {
+  if (page_ != layout_.pages || pending_ != 0) {
+    fail("the stack was closed after " + std::to_string(page_) + " of " +
+         std::to_string(layout_.pages) + " pages");
+  }
+  if (TIFFFlush(tiff_.get()) != 1) fail("flushing the file failed (disk full?)");
+  tiff_.reset();
+}
+
+namespace {
 
 // gpix's libtiff reader and writer as an ITK ImageIO (see tiff.h).
 class LibTiffImageIO final : public itk::ImageIOBase {
@@ -223,35 +502,12 @@ class LibTiffImageIO final : public itk::ImageIOBase {
   void WriteImageInformation() override {}
 
   void ReadImageInformation() override {
-    TiffPtr t = open_tiff(m_FileName, "r", true);
-    if (!t) fail("libtiff cannot open it");
-    pages_.clear();
-    // Reduced-resolution images and masks (thumbnails) are skipped, as ITK does.
-    for (tdir_t d = 0;; ++d) {
-      std::uint32_t type = 0;
-      TIFFGetField(t.get(), TIFFTAG_SUBFILETYPE, &type);
-      if (!(type & (FILETYPE_REDUCEDIMAGE | FILETYPE_MASK))) {
-        const Page p = describe(t.get());
-        if (pages_.empty()) {
-          check(p);
-          page_ = p;
-        } else if (p != page_) {
-          fail("page " + std::to_string(pages_.size()) + " is " + p.str() + " but page 0 is " +
-               page_.str() + "; gpix reads the pages of a TIFF as one 3D stack of equal pages");
-        }
-        pages_.push_back(d);
-      }
-      if (TIFFLastDirectory(t.get())) break;
-      if (!TIFFReadDirectory(t.get()))
-        fail("directory " + std::to_string(d + 1) + " cannot be read (corrupt file?)");
-    }
-    if (pages_.empty()) fail("it holds only reduced-resolution images or masks, no full page");
-
-    const bool stack = pages_.size() > 1;
+    stack_ = std::make_unique<TiffStack>(m_FileName);
+    const bool stack = stack_->pages() > 1;
     SetNumberOfDimensions(stack ? 3 : 2);
-    m_Dimensions[0] = page_.width;
-    m_Dimensions[1] = page_.height;
-    if (stack) m_Dimensions[2] = pages_.size();
+    m_Dimensions[0] = stack_->width();
+    m_Dimensions[1] = stack_->height();
+    if (stack) m_Dimensions[2] = stack_->pages();
     for (unsigned i = 0; i < GetNumberOfDimensions(); ++i) {
       m_Spacing[i] = 1.0;
       m_Origin[i] = 0.0;
@@ -259,149 +515,36 @@ class LibTiffImageIO final : public itk::ImageIOBase {
       axis[i] = 1.0;
       SetDirection(i, axis);
     }
-    // The spacing as ITK's TIFF reader gives it (millimetres from a resolution in inches or
-    // centimetres; 1 without a unit), so files read the same through either reader.
-    float xres = 0, yres = 0;
-    std::uint16_t unit = RESUNIT_NONE;
-    TIFFSetDirectory(t.get(), pages_.front());
-    if (TIFFGetField(t.get(), TIFFTAG_XRESOLUTION, &xres) &&
-        TIFFGetField(t.get(), TIFFTAG_YRESOLUTION, &yres) &&
-        TIFFGetField(t.get(), TIFFTAG_RESOLUTIONUNIT, &unit) && xres > 0 && yres > 0 &&
-        (unit == RESUNIT_INCH || unit == RESUNIT_CENTIMETER)) {
-      const double per_unit = unit == RESUNIT_INCH ? 25.4 : 10.0;
-      m_Spacing[0] = per_unit / static_cast<double>(xres);
-      m_Spacing[1] = per_unit / static_cast<double>(yres);
-    }
+    m_Spacing[0] = stack_->spacing_x();
+    m_Spacing[1] = stack_->spacing_y();
     SetPixelType(itk::IOPixelEnum::SCALAR);
     SetNumberOfComponents(1);
-    SetComponentType(*component_of(page_.bits, page_.format));
+    SetComponentType(stack_->component());
   }
 
   void Read(void* buffer) override {
-    TiffPtr t = open_tiff(m_FileName, "r", true);
-    if (!t) fail("libtiff cannot open it");
-    const std::size_t bytes = page_.bits / 8;
-    const std::size_t page_bytes = std::size_t{page_.width} * page_.height * bytes;
-    auto* out = static_cast<std::byte*>(buffer);
-    // Directories are walked in order: TIFFSetDirectory starts from the first each time.
-    tdir_t d = 0;
-    for (std::size_t i = 0; i < pages_.size(); ++i) {
-      while (d < pages_[i]) {
-        if (!TIFFReadDirectory(t.get()))
-          fail("directory " + std::to_string(d + 1) + " cannot be read (corrupt file?)");
-        ++d;
-      }
-      if (describe(t.get()) != page_) fail("the file changed while it was read");
-      read_page(t.get(), out + i * page_bytes, i);
-    }
+    if (!stack_) fail("the header was not read");
+    stack_->read(0, stack_->pages() * stack_->height(), static_cast<std::byte*>(buffer));
   }
 
   void Write(const void* buffer) override {
     const unsigned ndim = GetNumberOfDimensions();
     if (ndim != 2 && ndim != 3) fail("TIFF stores 2D images and 3D stacks");
-    constexpr auto kMax = std::numeric_limits<std::uint32_t>::max();
-    if (m_Dimensions[0] > kMax || m_Dimensions[1] > kMax)
-      fail("TIFF pages are at most 4294967295 pixels wide and high");
-    const auto width = static_cast<std::uint32_t>(m_Dimensions[0]);
-    const auto height = static_cast<std::uint32_t>(m_Dimensions[1]);
-    const std::size_t pages = ndim == 3 ? m_Dimensions[2] : 1;
-    std::uint16_t bits = 0, format = SAMPLEFORMAT_UINT;
-    switch (GetComponentType()) {
-      case Component::CHAR:
-        format = SAMPLEFORMAT_INT;
-        [[fallthrough]];
-      case Component::UCHAR:
-        bits = 8;
-        break;
-      case Component::SHORT:
-        format = SAMPLEFORMAT_INT;
-        [[fallthrough]];
-      case Component::USHORT:
-        bits = 16;
-        break;
-      case Component::INT:
-        format = SAMPLEFORMAT_INT;
-        [[fallthrough]];
-      case Component::UINT:
-        bits = 32;
-        break;
-      case Component::LONGLONG:
-      case Component::LONG:
-        format = SAMPLEFORMAT_INT;
-        [[fallthrough]];
-      case Component::ULONGLONG:
-      case Component::ULONG:
-        bits = 64;
-        break;
-      case Component::FLOAT:
-        format = SAMPLEFORMAT_IEEEFP;
-        bits = 32;
-        break;
-      case Component::DOUBLE:
-        format = SAMPLEFORMAT_IEEEFP;
-        bits = 64;
-        break;
-      default:
-        fail("TIFF stores 8 to 64-bit integers and 32/64-bit floats");
-    }
-    if (GetNumberOfComponents() != 1 || GetComponentSize() * 8 != std::size_t{bits})
+    if (GetNumberOfComponents() != 1 ||
+        GetComponentSize() * 8 != std::size_t{bits_and_format(GetComponentType()).first})
       fail("gpix writes one sample per pixel of 8, 16, 32 or 64 bits");
-
-    // Classic TIFF addresses 4 GiB with 32-bit offsets; like ITK, BigTIFF from 2 GiB up.
-    const std::size_t row = std::size_t{width} * (bits / 8);
-    const std::size_t page_bytes = row * height;
-    const char* mode = page_bytes * pages > (std::size_t{2} << 30) ? "w8" : "w";
-    TiffPtr t = open_tiff(m_FileName, mode, true);
-    if (!t) fail("libtiff cannot create it");
-    // Strips of about 1 MiB, as ITK writes them.
-    const auto rows_per_strip =
-        static_cast<std::uint32_t>(std::clamp<std::size_t>((1u << 20) / row, 1, height));
-    const double xres = m_Spacing[0] > 0 ? 25.4 / m_Spacing[0] : 0;
-    const double yres = m_Spacing[1] > 0 ? 25.4 / m_Spacing[1] : 0;
-    const auto* in = static_cast<const std::byte*>(buffer);
-    for (std::size_t p = 0; p < pages; ++p) {
-      TIFF* f = t.get();
-      TIFFSetField(f, TIFFTAG_IMAGEWIDTH, width);
-      TIFFSetField(f, TIFFTAG_IMAGELENGTH, height);
-      TIFFSetField(f, TIFFTAG_SAMPLESPERPIXEL, 1);
-      TIFFSetField(f, TIFFTAG_BITSPERSAMPLE, bits);
-      TIFFSetField(f, TIFFTAG_SAMPLEFORMAT, format);
-      TIFFSetField(f, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
-      TIFFSetField(f, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
-      TIFFSetField(f, TIFFTAG_ORIENTATION, ORIENTATION_TOPLEFT);
-      // Deflate without a predictor: libtiff's horizontal predictor would difference the
-      // caller's buffer in place.
-      TIFFSetField(f, TIFFTAG_COMPRESSION,
-                   m_UseCompression ? COMPRESSION_ADOBE_DEFLATE : COMPRESSION_NONE);
-      TIFFSetField(f, TIFFTAG_ROWSPERSTRIP, rows_per_strip);
-      TIFFSetField(f, TIFFTAG_SOFTWARE, "gpix");
-      if (xres > 0 && yres > 0 && std::isfinite(xres) && std::isfinite(yres)) {
-        // As ITK writes it: dots per inch for a spacing in millimetres.
-        TIFFSetField(f, TIFFTAG_XRESOLUTION, xres);
-        TIFFSetField(f, TIFFTAG_YRESOLUTION, yres);
-        TIFFSetField(f, TIFFTAG_RESOLUTIONUNIT, RESUNIT_INCH);
-      }
-      if (ndim == 3) {
-        TIFFSetField(f, TIFFTAG_SUBFILETYPE, FILETYPE_PAGE);
-        if (pages <= 0xffff)
-          TIFFSetField(f, TIFFTAG_PAGENUMBER, static_cast<std::uint16_t>(p),
-                       static_cast<std::uint16_t>(pages));
-      }
-      const std::byte* src = in + p * page_bytes;
-      for (std::uint32_t s = 0, y = 0; y < height; ++s, y += rows_per_strip) {
-        const std::size_t n = std::min<std::size_t>(rows_per_strip, height - y) * row;
-        // libtiff takes a non-const buffer; without a predictor or byte swapping it only
-        // reads it.
-        if (TIFFWriteEncodedStrip(f, s, const_cast<std::byte*>(src + std::size_t{y} * row),
-                                  static_cast<tmsize_t>(n)) != static_cast<tmsize_t>(n)) {
-          fail("writing strip " + std::to_string(s) + " of page " + std::to_string(p) +
-               " failed (disk full?)");
-        }
-      }
-      if (!TIFFWriteDirectory(f))
-        fail("writing the directory of page " + std::to_string(p) + " failed (disk full?)");
-    }
-    if (TIFFFlush(t.get()) != 1) fail("flushing the file failed (disk full?)");
+    TiffWriter::Layout l;
+    l.width = m_Dimensions[0];
+    l.height = m_Dimensions[1];
+    l.pages = ndim == 3 ? m_Dimensions[2] : 1;
+    l.stack = ndim == 3;
+    l.component = GetComponentType();
+    l.spacing_x = m_Spacing[0];
+    l.spacing_y = m_Spacing[1];
+    l.compress = m_UseCompression;
+    TiffWriter w(m_FileName, l);
+    w.append(static_cast<const std::byte*>(buffer), l.pages * l.height);
+    w.close();
   }
 
  protected:
@@ -414,72 +557,7 @@ class LibTiffImageIO final : public itk::ImageIOBase {
   ~LibTiffImageIO() override = default;
 
  private:
-  // A first page gpix's reader takes (tiff_reader chose it) but cannot decode: say why.
-  void check(const Page& p) {
-    if (p.width == 0 || p.height == 0) fail("its first page has no pixels (width or height 0)");
-    if (!component_of(p.bits, p.format)) {
-      fail("it holds " + sample_name(p.bits, p.format) +
-           " samples; gpix reads 8 to 64-bit integers and 32/64-bit floats (convert float16 to "
-           "float32, complex to its real part, first)");
-    }
-    if (p.orientation != ORIENTATION_TOPLEFT && p.orientation != ORIENTATION_BOTLEFT) {
-      fail("its Orientation tag is " + std::to_string(p.orientation) +
-           "; gpix reads top-left (1) and bottom-left (4) row orders");
-    }
-    if (p.depth != 1) fail("it is a tiled volume (ImageDepth " + std::to_string(p.depth) + ")");
-  }
-
-  void read_page(TIFF* t, std::byte* out, std::size_t page) {
-    const std::size_t bytes = page_.bits / 8;
-    const std::size_t row = std::size_t{page_.width} * bytes;
-    const std::string where = " of page " + std::to_string(page);
-    if (TIFFIsTiled(t)) {
-      std::uint32_t tw = 0, th = 0;
-      TIFFGetField(t, TIFFTAG_TILEWIDTH, &tw);
-      TIFFGetField(t, TIFFTAG_TILELENGTH, &th);
-      const tmsize_t tile_bytes = TIFFTileSize(t);
-      if (tw == 0 || th == 0 || tile_bytes <= 0) fail("the tile size" + where + " is invalid");
-      std::vector<std::byte> tile(static_cast<std::size_t>(tile_bytes));
-      for (std::uint32_t y = 0; y < page_.height; y += th) {
-        for (std::uint32_t x = 0; x < page_.width; x += tw) {
-          const std::uint32_t index = TIFFComputeTile(t, x, y, 0, 0);
-          if (TIFFReadEncodedTile(t, index, tile.data(), tile_bytes) != tile_bytes)
-            fail("tile " + std::to_string(index) + where + " cannot be read (truncated file?)");
-          const std::size_t rows = std::min(th, page_.height - y);
-          const std::size_t cols = std::min(tw, page_.width - x) * bytes;
-          for (std::size_t r = 0; r < rows; ++r) {
-            std::memcpy(out + (y + r) * row + x * bytes, tile.data() + r * tw * bytes, cols);
-          }
-        }
-      }
-    } else {
-      std::uint32_t rows_per_strip = 0;
-      TIFFGetFieldDefaulted(t, TIFFTAG_ROWSPERSTRIP, &rows_per_strip);
-      if (rows_per_strip == 0 || rows_per_strip > page_.height) rows_per_strip = page_.height;
-      for (std::uint32_t s = 0, y = 0; y < page_.height; ++s, y += rows_per_strip) {
-        const std::size_t n = std::min(rows_per_strip, page_.height - y) * row;
-        const tmsize_t got =
-            TIFFReadEncodedStrip(t, s, out + std::size_t{y} * row, static_cast<tmsize_t>(n));
-        if (got != static_cast<tmsize_t>(n)) {
-          fail("strip " + std::to_string(s) + where +
-               (got < 0 ? std::string(" cannot be read")
-                        : " holds " + std::to_string(got) + " of " + std::to_string(n) + " bytes") +
-               " (truncated or corrupt file?)");
-        }
-      }
-    }
-    if (page_.orientation == ORIENTATION_BOTLEFT) {
-      std::vector<std::byte> tmp(row);
-      for (std::size_t a = 0, b = page_.height - 1; a < b; ++a, --b) {
-        std::memcpy(tmp.data(), out + a * row, row);
-        std::memcpy(out + a * row, out + b * row, row);
-        std::memcpy(out + b * row, tmp.data(), row);
-      }
-    }
-  }
-
-  Page page_;
-  std::vector<tdir_t> pages_;  // the directories that are pages of the image
+  std::unique_ptr<TiffStack> stack_;
 };
 
 }  // namespace
@@ -517,6 +595,11 @@ itk::ImageIOBase::Pointer tiff_reader(const std::string& file) {
     return itk::TIFFImageIO::New().GetPointer();
   }
   return LibTiffImageIO::New().GetPointer();
+}
+
+bool libtiff_reads(const std::string& file) {
+  const TiffPtr t = open_tiff(file, "r", false);
+  return t && gpix_reads(t.get());
 }
 
 itk::ImageIOBase::Pointer libtiff_io() {

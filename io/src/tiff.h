@@ -10,7 +10,10 @@
 // (itk_TIFF*) and the system one also get global handlers, installed once, that collect into
 // the thread's TiffMessages while gpix reads or writes and pass everything else on.
 #include <itkImageIOBase.h>
+#include <tiffio.h>
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,11 +41,99 @@ class TiffMessages {
   TiffMessages* outer_;
 };
 
+struct TiffCloser {
+  void operator()(TIFF* t) const { TIFFClose(t); }
+};
+using TiffPtr = std::unique_ptr<TIFF, TiffCloser>;
+
+// One page's layout; every page of a stack must have the same.
+struct TiffPage {
+  std::uint32_t width = 0, height = 0;
+  std::uint16_t spp = 1, bits = 1, format = SAMPLEFORMAT_UINT, photometric = 0;
+  std::uint16_t orientation = ORIENTATION_TOPLEFT;
+  std::uint32_t depth = 1;  // SGI's volumetric tiles
+  bool operator==(const TiffPage&) const = default;
+  std::string str() const;
+};
+
+// A TIFF stack as gpix's libtiff reader reads it (single-sample grayscale pages of 8 to 64
+// bits, equal, strips or tiles, any codec libtiff has, top-left or bottom-left rows;
+// thumbnails and masks skipped), read in rows: row r of page p is row p * height() + r, so a
+// 2D image reads in rows and a stack in pages. Errors are itk::ExceptionObjects, as the
+// ImageIO's are (io.cpp turns them into IoErrors).
+class TiffStack {
+ public:
+  explicit TiffStack(const std::string& file);
+  ~TiffStack();
+  TiffStack(const TiffStack&) = delete;
+  TiffStack& operator=(const TiffStack&) = delete;
+
+  std::size_t width() const { return page_.width; }
+  std::size_t height() const { return page_.height; }
+  std::size_t pages() const { return offsets_.size(); }
+  itk::IOComponentEnum component() const;
+  std::size_t row_bytes() const;
+  // Millimetres, from the resolution tags as ITK reads them; 1 without them.
+  double spacing_x() const { return spacing_x_; }
+  double spacing_y() const { return spacing_y_; }
+  // Rows [from, to) into out, top row first.
+  void read(std::size_t from, std::size_t to, std::byte* out);
+
+ private:
+  void go_to(std::size_t page);
+  void read_file_rows(std::size_t page, std::uint32_t f0, std::uint32_t f1, std::byte* out);
+
+  TiffPtr tiff_;
+  TiffPage page_;
+  std::vector<std::uint64_t> offsets_;  // of the directories that are pages of the image
+  std::size_t current_ = static_cast<std::size_t>(-1);  // the page the handle is on
+  std::vector<std::byte> scratch_;
+  double spacing_x_ = 1, spacing_y_ = 1;
+};
+
+// A TIFF written page by page in rows, as gpix writes every TIFF: one sample of 8/16/32/64
+// bits with SampleFormat UINT, INT or IEEEFP, strips of about 1 MiB, Deflate on request,
+// BigTIFF from 2 GiB, the x/y spacing as a resolution in dots per inch.
+class TiffWriter {
+ public:
+  struct Layout {
+    std::size_t width = 0, height = 0, pages = 1;
+    bool stack = false;  // pages are z slices (a 3D stack), also with one page
+    itk::IOComponentEnum component = itk::IOComponentEnum::UCHAR;
+    double spacing_x = 1, spacing_y = 1;
+    bool compress = false;
+  };
+  TiffWriter(const std::string& file, const Layout& layout);
+  ~TiffWriter();
+  TiffWriter(const TiffWriter&) = delete;
+  TiffWriter& operator=(const TiffWriter&) = delete;
+  // The next n rows (across pages), top row first.
+  void append(const std::byte* rows, std::size_t n);
+  // After the last row; throws when rows are missing or the file cannot be flushed.
+  void close();
+
+ private:
+  void begin_page();
+  void strip(const std::byte* src, std::uint32_t rows);
+
+  Layout layout_;
+  TiffPtr tiff_;
+  std::uint16_t bits_ = 8, format_ = 1;
+  std::size_t row_ = 0;
+  std::uint32_t rows_per_strip_ = 1;
+  std::size_t page_ = 0, y_ = 0, pending_ = 0;
+  std::vector<std::byte> buffer_;
+};
+
 // The reader for a TIFF file: gpix's libtiff reader for single-sample grayscale files of 8,
 // 16, 32 or 64 bits (what gpix and most microscopy software write), ITK's TIFFImageIO for
 // the rest (RGB, palette, 1-bit...). A file libtiff cannot open gets the libtiff reader,
 // whose CanReadFile says no.
 itk::ImageIOBase::Pointer tiff_reader(const std::string& file);
+
+// Whether tiff_reader gives gpix's libtiff reader for the file and libtiff opens it (a silent
+// probe: the reader reports what is wrong).
+bool libtiff_reads(const std::string& file);
 
 // The libtiff reader and writer (every gpix dtype, 2D, or 3D as one page per z slice).
 itk::ImageIOBase::Pointer libtiff_io();

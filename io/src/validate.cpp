@@ -93,6 +93,8 @@ struct MetaHeader {
   bool compressed = false;
   std::optional<std::uint64_t> compressed_size;
   std::uint64_t header_bytes = 0;  // up to and including the ElementDataFile line
+  long long header_size = 0;       // HeaderSize: bytes skipped before the data, -1: at the end
+  bool big_endian = false;         // BinaryDataByteOrderMSB (or ElementByteOrderMSB)
 };
 
 MetaHeader parse_meta(const fs::path& path) {
@@ -114,6 +116,9 @@ MetaHeader parse_meta(const fs::path& path) {
     const std::string value = trim(line.substr(eq + 1));
     if (key == "compresseddata") h.compressed = lower(value) == "true";
     if (key == "compresseddatasize") h.compressed_size = std::strtoull(value.c_str(), nullptr, 10);
+    if (key == "headersize") h.header_size = std::strtoll(value.c_str(), nullptr, 10);
+    if (key == "binarydatabyteordermsb" || key == "elementbyteordermsb")
+      h.big_endian = lower(value) == "true";
     if (key == "elementdatafile") {
       h.data_file = value;
       h.header_bytes = consumed;
@@ -188,6 +193,81 @@ std::string check_meta_header(const fs::path& path) {
   return "its ElementDataFile '" + h.data_file +
          "' holds a % but is not a file pattern 'name%03d.raw first last step' (the header is "
          "corrupt)";
+}
+
+// One detached data file, not a list or a pattern of several.
+bool single_file(const std::string& name) {
+  return !name.empty() && name.find(' ') == std::string::npos &&
+         name.find('%') == std::string::npos && lower(name) != "list";
+}
+
+// Where `data_bytes` of raw pixels lie in `file`: `skip` bytes in, or at the end for -1.
+std::optional<RawData> at(const fs::path& file, std::uint64_t base, long long skip,
+                          std::uint64_t data_bytes, bool big_endian) {
+  std::error_code ec;
+  const std::uint64_t size = fs::file_size(file, ec);
+  if (ec) return std::nullopt;
+  const std::uint64_t offset = skip < 0 ? (size >= data_bytes ? size - data_bytes : 0)
+                                        : base + static_cast<std::uint64_t>(skip);
+  if (offset + data_bytes > size) return std::nullopt;  // truncated: the whole read says so
+  return RawData{file, offset, big_endian};
+}
+
+std::optional<RawData> meta_data(const fs::path& path, std::uint64_t data_bytes) {
+  const MetaHeader h = parse_meta(path);
+  if (h.compressed) return std::nullopt;
+  if (lower(h.data_file) == "local") {
+    return at(path, h.header_bytes, h.header_size, data_bytes, h.big_endian);
+  }
+  if (!single_file(h.data_file)) return std::nullopt;
+  return at(path.parent_path() / fs::u8path(h.data_file), 0, h.header_size, data_bytes,
+            h.big_endian);
+}
+
+// NRRD: "field: value" lines after the magic line, up to an empty line; attached data follows
+// it. Raw encoding only; line skip and byte skip (-1: the data ends the file) honoured.
+std::optional<RawData> nrrd_data(const fs::path& path, std::uint64_t data_bytes) {
+  std::ifstream f(path, std::ios::binary);
+  std::string line, encoding, data_file, endian;
+  long long line_skip = 0, byte_skip = 0;
+  std::uint64_t consumed = 0;
+  bool magic = true;
+  while (std::getline(f, line)) {
+    consumed += line.size() + 1;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (magic) {
+      if (line.rfind("NRRD", 0) != 0) return std::nullopt;
+      magic = false;
+      continue;
+    }
+    if (line.empty()) break;
+    if (line[0] == '#' || line.find(":=") != std::string::npos) continue;
+    const auto colon = line.find(": ");
+    if (colon == std::string::npos) continue;
+    std::string key = lower(line.substr(0, colon));
+    key.erase(std::remove(key.begin(), key.end(), ' '), key.end());
+    const std::string value = line.substr(colon + 2);
+    if (key == "encoding") encoding = lower(value);
+    if (key == "endian") endian = lower(value);
+    if (key == "datafile") data_file = value;
+    if (key == "lineskip") line_skip = std::strtoll(value.c_str(), nullptr, 10);
+    if (key == "byteskip") byte_skip = std::strtoll(value.c_str(), nullptr, 10);
+  }
+  if (encoding != "raw" || line_skip < 0) return std::nullopt;
+  fs::path file = path;
+  std::uint64_t base = consumed;
+  if (!data_file.empty()) {
+    if (!single_file(data_file)) return std::nullopt;
+    file = path.parent_path() / fs::u8path(data_file);
+    base = 0;
+  }
+  if (line_skip > 0) {
+    std::ifstream d(file, std::ios::binary);
+    d.seekg(static_cast<std::streamoff>(base));
+    for (long long i = 0; i < line_skip && std::getline(d, line); ++i) base += line.size() + 1;
+  }
+  if (byte_skip < -1) return std::nullopt;
+  return at(file, base, byte_skip, data_bytes, endian == "big");
 }
 
 // The data offset of a NIfTI-1 or NIfTI-2 header (host byte order or swapped).
@@ -387,6 +467,13 @@ std::string check_data_size(const std::string& format, const fs::path& path,
   if (format == "MetaImage") return check_meta(path, data_bytes);
   if (format == "NIfTI") return check_nifti(path, data_bytes);
   return {};
+}
+
+std::optional<RawData> raw_data(const std::string& format, const fs::path& path,
+                                std::uint64_t data_bytes) {
+  if (format == "MetaImage") return meta_data(path, data_bytes);
+  if (format == "NRRD") return nrrd_data(path, data_bytes);
+  return std::nullopt;
 }
 
 }  // namespace gpix::io::detail

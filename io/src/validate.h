@@ -4,6 +4,7 @@
 // with zeros without a word; these checks turn both into an IoError.
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace gpix::io::detail {
@@ -17,5 +18,16 @@ std::string check_structure(const std::string& format, const std::filesystem::pa
 // data_bytes of pixels the header claims. Empty when it does, otherwise what is wrong.
 std::string check_data_size(const std::string& format, const std::filesystem::path& path,
                             std::uint64_t data_bytes);
+
+// Where a file's pixels lie when they are stored raw (uncompressed) in one file: MetaImage
+// (local or detached data) and NRRD (attached or detached, raw encoding). None for other
+// formats, compressed data, lists or patterns of data files, or data shorter than data_bytes.
+struct RawData {
+  std::filesystem::path file;
+  std::uint64_t offset = 0;
+  bool big_endian = false;  // as the header says (MetaIO's reader swaps without telling ITK)
+};
+std::optional<RawData> raw_data(const std::string& format, const std::filesystem::path& path,
+                                std::uint64_t data_bytes);
 
 }  // namespace gpix::io::detail

@@ -194,9 +194,10 @@ class TestIoCli : public QObject {
     QVERIFY(std::memcmp(a.pixels.data(), b.pixels.data(), a.pixels.bytes()) == 0);
     (void)devs;
     const QString never = dir.filePath("never.tif");
-    const test::ProcessResult otsu = test::run_cli({"run", "threshold_otsu", in, never, "--tiled"});
-    QCOMPARE(otsu.code, 2);
-    QVERIFY2(otsu.err.contains("histogram"), otsu.err);
+    const test::ProcessResult labels =
+        test::run_cli({"run", "connected_components", in, never, "--tiled"});
+    QCOMPARE(labels.code, 2);
+    QVERIFY2(labels.err.contains("cannot run tiled"), labels.err);
     const test::ProcessResult budget =
         test::run_cli({"run", "mean_box", in, never, "--tile-budget", "lots"});
     QCOMPARE(budget.code, 2);

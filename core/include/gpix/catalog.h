@@ -80,6 +80,7 @@ struct FilterInfo {
   std::string output_dtype;  // the rule in words: "same as input", "float32", ...
   InputLayout layout = InputLayout::contiguous;
   bool tiles = false;   // gpix::run_tiled runs it slab by slab (gpix/tiled.h)
+  bool folds = false;   // ... combining per-slab partials (its output depends on the whole input)
   std::string untiled;  // when it does not: why (its output depends on more than a halo)
 
   const ParamSpec* param(std::string_view n) const;

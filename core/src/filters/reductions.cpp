@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "filters/launch.h"
 #include "filters/registry.h"
@@ -14,6 +17,7 @@
 #include "gpix/stats.h"
 #include "kernel_variants.h"
 #include "moments.h"
+#include "stats_accumulator.h"
 
 namespace gpix::detail {
 namespace {
@@ -71,6 +75,67 @@ Array z_project(const Array& in, ZOp op) {
   }
   return out;
 }
+
+// The projections slab by slab (gpix::run_tiled): each column's state stays on the device
+// between slabs, so the result is the whole-array kernel's (projection.kernel's _carry
+// kernels: the same arithmetic in the same order).
+class ProjectionFold final : public SlabFold {
+ public:
+  ProjectionFold(ZOp op, const Shape& shape, DType t)
+      : op_(op), planes_(shape[0]), out_shape_{shape.height(), shape.width()}, dtype_(t) {}
+
+  std::size_t state_bytes() const override {
+    const std::size_t px = out_shape_.elements();
+    return extreme() ? px * (size_of(dtype_) + sizeof(std::uint32_t))
+                     : px * (size_of(moments_out(dtype_, op_)) +
+                             3 * size_of(compute_type({dtype_})) + sizeof(std::uint64_t));
+  }
+
+  void add(int /*pass*/, std::span<const Array> slab, std::size_t z0) override {
+    const Array& in = slab[0];
+    const Shape& s = in.shape();
+    const bool first = z0 == 0, last = z0 + s.depth() == planes_;
+    const Launch grid = image_grid(out_shape_);
+    if (extreme()) {
+      if (first) {
+        out_ = Array::empty(out_shape_, dtype_, in.device());
+        count_ = Array::empty(out_shape_, DType::u32, in.device());
+      }
+      std::vector<KernelArg> args = {arg(in), arg(out_), arg(count_)};
+      push_shape(args, s);
+      args.push_back(arg(static_cast<std::int32_t>(op_ == ZOp::maximum)));
+      args.push_back(arg(static_cast<std::int32_t>(first)));
+      args.push_back(arg(static_cast<std::int32_t>(last)));
+      launch(in, "projection.kernel", "z_extreme_carry", extreme_defines(dtype_), grid, args);
+      return;
+    }
+    const DType out_t = moments_out(dtype_, op_), ct = compute_type({dtype_});
+    if (first) {
+      require_dtype(in.device(), ct,
+                    "this projection on " + std::string(name(dtype_)) + " (computed in float64)");
+      out_ = Array::empty(out_shape_, out_t, in.device());
+      state_ = Array::empty(Shape{3, out_shape_[0], out_shape_[1]}, ct, in.device());
+      count_ = Array::empty(out_shape_, DType::u64, in.device());
+    }
+    std::vector<KernelArg> args = {arg(in), arg(out_), arg(state_), arg(count_)};
+    push_shape(args, s);
+    args.push_back(
+        arg(static_cast<std::int32_t>(op_ == ZOp::sum ? 0 : (op_ == ZOp::mean ? 1 : 2))));
+    args.push_back(arg(static_cast<std::int32_t>(first)));
+    args.push_back(arg(static_cast<std::int32_t>(last)));
+    launch(in, "projection.kernel", "z_moments_carry", moments_defines(dtype_, out_t), grid, args);
+  }
+
+  Folded finish() override { return {one(out_), {}}; }
+
+ private:
+  bool extreme() const { return op_ == ZOp::minimum || op_ == ZOp::maximum; }
+  ZOp op_;
+  std::size_t planes_;
+  Shape out_shape_;
+  DType dtype_;
+  Array out_, state_, count_;
+};
 
 // ---------------------------------------------------------------- histogram
 
@@ -132,13 +197,17 @@ Histogram histogram_typed(const Array& a, int nbins, double lo, double hi) {
   return h;
 }
 
-Histogram histogram_impl(const Array& a, long long nbins, double lo, double hi,
-                         const RunOptions& o) {
-  if (lo == 0 && hi == 0) {
-    const Stats s = stats(a);
-    checkpoint(o, 0.5, "histogram");
-    lo = s.min.as_double();
-    hi = s.max.as_double();
+// Whether the bins span the image's own range (minimum and maximum both 0).
+bool own_range(double lo, double hi) {
+  return lo == 0 && hi == 0;
+}
+
+// The bins' range as the histogram settles it: the image's minimum and maximum (from its
+// stats, `whole`) for its own range, an empty range widened by 0.5 on each side.
+std::pair<double, double> histogram_range(double lo, double hi, const Stats& whole) {
+  if (own_range(lo, hi)) {
+    lo = whole.min.as_double();
+    hi = whole.max.as_double();
     if (!std::isfinite(lo) || !std::isfinite(hi)) {
       throw InvalidArgument("histogram: the image's range [" + Scalar(lo).str() + ", " +
                             Scalar(hi).str() +
@@ -155,19 +224,107 @@ Histogram histogram_impl(const Array& a, long long nbins, double lo, double hi,
     lo -= 0.5;
     hi += 0.5;
   }
+  return {lo, hi};
+}
+
+// The counts of a's pixels in bins over [lo, hi] (a settled range).
+Histogram histogram_counts(const Array& a, int nbins, double lo, double hi) {
   const DType ct = compute_type({a.dtype()});
   require_dtype(a.device(), ct,
                 "histogram on " + std::string(name(a.dtype())) + " (computed in float64)");
-  const int n = static_cast<int>(nbins);
-  return ct == DType::f64 ? histogram_typed<double>(a, n, lo, hi)
-                          : histogram_typed<float>(a, n, lo, hi);
+  return ct == DType::f64 ? histogram_typed<double>(a, nbins, lo, hi)
+                          : histogram_typed<float>(a, nbins, lo, hi);
 }
 
-double std_impl(const Array& a) {
-  const Moments m = moments(a);
+Histogram histogram_impl(const Array& a, long long nbins, double lo, double hi,
+                         const RunOptions& o) {
+  Stats whole;
+  if (own_range(lo, hi)) {
+    whole = stats(a);
+    checkpoint(o, 0.5, "histogram");
+  }
+  const auto [l, h] = histogram_range(lo, hi, whole);
+  return histogram_counts(a, static_cast<int>(nbins), l, h);
+}
+
+Result histogram_table(const Histogram& h) {
+  Result r;
+  r.table.columns = {"bin_start", "bin_end", "count"};
+  for (std::size_t i = 0; i < h.counts.size(); ++i) {
+    r.table.rows.push_back({h.edges[i], h.edges[i + 1], static_cast<double>(h.counts[i])});
+  }
+  return r;
+}
+
+// The histogram slab by slab: the range from every slab's stats (for the image's own range),
+// then each slab's counts added up. The edges are the whole image's, so are the counts.
+class HistogramFold final : public SlabFold {
+ public:
+  HistogramFold(int nbins, double lo, double hi, DType t)
+      : nbins_(nbins), lo_(lo), hi_(hi), range_(t) {}
+  int passes() const override { return own_range(lo_, hi_) ? 2 : 1; }
+  void add(int pass, std::span<const Array> slab, std::size_t z0) override {
+    if (pass + 1 < passes()) {
+      range_.add(stats(slab[0]));
+      return;
+    }
+    if (z0 == 0) std::tie(lo_, hi_) = histogram_range(lo_, hi_, range_.result());
+    Histogram part = histogram_counts(slab[0], nbins_, lo_, hi_);
+    if (sum_.counts.empty()) {
+      sum_ = std::move(part);
+    } else {
+      for (std::size_t i = 0; i < sum_.counts.size(); ++i) sum_.counts[i] += part.counts[i];
+    }
+  }
+  Folded finish() override { return {histogram_table(sum_), {}}; }
+
+ private:
+  int nbins_;
+  double lo_, hi_;
+  StatsAccumulator range_;
+  Histogram sum_;
+};
+
+// Minimum, maximum, sum and mean slab by slab: every slab's stats() added up (see
+// StatsAccumulator for what is exact).
+class StatsFold final : public SlabFold {
+ public:
+  StatsFold(const char* column, double (*pick)(const Stats&), DType t)
+      : column_(column), pick_(pick), acc_(t) {}
+  void add(int, std::span<const Array> slab, std::size_t) override { acc_.add(stats(slab[0])); }
+  Folded finish() override { return {row(column_, pick_(acc_.result())), {}}; }
+
+ private:
+  const char* column_;
+  double (*pick_)(const Stats&);
+  StatsAccumulator acc_;
+};
+
+FoldFn<NoParams> stats_fold(const char* column, double (*pick)(const Stats&)) {
+  return [column, pick](const NoParams&, const Shape&, DType t) {
+    return std::make_unique<StatsFold>(column, pick, t);
+  };
+}
+
+double std_of(const Moments& m) {
   if (m.count == 0) return std::numeric_limits<double>::quiet_NaN();
   return std::sqrt(std::max(m.m2, 0.0) / static_cast<double>(m.count));
 }
+
+double std_impl(const Array& a) {
+  return std_of(moments(a));
+}
+
+// The standard deviation slab by slab: every slab's moments merged as moments() merges its
+// work-groups (the groupings differ, so the two agree to float64 rounding).
+class StdFold final : public SlabFold {
+ public:
+  void add(int, std::span<const Array> slab, std::size_t) override { merge(m_, moments(slab[0])); }
+  Folded finish() override { return {row("std", std_of(m_)), {}}; }
+
+ private:
+  Moments m_;
+};
 
 // ---- the catalog rows
 
@@ -178,10 +335,10 @@ Filter<> projection_filter(const char* fname, ZOp op, const char* doc, const cha
                    .doc = doc,
                    .dims = {3},
                    .output_dtype = out,
-                   .untiled = "its output depends on the whole image",
-                   .fn = [op](std::span<const Array> x, const NoParams&, const RunOptions&) {
-                     return one(z_project(x[0], op));
-                   }});
+                   .fold = [op](const NoParams&, const Shape& shape,
+                                DType t) { return std::make_unique<ProjectionFold>(op, shape, t); },
+                   .fn = [op](std::span<const Array> x, const NoParams&,
+                              const RunOptions&) { return one(z_project(x[0], op)); }});
 }
 
 const Filter<> kMaximumZProjection = projection_filter(
@@ -226,7 +383,7 @@ const Filter<> kMinimumOfAllPixels(
      .output = OutputKind::table,
      .output_dtype = "table: minimum",
      .layout = InputLayout::any,
-     .untiled = "its output depends on the whole image",
+     .fold = stats_fold("minimum", [](const Stats& s) { return s.min.as_double(); }),
      .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
        return row("minimum", stats(x[0]).min.as_double());
      }});
@@ -240,7 +397,7 @@ const Filter<> kMaximumOfAllPixels(
      .output = OutputKind::table,
      .output_dtype = "table: maximum",
      .layout = InputLayout::any,
-     .untiled = "its output depends on the whole image",
+     .fold = stats_fold("maximum", [](const Stats& s) { return s.max.as_double(); }),
      .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
        return row("maximum", stats(x[0]).max.as_double());
      }});
@@ -254,7 +411,7 @@ const Filter<> kSumOfAllPixels(
      .output = OutputKind::table,
      .output_dtype = "table: sum",
      .layout = InputLayout::any,
-     .untiled = "its output depends on the whole image",
+     .fold = stats_fold("sum", [](const Stats& s) { return s.sum.as_double(); }),
      .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
        return row("sum", stats(x[0]).sum.as_double());
      }});
@@ -266,7 +423,7 @@ const Filter<> kMeanOfAllPixels(
      .output = OutputKind::table,
      .output_dtype = "table: mean",
      .layout = InputLayout::any,
-     .untiled = "its output depends on the whole image",
+     .fold = stats_fold("mean", [](const Stats& s) { return s.mean; }),
      .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
        return row("mean", stats(x[0]).mean);
      }});
@@ -281,10 +438,11 @@ const Filter<> kStdOfAllPixels(
             kNanRule,
      .output = OutputKind::table,
      .output_dtype = "table: std",
-     .untiled = "its output depends on the whole image",
-     .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
-       return row("std", std_impl(x[0]));
-     }});
+     .fold = [](const NoParams&, const Shape&, DType) -> std::unique_ptr<SlabFold> {
+       return std::make_unique<StdFold>();
+     },
+     .fn = [](std::span<const Array> x, const NoParams&,
+              const RunOptions&) { return row("std", std_impl(x[0])); }});
 
 struct HistogramParams {
   int n_bins;
@@ -309,16 +467,13 @@ const Filter<HistogramParams> kHistogram(
                      {.name = "maximum", .def = 0, .doc = "end of the last bin"})},
      .output = OutputKind::table,
      .output_dtype = "table: bin_start, bin_end, count (one row per bin)",
-     .untiled = "its output depends on the whole image",
-     .fn = [](std::span<const Array> x, const HistogramParams& p, const RunOptions& o) {
-       const Histogram h = histogram_impl(x[0], p.n_bins, p.minimum, p.maximum, o);
-       Result r;
-       r.table.columns = {"bin_start", "bin_end", "count"};
-       for (std::size_t i = 0; i < h.counts.size(); ++i) {
-         r.table.rows.push_back({h.edges[i], h.edges[i + 1], static_cast<double>(h.counts[i])});
-       }
-       return r;
-     }});
+     .fold = [](const HistogramParams& p, const Shape&, DType t) -> std::unique_ptr<SlabFold> {
+       return std::make_unique<HistogramFold>(p.n_bins, p.minimum, p.maximum, t);
+     },
+     .fn =
+         [](std::span<const Array> x, const HistogramParams& p, const RunOptions& o) {
+           return histogram_table(histogram_impl(x[0], p.n_bins, p.minimum, p.maximum, o));
+         }});
 
 }  // namespace
 
@@ -331,8 +486,11 @@ void register_reductions(Catalog& c) {
 void add_reduction_variants(std::vector<KernelVariant>& out) {
   for (DType t : kAllDTypes) {
     out.push_back({"projection.kernel", "z_extreme", extreme_defines(t)});
+    out.push_back({"projection.kernel", "z_extreme_carry", extreme_defines(t)});
     for (ZOp op : {ZOp::sum, ZOp::mean}) {
       out.push_back({"projection.kernel", "z_moments", moments_defines(t, moments_out(t, op))});
+      out.push_back(
+          {"projection.kernel", "z_moments_carry", moments_defines(t, moments_out(t, op))});
     }
     out.push_back({"histogram.kernel", "histogram_partial", histogram_defines(t, kHistWG)});
     out.push_back({"histogram.kernel", "histogram_combine", histogram_defines(t, kHistWG)});

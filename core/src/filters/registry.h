@@ -9,6 +9,7 @@
 #include <concepts>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -176,6 +177,45 @@ T along_slab_axis(int ndim, T x, T y, T z) {
   return ndim >= 3 ? z : ndim == 2 ? y : x;
 }
 
+// A filter whose output depends on the whole input, run slab by slab (gpix::run_tiled): each
+// pass reads the input once, slab after slab in order of axis 0, and every slab leaves what
+// the output needs in the fold's state (a projection's running column sums, a histogram's
+// counts). Slabs carry no halo.
+struct Folded {
+  // The output once every slab was added: a table, or an array (a projection's one plane).
+  Result whole;
+  // Or, for an output that maps the input slab by slab once the state is known (Otsu: the
+  // threshold from the whole histogram, then pixel by pixel), that map; `whole` is then
+  // empty. Called from several workers at once.
+  std::function<Array(std::span<const Array> slab)> per_slab;
+};
+
+class SlabFold {
+ public:
+  SlabFold() = default;
+  SlabFold(const SlabFold&) = delete;
+  SlabFold& operator=(const SlabFold&) = delete;
+  virtual ~SlabFold() = default;
+  // Reads of the whole input before the output is known (a histogram over the image's own
+  // range: the range, then the counts).
+  virtual int passes() const { return 1; }
+  // Whether finish() gives Folded::per_slab, which reads the input once more.
+  virtual bool maps() const { return false; }
+  // Device memory the state keeps (run_tiled leaves it out of the slabs' budget).
+  virtual std::size_t state_bytes() const { return 0; }
+  // The planes of axis 0 from z0 on, as device arrays of the inputs (always on one device).
+  // Within a pass the slabs come in increasing order and cover the input once.
+  virtual void add(int pass, std::span<const Array> slab, std::size_t z0) = 0;
+  // After the last pass.
+  virtual Folded finish() = 0;
+};
+
+// The fold of a filter for these parameters and a whole input of this shape and dtype (the
+// inputs' checks have passed on the first slab's arrays).
+template <class P>
+using FoldFn =
+    std::function<std::unique_ptr<SlabFold>(const P& p, const Shape& shape, DType dtype)>;
+
 // One table row. The fields without a default (name, category, doc, fn) must be written;
 // the rest default to what most filters have.
 template <class P>
@@ -190,10 +230,11 @@ struct FilterSpec {
   OutputKind output = OutputKind::image;
   std::string output_dtype = "same as input";
   InputLayout layout = InputLayout::contiguous;
-  // Tiling: the halo rule, or, when the output depends on more than a halo of the input,
-  // why the filter cannot run tiled. Every row says one or the other (test_core_tiled),
-  // so no filter tiles by accident.
+  // Tiling: the halo rule; or, when the output depends on the whole input, how its slabs
+  // fold into it; or, when neither, why the filter cannot run tiled. Every row says one of
+  // the three (test_core_tiled), so no filter tiles by accident.
   HaloFn<P> halo = {};
+  FoldFn<P> fold = {};
   std::string untiled = {};
   FilterFn<P> fn;
 };
@@ -211,6 +252,10 @@ class Entry {
   // The halo of a tiled run with these parameters (checked as run checks them); throws
   // InvalidArgument, saying why, for a filter that cannot run tiled.
   virtual std::size_t halo(int ndim, const Params& given) const = 0;
+  // The fold of a tiled run (see SlabFold), or null for a filter that tiles with a halo;
+  // throws InvalidArgument, saying why, for one that cannot run tiled.
+  virtual std::unique_ptr<SlabFold> fold(const Params& given, const Shape& shape,
+                                         DType dtype) const = 0;
 
  protected:
   explicit Entry(FilterInfo info) : info_(std::move(info)) {}
@@ -226,6 +271,7 @@ class Filter final : public Entry {
       : Entry(describe(s)),
         params_(std::move(s.params)),
         halo_(std::move(s.halo)),
+        fold_(std::move(s.fold)),
         fn_(std::move(s.fn)) {}
 
   Result run(std::span<const Array> inputs, const Params& given,
@@ -235,10 +281,19 @@ class Filter final : public Entry {
   }
 
   std::size_t halo(int ndim, const Params& given) const override {
-    if (!halo_) {
-      throw InvalidArgument("filter '" + info().name + "' cannot run tiled: " + info().untiled);
+    if (fold_) {
+      (void)parse(given);  // the parameters are checked all the same
+      return 0;
     }
+    if (!halo_) untileable();
     return halo_(parse(given), ndim);
+  }
+
+  std::unique_ptr<SlabFold> fold(const Params& given, const Shape& shape,
+                                 DType dtype) const override {
+    if (fold_) return fold_(parse(given), shape, dtype);
+    if (!halo_) untileable();
+    return nullptr;
   }
 
   // The typed functions' way in: the same checks on p, then the implementation.
@@ -260,6 +315,9 @@ class Filter final : public Entry {
   }
 
  private:
+  [[noreturn]] void untileable() const {
+    throw InvalidArgument("filter '" + info().name + "' cannot run tiled: " + info().untiled);
+  }
   // The parameters as given, defaults filled in, each checked.
   P parse(const Params& given) const {
     check_names(info(), given);
@@ -283,8 +341,9 @@ class Filter final : public Entry {
     info.output = s.output;
     info.output_dtype = s.output_dtype;
     info.layout = s.layout;
-    info.tiles = static_cast<bool>(s.halo);
-    info.untiled = s.halo ? std::string() : s.untiled;
+    info.tiles = s.halo || s.fold;
+    info.folds = static_cast<bool>(s.fold);
+    info.untiled = info.tiles ? std::string() : s.untiled;
     return info;
   }
   void check(std::span<const Array> inputs, const P& p) const {
@@ -301,6 +360,7 @@ class Filter final : public Entry {
 
   std::vector<Param<P>> params_;
   HaloFn<P> halo_;
+  FoldFn<P> fold_;
   FilterFn<P> fn_;
 };
 

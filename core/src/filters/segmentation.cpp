@@ -7,6 +7,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <optional>
+#include <vector>
 
 #include "filters/launch.h"
 #include "filters/registry.h"
@@ -15,6 +18,7 @@
 #include "gpix/filters/arithmetic.h"
 #include "gpix/stats.h"
 #include "kernel_variants.h"
+#include "stats_accumulator.h"
 
 namespace gpix::detail {
 namespace {
@@ -178,50 +182,49 @@ struct Otsu {
   bool constant = false;
 };
 
-Otsu otsu(const Array& in) {
-  if (!in.is_contiguous()) return otsu(in.to_buffer());
-  require_u32_indices(in, "threshold_otsu");  // uint32 bin counts
-  const Stats s = stats(in);
-  Otsu r;
+// Otsu's threshold in three steps, so that gpix::run_tiled can take an image's slabs through
+// them one at a time: the bins, from the whole image's stats; the counts of the pixels of a
+// part of the image; the threshold, from the counts of every part.
+struct OtsuBins {
+  DType dtype = DType::u8;
+  // Set when the stats settle the threshold without counts (no value but NaN, one value).
+  std::optional<Otsu> settled;
+  std::size_t bins = 0;
+  Scalar lo;                  // integers: one bin per value from lo; floats: the first edge
+  double norm = 0;            // floats: 256 / (max - min), as the image's float type
+  std::vector<double> edges;  // floats: 257 edges, each a value of the image's float type
+};
+
+OtsuBins otsu_bins(DType t, const Stats& s) {
+  OtsuBins b;
+  b.dtype = t;
   if (s.count == 0) {
-    r.threshold = Scalar(std::numeric_limits<double>::quiet_NaN());
-    return r;
+    b.settled = Otsu{Scalar(std::numeric_limits<double>::quiet_NaN()), false};
+    return b;
   }
-  if (s.min.as_double() == s.max.as_double() &&
-      (is_float(in.dtype()) || s.min.str() == s.max.str())) {
-    r.constant = true;  // scikit-image returns the value itself
-    r.threshold = s.min;
-    return r;
+  if (s.min.as_double() == s.max.as_double() && (is_float(t) || s.min.str() == s.max.str())) {
+    b.settled = Otsu{s.min, true};  // scikit-image returns the value itself
+    return b;
   }
-  return visit_dtype(in.dtype(), [&](auto zero) -> Otsu {
+  visit_dtype(t, [&](auto zero) {
     using T = decltype(zero);
+    const T lo = s.min.exact_as<T>(), hi = s.max.exact_as<T>();
+    b.lo = s.min;
     if constexpr (std::is_integral_v<T>) {
       // One bin per value over [min, max], as scikit-image's bincount histogram.
-      const T lo = s.min.exact_as<T>(), hi = s.max.exact_as<T>();
       const auto range = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo);
       if (static_cast<double>(range) >= kMaxOtsuBins) {
         throw InvalidArgument(
-            "threshold_otsu on " + std::string(name(in.dtype())) + ": the image spans " +
-            s.min.str() + " to " + s.max.str() +
+            "threshold_otsu on " + std::string(name(t)) + ": the image spans " + s.min.str() +
+            " to " + s.max.str() +
             "; scikit-image bins integer images one bin per value, which gpix does up to " +
             "16777216 values. Convert to float32 first for scikit-image's 256 float bins");
       }
-      const std::size_t bins = static_cast<std::size_t>(range) + 1;
-      Array hist = Array::create(Shape{bins}, DType::u32, in.device());
-      launch(in, kFile, "otsu_count", seg_defines(in.dtype()), flat_grid(in.elements()),
-             {arg(in), arg<std::uint64_t>(in.elements()), arg(lo), arg(hist)});
-      const auto c32 = hist.pull_as<std::uint32_t>();
-      std::vector<std::uint64_t> counts(c32.begin(), c32.end());
-      std::vector<long double> centres(bins);
-      for (std::size_t i = 0; i < bins; ++i)
-        centres[i] = static_cast<long double>(lo) + static_cast<long double>(i);
-      r.threshold =
-          Scalar(static_cast<T>(static_cast<std::uint64_t>(lo) + otsu_bin(counts, centres)));
+      b.bins = static_cast<std::size_t>(range) + 1;
     } else {
       // numpy.histogram(image, 256, range=(min, max)) in the image's own float type: edges
       // from numpy.linspace (computed in float64, then stored as T), the scale 256 / (max -
-      // min) with the difference taken in T, centres (e[i] + e[i+1]) / 2 in T.
-      const T lo = s.min.exact_as<T>(), hi = s.max.exact_as<T>();
+      // min) with the difference taken in T.
       const T diff = hi - lo;
       if (!std::isfinite(diff)) {
         throw InvalidArgument("threshold_otsu: the image's range [" + s.min.str() + ", " +
@@ -229,15 +232,32 @@ Otsu otsu(const Array& in) {
                               "] has no 256 finite bins (scikit-image refuses it too); clip or "
                               "rescale_intensity first");
       }
-      const T norm = static_cast<T>(256.0 / static_cast<double>(diff));
-      std::vector<T> edges(257);
+      b.bins = 256;
+      b.norm = static_cast<T>(256.0 / static_cast<double>(diff));
+      b.edges.resize(257);
       const double start = lo, step = (static_cast<double>(hi) - start) / 256.0;
       for (std::size_t i = 0; i < 256; ++i)
-        edges[i] = static_cast<T>(static_cast<double>(i) * step + start);
-      edges[256] = hi;
+        b.edges[i] = static_cast<T>(static_cast<double>(i) * step + start);
+      b.edges[256] = hi;
+    }
+  });
+  return b;
+}
+
+// Adds the counts of in's pixels in the bins to counts (b.bins of them).
+void otsu_count(const Array& in, const OtsuBins& b, std::vector<std::uint64_t>& counts) {
+  require_u32_indices(in, "threshold_otsu");  // uint32 bin counts
+  visit_dtype(b.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    Array hist = Array::create(Shape{b.bins}, DType::u32, in.device());
+    const T lo = b.lo.exact_as<T>();
+    if constexpr (std::is_integral_v<T>) {
+      launch(in, kFile, "otsu_count", seg_defines(in.dtype()), flat_grid(in.elements()),
+             {arg(in), arg<std::uint64_t>(in.elements()), arg(lo), arg(hist)});
+    } else {
+      std::vector<T> edges(b.edges.begin(), b.edges.end());
       auto& dev = *Access::impl(in).device;
-      Array edge_arr = Array::push(edges, Shape{257}, in.device());
-      Array hist = Array::create(Shape{256}, DType::u32, in.device());
+      Array edge_arr = Array::push(edges, Shape{edges.size()}, in.device());
       const std::size_t groups = std::clamp<std::size_t>(
           std::min<std::size_t>((in.elements() + 255) / 256, dev.info().compute_units * 8u), 1,
           4096);
@@ -245,14 +265,33 @@ Otsu otsu(const Array& in) {
       l.global[0] = groups * 256;
       l.local[0] = 256;
       launch(in, kFile, "otsu_histogram", otsu_defines(in.dtype()), l,
-             {arg(in), arg<std::uint64_t>(in.elements()), arg(lo), arg(norm), arg(edge_arr),
-              arg(hist)});
-      const auto c32 = hist.pull_as<std::uint32_t>();
-      std::vector<std::uint64_t> counts(c32.begin(), c32.end());
+             {arg(in), arg<std::uint64_t>(in.elements()), arg(lo), arg(static_cast<T>(b.norm)),
+              arg(edge_arr), arg(hist)});
+    }
+    const auto c32 = hist.pull_as<std::uint32_t>();
+    for (std::size_t i = 0; i < c32.size(); ++i) counts[i] += c32[i];
+  });
+}
+
+Otsu otsu_threshold(const OtsuBins& b, const std::vector<std::uint64_t>& counts) {
+  if (b.settled) return *b.settled;
+  return visit_dtype(b.dtype, [&](auto zero) -> Otsu {
+    using T = decltype(zero);
+    Otsu r;
+    if constexpr (std::is_integral_v<T>) {
+      const T lo = b.lo.exact_as<T>();
+      std::vector<long double> centres(b.bins);
+      for (std::size_t i = 0; i < b.bins; ++i)
+        centres[i] = static_cast<long double>(lo) + static_cast<long double>(i);
+      r.threshold =
+          Scalar(static_cast<T>(static_cast<std::uint64_t>(lo) + otsu_bin(counts, centres)));
+    } else {
+      // Centres (e[i] + e[i+1]) / 2 in T.
       std::vector<double> centres(256);
       std::vector<T> centres_t(256);
       for (std::size_t i = 0; i < 256; ++i) {
-        centres_t[i] = static_cast<T>((edges[i] + edges[i + 1]) / T(2));
+        centres_t[i] =
+            static_cast<T>((static_cast<T>(b.edges[i]) + static_cast<T>(b.edges[i + 1])) / T(2));
         centres[i] = centres_t[i];
       }
       r.threshold = Scalar(centres_t[otsu_bin(counts, centres)]);
@@ -261,8 +300,17 @@ Otsu otsu(const Array& in) {
   });
 }
 
-Array threshold_otsu_impl(const Array& in) {
-  const Otsu o = otsu(in);
+Otsu otsu(const Array& in) {
+  if (!in.is_contiguous()) return otsu(in.to_buffer());
+  require_u32_indices(in, "threshold_otsu");  // uint32 bin counts
+  const OtsuBins b = otsu_bins(in.dtype(), stats(in));
+  std::vector<std::uint64_t> counts(b.bins, 0);
+  if (!b.settled) otsu_count(in, b, counts);
+  return otsu_threshold(b, counts);
+}
+
+// 1 where in > o's threshold (the map of the whole image and of each tiled slab).
+Array apply_otsu(const Array& in, const Otsu& o) {
   return visit_dtype(in.dtype(), [&](auto zero) {
     using T = decltype(zero);
     if constexpr (std::is_floating_point_v<T>) {
@@ -272,6 +320,41 @@ Array threshold_otsu_impl(const Array& in) {
     }
   });
 }
+
+Array threshold_otsu_impl(const Array& in) {
+  return apply_otsu(in, otsu(in));
+}
+
+// threshold_otsu slab by slab: the stats of every slab, then their counts, then each slab
+// thresholded. Every step is the whole image's, so is the result.
+class OtsuFold final : public SlabFold {
+ public:
+  explicit OtsuFold(DType t) : dtype_(t), stats_(t) {}
+  int passes() const override { return 2; }
+  bool maps() const override { return true; }
+  void add(int pass, std::span<const Array> slab, std::size_t z0) override {
+    const Array in = slab[0].is_contiguous() ? slab[0] : slab[0].to_buffer();
+    if (pass == 0) {
+      stats_.add(stats(in));
+      return;
+    }
+    if (z0 == 0) {
+      bins_ = otsu_bins(dtype_, stats_.result());
+      counts_.assign(bins_.bins, 0);
+    }
+    if (!bins_.settled) otsu_count(in, bins_, counts_);
+  }
+  Folded finish() override {
+    const Otsu o = otsu_threshold(bins_, counts_);
+    return {{}, [o](std::span<const Array> slab) { return apply_otsu(slab[0], o); }};
+  }
+
+ private:
+  DType dtype_;
+  StatsAccumulator stats_;
+  OtsuBins bins_;
+  std::vector<std::uint64_t> counts_;
+};
 
 // ------------------------------------------------------------------ binary logic, morphology
 Array to_mask(const Array& in, bool invert) {
@@ -570,10 +653,11 @@ const Filter<> kThresholdOtsu(
      .dims = {2, 3},
      .output = OutputKind::binary,
      .output_dtype = "uint8 (0/1)",
-     .untiled = "its threshold comes from the whole image's histogram",
-     .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
-       return one(threshold_otsu_impl(x[0]));
-     }});
+     .fold = [](const NoParams&, const Shape&, DType t) -> std::unique_ptr<SlabFold> {
+       return std::make_unique<OtsuFold>(t);
+     },
+     .fn = [](std::span<const Array> x, const NoParams&,
+              const RunOptions&) { return one(threshold_otsu_impl(x[0])); }});
 
 struct ThresholdParams {
   double value;

@@ -1,0 +1,64 @@
+#pragma once
+// What io.cpp's whole-file reads and writes and slab_files.cpp's plane-by-plane ones share:
+// ITK's types for gpix's dtypes, the header read, the metadata, the checks before a write, and
+// the temporary folder a write goes through.
+#include <itkImageIOBase.h>
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "gpix/dtype.h"
+#include "gpix/io.h"
+#include "gpix/shape.h"
+
+namespace gpix::io::detail {
+
+// The dtype of an ITK component, by kind and size (ITK's LONG is 8 bytes on LP64 systems).
+std::optional<DType> to_dtype(itk::IOComponentEnum c, std::size_t size);
+itk::IOComponentEnum to_component(DType t);
+
+// The ImageIO for `path` (in `format`) with its header read, the file's structure checked
+// first. `p` is the name handed to ITK (NIfTI's private link); libtiff() says what libtiff
+// said. Throws IoError: unreadable file, another format than the extension says.
+itk::ImageIOBase::Pointer read_header(const std::filesystem::path& path, const Format& format,
+                                      const std::string& p, const ReadOptions& options,
+                                      const std::function<std::string()>& libtiff);
+
+// The header's spacing, origin and direction in (z, y, x) order.
+Metadata metadata_of(itk::ImageIOBase& io, int ndim);
+
+// Throws IoError unless path's format stores this dtype and dimensionality, and the metadata
+// has ndim values where it has any.
+void check_writable(const std::filesystem::path& path, DType t, int ndim, const Metadata& meta);
+
+// Writes the sidecar `side` ({"shape": [...], "dtype": "..."}) of the raw file `raw`.
+void write_raw_sidecar(const std::filesystem::path& raw, const std::filesystem::path& side,
+                       const Shape& shape, DType dtype);
+
+// Throws IoError unless path is a regular, non-empty, readable file.
+void check_input_file(const std::filesystem::path& path);
+
+// A folder next to the target that takes the output, renamed into place on success and
+// removed on failure, so that a failed write leaves nothing behind. Throws IoError when the
+// target's folder is missing or not writable.
+class TempFolder {
+ public:
+  explicit TempFolder(const std::filesystem::path& target);
+  ~TempFolder();
+  TempFolder(const TempFolder&) = delete;
+  TempFolder& operator=(const TempFolder&) = delete;
+
+  std::filesystem::path file() const { return dir_ / target_.filename(); }
+  std::filesystem::path folder() const { return dir_; }
+  // Moves every file written into place, the named target last (side files such as the .raw
+  // of a .mhd first, so the header never points at missing data).
+  void commit();
+
+ private:
+  std::filesystem::path target_;
+  std::filesystem::path dir_;
+};
+
+}  // namespace gpix::io::detail
