@@ -435,7 +435,10 @@ def end_to_end(o, tmp):
     bad = {
         k: v
         for k, v in g.items()
-        if v["status"] != "ok" and not (v["status"] == "unsupported" and "median_box" in k)
+        # Large median windows run (radix select) but slowly on PoCL: the suite's own
+        # prediction skips them, which is the suite working as designed.
+        if v["status"] != "ok"
+        and not (v["status"] == "skipped" and "median_box" in k and "predicted" in v.get("note", ""))
     }
     assert not bad, list(bad.items())[:3]
     assert all(v["status"] in ("ok", "skipped") for v in cp.values()), [
