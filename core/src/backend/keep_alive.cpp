@@ -32,9 +32,11 @@ QueueImpl& DeviceImpl::push_queue() {
 void DeviceImpl::release_resources() {
   collect(true);
   // The rings' pinned blocks and the push queue go back to the backend that made them (the
-  // device is dying).
+  // device is dying). The push queue is idle: every push on it is waited for before it
+  // returns. It is not finished here: at process exit the CUDA driver may already be shut
+  // down, and finish() would throw from the device's destructor (bench_transfer ended in
+  // std::terminate so); the queue's own destructor releases it without throwing.
   for (auto& r : ring_) r.reset();
-  if (push_queue_) finish(*push_queue_);
   push_queue_.reset();
   pool().trim();
 }
