@@ -1,14 +1,20 @@
 // Tiled execution (gpix::run_tiled) of a float32 volume much larger than the slab budget,
 // against the PCIe floor measured in the same run: floor = max(bytes pushed / push rate,
 // bytes pulled / pull rate), the two directions being able to overlap. Gaussian sigma 2 and
-// the 3x3x3 median, one and two workers per device; the first case is also checked bit for
+// the 3x3x3 median, one to three workers per device; the first case is also checked bit for
 // bit against the whole-array run.
+// Per phase (TiledReport, summed over the workers, of the best repeat): push, run and pull
+// seconds, the rates the pushes and pulls reached while the run went on, and the overlap,
+// (push + pull) / wall: 1 when the transfers ran one after the other (or the run is not
+// bound by them), towards 2 when every push travelled beside a pull.
 //   bench_tiled [--device NAME[,NAME...]] [--gb 4] [--budget-mb 512] [--repeats 3]
+//               [--workers 1,2,3]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,11 +35,17 @@ int main(int argc, char** argv) {
   double gb = 4;
   double budget_mb = 512;
   int repeats = 3;
+  std::vector<std::size_t> workers = {1, 2, 3};
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--device")) device = argv[i + 1];
     if (!std::strcmp(argv[i], "--gb")) gb = std::stod(argv[i + 1]);
     if (!std::strcmp(argv[i], "--budget-mb")) budget_mb = std::stod(argv[i + 1]);
     if (!std::strcmp(argv[i], "--repeats")) repeats = std::stoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--workers")) {
+      workers.clear();
+      std::stringstream list(argv[i + 1]);
+      for (std::string w; std::getline(list, w, ',');) workers.push_back(std::stoul(w));
+    }
   }
   try {
     std::vector<gpix::Device> devs;
@@ -83,11 +95,12 @@ int main(int argc, char** argv) {
     const Case cases[] = {
         {"gaussian_blur", {{"sigma_x", 2.0}, {"sigma_y", 2.0}, {"sigma_z", 2.0}}},
         {"median_box", {{"radius_x", 1.0}, {"radius_y", 1.0}, {"radius_z", 1.0}}}};
-    std::printf("%-14s %8s %7s %6s %10s %9s %9s %8s %8s\n", "filter", "workers", "slabs", "halo",
-                "best s", "GB/s in", "floor s", "x floor", "fresh s");
+    std::printf("%-14s %7s %6s %5s %8s %8s %8s %8s %8s %7s %7s %9s %9s %8s %8s\n", "filter",
+                "workers", "slabs", "halo", "best s", "GB/s in", "floor s", "x floor", "push s",
+                "run s", "pull s", "push GB/s", "pull GB/s", "overlap", "fresh s");
     bool checked = false;
     for (const Case& c : cases) {
-      for (std::size_t w : {1, 2, 3}) {
+      for (std::size_t w : workers) {
         gpix::TiledOptions o;
         o.devices = devs;
         o.budget_bytes = static_cast<std::uint64_t>(budget_mb * 1e6);
@@ -100,15 +113,26 @@ int main(int argc, char** argv) {
         const double fresh = rep.seconds;
         o.output = &out;
         double best = 1e9;
+        gpix::TiledReport best_rep;
         for (int r = 0; r < repeats; ++r) {
           gpix::run_tiled(c.filter, in, c.params, o);
-          best = std::min(best, rep.seconds);
+          if (rep.seconds < best) {
+            best = rep.seconds;
+            best_rep = rep;
+          }
         }
         const double floor_s = std::max(static_cast<double>(rep.bytes_in) / (push_gbps * 1e9),
                                         static_cast<double>(rep.bytes_out) / (pull_gbps * 1e9)) /
                                static_cast<double>(devs.size());
-        std::printf("%-14s %8zu %7zu %6zu %10.3f %9.1f %9.3f %8.2f %8.3f\n", c.filter, w, rep.slabs,
-                    rep.halo, best, bytes / best / 1e9, floor_s, best / floor_s, fresh);
+        const gpix::TiledReport& b = best_rep;
+        std::printf(
+            "%-14s %7zu %6zu %5zu %8.3f %8.1f %8.3f %8.2f %8.3f %7.3f %7.3f %9.1f %9.1f "
+            "%8.2f %8.3f\n",
+            c.filter, w, b.slabs, b.halo, best, bytes / best / 1e9, floor_s, best / floor_s,
+            b.push_seconds, b.run_seconds, b.pull_seconds,
+            static_cast<double>(b.bytes_in) / b.push_seconds / 1e9,
+            static_cast<double>(b.bytes_out) / b.pull_seconds / 1e9,
+            (b.push_seconds + b.pull_seconds) / best, fresh);
         std::fflush(stdout);
         if (!checked) {
           // Bit for bit against the whole-array run (the volume fits on the GPU here).

@@ -12,6 +12,8 @@
 #                                pyclesperanto on one grid, plus first calls (bench/suite.py; the
 #                                peers' wheels in .whl, bench/peers-requirements.txt). ARGS go to
 #                                suite.py (e.g. --budget 300, --filters REGEX).
+#   scripts/gpu-run.sh tiled     bench_tiled (GPIX_TILED_GB, default 8, of float32 with a 1 GB
+#                                budget) and bench_transfer, on CUDA and NVIDIA OpenCL
 set -uo pipefail
 cd "$(dirname "$0")/.."
 stage=${1:-check}
@@ -74,6 +76,16 @@ case "$stage" in
     # the core checks (cross-device copies include CUDA peer copies on multi-GPU machines).
     timeout 300 "$build/bin/cross_backend" 2>&1 | tee "$out/cross_backend.txt" | grep -E "FAIL|passed|devices"
     timeout 200 "$build/bin/gpu_check" 2>&1 | tee "$out/gpu_check.txt" | grep -E "FAIL|passed|copy to" | cut -c1-200
+    ;;
+  tiled)
+    # Tiled runs against the PCIe floor with each phase's time and the overlap of pushes and
+    # pulls (issue 18), then single transfers, which the tiled changes must leave as they were.
+    for dev in cuda: opencl:NVIDIA; do
+      echo "== bench_tiled --device $dev"
+      OCL_ICD_VENDORS=/tmp/nv-icd timeout 250 "$build/bin/bench_tiled" --device "$dev" \
+        --gb "${GPIX_TILED_GB:-8}" --budget-mb 1024 --repeats 3 2>&1 | tee -a "$out/tiled.txt"
+    done
+    benches transfers.txt bench_transfer
     ;;
   transfers)
     for dev in cuda: opencl:NVIDIA; do

@@ -3,7 +3,7 @@
 //   gpix info <source> [--shape Z,Y,X] [--dtype T] [--channels C] [--device NAME] [--json]
 //   gpix filters [--json | --markdown]
 //   gpix run FILTER INPUT... [OUTPUT] [--PARAM VALUE ...] [--device NAME] [--json]
-//            [--tiled] [--tile-budget SIZE] [--device NAME,NAME...]
+//            [--tiled] [--tile-budget SIZE] [--tile-workers N] [--device NAME,NAME...]
 // Each command is one function in kCommands below; adding a command is adding a row.
 #include <unistd.h>
 #include <QCommandLineParser>
@@ -479,6 +479,15 @@ int run_tiled_cli(const QCommandLineParser& p, const QStringList& args, const Fi
       o.devices.push_back(select_device(d.trimmed().toStdString()));
   }
   if (p.isSet("tile-budget")) o.budget_bytes = parse_bytes(p.value("tile-budget"));
+  if (p.isSet("tile-workers")) {
+    bool ok = false;
+    const uint n = p.value("tile-workers").toUInt(&ok);
+    if (!ok || n < 1 || n > 16) {
+      throw InvalidArgument("--tile-workers takes 1 to 16 workers per device, not '" +
+                            p.value("tile-workers").toStdString() + "'");
+    }
+    o.workers_per_device = n;
+  }
   const qsizetype n_in = static_cast<qsizetype>(f.inputs.size());
   std::vector<std::unique_ptr<SlabSource>> sources;
   std::vector<SlabSource*> inputs;
@@ -557,7 +566,9 @@ int cmd_run(const QCommandLineParser& p, const QStringList& args) {
   for (const auto& s : f.params) {
     if (p.isSet(qs(s.name))) params[s.name] = parse_param(s, p.value(qs(s.name)).toStdString());
   }
-  if (p.isSet("tiled") || p.isSet("tile-budget")) return run_tiled_cli(p, args, f, params);
+  if (p.isSet("tiled") || p.isSet("tile-budget") || p.isSet("tile-workers")) {
+    return run_tiled_cli(p, args, f, params);
+  }
   const Device dev = chosen_device(p);
   std::vector<Array> inputs;
   for (qsizetype i = 0; i < n_in; ++i) {
@@ -627,10 +638,14 @@ int main(int argc, char** argv) {
                "run --tiled: device memory per slab, e.g. 256MB (default: a "
                "quarter of the device's memory).",
                "SIZE"});
+  p.addOption({"tile-workers",
+               "run --tiled: workers per device, each with its slab and a share of the budget; "
+               "with 2 or more, one slab's push travels beside another's pull (default 1).",
+               "N"});
   // Every catalog parameter is an option (`gpix run gaussian_blur in.tif out.tif --sigma_x 3`);
   // a parameter named like a global option (dtype) serves both.
-  QStringList seen = {"json",     "device", "shape",   "dtype", "channels",
-                      "markdown", "help",   "version", "tiled", "tile-budget"};
+  QStringList seen = {"json", "device",  "shape", "dtype",       "channels",    "markdown",
+                      "help", "version", "tiled", "tile-budget", "tile-workers"};
   for (const auto& f : gpix::filters()) {
     for (const auto& s : f.params) {
       const QString n = qs(s.name);

@@ -4,9 +4,9 @@
 
 namespace gpix::detail {
 
-CopyThreads& CopyThreads::get() {
-  static CopyThreads pool(config().staging.spin);
-  return pool;
+CopyThreads& CopyThreads::get(bool to_device) {
+  static CopyThreads pushes(config().staging.spin), pulls(config().staging.spin);
+  return to_device ? pushes : pulls;
 }
 
 }  // namespace gpix::detail

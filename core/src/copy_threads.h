@@ -1,6 +1,8 @@
 #pragma once
 // The host threads that copy staged transfers between pageable and pinned memory
-// (transfer.cpp). One pool per process; tests make their own.
+// (transfer.cpp). Two pools per process, one for pushes and one for pulls, so that a push and
+// a pull (two workers of a tiled run, on one device or two) copy at once while transfers of
+// one direction take turns; tests make their own.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -24,8 +26,9 @@ namespace gpix::detail {
 // number of threads), which the workers poll: no queue, no lock while nobody sleeps.
 class CopyThreads {
  public:
-  // The process's pool, polling for config().staging.spin (GPIX_STAGING_SPIN_US).
-  static CopyThreads& get();
+  // The process's pool for pushes (to_device) or pulls, polling for config().staging.spin
+  // (GPIX_STAGING_SPIN_US).
+  static CopyThreads& get(bool to_device);
   // A pool of its own (tests); workers poll for `spin` before they sleep.
   explicit CopyThreads(std::chrono::microseconds spin) : spin_(spin) {}
   CopyThreads(const CopyThreads&) = delete;
@@ -47,8 +50,9 @@ class CopyThreads {
   }
 
   // Runs f(0) .. f(n - 1), f(0) on the caller, and returns when all have returned. f must not
-  // throw (the staging tasks catch their own errors). One batch at a time: transfers on two
-  // devices take turns for the threads (their copies share the memory bus anyway).
+  // throw (the staging tasks catch their own errors). One batch at a time: transfers of one
+  // direction on two devices take turns for the threads (their copies share the memory bus
+  // anyway).
   void run(unsigned n, const std::function<void(unsigned)>& f) {
     n = std::min(n, kMaxThreads);
     if (n <= 1) {

@@ -14,9 +14,10 @@ namespace gpix::detail {
 // Pieces of staged transfers, and so the ring's chunks, are multiples of 64 kB.
 constexpr std::size_t kPieceAlign = std::size_t{64} << 10;
 
-// A pinned ring per device (GPIX_STAGING_RING_MB, default 64 MB, one allocation): staged
-// transfers cut it into slots per worker; cross-device copies into kChunks equal chunks.
-// DeviceImpl::staging_ring() owns it, beside the device's memory pool.
+// A pinned ring per device and direction (GPIX_STAGING_RING_MB, default 64 MB, one allocation
+// each, made on the first staged transfer of that direction): staged transfers cut it into
+// slots per worker; cross-device copies into kChunks equal chunks. DeviceImpl::staging_ring()
+// owns them, beside the device's memory pool; each ring's mutex is held for a whole transfer.
 class StagingRing {
  public:
   static constexpr int kChunks = 4;

@@ -2,7 +2,8 @@
 // buffers take the backend's plain calls; padded arrays, images and regions take the pitched
 // calls; large transfers from ordinary host memory are pipelined through a ring of pinned
 // chunks; copies between devices go peer to peer where the backend can (CUDA), otherwise they
-// are staged through pinned host memory.
+// are staged through pinned host memory. Pushes and pulls have a ring, copy threads and (for
+// large pushes) a queue each, so one of each can be in flight on a device at once.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -37,6 +38,12 @@ namespace {
 // 256 kB pieces); non-temporal stores lifted pulls of 256 MB from 26-35 to 45-49 GB/s and pushes
 // of 16 MB from 17-27 to 29-33, but held pushes of 256 MB at 27-32 where memcpy reached 32-47.
 constexpr std::size_t kStreamPushMax = std::size_t{64} << 20;
+
+// Pushes from pinned memory from this size on run on the device's push queue, beside pulls:
+// the two queue calls that order the push after the default queue (a few microseconds on
+// CUDA) are then well under a percent of the transfer, where for the 1 MB pushes that
+// bench_transfer times they would show.
+constexpr std::size_t kPinnedPushQueueMin = std::size_t{16} << 20;
 
 // The split of one staged transfer. The bytes go through the ring in `pieces` pieces of
 // `piece` bytes (the last one shorter), one DMA each, `slots` of them in flight (piece k in
@@ -121,7 +128,7 @@ void streamed(DeviceImpl::StreamedPush& push, std::byte* ring, const std::byte* 
   const std::size_t slices = (bytes + slice - 1) / slice;
   std::atomic<std::size_t> next{0};
   std::exception_ptr error;  // start()'s, on the caller
-  CopyThreads::get().run(workers, [&](unsigned w) {
+  CopyThreads::get(true).run(workers, [&](unsigned w) {
     if (w == 0) {
       try {
         push.start();
@@ -149,8 +156,24 @@ std::size_t stream_slice(std::size_t bytes, const StagingConfig& c) {
   return std::clamp(s, std::size_t{32} << 10, std::size_t{1} << 20);
 }
 
+// The device's push queue, ordered after everything submitted to its default queue so far:
+// a push into memory that queued kernels still read (a pool block handed on) waits for them,
+// as it did when pushes went on the default queue, and kernels queued after the push returns
+// see its bytes (the push is waited for first). The wait is a marker of the default queue
+// that the push queue's next command waits for on the device (an in-order queue starts a
+// command after the one before it), not a wait on the host.
+QueueImpl& push_queue_after_default(DeviceImpl& dev) {
+  QueueImpl& q = dev.push_queue();
+  const std::shared_ptr<EventImpl> before = dev.marker(dev.default_queue(), {});
+  EventImpl* w[] = {before.get()};
+  (void)dev.marker(q, w);
+  return q;
+}
+
 // One staged transfer between pageable host memory and a contiguous device range, the
-// ring's lock held; from (host -> device) or to (device -> host) is set. Pulls: the caller
+// direction's ring's lock held; from (host -> device) or to (device -> host) is set. Pushes
+// run on the push queue (push_queue_after_default), pulls on the default queue behind the
+// kernels that made their bytes, so a push and a pull travel at once. Pulls: the caller
 // queues the reads of the first `slots` pieces before any thread starts (the DMA engine
 // starts at once, not after a thread wake-up); the thread that copies out a piece's last
 // slice queues the read of the piece that takes over its slot. Pushes: the thread that
@@ -163,7 +186,7 @@ void staged(DeviceImpl& dev, StagingRing& r, Memory& mem, std::size_t offset, co
   const bool to_device = from != nullptr;
   const bool stream =
       c.streaming == 1 || (c.streaming == -1 && (!to_device || bytes < kStreamPushMax));
-  QueueImpl& q = dev.default_queue();
+  QueueImpl& q = to_device ? push_queue_after_default(dev) : dev.default_queue();
   StagingConfig cd = c;
   if (const unsigned limit = dev.max_transfer_threads(); limit > 0) {
     cd.threads = std::min(cd.threads, limit);
@@ -234,7 +257,7 @@ void staged(DeviceImpl& dev, StagingRing& r, Memory& mem, std::size_t offset, co
   }
   std::atomic<std::size_t> next{0};
   const std::size_t slices = p.pieces * p.per_piece;
-  CopyThreads::get().run(p.workers, [&](unsigned) {
+  CopyThreads::get(to_device).run(p.workers, [&](unsigned) {
     try {
       while (!failed.load(std::memory_order_relaxed)) {
         const std::size_t u = next.fetch_add(1, std::memory_order_relaxed);
@@ -311,12 +334,18 @@ void write_all(ArrayImpl& a, const void* src, bool host_pinned) {
     // microseconds of overhead show).
     const StagingConfig& c = config().staging;
     if (!host_pinned && want_staging(bytes, c)) {
-      StagingRing& r = dev.staging_ring();
+      StagingRing& r = dev.staging_ring(true);
       std::lock_guard lock(r.mutex);
       if (r.ready()) {
         staged(dev, r, *a.memory, *offset, static_cast<const std::byte*>(src), nullptr, bytes, c);
         return;
       }
+    }
+    if (host_pinned && bytes >= kPinnedPushQueueMin) {
+      dev.write_rect(push_queue_after_default(dev), *a.memory, linear(*offset, bytes), src,
+                     linear(0, bytes), {bytes, 1, 1}, {})
+          ->wait();
+      return;
     }
     dev.write(*a.memory, *offset, src, bytes);
     return;
@@ -330,7 +359,7 @@ void read_all(const ArrayImpl& a, void* dst, bool host_pinned) {
   if (const auto offset = linear_offset(a)) {
     const StagingConfig& c = config().staging;
     if (!host_pinned && want_staging(bytes, c)) {
-      StagingRing& r = dev.staging_ring();
+      StagingRing& r = dev.staging_ring(false);
       std::lock_guard lock(r.mutex);
       if (r.ready()) {
         staged(dev, r, *a.memory, *offset, nullptr, static_cast<std::byte*>(dst), bytes, c);
@@ -394,7 +423,8 @@ void copy_box(const ArrayImpl& src, const Pitched& s, ArrayImpl& dst, const Pitc
       if (dc) copy_box(*dc, dc->at(), dst, d, e);
       return;
     }
-    StagingRing& r = sp->device->staging_ring();
+    // The source's pull ring: the chunks are read from it first.
+    StagingRing& r = sp->device->staging_ring(false);
     std::unique_lock lock(r.mutex);
     if (r.ready()) {
       DeviceImpl& sd = *sp->device;

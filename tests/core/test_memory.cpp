@@ -3,6 +3,8 @@
 // image objects with samplers, cross-device copies and shared virtual memory.
 #include <QTest>
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <thread>
 
@@ -306,6 +308,72 @@ class TestMemory : public QObject {
         QVERIFY(std::memcmp(back.data(), in.data(), h * w) == 0);
         HostArray reg = a.read_region({{n / 3}, {n - n / 3 - 1}});
         QVERIFY(std::memcmp(reg.data(), in.data() + n / 3, n - n / 3 - 1) == 0);
+      }
+    }
+  }
+
+  // A push and a pull of two threads at once (each direction has its staging ring, its copy
+  // threads and, for pushes, a queue of its own): every byte arrives, and a push still lands
+  // after work queued before it on the default queue (a fill of the same array). Pageable
+  // pushes and pinned ones of 16 MB and more (which take the push queue too).
+  void push_and_pull_at_once_data() { devices_data(); }
+  void push_and_pull_at_once() {
+    QFETCH(int, device);
+    const Device dev = test::device_at(device);
+    constexpr std::size_t MB = std::size_t{1} << 20;
+    for (std::size_t n : {3 * MB + 5, 17 * MB + 3}) {
+      const Shape s{n};
+      const HostArray in = host_random<std::uint8_t>(s);
+      HostArray pinned = HostArray::pinned(s, DType::u8, dev);
+      std::memcpy(pinned.data(), in.data(), n);
+      Array up = Array::empty(s, DType::u8, dev);
+      Array down = Array::empty(s, DType::u8, dev);
+      down.write(in.data(), n);
+      std::atomic<int> bad{0};
+      std::thread pusher([&] {
+        std::vector<std::uint8_t> back(n);
+        for (int i = 0; i < 6; ++i) {
+          up.fill(std::uint8_t{0xA5});  // queued first: the push lands after it
+          if (i % 2) {
+            up.write(pinned);
+          } else {
+            up.write(in.data(), n);
+          }
+          up.read(back.data(), n);
+          if (std::memcmp(back.data(), in.data(), n) != 0) ++bad;
+        }
+      });
+      std::vector<std::uint8_t> out(n);
+      for (int i = 0; i < 6; ++i) {
+        std::fill(out.begin(), out.end(), std::uint8_t{0x5A});
+        down.read(out.data(), n);
+        if (std::memcmp(out.data(), in.data(), n) != 0) ++bad;
+      }
+      pusher.join();
+      QVERIFY2(bad.load() == 0, (std::to_string(n) + " bytes").c_str());
+      // The push waits for work queued before it on the default queue, here a fill held back
+      // by a user event: it must not land before the fill (which would then overwrite it).
+      for (const bool use_pinned : {false, true}) {
+        Array late = Array::empty(s, DType::u8, dev);
+        Event gate = Event::user(dev);
+        Event filled = fill_async(late, std::uint8_t{0xA5}, Queue{}, {gate});
+        std::atomic<bool> pushed{false};
+        std::thread t([&] {
+          if (use_pinned) {
+            late.write(pinned);
+          } else {
+            late.write(in.data(), n);
+          }
+          pushed = true;
+        });
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        const bool early = pushed.load();
+        gate.complete();
+        t.join();
+        filled.wait();
+        QVERIFY2(!early, "the push returned before the fill queued ahead of it ran");
+        const HostArray back = late.pull();
+        QVERIFY(std::memcmp(back.data(), in.data(), n) == 0);
       }
     }
   }

@@ -192,6 +192,16 @@ class TestIoCli : public QObject {
     const io::Image a = io::read(whole.toStdString()), b = io::read(tiled.toStdString());
     QVERIFY(a.pixels.bytes() == b.pixels.bytes());
     QVERIFY(std::memcmp(a.pixels.data(), b.pixels.data(), a.pixels.bytes()) == 0);
+    // Three workers on the device, pushes beside pulls: the same bytes.
+    const QString workers = dir.filePath("workers.tif");
+    const test::ProcessResult w =
+        test::run_cli({"run", "median_box", in, workers, "--radius_z", "2", "--device", "0",
+                       "--tile-budget", "120kB", "--tile-workers", "3", "--json"});
+    QVERIFY2(w.code == 0, w.err);
+    QVERIFY2(QJsonDocument::fromJson(w.out).object()["slabs"].toInteger() >= 8, w.out);
+    const io::Image c = io::read(workers.toStdString());
+    QVERIFY(std::memcmp(a.pixels.data(), c.pixels.data(), a.pixels.bytes()) == 0);
+    QCOMPARE(test::run_cli({"run", "median_box", in, workers, "--tile-workers", "0"}).code, 2);
     (void)devs;
     const QString never = dir.filePath("never.tif");
     const test::ProcessResult labels =

@@ -371,9 +371,15 @@ class DeviceImpl {
   // The device's memory pool (core/src/memory_pool.h); every allocation of arrays and
   // temporaries goes through it. Created on first use.
   MemoryPool& pool();
-  // The device's pinned staging ring for transfers from pageable host memory
-  // (core/src/staging_ring.h). Created on first use, beside the pool.
-  StagingRing& staging_ring();
+  // The device's pinned staging rings for transfers between pageable host memory and the
+  // device (core/src/staging_ring.h), one per direction (`to_device`: pushes), so that a push
+  // and a pull (two workers of a tiled run) are staged at once. Created on first use, beside
+  // the pool.
+  StagingRing& staging_ring(bool to_device);
+  // The queue that blocking pushes of large transfers use (transfer.cpp), apart from the
+  // default queue that kernels and pulls use: a push and a pull then travel at once, on the
+  // copy engines of both directions. Created on first use.
+  QueueImpl& push_queue();
   // Objects kept alive until event e completes (a HostArray behind an async transfer).
   // Released by later calls of retain()/collect() once e is done, or at finish. Polls
   // EventImpl::done(), so no backend needs a completion callback.
@@ -480,8 +486,10 @@ class DeviceImpl {
 
   std::once_flag pool_once_;
   std::shared_ptr<MemoryPool> pool_;
-  std::once_flag ring_once_;
-  std::unique_ptr<StagingRing> ring_;
+  std::once_flag ring_once_[2];
+  std::unique_ptr<StagingRing> ring_[2];  // [to_device]
+  std::once_flag push_queue_once_;
+  std::unique_ptr<QueueImpl> push_queue_;
   std::mutex retain_mutex_;
   std::vector<std::pair<std::shared_ptr<EventImpl>, std::shared_ptr<const void>>> retained_;
   std::mutex maps_mutex_;

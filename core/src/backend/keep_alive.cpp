@@ -1,5 +1,5 @@
-// What every device owns whatever its backend: the memory pool, the staging ring and the
-// keep-alive list behind asynchronous transfers.
+// What every device owns whatever its backend: the memory pool, the staging rings, the push
+// queue and the keep-alive list behind asynchronous transfers.
 #include <string>
 
 #include "backend/backend.h"
@@ -18,14 +18,26 @@ MemoryPool& DeviceImpl::pool() {
   return *pool_;
 }
 
-StagingRing& DeviceImpl::staging_ring() {
-  std::call_once(ring_once_, [this] { ring_ = std::make_unique<StagingRing>(*this); });
-  return *ring_;
+StagingRing& DeviceImpl::staging_ring(bool to_device) {
+  const int k = to_device ? 1 : 0;
+  std::call_once(ring_once_[k], [this, k] { ring_[k] = std::make_unique<StagingRing>(*this); });
+  return *ring_[k];
+}
+
+QueueImpl& DeviceImpl::push_queue() {
+  std::call_once(push_queue_once_, [this] { push_queue_ = create_queue(); });
+  return *push_queue_;
 }
 
 void DeviceImpl::release_resources() {
   collect(true);
-  ring_.reset();  // its pinned block goes back to the backend that made it (device dying)
+  // The rings' pinned blocks and the push queue go back to the backend that made them (the
+  // device is dying). The push queue is idle: every push on it is waited for before it
+  // returns. It is not finished here: at process exit the CUDA driver may already be shut
+  // down, and finish() would throw from the device's destructor (bench_transfer ended in
+  // std::terminate so); the queue's own destructor releases it without throwing.
+  for (auto& r : ring_) r.reset();
+  push_queue_.reset();
   pool().trim();
 }
 
