@@ -25,6 +25,8 @@ namespace {
 
 constexpr const char* kFile = "segmentation.kernel";
 constexpr const char* kStatsFile = "label_statistics.kernel";
+// Pixels per work-item of label_stats (RUN in label_statistics.kernel, which says why).
+constexpr std::size_t kStatsRun = 128;
 constexpr std::size_t kScanWG = 256;  // SCAN_WG in segmentation.kernel
 constexpr std::uint32_t kNone = 0xffffffffu;
 
@@ -588,7 +590,8 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
   Array maxs = Array::create(Shape{rows}, key_t, dev);
   Array nans = Array::create(Shape{rows}, DType::u32, dev);
   const std::size_t n = image.elements();
-  launch(image, kStatsFile, "label_stats", label_stats_defines(vt, fp64), flat_grid((n + 15) / 16),
+  launch(image, kStatsFile, "label_stats", label_stats_defines(vt, fp64),
+         flat_grid((n + kStatsRun - 1) / kStatsRun),
          {arg(lab), arg(image), arg<std::uint64_t>(n), arg(area), arg(sums), arg(mins), arg(maxs),
           arg(nans)});
   checkpoint(o, 0.8, what);
