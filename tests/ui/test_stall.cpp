@@ -186,9 +186,9 @@ class TestStall : public QObject {
 
     // The first run of this median in a fresh program cache compiled it, and said so; then it
     // went slab by slab.
-    QVERIFY2(phases.filter(QStringLiteral("compiling kernels")).size() > 0,
+    QVERIFY2(!phases.filter(QStringLiteral("compiling kernels")).empty(),
              qPrintable(phases.join(QStringLiteral(" | "))));
-    QVERIFY2(phases.filter(QStringLiteral("slab 1 of")).size() > 0,
+    QVERIFY2(!phases.filter(QStringLiteral("slab 1 of")).empty(),
              qPrintable(phases.join(QStringLiteral(" | "))));
     w.setProperty("done", true);
   }
