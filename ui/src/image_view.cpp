@@ -51,7 +51,9 @@ ImageView::ImageView(Workspace& host, QWidget* parent) : QWidget(parent), host_(
     frames_[id];
     ensure_contrast(id);
     update_depth();
-    if (!fitted_) fit();
+    // An image opened from a file is fitted to the window, as is any layer while the view
+    // follows the window's size; a filter result keeps the zoom the user chose.
+    if (!fitted_ || auto_fit_ || !host_.layer(id).source.isEmpty()) fit();
     invalidate(id);
   });
   connect(&host_, &Workspace::layer_changed, this, &ImageView::on_layer_changed);
