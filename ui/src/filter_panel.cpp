@@ -495,7 +495,7 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
   Layer out;
   out.array = o.result.array;
   const gpix::OutputKind kind = gpix::filter(step.operation.toStdString()).output;
-  if (kind == gpix::OutputKind::labels) out.colormap = QStringLiteral("labels");
+  if (kind == gpix::OutputKind::labels) out.mark_labels();
   if (preview) {
     out.name = step.operation + tr(" (preview)");
     if (preview_id_ >= 0 && host_.has_layer(preview_id_)) {

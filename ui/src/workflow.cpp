@@ -222,7 +222,7 @@ QList<int> Workflow::rerun(Workspace& host, int input) const {
     out.name = s.operation;
     out.array = r.array;
     const gpix::OutputKind kind = gpix::filter(s.operation.toStdString()).output;
-    if (kind == gpix::OutputKind::labels) out.colormap = QStringLiteral("labels");
+    if (kind == gpix::OutputKind::labels) out.mark_labels();
     const int id = host.add_layer(out);
     map.insert(s.output, id);
     created << id;
