@@ -156,13 +156,14 @@ void check_table(const Table& t, const HostArray& labels, const HostArray& inten
   const bool stack = labels.shape().ndim() == 3;
   std::vector<std::string> want_cols = {"label", stack ? "volume" : "area", "centroid_x",
                                         "centroid_y"};
-  if (stack) want_cols.push_back("centroid_z");
+  if (stack) want_cols.emplace_back("centroid_z");
   for (const char* a : {"x", "y", "z"}) {
     if (!stack && std::string(a) == "z") break;
     want_cols.push_back(std::string(a) + "_min");
     want_cols.push_back(std::string(a) + "_max");
   }
-  for (const char* c : {"mean_intensity", "min_intensity", "max_intensity"}) want_cols.push_back(c);
+  for (const char* c : {"mean_intensity", "min_intensity", "max_intensity"})
+    want_cols.emplace_back(c);
   QCOMPARE(t.columns, want_cols);
   const auto ref = reference(labels, intensity);
   QCOMPARE(t.rows.size(), ref.size());
@@ -584,6 +585,47 @@ class TestLabels : public QObject {
     // The outline box of the panel sets the layer's outline mode.
     panel.outline_box()->setChecked(true);
     QVERIFY(host().layer(panel.labels_layer()).outline);
+  }
+
+  // A stack: a selected row takes the view to its centroid's slice, and a click there picks
+  // the label of that slice.
+  void stack_row_goes_to_its_slice() {
+    ui::ImageView view(host());
+    view.resize(500, 500);
+    ui::LabelPanel panel(host(), &view);
+    view.show();
+    const Array intensity = Array::push(blobs(Shape{32, 128, 128}, 40), default_device());
+    const Array lab = label_blobs(intensity);
+    QSignalSpy measured(&panel, &ui::LabelPanel::measured);
+    add(QStringLiteral("stack"), intensity, false);
+    add(QStringLiteral("stack labels"), lab, true);
+    QTRY_VERIFY_WITH_TIMEOUT(!panel.busy() && !measured.isEmpty() && !view.busy(), 60000);
+    ui::LabelTableModel* m = panel.model();
+    panel.table()->sortByColumn(m->column(QStringLiteral("volume")), Qt::DescendingOrder);
+    const double label = m->value(0, 0);
+    const auto col = [&](const char* c) { return m->value(0, m->column(QLatin1String(c))); };
+    panel.select_label(label);
+    const int z = int(std::lround(col("centroid_z")));
+    QCOMPARE(view.slice(), z);
+    QCOMPARE(view.highlight(), QRectF(col("x_min"), col("y_min"), col("x_max") - col("x_min") + 1,
+                                      col("y_max") - col("y_min") + 1));
+    // A pixel of that label, on slice z where it has one (a merged blob may not).
+    const HostArray ids = lab.pull();
+    const auto id = ids.as<std::uint32_t>();
+    const std::size_t plane = 128 * 128;
+    std::size_t at = std::size_t(z) * plane;
+    while (at < (std::size_t(z) + 1) * plane && id[at] != label) ++at;
+    if (at == (std::size_t(z) + 1) * plane) {
+      at = 0;
+      while (id[at] != label) ++at;
+      view.set_slice(int(at / plane));
+    }
+    view.fit();
+    QSignalSpy picked(&panel, &ui::LabelPanel::picked);
+    QTest::mouseClick(&view, Qt::LeftButton, {},
+                      widget_pos(view, int(at % 128), int(at / 128 % 128)));
+    QVERIFY(picked.wait(30000));
+    QCOMPARE(panel.picked_label(), label);
   }
 
   // The labels colour map and the table as a user sees them; GPIX_SCREENSHOT_DIR keeps the

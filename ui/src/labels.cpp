@@ -77,7 +77,7 @@ Table measure_labels(const Array& labels, const Array& intensity) {
   }
   if (with_intensity) {
     for (const char* c : {"mean_intensity", "min_intensity", "max_intensity"})
-      t.columns.push_back(c);
+      t.columns.emplace_back(c);
   }
   // label_statistics' columns: label, area, mean, min, max; one row per id 1..max.
   const std::vector<std::vector<double>>& rows = axes[0].rows;
