@@ -187,6 +187,37 @@ void check_table(const Table& t, const HostArray& labels, const HostArray& inten
   }
 }
 
+// The exported CSV (argv[3]) against scipy.ndimage over the labels (argv[1]) and the
+// intensity image (argv[2]): counts, centre of mass (z, y, x), find_objects' slices (stop
+// exclusive, the CSV's max inclusive), mean/minimum/maximum.
+constexpr const char* kScipyCheck = R"(
+import csv, sys
+import numpy as np, tifffile
+from scipy import ndimage
+lab = tifffile.imread(sys.argv[1]).astype(np.int64)
+img = tifffile.imread(sys.argv[2]).astype(np.float64)
+rows = list(csv.DictReader(open(sys.argv[3])))
+ids = [int(r["label"]) for r in rows]
+assert sorted(ids) == sorted(set(np.unique(lab)) - {0}), "labels differ"
+count = ndimage.sum_labels(np.ones(lab.shape), lab, ids)
+com = ndimage.center_of_mass(np.ones(lab.shape), lab, ids)
+mean = ndimage.mean(img, lab, ids)
+lo = ndimage.minimum(img, lab, ids)
+hi = ndimage.maximum(img, lab, ids)
+boxes = ndimage.find_objects(lab)
+axes = "zyx"[3 - lab.ndim:]
+size = "volume" if lab.ndim == 3 else "area"
+for i, r in enumerate(rows):
+    assert float(r[size]) == count[i], (r["label"], r[size], count[i])
+    for a, name in enumerate(axes):
+        assert abs(float(r["centroid_" + name]) - com[i][a]) < 1e-9, (r["label"], name)
+        box = boxes[ids[i] - 1][a]
+        assert float(r[name + "_min"]) == box.start and float(r[name + "_max"]) == box.stop - 1
+    assert abs(float(r["mean_intensity"]) - mean[i]) <= 1e-9 * max(1, abs(mean[i])), r["label"]
+    assert float(r["min_intensity"]) == lo[i] and float(r["max_intensity"]) == hi[i], r["label"]
+print("ok", len(rows))
+)";
+
 bool same_bytes(const HostArray& a, const HostArray& b) {
   return a.shape() == b.shape() && a.dtype() == b.dtype() &&
          std::memcmp(a.data(), b.data(), a.bytes()) == 0;
@@ -496,6 +527,20 @@ class TestLabels : public QObject {
     QFile f(file);
     QVERIFY(f.open(QIODevice::ReadOnly));
     QCOMPARE(QString::fromUtf8(f.readAll()), csv);
+
+    // And the exported file against scipy.ndimage on the same pixels (read by tifffile).
+    const std::string lab_tif = tmp_.filePath(QStringLiteral("m_labels.tif")).toStdString();
+    const std::string img_tif = tmp_.filePath(QStringLiteral("m_image.tif")).toStdString();
+    io::write(lab_tif, lab);
+    io::write(img_tif, inten_host);
+    const test::ProcessResult py =
+        test::run_process(QStringLiteral("/usr/bin/python3"),
+                          {QStringLiteral("-c"), QString::fromLatin1(kScipyCheck),
+                           QString::fromStdString(lab_tif), QString::fromStdString(img_tif), file},
+                          {.merge_channels = true});
+    if (py.code != 0 && py.out.contains("No module named")) QSKIP("python3-scipy is missing");
+    QVERIFY2(py.code == 0, py.out.constData());
+    QCOMPARE(py.out.trimmed(), QByteArray("ok ") + QByteArray::number(model->rowCount()));
   }
 
   // Without an intensity layer of the same shape: geometry only. Ids that are not in the image
