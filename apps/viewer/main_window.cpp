@@ -97,6 +97,13 @@ MainWindow::MainWindow(QSettings* settings, QWidget* parent) : QMainWindow(paren
   layers_dock->setWidget(layers_);
   addDockWidget(Qt::LeftDockWidgetArea, layers_dock);
 
+  // Beside the view it serves: clicks pick labels, rows centre them.
+  auto* labels_dock = new QDockWidget(tr("Labels"), this);
+  labels_dock->setObjectName(QStringLiteral("dock_labels"));
+  labels_ = new gpix::ui::LabelPanel(*host_, view_);
+  labels_dock->setWidget(labels_);
+  addDockWidget(Qt::RightDockWidgetArea, labels_dock);
+
   cursor_ = new QLabel;
   cursor_->setObjectName(QStringLiteral("cursor_info"));
   statusBar()->addPermanentWidget(cursor_);
@@ -115,6 +122,7 @@ MainWindow::MainWindow(QSettings* settings, QWidget* parent) : QMainWindow(paren
   build_menus();
   layers_dock->toggleViewAction()->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));
   host_->view_menu()->addAction(layers_dock->toggleViewAction());
+  host_->view_menu()->addAction(labels_dock->toggleViewAction());
   resize(1280, 820);
 }
 
@@ -130,6 +138,8 @@ void MainWindow::build_menus() {
   file->addAction(tr("&Open…"), QKeySequence::Open, this, &MainWindow::open_dialog);
   recent_menu_ = file->addMenu(tr("Open &recent"));
   file->addAction(tr("Save layer &as…"), QKeySequence::SaveAs, this, &MainWindow::save_as_dialog);
+  file->addAction(tr("&Export label measurements (CSV)…"), labels_,
+                  &gpix::ui::LabelPanel::export_dialog);
   file->addSeparator();
   file->addAction(tr("Open s&ession…"), this, &MainWindow::open_session_dialog);
   file->addAction(tr("&Save session"), QKeySequence::Save, this,

@@ -11,6 +11,7 @@
 
 #include "gpix/plugin_loader.h"
 #include "gpix/ui/image_view.h"
+#include "gpix/ui/label_panel.h"
 #include "gpix/ui/layer_list.h"
 #include "help_dialogs.h"
 #include "viewer_host.h"
@@ -26,6 +27,7 @@ class MainWindow : public QMainWindow {
   ViewerHost& host() { return *host_; }
   gpix::ui::ImageView* view() const { return view_; }
   gpix::ui::LayerList* layer_list() const { return layers_; }
+  gpix::ui::LabelPanel* label_panel() const { return labels_; }
   QSlider* slice_slider() const { return slice_; }
   gpix::plugin::PluginLoader& plugins() { return loader_; }
 
@@ -92,6 +94,7 @@ class MainWindow : public QMainWindow {
   ViewerHost* host_ = nullptr;
   gpix::ui::ImageView* view_ = nullptr;
   gpix::ui::LayerList* layers_ = nullptr;
+  gpix::ui::LabelPanel* labels_ = nullptr;
   QSlider* slice_ = nullptr;
   QLabel* slice_label_ = nullptr;
   QLabel* cursor_ = nullptr;

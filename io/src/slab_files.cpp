@@ -144,6 +144,7 @@ class TiffSource final : public FileSlabSource {
                               : std::vector<double>{stack_->spacing_y(), stack_->spacing_x()};
     meta_.origin.assign(shape_.ndim(), 0.0);
     meta_.direction = Metadata{}.direction_or_default(static_cast<int>(shape_.ndim()));
+    meta_.labels = stack_->labels();
   }
   Shape shape() const override { return shape_; }
   DType dtype() const override { return dtype_; }
@@ -291,6 +292,7 @@ std::string meta_header(const Shape& s, DType t, const Metadata& meta, const std
          (std::endian::native == std::endian::big ? "True" : "False") +
          "\nCompressedData = False\nTransformMatrix = " + numbers(transform) +
          "\nOffset = " + numbers(g.origin) + "\nElementSpacing = " + numbers(g.spacing) +
+         (meta.labels ? "\n" + std::string(detail::kKindKey) + " = " + detail::kKindLabels : "") +
          "\nDimSize = " + extents(s) + "\nElementType = " + met_type(t) +
          "\nElementDataFile = " + data + "\n";
 }
@@ -313,6 +315,7 @@ std::string nrrd_header(const Shape& s, DType t, const Metadata& meta, const std
          "\nspace directions: " + directions + "\nkinds: " + kinds +
          "\nendian: " + (std::endian::native == std::endian::big ? "big" : "little") +
          "\nencoding: raw\nspace origin: (" + numbers(g.origin, ",") + ")\n" +
+         (meta.labels ? std::string(detail::kKindKey) + ":=" + detail::kKindLabels + "\n" : "") +
          (data.empty() ? std::string() : "data file: " + data + "\n") + "\n";
 }
 
@@ -339,6 +342,7 @@ class FileSink final : public SlabSink {
       l.spacing_x = sp[sp.size() - 1];
       l.spacing_y = sp[sp.size() - 2];
       l.compress = compress_;
+      l.labels = meta_.labels;
       rows_per_plane_ = ndim == 3 ? shape.height() : 1;
       tiff([&] { writer_.emplace(str(tmp_.file()), l); });
       return;

@@ -1,6 +1,7 @@
 #include "tiff.h"
 
 #include <dlfcn.h>
+#include <itkMetaDataObject.h>
 #include <itkTIFFImageIO.h>
 #include <tiffio.h>
 
@@ -18,6 +19,8 @@
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include "io_shared.h"
 
 namespace gpix::io::detail {
 
@@ -107,7 +110,24 @@ void install_global_handlers() {
   });
 }
 
+// kLabelsTag becomes a known ASCII tag of every handle of the system libtiff (it can be neither
+// written nor read by name otherwise), chained to any extender installed before ours.
+TIFFExtendProc g_parent_extender = nullptr;
+
+void extend_tags(TIFF* t) {
+  static const TIFFFieldInfo kField[] = {{kLabelsTag, TIFF_VARIABLE, TIFF_VARIABLE, TIFF_ASCII,
+                                          FIELD_CUSTOM, 1, 0, const_cast<char*>("GpixKind")}};
+  TIFFMergeFieldInfo(t, kField, 1);
+  if (g_parent_extender) g_parent_extender(t);
+}
+
+void install_tags() {
+  static std::once_flag once;
+  std::call_once(once, [] { g_parent_extender = TIFFSetTagExtender(&extend_tags); });
+}
+
 TiffPtr open_tiff(const std::string& file, const char* mode, bool forward) {
+  install_tags();
   TIFFOpenOptions* o = TIFFOpenOptionsAlloc();
   // Any non-null pointer says "forward"; the handlers never dereference it.
   void* user = forward ? static_cast<void*>(o) : nullptr;
@@ -277,6 +297,8 @@ TiffStack::TiffStack(const std::string& file) : tiff_(open_tiff(file, "rm", true
     spacing_x_ = per_unit / static_cast<double>(xres);
     spacing_y_ = per_unit / static_cast<double>(yres);
   }
+  const char* kind = nullptr;
+  labels_ = TIFFGetField(t, kLabelsTag, &kind) && kind && std::strcmp(kind, kLabelsText) == 0;
 }
 
 TiffStack::~TiffStack() = default;
@@ -418,6 +440,7 @@ void TiffWriter::begin_page() {
     TIFFSetField(f, TIFFTAG_YRESOLUTION, yres);
     TIFFSetField(f, TIFFTAG_RESOLUTIONUNIT, RESUNIT_INCH);
   }
+  if (layout_.labels && page_ == 0) TIFFSetField(f, kLabelsTag, kLabelsText);
   if (layout_.stack) {
     TIFFSetField(f, TIFFTAG_SUBFILETYPE, FILETYPE_PAGE);
     if (layout_.pages <= 0xffff)
@@ -520,6 +543,9 @@ class LibTiffImageIO final : public itk::ImageIOBase {
     SetPixelType(itk::IOPixelEnum::SCALAR);
     SetNumberOfComponents(1);
     SetComponentType(stack_->component());
+    itk::MetaDataDictionary& d = GetMetaDataDictionary();
+    d.Clear();
+    if (stack_->labels()) itk::EncapsulateMetaData<std::string>(d, kKindKey, kKindLabels);
   }
 
   void Read(void* buffer) override {
@@ -542,6 +568,9 @@ class LibTiffImageIO final : public itk::ImageIOBase {
     l.spacing_x = m_Spacing[0];
     l.spacing_y = m_Spacing[1];
     l.compress = m_UseCompression;
+    std::string kind;
+    l.labels = itk::ExposeMetaData<std::string>(GetMetaDataDictionary(), kKindKey, kind) &&
+               kind == kKindLabels;
     TiffWriter w(m_FileName, l);
     w.append(static_cast<const std::byte*>(buffer), l.pages * l.height);
     w.close();

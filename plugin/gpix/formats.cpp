@@ -141,6 +141,7 @@ gpix::plugin::Reader io_reader() {
         l.name = QFileInfo(path).completeBaseName();
         l.host = img.pixels;
         l.source = path;
+        if (img.meta.labels) l.mark_labels();
         l.metadata.insert(QStringLiteral("format"), QString::fromStdString(img.format));
         QStringList sp;
         for (double v : img.meta.spacing_or_default(img.pixels.shape().ndim()))
@@ -161,8 +162,12 @@ gpix::plugin::Reader io_reader() {
 }
 
 gpix::plugin::Writer io_writer() {
-  return {QStringLiteral("itk"), io_patterns(true),
-          [](const Layer& l, const QString& path) { gpix::io::write(fs(path), pixels_of(l)); }};
+  return {QStringLiteral("itk"), io_patterns(true), [](const Layer& l, const QString& path) {
+            // Labels stay labels when the file is opened again (where the format keeps the mark).
+            gpix::io::Metadata meta;
+            meta.labels = l.labels;
+            gpix::io::write(fs(path), pixels_of(l), meta);
+          }};
 }
 
 void register_all(gpix::plugin::HostContext& host) {

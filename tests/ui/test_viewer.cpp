@@ -11,6 +11,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QListWidget>
+#include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
@@ -29,6 +30,7 @@
 #include "gpix/filters.h"
 #include "gpix/samples.h"
 #include "gpix/ui/filter_panel.h"
+#include "gpix/ui/label_panel.h"
 #include "gpix/ui/layer_card.h"
 #include "gpix/version.h"
 #include "help_dialogs.h"
@@ -173,6 +175,33 @@ class TestViewer : public QObject {
     const QString out = tmp_.filePath(QStringLiteral("cells.nrrd"));
     w->host().save_layer(ids[0], out);
     QVERIFY(same_bytes(io::read(out.toStdString()).pixels, HostArray::from(v, s)));
+  }
+
+  // A label TIFF that gpix saved opens as labels in the labels colour map, the Labels dock
+  // measures it, and File offers the CSV export.
+  void labels_file_opens_in_the_labels_dock() {
+    auto w = make();
+    QVERIFY(w->findChild<QDockWidget*>(QStringLiteral("dock_labels")));
+    std::vector<std::uint32_t> v(40 * 30, 0);
+    for (std::size_t i = 0; i < 200; ++i) v[i] = 1;
+    for (std::size_t i = 600; i < 700; ++i) v[i] = 2;
+    v[1199] = 5;
+    const QString path = tmp_.filePath(QStringLiteral("cells_labels.tif"));
+    io::Metadata m;
+    m.labels = true;
+    io::write(path.toStdString(), HostArray::from(v, Shape{40, 30}), m);
+    const QList<int> ids = w->open_files({path});
+    QCOMPARE(ids.size(), 1);
+    QVERIFY(w->host().layer(ids[0]).labels);
+    QCOMPARE(w->host().layer(ids[0]).colormap, QStringLiteral("labels"));
+    ui::LabelPanel* panel = w->label_panel();
+    QCOMPARE(panel->labels_layer(), ids[0]);
+    QTRY_VERIFY_WITH_TIMEOUT(!panel->busy() && panel->model()->rowCount() == 3, 30000);
+    QCOMPARE(panel->model()->value(1, panel->model()->column(QStringLiteral("area"))), 100.0);
+    bool found = false;
+    for (QAction* a : w->host().menu(QStringLiteral("File"))->actions())
+      found = found || a->text().contains(QStringLiteral("Export label measurements"));
+    QVERIFY(found);
   }
 
   // Filter results of any dtype save as TIFF through the host's writer (File > Save layer

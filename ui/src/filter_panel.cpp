@@ -541,7 +541,7 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
   Layer out;
   out.array = o.result.array;
   const gpix::OutputKind kind = gpix::filter(step.operation.toStdString()).output;
-  if (kind == gpix::OutputKind::labels) out.colormap = QStringLiteral("labels");
+  if (kind == gpix::OutputKind::labels) out.mark_labels();
   if (preview) {
     out.name = step.operation + tr(" (preview)");
     out.metadata.insert(QStringLiteral("preview"), true);  // not a result to save

@@ -100,7 +100,9 @@ void ImageView::request_frame(int id) {
     ensure_contrast(id);  // lands as a layer change, which asks for the frame again
     return;
   }
-  const RenderOptions o{slice_of(l), l.contrast_min, l.contrast_max, l.colormap};
+  // The outline is a way of drawing labels; other colour maps show every pixel.
+  const RenderOptions o{slice_of(l), l.contrast_min, l.contrast_max, l.colormap,
+                        l.outline && canonical_colormap(l.colormap) == QLatin1String("labels")};
   const quint64 req = f.wanted;
   f.pending = req;
   struct Result {
@@ -279,6 +281,13 @@ void ImageView::paintEvent(QPaintEvent*) {
                 f.image);
   }
   p.setOpacity(1.0);
+  if (!highlight_.isEmpty() && slice_ >= highlight_z0_ && slice_ <= highlight_z1_) {
+    const QRectF box(offset_ + highlight_.topLeft() * zoom_, highlight_.size() * zoom_);
+    p.setPen(QPen(QColor(255, 255, 255), 2));
+    p.drawRect(box.adjusted(-1, -1, 1, 1));
+    p.setPen(QPen(QColor(0, 0, 0), 1, Qt::DashLine));
+    p.drawRect(box.adjusted(-1, -1, 1, 1));
+  }
   p.setPen(QColor(160, 160, 170));
   if (host_.layer_ids().isEmpty()) {
     p.drawText(rect(), Qt::AlignCenter, tr("Drop image files here, or File > Open"));
@@ -365,12 +374,16 @@ void ImageView::mousePressEvent(QMouseEvent* e) {
   if (e->button() == Qt::LeftButton || e->button() == Qt::MiddleButton) {
     panning_ = true;
     last_mouse_ = e->position();
+    press_pos_ = e->position();
+    dragged_ = false;
     setCursor(Qt::ClosedHandCursor);
   }
 }
 
 void ImageView::mouseMoveEvent(QMouseEvent* e) {
   if (panning_) {
+    // A few pixels of jitter still count as a click.
+    dragged_ = dragged_ || (e->position() - press_pos_).manhattanLength() > 4;
     offset_ += e->position() - last_mouse_;
     auto_fit_ = false;
     last_mouse_ = e->position();
@@ -379,9 +392,28 @@ void ImageView::mouseMoveEvent(QMouseEvent* e) {
   emit cursor_info(describe(e->position()));
 }
 
-void ImageView::mouseReleaseEvent(QMouseEvent*) {
+void ImageView::mouseReleaseEvent(QMouseEvent* e) {
+  const bool click = panning_ && !dragged_ && e->button() == Qt::LeftButton;
   panning_ = false;
   unsetCursor();
+  if (click) {
+    const QPointF ip = image_pos(e->position());
+    emit pixel_clicked(int(std::floor(ip.x())), int(std::floor(ip.y())), slice_);
+  }
+}
+
+void ImageView::center_on(QPointF image_pos) {
+  offset_ = QPointF(width() / 2.0, height() / 2.0) - image_pos * zoom_;
+  fitted_ = true;
+  auto_fit_ = false;  // the user asked for this place: keep it when the window resizes
+  update();
+}
+
+void ImageView::set_highlight(const QRectF& box, int z_first, int z_last) {
+  highlight_ = box;
+  highlight_z0_ = z_first;
+  highlight_z1_ = z_last;
+  update();
 }
 
 void ImageView::resizeEvent(QResizeEvent*) {

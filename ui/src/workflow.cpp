@@ -231,7 +231,7 @@ QList<int> Workflow::rerun(Workspace& host, int input) {
       out.name = result_name(s.operation, s.params, step.inputs, int(r.array.shape().ndim()));
       out.array = r.array;
       const gpix::OutputKind kind = gpix::filter(s.operation.toStdString()).output;
-      if (kind == gpix::OutputKind::labels) out.colormap = QStringLiteral("labels");
+      if (kind == gpix::OutputKind::labels) out.mark_labels();
       auto* cmd = new AddLayerCommand(host, out, this, step);
       undo->push(cmd);
       map.insert(s.output, cmd->layer_id());

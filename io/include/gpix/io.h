@@ -29,6 +29,12 @@ struct Metadata {
   // ndim x ndim, row-major: direction[r * ndim + c] is ITK's matrix with rows (physical axes)
   // and columns (index axes) both reversed into (z, y, x) order.
   std::vector<double> direction;
+  // The pixels are label ids (0 background, objects 1..n), not intensities. gpix marks the
+  // label images it writes where the format has room (Format::labels_marker: a private TIFF
+  // tag, a NRRD/MetaImage key `gpix_kind` = labels, the NIfTI aux_file "gpix_kind=labels") and
+  // reads that mark back; NIfTI files of other software with intent NIFTI_INTENT_LABEL (1002)
+  // read as labels too. Everything else reads as false. See docs/LABELS.md.
+  bool labels = false;
 
   // The values for an image of ndim dimensions, defaults filled in.
   std::vector<double> spacing_or_default(int ndim) const;
@@ -96,6 +102,7 @@ struct Format {
   int max_write_dims = 3;               // 2 for PNG and JPEG (ITK would drop other slices)
   bool lossy = false;                   // JPEG
   Kept metadata = Kept::all;
+  bool labels_marker = false;  // keeps Metadata::labels (TIFF, NRRD, MetaImage, NIfTI)
 };
 const std::vector<Format>& formats();
 // The format for a path's extension (case-insensitive, ".nii.gz" included). Throws IoError

@@ -24,11 +24,24 @@ struct Layer {
   double contrast_max = 0;
   QString source;        // file the layer came from, if any
   QVariantMap metadata;  // free-form (spacing, units, reader-specific keys)
+  // The pixels are label ids (0 background), not intensities: set for the results of filters
+  // whose catalog output is labels and for files that gpix marked as labels when it saved them
+  // (gpix::io::Metadata::labels). Saving such a layer marks the file again; the label panel
+  // measures it.
+  bool labels = false;
+  // With the "labels" colour map: draw only the label borders (pixels whose 4-neighbour in
+  // the plane holds another id); the rest is transparent.
+  bool outline = false;
 
   bool valid() const { return array.valid() || host.valid(); }
   gpix::Shape shape() const { return array.valid() ? array.shape() : host.shape(); }
   gpix::DType dtype() const { return array.valid() ? array.dtype() : host.dtype(); }
   bool has_contrast() const { return contrast_max > contrast_min; }
+  // Marks the layer as labels, shown with the "labels" colour map.
+  void mark_labels() {
+    labels = true;
+    colormap = QStringLiteral("labels");
+  }
 };
 
 }  // namespace gpix::ui
