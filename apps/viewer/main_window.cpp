@@ -228,7 +228,7 @@ void MainWindow::read_next() {
   while (!read_ && !batches_.isEmpty()) {
     OpenBatch& b = batches_.first();
     if (b.paths.isEmpty()) {
-      end_batch();
+      end_batch(batches_.takeFirst());
       continue;
     }
     const QString path = b.paths.takeFirst();
@@ -298,8 +298,7 @@ void MainWindow::read_done(const QString& path, QList<gpix::plugin::Layer> layer
   }
 }
 
-void MainWindow::end_batch() {
-  const OpenBatch b = batches_.takeFirst();
+void MainWindow::end_batch(const OpenBatch& b) {
   last_error_ = b.errors.join(QLatin1Char('\n'));
   if (!b.errors.isEmpty()) {
     host_->show_status(b.errors.join(QStringLiteral("; ")), 0);
@@ -315,13 +314,10 @@ void MainWindow::cancel_reading() {
   if (read_) {
     read_ = nullptr;  // its watcher deletes itself when the thread ends; nothing is added
   }
+  // Taken out first: a slot of files_opened may call open_files again.
   QList<OpenBatch> batches;
   batches.swap(batches_);
-  for (OpenBatch& b : batches) {
-    batches_ = {b};
-    batches_.first().paths.clear();
-    end_batch();
-  }
+  for (const OpenBatch& b : batches) end_batch(b);
   host_->show_status(tr("Reading %1 cancelled").arg(name));
   show_reading();
 }

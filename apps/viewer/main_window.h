@@ -67,7 +67,8 @@ class MainWindow : public QMainWindow {
   void save_settings();
   void read_next();
   void read_done(const QString& path, QList<gpix::plugin::Layer> layers, const QString& error);
-  void end_batch();
+  struct OpenBatch;
+  void end_batch(const OpenBatch& b);
   void show_reading();
 
   // One open_files call: what is left to read and what came of the rest.
