@@ -52,45 +52,8 @@ void set_names() {
   QCoreApplication::setApplicationVersion(QStringLiteral(GPIX_VERSION_STRING));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // --help and --version answer without a display (QApplication needs one to start) and
-  // a bad --device stops here with its reason, before any window: no silent fallback.
-  gpix::Device device;
-  {
-    QCoreApplication console(argc, argv);
-    set_names();
-    QCommandLineParser p;
-    add_options(p);
-    p.process(console);  // prints help/version and exits, or a usage error with status 1
-    if (p.isSet(QStringLiteral("device"))) {
-      try {
-        device = gpix::choose_device(p.value(QStringLiteral("device")).toStdString()).device;
-      } catch (const gpix::Error& e) {
-        std::fprintf(stderr, "gpix-viewer: %s\n", e.what());
-        return 2;
-      }
-    }
-  }
-  QApplication app(argc, argv);
-  set_names();
-  QCommandLineParser p;
-  add_options(p);
-  p.process(app);
-
-  MainWindow w;
-  if (device.valid()) w.host().set_device(device);
-  w.load_plugins(
-      gpix::plugin::PluginLoader::default_search_paths(QApplication::applicationDirPath()));
-  const QStringList files = p.positionalArguments();
-  if (files.isEmpty()) {
-    w.open_default();
-  } else {
-    w.open_files(files);
-  }
-  w.show();
-
+// --filter, --param, --run, --preview, --dock, --slice and --screenshot, once the files are open.
+void apply_options(MainWindow& w, const QCommandLineParser& p) {
   auto* filters =
       qobject_cast<gpix::ui::FilterPanel*>(w.host().dock_widget(QStringLiteral("filters")));
   if (p.isSet(QStringLiteral("filter")) && filters) {
@@ -131,7 +94,7 @@ int main(int argc, char** argv) {
     auto* timer = new QTimer(&w);
     QObject::connect(timer, &QTimer::timeout, &w, [&w, target, filters, out, timer] {
       // Frames and contrast arrive from worker threads: wait for them too.
-      if ((filters && filters->busy()) || w.view()->busy()) return;
+      if ((filters && filters->busy()) || w.view()->busy() || w.reading()) return;
       timer->stop();
       QTimer::singleShot(300, &w, [target, out] {
         const bool ok = target->grab().save(out);
@@ -142,5 +105,50 @@ int main(int argc, char** argv) {
     });
     timer->start(200);
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // --help and --version answer without a display (QApplication needs one to start) and
+  // a bad --device stops here with its reason, before any window: no silent fallback.
+  gpix::Device device;
+  {
+    QCoreApplication console(argc, argv);
+    set_names();
+    QCommandLineParser p;
+    add_options(p);
+    p.process(console);  // prints help/version and exits, or a usage error with status 1
+    if (p.isSet(QStringLiteral("device"))) {
+      try {
+        device = gpix::choose_device(p.value(QStringLiteral("device")).toStdString()).device;
+      } catch (const gpix::Error& e) {
+        std::fprintf(stderr, "gpix-viewer: %s\n", e.what());
+        return 2;
+      }
+    }
+  }
+  QApplication app(argc, argv);
+  set_names();
+  QCommandLineParser p;
+  add_options(p);
+  p.process(app);
+
+  MainWindow w;
+  if (device.valid()) w.host().set_device(device);
+  w.load_plugins(
+      gpix::plugin::PluginLoader::default_search_paths(QApplication::applicationDirPath()));
+  // The files are read off the GUI thread (the window shows at once); what the options do to
+  // them waits until they are in.
+  QObject::connect(
+      &w, &MainWindow::files_opened, &w, [&w, &p] { apply_options(w, p); },
+      Qt::SingleShotConnection);
+  const QStringList files = p.positionalArguments();
+  if (files.isEmpty()) {
+    w.open_default();
+  } else {
+    w.open_files(files);
+  }
+  w.show();
   return QApplication::exec();
 }

@@ -14,13 +14,18 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QProgressBar>
+#include <QPromise>
+#include <QPushButton>
 #include <QSaveFile>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTableWidget>
 #include <QUndoStack>
 #include <QVBoxLayout>
+#include <thread>
 
+#include "gpix/array.h"
 #include "gpix/device.h"
 #include "gpix/error.h"
 #include "gpix/ui/filter_help.h"
@@ -115,6 +120,23 @@ MainWindow::MainWindow(QSettings* settings, QWidget* parent) : QMainWindow(paren
   connect(host_, &gpix::plugin::HostContext::task_phase, progress_label,
           [progress_label](const QString& t) { progress_label->setText(t + QStringLiteral("…")); });
   connect(host_, &gpix::plugin::HostContext::task_finished, progress_label, &QLabel::clear);
+  // What open_files is reading, with a way out of a slow or hanging file.
+  read_box_ = new QWidget;
+  auto* read_row = new QHBoxLayout(read_box_);
+  read_row->setContentsMargins(0, 0, 0, 0);
+  read_label_ = new QLabel;
+  read_label_->setObjectName(QStringLiteral("read_label"));
+  auto* read_bar = new QProgressBar;
+  read_bar->setRange(0, 0);  // readers report no progress: a busy bar
+  read_bar->setMaximumWidth(120);
+  auto* cancel = new QPushButton(tr("Cancel"));
+  cancel->setObjectName(QStringLiteral("cancel_read"));
+  connect(cancel, &QPushButton::clicked, this, &MainWindow::cancel_reading);
+  read_row->addWidget(read_label_);
+  read_row->addWidget(read_bar);
+  read_row->addWidget(cancel);
+  read_box_->hide();
+  statusBar()->addPermanentWidget(read_box_);
   connect(host_, &gpix::plugin::HostContext::device_changed, this, [this] {
     host_->settings().setValue(QStringLiteral("device"),
                                QString::fromStdString(host_->device().label()));
@@ -237,24 +259,121 @@ void MainWindow::load_plugins(const QStringList& paths) {
   restoreState(s.value(QStringLiteral("window/state")).toByteArray());
 }
 
-QList<int> MainWindow::open_files(const QStringList& paths) {
-  QList<int> ids;
-  QStringList errors;
-  for (const QString& p : paths) {
-    try {
-      ids << host_->open_file(p);
-      add_recent(p);
-    } catch (const std::exception& e) {  // gpix errors and allocation failures alike
-      errors << QString::fromUtf8(e.what());
+void MainWindow::open_files(const QStringList& paths) {
+  batches_.append({paths, int(paths.size()), {}, {}});
+  // Always from the event loop, so that files_opened never comes before open_files returns.
+  if (batches_.size() == 1)
+    QMetaObject::invokeMethod(this, &MainWindow::read_next, Qt::QueuedConnection);
+}
+
+void MainWindow::read_next() {
+  while (!read_ && !batches_.isEmpty()) {
+    OpenBatch& b = batches_.first();
+    if (b.paths.isEmpty()) {
+      end_batch(batches_.takeFirst());
+      continue;
     }
+    const QString path = b.paths.takeFirst();
+    std::function<QList<gpix::plugin::Layer>()> call;
+    try {
+      call = host_->read_call(path);
+    } catch (const std::exception& e) {
+      b.errors << QString::fromUtf8(e.what());
+      continue;
+    }
+    // A thread per file rather than a pool: a reader that never returns (a file that sends a
+    // library into an endless loop) keeps only its own thread, and exit does not wait for it.
+    QPromise<ReadOutcome> promise;
+    read_ = new QFutureWatcher<ReadOutcome>(this);
+    read_path_ = path;
+    auto* watcher = read_;
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, path] {
+      watcher->deleteLater();
+      if (watcher != read_) return;  // cancelled
+      read_ = nullptr;
+      ReadOutcome o = watcher->future().resultCount() ? watcher->result() : ReadOutcome{};
+      read_done(path, std::move(o.layers), o.error);
+      read_next();
+    });
+    watcher->setFuture(promise.future());
+    ++*running_;
+    std::thread([promise = std::move(promise), call = std::move(call), device = host_->device(),
+                 running = running_]() mutable {
+      promise.start();
+      ReadOutcome o;
+      try {
+        o.layers = call();
+      } catch (const std::exception& e) {  // gpix errors and allocation failures alike
+        o.error = QString::fromUtf8(e.what());
+      } catch (...) {
+        o.error = QStringLiteral("the reader failed with an exception that is not std::exception");
+      }
+      // The push too, so that the GUI thread waits on neither disk nor device. A layer that does
+      // not fit stays on the host: add_layer tries again and says why.
+      for (gpix::plugin::Layer& l : o.layers) {
+        if (!device.valid() || !l.host.valid() || l.array.valid()) continue;
+        try {
+          l.array = gpix::Array::push(l.host, device);
+        } catch (const std::exception&) {
+        }
+      }
+      promise.addResult(std::move(o));
+      promise.finish();
+      --*running;
+    }).detach();
   }
-  last_error_ = errors.join(QLatin1Char('\n'));
-  if (!errors.isEmpty()) {
-    host_->show_status(errors.join(QStringLiteral("; ")), 0);
-  } else if (!ids.isEmpty()) {
-    host_->show_status(tr("Opened %n layer(s)", nullptr, int(ids.size())));
+  show_reading();
+}
+
+void MainWindow::read_done(const QString& path, QList<gpix::plugin::Layer> layers,
+                           const QString& error) {
+  OpenBatch& b = batches_.first();
+  if (!error.isEmpty()) {
+    b.errors << error;
+    return;
   }
-  return ids;
+  try {
+    b.ids << host_->add_read_layers(path, std::move(layers));
+    add_recent(path);
+  } catch (const std::exception& e) {
+    b.errors << QString::fromUtf8(e.what());
+  }
+}
+
+void MainWindow::end_batch(const OpenBatch& b) {
+  last_error_ = b.errors.join(QLatin1Char('\n'));
+  if (!b.errors.isEmpty()) {
+    host_->show_status(b.errors.join(QStringLiteral("; ")), 0);
+  } else if (!b.ids.isEmpty()) {
+    host_->show_status(tr("Opened %n layer(s)", nullptr, int(b.ids.size())));
+  }
+  emit files_opened(b.ids);
+}
+
+void MainWindow::cancel_reading() {
+  if (batches_.isEmpty()) return;
+  const QString name = QFileInfo(read_path_).fileName();
+  if (read_) {
+    read_ = nullptr;  // its watcher deletes itself when the thread ends; nothing is added
+  }
+  // Taken out first: a slot of files_opened may call open_files again.
+  QList<OpenBatch> batches;
+  batches.swap(batches_);
+  for (const OpenBatch& b : batches) end_batch(b);
+  host_->show_status(tr("Reading %1 cancelled").arg(name));
+  show_reading();
+}
+
+void MainWindow::show_reading() {
+  read_box_->setVisible(read_ != nullptr);
+  if (!read_ || batches_.isEmpty()) return;
+  const OpenBatch& b = batches_.first();
+  const int done = b.total - int(b.paths.size());
+  read_label_->setText(b.total > 1 ? tr("Reading %1 (%2 of %3)…")
+                                         .arg(QFileInfo(read_path_).fileName())
+                                         .arg(done)
+                                         .arg(b.total)
+                                   : tr("Reading %1…").arg(QFileInfo(read_path_).fileName()));
 }
 
 void MainWindow::open_default() {
@@ -449,6 +568,9 @@ bool MainWindow::confirm_discard(const QString& action) {
 }
 
 void MainWindow::clear_workspace() {
+  // Files still being read belong to the work being replaced: they must not arrive in the new
+  // one (a session opened while the sample loads).
+  cancel_reading();
   host_->undo_stack()->clear();
   for (int id : host_->layer_ids()) host_->remove_layer(id);
   host_->workflow().clear();

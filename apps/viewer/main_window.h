@@ -1,11 +1,13 @@
 #pragma once
 // gpix-viewer's main window: the image view with a slice slider, the layer list, File/Edit/
 // View/Help menus, sessions, a prompt before unsaved results are lost, drag-and-drop in
-// (files) and out (layers, via LayerList), the plugins and their docks.
+// (files, read off the GUI thread) and out (layers, via LayerList), the plugins and their docks.
+#include <QFutureWatcher>
 #include <QLabel>
 #include <QMainWindow>
 #include <QPointer>
 #include <QSlider>
+#include <atomic>
 #include <functional>
 #include <memory>
 
@@ -34,11 +36,21 @@ class MainWindow : public QMainWindow {
   // Loads plugins from these paths (see PluginLoader::default_search_paths), then restores
   // the saved window layout (docks exist only now).
   void load_plugins(const QStringList& paths);
-  // Opens each file (several at once); errors go to the status bar and last_error(). Returns
-  // the new layer ids.
-  QList<int> open_files(const QStringList& paths);
-  // The embedded sample image on the current device.
+  // Opens each file (several at once) and returns at once: the files are read one after another
+  // on a thread of their own, with "Reading NAME…" and a Cancel button in the status bar, and
+  // their layers are added in order. files_opened() gives the new ids when the last one is in
+  // (or the rest were cancelled); errors go to the status bar and last_error(). The menu, the
+  // recent files, drag-and-drop and the command line all open files this way.
+  void open_files(const QStringList& paths);
+  // The embedded sample image on the current device (through open_files).
   void open_default();
+  // Whether a file is being read or waits to be.
+  bool reading() const { return !batches_.isEmpty(); }
+  // Stops the reads asked for: the one under way adds nothing when it ends (a reader cannot be
+  // interrupted, so its thread finishes on its own), the waiting ones are dropped.
+  void cancel_reading();
+  // Reader threads still working, cancelled ones included.
+  int reads_running() const { return running_->load(); }
   QString last_error() const { return last_error_; }
   QStringList recent_files() const;
   void show_plugins_dialog();
@@ -73,6 +85,9 @@ class MainWindow : public QMainWindow {
   // The filter reference, open at `name` (the filter panel's filter when empty).
   FilterHelpDialog* show_filter_help(const QString& name = {});
   void show_about();
+ signals:
+  // After open_files: the new layer ids of that call.
+  void files_opened(const QList<int>& ids);
 
  protected:
   void dragEnterEvent(QDragEnterEvent* e) override;
@@ -89,6 +104,23 @@ class MainWindow : public QMainWindow {
   void open_session_dialog();
   void save_session_dialog(bool ask_name);
   void clear_workspace();
+  void read_next();
+  void read_done(const QString& path, QList<gpix::plugin::Layer> layers, const QString& error);
+  struct OpenBatch;
+  void end_batch(const OpenBatch& b);
+  void show_reading();
+
+  // One open_files call: what is left to read and what came of the rest.
+  struct OpenBatch {
+    QStringList paths;
+    int total = 0;
+    QList<int> ids;
+    QStringList errors;
+  };
+  struct ReadOutcome {
+    QList<gpix::plugin::Layer> layers;
+    QString error;
+  };
 
   std::unique_ptr<QSettings> settings_holder_;
   ViewerHost* host_ = nullptr;
@@ -105,4 +137,10 @@ class MainWindow : public QMainWindow {
   std::function<int(const QStringList&)> ask_unsaved_;
   std::function<QString()> ask_folder_;
   QPointer<FilterHelpDialog> filter_help_;
+  QList<OpenBatch> batches_;
+  QFutureWatcher<ReadOutcome>* read_ = nullptr;  // the read under way
+  QString read_path_;
+  std::shared_ptr<std::atomic<int>> running_ = std::make_shared<std::atomic<int>>(0);
+  QWidget* read_box_ = nullptr;
+  QLabel* read_label_ = nullptr;
 };

@@ -26,6 +26,7 @@
 #include "gpix/error.h"
 #include "gpix/stats.h"
 #include "io_shared.h"
+#include "jpeg.h"
 #include "tiff.h"
 #include "validate.h"
 
@@ -73,10 +74,12 @@ std::vector<Format> make_formats() {
   };
 }
 
-itk::ImageIOBase::Pointer make_io(const std::string& format) {
+// JPEG is read by gpix's own libjpeg reader (jpeg.h says why) and written by ITK.
+itk::ImageIOBase::Pointer make_io(const std::string& format, bool writing = false) {
   if (format == "TIFF") return detail::libtiff_io();
   if (format == "PNG") return itk::PNGImageIO::New().GetPointer();
-  if (format == "JPEG") return itk::JPEGImageIO::New().GetPointer();
+  if (format == "JPEG")
+    return writing ? itk::JPEGImageIO::New().GetPointer() : detail::jpeg_reader();
   if (format == "NRRD") return itk::NrrdImageIO::New().GetPointer();
   if (format == "MetaImage") return itk::MetaImageIO::New().GetPointer();
   return itk::NiftiImageIO::New().GetPointer();
@@ -475,7 +478,7 @@ void write_unchecked(const fs::path& path, const HostArray& pixels, const Metada
   detail::TempFolder tmp(path);
   std::optional<detail::TiffMessages> tiff;
   if (format.name == "TIFF") tiff.emplace();
-  auto io = make_io(format.name);
+  auto io = make_io(format.name, true);
   try {
     io->SetNumberOfDimensions(static_cast<unsigned>(ndim));
     itk::ImageIORegion region(static_cast<unsigned>(ndim));

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpix/stats.h"
 #include "io_shared.h"
 
 namespace gpix::io::detail {
@@ -629,6 +630,85 @@ itk::ImageIOBase::Pointer tiff_reader(const std::string& file) {
 bool libtiff_reads(const std::string& file) {
   const TiffPtr t = open_tiff(file, "r", false);
   return t && gpix_reads(t.get());
+}
+
+namespace {
+
+// The most one byte of a codec's data can decode to; 0 where no useful bound is known.
+std::uint64_t max_ratio(std::uint16_t compression) {
+  switch (compression) {
+    case COMPRESSION_NONE:
+      return 1;
+    case COMPRESSION_PACKBITS:
+      return 64;  // a run of 128 bytes in 2
+    case COMPRESSION_LZW:
+      return 4096;  // one code of 9 bits or more gives a string shorter than the 4096-entry table
+    case COMPRESSION_ADOBE_DEFLATE:
+    case COMPRESSION_DEFLATE:
+      return 1032;  // deflate's limit: 258 bytes per match of at least 2 bits
+    case COMPRESSION_PIXARLOG:
+      return 4 * 1032;  // deflate of 11-bit codes that decode to floats of up to 4 bytes
+    case COMPRESSION_ZSTD:
+      return 32768;  // an RLE block: 128 KiB from 4 bytes
+    default:
+      return 0;
+  }
+}
+
+std::string codec_name(std::uint16_t compression) {
+  const TIFFCodec* c = TIFFFindCODEC(compression);
+  return c && c->name ? c->name : "codec " + std::to_string(compression);
+}
+
+}  // namespace
+
+std::string check_tiff_capacity(const std::string& file) {
+  const TiffPtr tiff = open_tiff(file, "rm", false);
+  if (!tiff) return {};  // the reader says what is wrong
+  TIFF* t = tiff.get();
+  const std::uint64_t file_size = TIFFGetSizeProc(t)(TIFFClientdata(t));
+  std::size_t page = 0;
+  for (tdir_t d = 0;; ++d) {
+    std::uint32_t type = 0;
+    TIFFGetField(t, TIFFTAG_SUBFILETYPE, &type);
+    std::uint16_t compression = COMPRESSION_NONE;
+    TIFFGetFieldDefaulted(t, TIFFTAG_COMPRESSION, &compression);
+    const std::uint64_t ratio = max_ratio(compression);
+    if (!(type & (FILETYPE_REDUCEDIMAGE | FILETYPE_MASK)) && ratio > 0) {
+      std::uint32_t height = 0;
+      std::uint16_t planar = PLANARCONFIG_CONTIG, spp = 1;
+      TIFFGetField(t, TIFFTAG_IMAGELENGTH, &height);
+      TIFFGetFieldDefaulted(t, TIFFTAG_PLANARCONFIG, &planar);
+      TIFFGetFieldDefaulted(t, TIFFTAG_SAMPLESPERPIXEL, &spp);
+      const std::uint64_t line = TIFFScanlineSize64(t);  // 0 when the size overflows
+      const std::uint64_t planes = planar == PLANARCONFIG_SEPARATE ? spp : 1;
+      const std::uint32_t striles = TIFFIsTiled(t) ? TIFFNumberOfTiles(t) : TIFFNumberOfStrips(t);
+      std::uint64_t stored = 0;
+      for (std::uint32_t i = 0; i < striles; ++i) {
+        const std::uint64_t offset = TIFFGetStrileOffset(t, i);
+        const std::uint64_t count = TIFFGetStrileByteCount(t, i);
+        if (offset < file_size) stored += std::min(count, file_size - offset);
+      }
+      const std::uint64_t limit = std::numeric_limits<std::uint64_t>::max();
+      const bool fits =
+          height > 0 && line > 0 && line <= limit / height / planes && stored <= limit / ratio;
+      const std::uint64_t need = fits ? line * height * planes : 0;
+      if (fits && need > stored * ratio) {
+        const std::string codec =
+            compression == COMPRESSION_NONE ? "uncompressed" : codec_name(compression);
+        return "page " + std::to_string(page) + " claims " + human_bytes(need) + " (" +
+               std::to_string(need) + " bytes) of pixels, but its " +
+               (TIFFIsTiled(t) ? "tiles" : "strips") + " hold " + std::to_string(stored) +
+               " bytes of " + codec + " data in this " + std::to_string(file_size) +
+               "-byte file, which decode to at most " + std::to_string(stored * ratio) + " bytes" +
+               (ratio > 1 ? " (" + std::to_string(ratio) + ":1)" : std::string()) +
+               ": the file is truncated or its header is corrupt";
+      }
+    }
+    if (!(type & (FILETYPE_REDUCEDIMAGE | FILETYPE_MASK))) ++page;
+    if (TIFFLastDirectory(t) || !TIFFReadDirectory(t)) break;  // the reader reports bad chains
+  }
+  return {};
 }
 
 itk::ImageIOBase::Pointer libtiff_io() {

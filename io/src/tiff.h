@@ -146,6 +146,15 @@ itk::ImageIOBase::Pointer tiff_reader(const std::string& file);
 // probe: the reader reports what is wrong).
 bool libtiff_reads(const std::string& file);
 
+// Whether the strips or tiles of every page can hold the pixels the page claims, before
+// anything is allocated for them: the bytes each strip or tile has in the file (its byte count,
+// cut at the end of the file) times the most its codec can expand data. Empty when they can,
+// or when the codec has no useful bound (JPEG, CCITT, LZMA and others: then the available
+// memory is the only limit); otherwise what is wrong, with the sizes. A 222-byte file whose
+// header claimed a 5 GB page was allocated in full before its first strip failed
+// (fuzz_read_tiff).
+std::string check_tiff_capacity(const std::string& file);
+
 // The libtiff reader and writer (every gpix dtype, 2D, or 3D as one page per z slice).
 itk::ImageIOBase::Pointer libtiff_io();
 

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <vector>
 
+#include "tiff.h"
+
 namespace gpix::io::detail {
 namespace fs = std::filesystem;
 
@@ -466,6 +468,7 @@ std::string check_data_size(const std::string& format, const fs::path& path,
                             std::uint64_t data_bytes) {
   if (format == "MetaImage") return check_meta(path, data_bytes);
   if (format == "NIfTI") return check_nifti(path, data_bytes);
+  if (format == "TIFF") return check_tiff_capacity(path.string());
   return {};
 }
 

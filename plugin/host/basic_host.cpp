@@ -320,7 +320,7 @@ QString BasicHost::writer_filter() const {
   return filter_of(QStringLiteral("Images"), names, patterns);
 }
 
-QList<int> BasicHost::open_file(const QString& path) {
+std::function<QList<Layer>()> BasicHost::read_call(const QString& path) const {
   const Reader* r = reader_for(path);
   if (!r) {
     QStringList all;
@@ -331,7 +331,10 @@ QList<int> BasicHost::open_file(const QString& path) {
                                            : all.join(", ").toStdString()),
                         path.toStdString());
   }
-  const QList<Layer> layers = r->read(path);
+  return [read = r->read, path] { return read(path); };
+}
+
+QList<int> BasicHost::add_read_layers(const QString& path, QList<Layer> layers) {
   QList<int> ids;
   for (qsizetype i = 0; i < layers.size(); ++i) {
     Layer l = layers[i];
@@ -341,6 +344,10 @@ QList<int> BasicHost::open_file(const QString& path) {
     ids << add_layer(std::move(l));
   }
   return ids;
+}
+
+QList<int> BasicHost::open_file(const QString& path) {
+  return add_read_layers(path, read_call(path)());
 }
 
 void BasicHost::save_layer(int id, const QString& path) {

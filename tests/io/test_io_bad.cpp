@@ -1,6 +1,8 @@
 // Bad input: every case is a gpix::IoError naming the file, no crash, and no file left behind.
 #include <itkImage.h>
+#include <itkImageFileReader.h>
 #include <itkImageFileWriter.h>
+#include <itkJPEGImageIO.h>
 #include <itkNrrdImageIO.h>
 #include <QDir>
 #include <QFile>
@@ -43,6 +45,35 @@ void expect_io_error(const std::function<void()>& f, const fs::path& path,
     return;
   }
   QFAIL(qPrintable(QString::fromStdString("no IoError for " + path.string())));
+}
+
+// A little-endian classic TIFF of one 8-bit grayscale page in one strip: `data` at offset 8,
+// the directory after it, StripByteCounts as given (a file may claim more than it holds).
+std::string tiny_tiff(std::uint32_t width, std::uint32_t height, std::uint16_t compression,
+                      const std::string& data, std::uint32_t byte_count) {
+  std::string b = "II*";
+  b.push_back('\0');
+  auto u16 = [&](std::uint16_t v) { b.append(reinterpret_cast<const char*>(&v), 2); };
+  auto u32 = [&](std::uint32_t v) { b.append(reinterpret_cast<const char*>(&v), 4); };
+  u32(static_cast<std::uint32_t>(8 + data.size()));  // the directory follows the data
+  b += data;
+  const std::uint32_t tags[][3] = {{256, 4, width},       {257, 4, height}, {258, 3, 8},
+                                   {259, 3, compression}, {262, 3, 1},      {273, 4, 8},
+                                   {277, 3, 1},           {278, 4, height}, {279, 4, byte_count}};
+  u16(static_cast<std::uint16_t>(std::size(tags)));
+  for (const auto& t : tags) {
+    u16(static_cast<std::uint16_t>(t[0]));
+    u16(static_cast<std::uint16_t>(t[1]));  // 3: SHORT, 4: LONG
+    u32(1);
+    if (t[1] == 3) {
+      u16(static_cast<std::uint16_t>(t[2]));
+      u16(0);
+    } else {
+      u32(t[2]);
+    }
+  }
+  u32(0);  // no next directory
+  return b;
 }
 
 QStringList entries(const QTemporaryDir& d) {
@@ -220,6 +251,88 @@ class TestIoBad : public QObject {
     const auto bad_size_path = in(dir, "bad_sizeof_hdr.nii");
     put(bad_size_path, bad_size);
     expect_io_error([&] { io::read(bad_size_path); }, bad_size_path, "srow_y[1]");
+  }
+
+  // Inputs the fuzz targets found (fuzz/corpus/*/regression-*), kept as files.
+  void fuzz_findings() {
+    const fs::path corpus = GPIX_FUZZ_CORPUS;
+    // A damaged progressive JPEG: ITK's reader died with SIGSEGV in jpeg_read_scanlines.
+    const auto jpeg = corpus / "jpeg" / "regression-progressive-segv.jpg";
+    expect_io_error([&] { io::read(jpeg, {.channels = io::Channels::split}); }, jpeg,
+                    "cannot read the JPEG pixels");
+    // 222 bytes whose header claims a 1073741831 x 5 page: refused before 5 GB are allocated.
+    const auto tiff = corpus / "tiff" / "regression-claims-5gb.tif";
+    expect_io_error([&] { io::read(tiff); }, tiff, "claims 5.37 GB");
+  }
+
+  // JPEG through gpix's libjpeg reader: the same pixels as ITK's reader on sound files (both
+  // decode with the same libjpeg), and an IoError, never a grey-filled image, where scan data
+  // is missing or corrupt (ITK returned those with a printed warning).
+  void jpeg_damage() {
+    QTemporaryDir dir;
+    const Shape s{61, 83};
+    std::vector<std::uint8_t> v(s.elements());
+    for (std::size_t i = 0; i < v.size(); ++i)  // smooth, so that the scans carry detail
+      v[i] = static_cast<std::uint8_t>(128 + 100 * std::sin(0.1 * double(i % 83)) *
+                                                 std::cos(0.13 * double(i / 83)));
+    const auto good = in(dir, "good.jpg");
+    io::write(good, HostArray::from(v, s));  // ITK writes progressive JPEG
+    const io::Image img = io::read(good);
+    using Gray = itk::Image<unsigned char, 2>;
+    auto reader = itk::ImageFileReader<Gray>::New();
+    reader->SetImageIO(itk::JPEGImageIO::New());
+    reader->SetFileName(good.string());
+    reader->Update();
+    QCOMPARE(img.pixels.shape(), s);
+    QVERIFY(std::memcmp(img.pixels.data(), reader->GetOutput()->GetBufferPointer(),
+                        img.pixels.bytes()) == 0);
+    // Scan data cut in the middle and the end-of-image marker put after it: libjpeg warns
+    // "premature end of data segment" and invents the rest.
+    const std::string bytes = slurp(good);
+    const std::size_t last_scan = bytes.rfind("\xff\xda");
+    QVERIFY(last_scan != std::string::npos);
+    const auto cut = in(dir, "cut_scan.jpg");
+    put(cut, bytes.substr(0, (last_scan + bytes.size()) / 2) + "\xff\xd9");
+    expect_io_error([&] { io::read(cut); }, cut, "Corrupt JPEG data");
+    // A JPEG under another extension is named as one.
+    const auto named_png = in(dir, "photo.png");
+    put(named_png, bytes);
+    expect_io_error([&] { io::read(named_png); }, named_png, "content is JPEG");
+  }
+
+  // A TIFF's strips must be able to hold what its header claims: uncompressed data byte for
+  // byte, Deflate at most 1032:1. Such files are refused before the pixels are allocated.
+  void tiff_claims_more_than_it_holds() {
+    QTemporaryDir dir;
+    const auto lie = in(dir, "lie.tif");  // 200 MB claimed, 100 bytes held
+    put(lie, tiny_tiff(20000, 10000, 1, std::string(100, '\x7f'), 100));
+    expect_io_error([&] { io::read(lie); }, lie,
+                    "claims 200 MB (200000000 bytes) of pixels, but its strips hold 214 bytes");
+    const auto counts = in(dir, "counts.tif");  // the byte count runs past the end of the file
+    put(counts, tiny_tiff(200, 100, 1, std::string(100, '\x7f'), 20000));
+    expect_io_error([&] { io::read(counts); }, counts,
+                    "hold 214 bytes of uncompressed data in this 222-byte file");
+    const auto deflate = in(dir, "deflate.tif");  // 2 MB claimed from 1000 bytes: over 1032:1
+    put(deflate, tiny_tiff(2000, 1000, 8, std::string(1000, '\x01'), 1000));
+    expect_io_error([&] { io::read(deflate); }, deflate, "(1032:1)");
+  }
+
+  // Real files that compress well still open: zeros, Deflate (about 1009:1 per 1 MiB strip as
+  // gpix writes them), a 4096 x 4096 plane and a 64 x 512 x 512 float32 stack.
+  void compressible_tiffs_open() {
+    QTemporaryDir dir;
+    for (const Shape& s : {Shape{4096, 4096}, Shape{64, 512, 512}}) {
+      const bool stack = s.ndim() == 3;
+      const HostArray zeros = stack
+                                  ? HostArray::from(std::vector<float>(s.elements(), 0.0f), s)
+                                  : HostArray::from(std::vector<std::uint8_t>(s.elements(), 0), s);
+      const auto p = in(dir, stack ? "zeros_stack.tif" : "zeros.tif");
+      io::write(p, zeros, {}, {.compress = true});
+      QVERIFY2(fs::file_size(p) * 500 < zeros.bytes(), "expected a compression ratio over 500");
+      const io::Image back = io::read(p);
+      QCOMPARE(back.pixels.shape(), s);
+      QVERIFY(std::memcmp(back.pixels.data(), zeros.data(), zeros.bytes()) == 0);
+    }
   }
 
   void unwritable() {

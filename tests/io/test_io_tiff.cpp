@@ -185,7 +185,8 @@ class TestIoTiff : public QObject {
   }
 
   // tifffile writes (uint32, int64, float64 with NaN and infinities, and the rest; big-endian,
-  // tiled, zlib, a predictor; 2D and stacks); gpix reads them bit for bit.
+  // tiled, zlib, a predictor; 2D and stacks); gpix reads them bit for bit. One 16 MiB strip of
+  // zeros at zlib level 9 (1028:1) stays under Deflate's 1032:1 bound and opens.
   void gpix_reads_tifffile_files() {
     const QString py = python_with_tifffile();
     if (py.isEmpty()) QSKIP("no python3 with numpy and tifffile (apt install python3-tifffile)");
@@ -222,6 +223,8 @@ class TestIoTiff : public QObject {
         "    ('i8', bits('i1', (2, 6, 5)), {}),\n"
         "    ('u16_tiled', bits('u2', (33, 17)), dict(tile=(16, 16))),\n"
         "    ('i16', bits('i2', (6, 5)), {}),\n"
+        "    ('u8_zeros_zlib9', np.zeros((4096, 4096), 'u1'),\n"
+        "     dict(compression='zlib', compressionargs={'level': 9}, rowsperstrip=4096)),\n"
         "]\n"
         "for name, a, kw in cases:\n"
         "    p = f'{d}/{name}.tif'\n"
@@ -233,7 +236,7 @@ class TestIoTiff : public QObject {
         test::run_process(py, {script, dir.path(), QString::number(test::rng()() % 1000000)});
     QVERIFY2(r.code == 0, r.err.constData());
     const QList<QByteArray> lines = r.out.trimmed().split('\n');
-    QCOMPARE(lines.size(), 15);
+    QCOMPARE(lines.size(), 16);
     for (const QByteArray& line : lines) {
       const QList<QByteArray> w = line.split(' ');
       const QString path = dir.filePath(QString::fromUtf8(w[0]) + QStringLiteral(".tif"));
@@ -367,7 +370,8 @@ class TestIoTiff : public QObject {
     io::write(good.toStdString(),
               HostArray::from(test::random_bits<std::uint16_t>(s.elements()), s));
     const QByteArray bytes = slurp(good);
-    // Pixels past the end of the file (the directory is intact).
+    // Pixels past the end of the file (the directory is intact): refused before reading, by
+    // what the strips can hold.
     const QString away = dir.filePath(QStringLiteral("away.tif"));
     QVERIFY(QFile::copy(good, away));
     patch_tag(away, TIFFTAG_STRIPOFFSETS, static_cast<std::uint32_t>(bytes.size() + 4096));
@@ -377,6 +381,24 @@ class TestIoTiff : public QObject {
       QFAIL("pixels past the end of the file were read");
     } catch (const IoError& e) {
       QCOMPARE(e.path(), away.toStdString());
+      QVERIFY2(std::string(e.what()).find("strips hold 0 bytes") != std::string::npos, e.what());
+    }
+    // A Deflate strip whose data is garbage: libtiff's decoder says so.
+    const QString garbled = dir.filePath(QStringLiteral("garbled.tif"));
+    io::write(garbled.toStdString(),
+              HostArray::from(test::random_bits<std::uint16_t>(s.elements()), s), {},
+              {.compress = true});
+    QByteArray z = slurp(garbled);
+    z.replace(8, 32, QByteArray(32, 'x'));  // libtiff writes the strip first, at offset 8
+    QFile g(garbled);
+    QVERIFY(g.open(QIODevice::WriteOnly));
+    g.write(z);
+    g.close();
+    try {
+      io::read(garbled.toStdString());
+      QFAIL("a garbled Deflate strip was read");
+    } catch (const IoError& e) {
+      QCOMPARE(e.path(), garbled.toStdString());
       QVERIFY2(std::string(e.what()).find("libtiff: ") != std::string::npos, e.what());
     }
     // Cut before the directory (libtiff writes it last), and not a TIFF at all.
@@ -390,7 +412,7 @@ class TestIoTiff : public QObject {
     QVERIFY(j.open(QIODevice::WriteOnly));
     j.write(QByteArray(300, 'x'));
     j.close();
-    for (const QString& p : {away, cut, junk}) {
+    for (const QString& p : {away, garbled, cut, junk}) {
       const test::ProcessResult r = test::run_cli({QStringLiteral("info"), p});
       QCOMPARE(r.code, 1);
       expect_clean_stderr(r);

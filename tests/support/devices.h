@@ -22,7 +22,8 @@ Device device_at(int index);
 // Data rows, one per device: an int column "device".
 void add_device_rows();
 // Data rows, one per device and dtype: columns "device" (int) and "dtype" (DType), named
-// "<device row name> <dtype>".
+// "<device row name> <dtype>". GPIX_TEST_DTYPES (a comma-separated list such as "u8,f32")
+// keeps only those dtypes, for runs that cannot afford all ten (the sanitizer stage of CI).
 void add_device_dtype_rows(std::span<const DType> dtypes = kAllDTypes);
 
 // The current row's device (the "device" column above).

@@ -1,7 +1,8 @@
 // The real viewer window (gpix-viewer's MainWindow) under QT_QPA_PLATFORM=offscreen with the
 // real gpix plugin: start-up on the sample, a synthetic drop of several files, the end-to-end
 // run of gaussian_blur through the plugin's filter panel, the value under the cursor, the slice
-// slider for 3D, recent files and settings that persist.
+// slider for 3D, recent files and settings that persist, and files read off the GUI thread
+// (the event loop keeps turning while a large stack is read; a cancelled read adds nothing).
 #include <QApplication>
 #include <QDockWidget>
 #include <QDropEvent>
@@ -10,6 +11,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLabel>
 #include <QListWidget>
 #include <QMenu>
 #include <QMenuBar>
@@ -19,13 +21,19 @@
 #if GPIX_TEST_HAVE_IO
 #include "gpix/io.h"
 #endif
+#include <QElapsedTimer>
+#include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSlider>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTimer>
 #include <QUrl>
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "gpix/filters.h"
 #include "gpix/samples.h"
@@ -76,6 +84,40 @@ void drop_files(QWidget* w, const QStringList& paths) {
   QApplication::sendEvent(w, &drop);
 }
 
+// Opens paths in the window and waits until they are read; the new layer ids.
+QList<int> open_and_wait(MainWindow* w, const QStringList& paths) {
+  QSignalSpy opened(w, &MainWindow::files_opened);
+  w->open_files(paths);
+  if (!opened.wait(120000)) return {};
+  return opened.first().first().value<QList<int>>();
+}
+
+// The longest time between two ticks of a 5 ms timer while `busy()` holds (the event loop's
+// longest stall), and how many ticks there were.
+struct Stall {
+  qint64 longest_ms = 0;
+  int ticks = 0;
+};
+template <class Busy>
+Stall watch_event_loop(Busy busy, int timeout_ms) {
+  Stall s;
+  QElapsedTimer clock, since;
+  clock.start();
+  since.start();
+  QTimer tick;
+  tick.setTimerType(Qt::PreciseTimer);
+  QObject::connect(&tick, &QTimer::timeout, [&] {
+    const qint64 gap = since.restart();
+    if (qEnvironmentVariableIsSet("GPIX_TEST_GAPS") && gap > 20)
+      qInfo("gap %lld ms at %lld ms", gap, clock.elapsed());
+    s.longest_ms = std::max(s.longest_ms, gap);
+    ++s.ticks;
+  });
+  tick.start(5);
+  while (busy() && clock.elapsed() < timeout_ms) QTest::qWait(1);
+  return s;
+}
+
 }  // namespace
 
 class TestViewer : public QObject {
@@ -98,9 +140,11 @@ class TestViewer : public QObject {
          {"dock_devices", "dock_layer_card", "dock_filters", "dock_workflow", "dock_layers"}) {
       QVERIFY2(w->findChild<QDockWidget*>(QLatin1String(id)), id);
     }
+    QSignalSpy opened(w.get(), &MainWindow::files_opened);
     w->open_default();
     w->show();
     QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    QVERIFY(opened.wait(60000));
     QCOMPARE(w->host().layer_ids().size(), 1);
     const int id = w->host().layer_ids().first();
     const HostArray want = sample().image;
@@ -130,8 +174,10 @@ class TestViewer : public QObject {
     const auto b = test::random_values<float>(s3.elements());
     const QString pa = write_raw(tmp_.path(), QStringLiteral("plane"), a, s2);
     const QString pb = write_raw(tmp_.path(), QStringLiteral("stack"), b, s3);
+    QSignalSpy opened(w.get(), &MainWindow::files_opened);
     drop_files(w.get(), {pa, pb});
     if (QTest::currentTestFailed()) return;
+    QVERIFY(opened.wait(60000));
     QVERIFY2(w->last_error().isEmpty(), qPrintable(w->last_error()));
     const QList<int> ids = w->host().layer_ids();
     QCOMPARE(ids.size(), 2);
@@ -145,7 +191,7 @@ class TestViewer : public QObject {
     // Recent files, newest first, persist in the settings.
     QCOMPARE(w->recent_files().mid(0, 2), (QStringList{pb, pa}));
     // A file no reader takes is reported, not fatal.
-    w->open_files({tmp_.filePath(QStringLiteral("x.unknown"))});
+    QVERIFY(open_and_wait(w.get(), {tmp_.filePath(QStringLiteral("x.unknown"))}).isEmpty());
     QVERIFY(w->last_error().contains(QStringLiteral("no reader")));
     QCOMPARE(w->host().layer_ids().size(), 2);
   }
@@ -161,8 +207,10 @@ class TestViewer : public QObject {
     io::Metadata m;
     m.spacing = {1.0, 0.25, 0.25};
     io::write(path.toStdString(), HostArray::from(v, s), m);
+    QSignalSpy opened(w.get(), &MainWindow::files_opened);
     drop_files(w.get(), {path});
     if (QTest::currentTestFailed()) return;
+    QVERIFY(opened.wait(60000));
     QVERIFY2(w->last_error().isEmpty(), qPrintable(w->last_error()));
     const QList<int> ids = w->host().layer_ids();
     QCOMPARE(ids.size(), 1);
@@ -190,7 +238,7 @@ class TestViewer : public QObject {
     io::Metadata m;
     m.labels = true;
     io::write(path.toStdString(), HostArray::from(v, Shape{40, 30}), m);
-    const QList<int> ids = w->open_files({path});
+    const QList<int> ids = open_and_wait(w.get(), {path});
     QCOMPARE(ids.size(), 1);
     QVERIFY(w->host().layer(ids[0]).labels);
     QCOMPARE(w->host().layer(ids[0]).colormap, QStringLiteral("labels"));
@@ -212,7 +260,8 @@ class TestViewer : public QObject {
     const Shape s{23, 31};
     std::vector<std::uint8_t> mask(s.elements());
     for (auto& m : mask) m = test::rng()() % 3 == 0 ? 1 : 0;
-    const QList<int> ids = w->open_files({write_raw(tmp_.path(), QStringLiteral("mask"), mask, s)});
+    const QList<int> ids =
+        open_and_wait(w.get(), {write_raw(tmp_.path(), QStringLiteral("mask"), mask, s)});
     QCOMPARE(ids.size(), 1);
     auto* panel = qobject_cast<ui::FilterPanel*>(w->host().dock_widget(QStringLiteral("filters")));
     QVERIFY(panel);
@@ -244,20 +293,110 @@ class TestViewer : public QObject {
       QCOMPARE(file.pixels.dtype(), want.dtype());
       QVERIFY2(same_bytes(file.pixels, want), qPrintable(out));
       // Opened again in the viewer, through the plugin's reader.
-      const QList<int> back = w->open_files({out});
+      const QList<int> back = open_and_wait(w.get(), {out});
       QCOMPARE(back.size(), 1);
       const plugin::Layer& l = w->host().layer(back.first());
       QVERIFY2(same_bytes(l.array.valid() ? l.array.pull() : l.host, want), qPrintable(out));
     }
   }
+
+  // A 64 x 512 x 512 float32 stack (64 MiB) is read on a worker thread: the event loop keeps
+  // turning (no gap between ticks of a 5 ms timer reaches 50 ms) until the layer is in, with
+  // "Reading NAME…" and a Cancel button shown meanwhile, and the pixels arrive whole.
+  void reading_keeps_the_window_responsive() {
+    auto w = make();
+    w->show();
+    QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    const Shape s{64, 512, 512};
+    const auto v = test::random_values<float>(s.elements());
+    const QString path = tmp_.filePath(QStringLiteral("large.tif"));
+    io::write(path.toStdString(), HostArray::from(v, s));
+    // What this machine's scheduler alone gives (other processes on few cores stall any
+    // thread now and then): the same measure on the idle window first.
+    const Stall idle = watch_event_loop([] { return true; }, 500);
+    const qint64 limit = 50 + (idle.longest_ms > 25 ? idle.longest_ms : 0);
+    QSignalSpy opened(w.get(), &MainWindow::files_opened);
+    QElapsedTimer clock;
+    clock.start();
+    w->open_files({path});
+    QVERIFY(w->reading());
+    bool shown = false;
+    const Stall stall = watch_event_loop(
+        [&] {
+          auto* label = w->findChild<QLabel*>(QStringLiteral("read_label"));
+          shown = shown || (label && label->isVisible() &&
+                            label->text() == QStringLiteral("Reading large.tif…"));
+          return opened.isEmpty();
+        },
+        120000);
+    const qint64 took = clock.elapsed();
+    QCOMPARE(opened.size(), 1);
+    QVERIFY(shown);
+    qInfo("read %s in %lld ms: %d timer ticks, the longest gap %lld ms (idle: %lld ms)",
+          qPrintable(path), took, stall.ticks, stall.longest_ms, idle.longest_ms);
+    QVERIFY2(took > 2 * limit, "the read was too quick to tell a stall from none");
+    QVERIFY2(stall.longest_ms < limit,
+             qPrintable(QStringLiteral("the event loop stalled for %1 ms (limit %2 ms)")
+                            .arg(stall.longest_ms)
+                            .arg(limit)));
+    const QList<int> ids = opened.first().first().value<QList<int>>();
+    QCOMPARE(ids.size(), 1);
+    const plugin::Layer& l = w->host().layer(ids.first());
+    QVERIFY(same_bytes(l.array.valid() ? l.array.pull() : l.host, HostArray::from(v, s)));
+  }
 #endif
+
+  // A reader that hangs until released (as an ITK reader spinning on a corrupt header would):
+  // the window stays usable, Cancel ends the wait at once, and when the reader finally returns
+  // its layer is dropped. A file asked for after the cancel opens normally.
+  void cancelled_read_adds_nothing() {
+    auto w = make();
+    w->show();
+    QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    auto release = std::make_shared<std::atomic<bool>>(false);
+    w->host().register_reader(
+        {QStringLiteral("slow"), {QStringLiteral("*.slow")}, [release](const QString& path) {
+           while (!release->load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+           plugin::Layer l;
+           l.name = QFileInfo(path).completeBaseName();
+           l.host = HostArray::from(std::vector<float>{1, 2, 3}, Shape{3});
+           return QList<plugin::Layer>{l};
+         }});
+    QSignalSpy opened(w.get(), &MainWindow::files_opened);
+    w->open_files({tmp_.filePath(QStringLiteral("hangs.slow")),
+                   tmp_.filePath(QStringLiteral("never_read.slow"))});
+    QTRY_COMPARE(w->reads_running(), 1);
+    const Stall stall = watch_event_loop([] { return true; }, 300);
+    QVERIFY(w->reading());
+    QVERIFY(opened.isEmpty());
+    QCOMPARE(w->reads_running(), 1);
+    qInfo("a hanging reader: %d ticks in 300 ms, the longest gap %lld ms", stall.ticks,
+          stall.longest_ms);
+    QVERIFY2(stall.ticks >= 20, "the event loop stalled while a reader hung");
+    auto* cancel = w->findChild<QPushButton*>(QStringLiteral("cancel_read"));
+    QVERIFY(cancel && cancel->isVisible());
+    QTest::mouseClick(cancel, Qt::LeftButton);
+    QCOMPARE(opened.size(), 1);  // at once, not when the reader returns
+    QVERIFY(opened.first().first().value<QList<int>>().isEmpty());
+    QVERIFY(!w->reading());
+    QVERIFY(!cancel->isVisible());
+    release->store(true);
+    QTRY_COMPARE_WITH_TIMEOUT(w->reads_running(), 0, 10000);
+    QTest::qWait(100);  // the finished read's result, had it been kept, would arrive now
+    QVERIFY(w->host().layer_ids().isEmpty());
+    QCOMPARE(opened.size(), 1);
+    // The next file asked for is read as usual.
+    const QList<int> ids = open_and_wait(w.get(), {tmp_.filePath(QStringLiteral("later.slow"))});
+    QCOMPARE(ids.size(), 1);
+    QCOMPARE(w->host().layer(ids.first()).name, QStringLiteral("later"));
+  }
 
   void gaussian_end_to_end() {
     auto w = make();
     const Shape s{37, 45};
     const auto v = test::random_values<float>(s.elements());
     const QString path = write_raw(tmp_.path(), QStringLiteral("e2e"), v, s);
-    const QList<int> ids = w->open_files({path});
+    const QList<int> ids = open_and_wait(w.get(), {path});
     QCOMPARE(ids.size(), 1);
     auto* panel = qobject_cast<ui::FilterPanel*>(w->host().dock_widget(QStringLiteral("filters")));
     QVERIFY(panel);
@@ -284,12 +423,14 @@ class TestViewer : public QObject {
     w->resize(1000, 700);
     w->show();
     QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    QSignalSpy sample(w.get(), &MainWindow::files_opened);
     w->open_default();
+    QVERIFY(sample.wait(60000));  // files are read off the GUI thread
     w->view()->set_zoom(7.0);  // the user zoomed in on the sample
     const Shape s{300, 900};
     const QString path = write_raw(tmp_.path(), QStringLiteral("wide"),
                                    test::random_values<std::uint8_t>(s.elements()), s);
-    QCOMPARE(w->open_files({path}).size(), 1);
+    QCOMPARE(open_and_wait(w.get(), {path}).size(), 1);
     const QSize image = w->view()->image_size();
     const double fit = std::min(w->view()->width() / double(image.width()),
                                 w->view()->height() / double(image.height()));
@@ -316,7 +457,7 @@ class TestViewer : public QObject {
     const QString pa = write_raw(dir.path(), QStringLiteral("plane"), a, s2);
     const QString pb = write_raw(dir.path(), QStringLiteral("stack"), b, s3);
     auto w = make();
-    const QList<int> ids = w->open_files({pa, pb});
+    const QList<int> ids = open_and_wait(w.get(), {pa, pb});
     QCOMPARE(ids.size(), 2);
     plugin::Layer la = w->host().layer(ids[0]);
     la.colormap = QStringLiteral("hot");
@@ -355,7 +496,7 @@ class TestViewer : public QObject {
                 .startsWith(QStringLiteral("work_data/")));
 
     auto w2 = make();
-    w2->open_default();  // replaced by the session
+    w2->open_default();  // still queued for reading: the session cancels it and replaces it
     QVERIFY2(w2->open_session(session), qPrintable(w2->last_error()));
     QVERIFY2(w2->last_error().isEmpty(), qPrintable(w2->last_error()));
     QTRY_VERIFY_WITH_TIMEOUT(!w2->view()->busy(), 30000);
@@ -393,7 +534,7 @@ class TestViewer : public QObject {
     const QString session = dir.filePath(QStringLiteral("s.gpix.json"));
     {
       auto w = make();
-      QCOMPARE(w->open_files({pa, pb}).size(), 2);
+      QCOMPARE(open_and_wait(w.get(), {pa, pb}).size(), 2);
       QVERIFY2(w->save_session(session), qPrintable(w->last_error()));
     }
     QVERIFY(QFile::remove(pb));
@@ -422,7 +563,7 @@ class TestViewer : public QObject {
     const Shape s{9, 10};
     const auto v = test::random_values<float>(s.elements());
     auto w = make();
-    QCOMPARE(w->open_files({write_raw(dir.path(), QStringLiteral("in"), v, s)}).size(), 1);
+    QCOMPARE(open_and_wait(w.get(), {write_raw(dir.path(), QStringLiteral("in"), v, s)}).size(), 1);
     w->show();
     QVERIFY(w->unsaved_layers().isEmpty());
     auto* panel = qobject_cast<ui::FilterPanel*>(w->host().dock_widget(QStringLiteral("filters")));
@@ -460,7 +601,7 @@ class TestViewer : public QObject {
     const QString saved = w->host().layer(result).source;
     QCOMPARE(QFileInfo(saved).absolutePath(), folder);
     auto back = make();
-    const QList<int> reread = back->open_files({saved});
+    const QList<int> reread = open_and_wait(back.get(), {saved});
     QCOMPARE(reread.size(), 1);
     QVERIFY(same_bytes(back->host().layer(reread.first()).array.pull(), want));
     // Discard: nothing is written, it closes.
@@ -512,7 +653,9 @@ class TestViewer : public QObject {
   void settings_persist() {
     {
       auto w = make();
+      QSignalSpy opened(w.get(), &MainWindow::files_opened);
       w->open_default();
+      QVERIFY(opened.wait(60000));
       w->close();  // saves layout and device
     }
     QSettings s(ini(), QSettings::IniFormat);

@@ -41,6 +41,13 @@ class BasicHost : public HostContext {
   QList<Reader> readers() const override { return readers_; }
   QList<Writer> writers() const override { return writers_; }
   QList<int> open_file(const QString& path) override;
+  // open_file in two halves, for hosts that read off the GUI thread. read_call() finds the
+  // reader (throws IoError naming the patterns when none matches) and returns the call that
+  // reads the file: it may run on any thread and uses nothing of the host.
+  std::function<QList<Layer>()> read_call(const QString& path) const;
+  // Adds the layers read_call's call returned (their arrays on device() or not) as open_file
+  // does; returns the new ids.
+  QList<int> add_read_layers(const QString& path, QList<Layer> layers);
   void save_layer(int id, const QString& path) override;
   // The reader/writer that would handle path, or nullptr.
   const Reader* reader_for(const QString& path) const;

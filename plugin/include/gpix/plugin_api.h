@@ -42,7 +42,9 @@ using Task = gpix::ui::Task;
 
 // A file format. `read` returns one or more layers (a multi-channel file may give several);
 // `write` saves one. Both throw gpix::Error (IoError for file problems) with a message that
-// says what was asked and what would work.
+// says what was asked and what would work. A host may call `read` on a worker thread (the
+// viewer does, so that a slow file never freezes its window): it must not touch widgets or
+// the host, only the file.
 struct Reader {
   QString name;          // "raw", "png", "itk" ...
   QStringList patterns;  // "*.raw", "*.tif" ... (case-insensitive wildcard)
