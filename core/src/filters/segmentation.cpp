@@ -580,7 +580,10 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
   const DType key_t = k.key_bits == 64 ? DType::u64 : DType::u32;
   const DType sum_t = k.sum_mode == 1 ? DType::u32 : DType::u64;
   Array area = Array::create(Shape{rows}, DType::u32, dev);
-  Array sums = Array::create(Shape{rows}, sum_t, dev);
+  // Slots per label sum (label_statistics.kernel says why): 32 for up to 2048 labels, fewer
+  // as labels grow more numerous and each draws less contention.
+  const std::size_t reps = std::clamp<std::size_t>(65536 / rows, 1, 32);
+  Array sums = Array::create(Shape{rows * reps}, sum_t, dev);
   Array mins = Array::empty(Shape{rows}, key_t, dev);
   if (key_t == DType::u64) {
     mins.fill(Scalar(std::numeric_limits<std::uint64_t>::max()));
@@ -593,7 +596,7 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
   launch(image, kStatsFile, "label_stats", label_stats_defines(vt, fp64),
          flat_grid((n + kStatsRun - 1) / kStatsRun),
          {arg(lab), arg(image), arg<std::uint64_t>(n), arg(area), arg(sums), arg(mins), arg(maxs),
-          arg(nans)});
+          arg(nans), arg(static_cast<int>(reps))});
   checkpoint(o, 0.8, what);
   // The five columns come back in one round trip: queued pulls, one wait. Blocking pulls one
   // after another cost a host-device synchronisation each, most of the call on a 2048^2
@@ -616,10 +619,10 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
     pull_into(maxs, b32.data());
   }
   if (sum_t == DType::u64) {
-    s64.resize(rows);
+    s64.resize(rows * reps);
     pull_into(sums, s64.data());
   } else {
-    s32.resize(rows);
+    s32.resize(rows * reps);
     pull_into(sums, s32.data());
   }
   for (Event& e : pulls) e.wait();
@@ -633,16 +636,25 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
     using T = decltype(zero);
     for (std::size_t r = 0; r < rows; ++r) {
       const double cnt = a[r];
-      double sum;
+      double sum = 0;
       if (k.sum_mode == 0) {
-        sum = is_signed(vt) ? static_cast<double>(static_cast<std::int64_t>(s64[r]))
-                            : static_cast<double>(s64[r]);
+        // Exact: the slots' 64-bit two's-complement sums add up modulo 2^64 like one sum.
+        std::uint64_t total = 0;
+        for (std::size_t j = 0; j < reps; ++j) total += s64[r * reps + j];
+        sum = is_signed(vt) ? static_cast<double>(static_cast<std::int64_t>(total))
+                            : static_cast<double>(total);
       } else if (k.sum_mode == 1) {
-        float f;
-        std::memcpy(&f, &s32[r], sizeof f);
-        sum = f;
+        for (std::size_t j = 0; j < reps; ++j) {
+          float f;
+          std::memcpy(&f, &s32[r * reps + j], sizeof f);
+          sum += f;
+        }
       } else {
-        std::memcpy(&sum, &s64[r], sizeof sum);
+        for (std::size_t j = 0; j < reps; ++j) {
+          double d;
+          std::memcpy(&d, &s64[r * reps + j], sizeof d);
+          sum += d;
+        }
       }
       const bool none = a[r] == 0 || nan_flags[r] != 0;
       t.rows.push_back({static_cast<double>(r + 1), cnt, none ? nan : sum / cnt,
