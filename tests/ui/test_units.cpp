@@ -152,6 +152,14 @@ class TestUnits : public QObject {
                            .array;
     const HostArray a = want.pull(), b = out.array.pull();
     QVERIFY(std::memcmp(a.data(), b.data(), a.bytes()) == 0);
+    // Re-running the workflow on another calibrated stack keeps that stack's calibration.
+    Layer other = stack();
+    other.spacing = {2.0, 0.5, 0.5};
+    other.unit = QStringLiteral("mm");
+    const QList<int> made = workflow.rerun(host(), host().add_layer(other));
+    QCOMPARE(made.size(), 1);
+    QCOMPARE(host().layer(made.front()).unit, QStringLiteral("mm"));
+    QCOMPARE(host().layer(made.front()).spacing, (std::vector<double>{2.0, 0.5, 0.5}));
 
     // Integer radii round: 1 µm in x is 5 px, 1 µm in y 4 px, 2.5 µm in z 1.67 -> 2 px.
     QVERIFY(panel.select_filter(QStringLiteral("mean_box")));

@@ -206,9 +206,11 @@ QList<int> Workflow::rerun(Workspace& host, int input) const {
   QList<int> created;
   for (const WorkflowStep& s : steps_) {
     std::vector<gpix::Array> arrays;
+    Layer first;  // its calibration goes to the result
     for (const QString& in : s.inputs) {
       const int id = map.contains(in) ? map.value(in) : host.find_layer(in);
       const Layer l = host.layer(id);
+      if (!first.valid()) first = l;
       if (!l.array.valid()) {
         throw gpix::InvalidArgument("rerun: step '" + s.operation.toStdString() +
                                     "' needs layer '" + in.toStdString() +
@@ -221,6 +223,7 @@ QList<int> Workflow::rerun(Workspace& host, int input) const {
     Layer out;
     out.name = s.operation;
     out.array = r.array;
+    inherit_calibration(first, out);
     const gpix::OutputKind kind = gpix::filter(s.operation.toStdString()).output;
     if (kind == gpix::OutputKind::labels) out.colormap = QStringLiteral("labels");
     const int id = host.add_layer(out);
