@@ -145,11 +145,13 @@ void read_file(const QString& source, const QCommandLineParser& p, HostArray& ho
   meta["origin"] = numbers(img.meta.origin);
   meta["direction"] = numbers(img.meta.direction);
   meta["unit"] = qs(img.meta.unit);
+  meta["labels"] = img.meta.labels;
   text =
       "format: " + qs(img.format) + "\nspacing: " + joined(img.meta.spacing) +
       " (z, y, x)\norigin: " + joined(img.meta.origin) + "\nunit: " +
       (img.meta.unit.empty() ? QStringLiteral("none (the file does not say)") : qs(img.meta.unit)) +
       "\n";
+  if (img.meta.labels) text += "pixels: labels (marked by gpix)\n";
   // The decoder's remarks on a file it could read (libtiff's), on stdout with the card.
   if (!img.warnings.empty()) {
     QJsonArray w;
@@ -635,8 +637,11 @@ int cmd_run(const QCommandLineParser& p, const QStringList& args) {
   const Result r = run(f.name, inputs, params);
   if (!table) {
 #if GPIX_CLI_HAVE_IO
-    io::write(std::filesystem::u8path(args.last().toStdString()), r.array,
-              io::carried(calibration, inputs.front().shape(), r.array.shape()));
+    // Label outputs are marked as such, so that viewers (gpix-viewer) open them as labels.
+    // The calibration of the first input is carried over where the shapes allow.
+    io::Metadata out_meta = io::carried(calibration, inputs.front().shape(), r.array.shape());
+    out_meta.labels = f.output == OutputKind::labels;
+    io::write(std::filesystem::u8path(args.last().toStdString()), r.array, out_meta);
 #else
     throw InvalidArgument("this build of gpix has no gpix_io to write files");
 #endif

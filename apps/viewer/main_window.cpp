@@ -10,8 +10,11 @@
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QJsonDocument>
 #include <QMenuBar>
+#include <QMessageBox>
 #include <QMimeData>
+#include <QSaveFile>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTableWidget>
@@ -20,6 +23,10 @@
 
 #include "gpix/device.h"
 #include "gpix/error.h"
+#include "gpix/ui/filter_help.h"
+#include "gpix/ui/filter_panel.h"
+#include "gpix/ui/workflow.h"
+#include "session.h"
 
 namespace {
 
@@ -90,6 +97,13 @@ MainWindow::MainWindow(QSettings* settings, QWidget* parent) : QMainWindow(paren
   layers_dock->setWidget(layers_);
   addDockWidget(Qt::LeftDockWidgetArea, layers_dock);
 
+  // Beside the view it serves: clicks pick labels, rows centre them.
+  auto* labels_dock = new QDockWidget(tr("Labels"), this);
+  labels_dock->setObjectName(QStringLiteral("dock_labels"));
+  labels_ = new gpix::ui::LabelPanel(*host_, view_);
+  labels_dock->setWidget(labels_);
+  addDockWidget(Qt::RightDockWidgetArea, labels_dock);
+
   cursor_ = new QLabel;
   cursor_->setObjectName(QStringLiteral("cursor_info"));
   statusBar()->addPermanentWidget(cursor_);
@@ -97,6 +111,8 @@ MainWindow::MainWindow(QSettings* settings, QWidget* parent) : QMainWindow(paren
   auto* progress_label = new QLabel;
   statusBar()->addPermanentWidget(progress_label);
   connect(host_, &gpix::plugin::HostContext::task_started, progress_label,
+          [progress_label](const QString& t) { progress_label->setText(t + QStringLiteral("…")); });
+  connect(host_, &gpix::plugin::HostContext::task_phase, progress_label,
           [progress_label](const QString& t) { progress_label->setText(t + QStringLiteral("…")); });
   connect(host_, &gpix::plugin::HostContext::task_finished, progress_label, &QLabel::clear);
   connect(host_, &gpix::plugin::HostContext::device_changed, this, [this] {
@@ -106,6 +122,7 @@ MainWindow::MainWindow(QSettings* settings, QWidget* parent) : QMainWindow(paren
   build_menus();
   layers_dock->toggleViewAction()->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));
   host_->view_menu()->addAction(layers_dock->toggleViewAction());
+  host_->view_menu()->addAction(labels_dock->toggleViewAction());
   resize(1280, 820);
 }
 
@@ -121,6 +138,13 @@ void MainWindow::build_menus() {
   file->addAction(tr("&Open…"), QKeySequence::Open, this, &MainWindow::open_dialog);
   recent_menu_ = file->addMenu(tr("Open &recent"));
   file->addAction(tr("Save layer &as…"), QKeySequence::SaveAs, this, &MainWindow::save_as_dialog);
+  file->addAction(tr("&Export label measurements (CSV)…"), labels_,
+                  &gpix::ui::LabelPanel::export_dialog);
+  file->addSeparator();
+  file->addAction(tr("Open s&ession…"), this, &MainWindow::open_session_dialog);
+  file->addAction(tr("&Save session"), QKeySequence::Save, this,
+                  [this] { save_session_dialog(false); });
+  file->addAction(tr("Save session as…"), this, [this] { save_session_dialog(true); });
   file->addSeparator();
   file->addAction(tr("&Plugins…"), this, &MainWindow::show_plugins_dialog);
   file->addSeparator();
@@ -131,13 +155,22 @@ void MainWindow::build_menus() {
   QAction* undo = host_->undo_stack()->createUndoAction(this, tr("&Undo"));
   undo->setShortcut(QKeySequence::Undo);
   QAction* redo = host_->undo_stack()->createRedoAction(this, tr("&Redo"));
-  redo->setShortcut(QKeySequence::Redo);
+  QList<QKeySequence> redo_keys = QKeySequence::keyBindings(QKeySequence::Redo);
+  if (!redo_keys.contains(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z)))
+    redo_keys.prepend(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z));
+  redo->setShortcuts(redo_keys);
+  undo->setObjectName(QStringLiteral("action_undo"));
+  redo->setObjectName(QStringLiteral("action_redo"));
   edit->addAction(undo);
   edit->addAction(redo);
   edit->addSeparator();
-  edit->addAction(tr("Remove layer"), QKeySequence::Delete, this, [this] {
-    if (host_->current_layer() >= 0) host_->remove_layer(host_->current_layer());
-  });
+  // Through the undo stack: Ctrl+Z after Del brings the layer back (it used to undo the
+  // last filter result instead, removing another layer).
+  QAction* remove = edit->addAction(tr("Remove layer"), QKeySequence::Delete, layers_,
+                                    &gpix::ui::LayerList::remove_current);
+  remove->setObjectName(QStringLiteral("action_remove_layer"));
+  edit->addAction(tr("Rename layer"), QKeySequence(Qt::Key_F2), layers_,
+                  &gpix::ui::LayerList::rename_current);
   edit->addAction(tr("Auto contrast"), QKeySequence(Qt::CTRL | Qt::Key_A), this,
                   [this] { layers_->auto_contrast_current(view_->slice()); });
 
@@ -158,6 +191,8 @@ void MainWindow::build_menus() {
   bar->setToolTip(tr("A bar of a round physical length on calibrated images"));
   connect(bar, &QAction::toggled, view_, &gpix::ui::ImageView::set_scale_bar_visible);
   view->addSeparator();
+
+  // Help comes last, after the menus plugins add (see load_plugins).
 }
 
 QStringList MainWindow::recent_files() const {
@@ -196,6 +231,13 @@ void MainWindow::load_plugins(const QStringList& paths) {
         tr("Plugins not loaded: %1 — see File > Plugins").arg(refused.join(QStringLiteral("; "))),
         0);
   }
+  QMenu* help = host_->menu(QStringLiteral("&Help"));
+  help->addAction(tr("&Quick start"), QKeySequence::HelpContents, this,
+                  &MainWindow::show_quick_start);
+  help->addAction(tr("&Filter help"), this, [this] { show_filter_help(); });
+  help->addSeparator();
+  help->addAction(tr("&About gpix viewer"), this, &MainWindow::show_about);
+  help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
   QSettings& s = host_->settings();
   restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
   restoreState(s.value(QStringLiteral("window/state")).toByteArray());
@@ -246,6 +288,11 @@ void MainWindow::save_as_dialog() {
   if (path.isEmpty()) return;
   try {
     host_->save_layer(id, path);
+    // The layer now has a file: a session refers to it, and quitting does not ask about it.
+    gpix::ui::Layer l = host_->layer(id);
+    l.source = path;
+    l.metadata.insert(QStringLiteral("index_in_file"), 0);
+    host_->replace_layer(id, l);
     add_recent(path);
     host_->show_status(tr("Saved %1").arg(path));
   } catch (const std::exception& e) {
@@ -308,6 +355,216 @@ void MainWindow::save_settings() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {
+  if (!confirm_discard(tr("quitting"))) {
+    e->ignore();
+    return;
+  }
   save_settings();
   QMainWindow::closeEvent(e);
+}
+
+QStringList MainWindow::unsaved_layers() const {
+  QStringList out;
+  for (int id : host_->layer_ids()) {
+    const gpix::ui::Layer l = host_->layer(id);
+    if (l.source.isEmpty() && !l.metadata.value(QStringLiteral("preview")).toBool()) out << l.name;
+  }
+  return out;
+}
+
+bool MainWindow::save_unsaved(const QString& folder) {
+  if (!QDir().mkpath(folder)) {
+    last_error_ = tr("Cannot make the folder %1").arg(folder);
+    host_->show_status(last_error_, 0);
+    return false;
+  }
+  QStringList errors;
+  for (int id : host_->layer_ids()) {
+    gpix::ui::Layer l = host_->layer(id);
+    if (!l.source.isEmpty() || l.metadata.value(QStringLiteral("preview")).toBool()) continue;
+    const QString stem = QDir(folder).filePath(session::file_stem(l.name));
+    // TIFF where its writer takes the layer, else NRRD (every dtype), else any format.
+    QStringList suffixes = {QStringLiteral(".tif"), QStringLiteral(".nrrd")};
+    for (const gpix::ui::SaveFormat& f : host_->save_formats()) suffixes << f.suffix;
+    suffixes.removeDuplicates();
+    QStringList why;
+    QString saved;
+    for (const QString& suffix : suffixes) {
+      QString path = stem + suffix;
+      for (int i = 2; QFileInfo::exists(path); ++i)
+        path = stem + QStringLiteral("_%1").arg(i) + suffix;
+      if (!host_->writer_for(path)) continue;
+      try {
+        host_->save_layer(id, path);
+        saved = path;
+        break;
+      } catch (const std::exception& e) {
+        why << QString::fromUtf8(e.what());
+      }
+    }
+    if (saved.isEmpty()) {
+      errors << tr("'%1': %2")
+                    .arg(l.name,
+                         why.isEmpty() ? tr("no format takes it") : why.join(QStringLiteral("; ")));
+      continue;
+    }
+    l.source = saved;
+    l.metadata.insert(QStringLiteral("index_in_file"), 0);
+    host_->replace_layer(id, l);
+  }
+  if (!errors.isEmpty()) {
+    last_error_ = tr("Not saved: %1").arg(errors.join(QStringLiteral("; ")));
+    host_->show_status(last_error_, 0);
+    return false;
+  }
+  return true;
+}
+
+void MainWindow::set_prompts_for_testing(std::function<int(const QStringList&)> ask,
+                                         std::function<QString()> folder) {
+  ask_unsaved_ = std::move(ask);
+  ask_folder_ = std::move(folder);
+}
+
+bool MainWindow::confirm_discard(const QString& action) {
+  const QStringList unsaved = unsaved_layers();
+  if (unsaved.isEmpty()) return true;
+  int answer = QMessageBox::Cancel;
+  if (ask_unsaved_) {
+    answer = ask_unsaved_(unsaved);
+  } else {
+    QMessageBox box(QMessageBox::Warning, tr("Unsaved results"),
+                    tr("%n layer(s) exist only in memory and would be lost by %1:", nullptr,
+                       int(unsaved.size()))
+                            .arg(action) +
+                        QStringLiteral("\n\n• ") + unsaved.join(QStringLiteral("\n• ")),
+                    QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, this);
+    box.setInformativeText(tr("Save them into a folder first?"));
+    box.setDefaultButton(QMessageBox::Save);
+    answer = box.exec();
+  }
+  if (answer == QMessageBox::Discard) return true;
+  if (answer != QMessageBox::Save) return false;
+  const QString folder = ask_folder_
+                             ? ask_folder_()
+                             : QFileDialog::getExistingDirectory(
+                                   this, tr("Save the results into"),
+                                   host_->settings().value(QStringLiteral("last_dir")).toString());
+  if (folder.isEmpty()) return false;
+  return save_unsaved(folder);
+}
+
+void MainWindow::clear_workspace() {
+  host_->undo_stack()->clear();
+  for (int id : host_->layer_ids()) host_->remove_layer(id);
+  host_->workflow().clear();
+}
+
+bool MainWindow::save_session(const QString& path) {
+  const QFileInfo info(path);
+  if (!unsaved_layers().isEmpty() &&
+      !save_unsaved(info.absoluteDir().filePath(info.baseName() + QStringLiteral("_data")))) {
+    return false;
+  }
+  try {
+    const QByteArray json =
+        QJsonDocument(session::to_json(*host_, path)).toJson(QJsonDocument::Indented);
+    QSaveFile f(path);
+    if (!f.open(QIODevice::WriteOnly) || f.write(json) != json.size() || !f.commit()) {
+      last_error_ = tr("Cannot write the session %1: %2").arg(path, f.errorString());
+      host_->show_status(last_error_, 0);
+      return false;
+    }
+  } catch (const std::exception& e) {
+    last_error_ = QString::fromUtf8(e.what());
+    host_->show_status(last_error_, 0);
+    return false;
+  }
+  session_path_ = path;
+  last_error_.clear();
+  add_recent(path);
+  host_->show_status(tr("Session saved to %1").arg(path));
+  return true;
+}
+
+bool MainWindow::open_session(const QString& path) {
+  if (!confirm_discard(tr("opening a session"))) return false;
+  session::Opened opened;
+  try {
+    // Read the file before anything is cleared: a bad session leaves the work as it was.
+    const QJsonObject root = session::read(path);
+    clear_workspace();
+    opened = session::open(*host_, root, path);
+  } catch (const std::exception& e) {
+    last_error_ = QString::fromUtf8(e.what());
+    host_->show_status(last_error_, 0);
+    return false;
+  }
+  session_path_ = path;
+  host_->undo_stack()->clear();  // the layers were opened, not made: nothing to undo
+  view_->fit();
+  QStringList problems;
+  if (!opened.missing.isEmpty())
+    problems << tr("Missing files: %1").arg(opened.missing.join(QStringLiteral("; ")));
+  problems << opened.errors;
+  last_error_ = problems.join(QLatin1Char('\n'));
+  if (problems.isEmpty()) {
+    host_->show_status(tr("Session %1: %n layer(s)", nullptr, int(opened.layers.size())).arg(path));
+  } else {
+    host_->show_status(problems.join(QStringLiteral("; ")), 0);
+  }
+  return true;
+}
+
+void MainWindow::open_session_dialog() {
+  const QString dir = host_->settings().value(QStringLiteral("last_dir")).toString();
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open session"), dir,
+                                                    tr("gpix sessions (*.gpix.json *.json)"));
+  if (path.isEmpty()) return;
+  if (!open_session(path) || !last_error_.isEmpty()) {
+    if (!last_error_.isEmpty()) {
+      QMessageBox::warning(this, tr("Session"),
+                           tr("The session %1 opened with problems:\n\n%2").arg(path, last_error_));
+    }
+  }
+}
+
+void MainWindow::save_session_dialog(bool ask_name) {
+  QString path = session_path_;
+  if (ask_name || path.isEmpty()) {
+    const QString dir = host_->settings().value(QStringLiteral("last_dir")).toString();
+    path = QFileDialog::getSaveFileName(this, tr("Save session"),
+                                        QDir(dir).filePath(QStringLiteral("session.gpix.json")),
+                                        tr("gpix sessions (*.gpix.json *.json)"));
+    if (path.isEmpty()) return;
+  }
+  if (!save_session(path)) QMessageBox::warning(this, tr("Session"), last_error_);
+}
+
+void MainWindow::show_quick_start() {
+  QDialog* d = make_text_dialog(this, tr("Quick start"), gpix::ui::quick_start_html());
+  d->setObjectName(QStringLiteral("quick_start"));
+  d->setAttribute(Qt::WA_DeleteOnClose);
+  d->show();
+}
+
+FilterHelpDialog* MainWindow::show_filter_help(const QString& name) {
+  QString wanted = name;
+  if (wanted.isEmpty()) {
+    if (auto* filters =
+            qobject_cast<gpix::ui::FilterPanel*>(host_->dock_widget(QStringLiteral("filters"))))
+      wanted = filters->selected_filter();
+  }
+  if (!filter_help_) {
+    filter_help_ = new FilterHelpDialog(this);
+    filter_help_->setAttribute(Qt::WA_DeleteOnClose);
+  }
+  if (!wanted.isEmpty()) filter_help_->show_filter(wanted);
+  filter_help_->show();
+  filter_help_->raise();
+  return filter_help_;
+}
+
+void MainWindow::show_about() {
+  QMessageBox::about(this, tr("About gpix viewer"), about_html());
 }

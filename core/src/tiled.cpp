@@ -16,6 +16,7 @@
 #include "gpix/array.h"
 #include "gpix/error.h"
 #include "gpix/queue.h"
+#include "run_phase.h"
 #include "util.h"
 
 namespace gpix {
@@ -584,6 +585,7 @@ Result run_in_slabs(std::string_view name, std::span<const Array> inputs, const 
     std::vector<Array> views;
     views.reserve(inputs.size());
     for (const Array& a : inputs) views.push_back(a.view(planes_box(dims, l0, l1)));
+    detail::report_phase("slab " + std::to_string(t + 1) + " of " + std::to_string(tiles));
     RunOptions ro;
     ro.cancel = options.cancel;
     if (options.progress) {

@@ -145,6 +145,7 @@ Metadata metadata_of(itk::ImageIOBase& io, int ndim, const Format& format, const
   m.origin = reversed(org);
   m.direction = dir;
   m.unit = unit;
+  m.labels = marked_labels(io.GetMetaDataDictionary());
   return m;
 }
 

@@ -4,6 +4,7 @@
 #include <itkImageIOBase.h>
 #include <itkImageIORegion.h>
 #include <itkJPEGImageIO.h>
+#include <itkMetaDataObject.h>
 #include <itkMetaImageIO.h>
 #include <itkNiftiImageIO.h>
 #include <itkNrrdImageIO.h>
@@ -63,12 +64,12 @@ std::vector<Format> make_formats() {
   using enum DType;
   using enum Kept;
   return {
-      {"TIFF", {".tif", ".tiff"}, kAll, 2, 3, false, spacing_origin},
-      {"PNG", {".png"}, {u8, u16}, 2, 2, false, spacing_yx},
-      {"JPEG", {".jpg", ".jpeg"}, {u8}, 2, 2, true, none},
-      {"NRRD", {".nrrd", ".nhdr"}, kAll, 1, 3, false, all},
-      {"MetaImage", {".mha", ".mhd"}, kAll, 1, 3, false, all},
-      {"NIfTI", {".nii", ".nii.gz"}, kAll, 1, 3, false, all},
+      {"TIFF", {".tif", ".tiff"}, kAll, 2, 3, false, spacing_origin, true},
+      {"PNG", {".png"}, {u8, u16}, 2, 2, false, spacing_yx, false},
+      {"JPEG", {".jpg", ".jpeg"}, {u8}, 2, 2, true, none, false},
+      {"NRRD", {".nrrd", ".nhdr"}, kAll, 1, 3, false, all, true},
+      {"MetaImage", {".mha", ".mhd"}, kAll, 1, 3, false, all, true},
+      {"NIfTI", {".nii", ".nii.gz"}, kAll, 1, 3, false, all, true},
   };
 }
 
@@ -502,6 +503,7 @@ void write_unchecked(const fs::path& path, const HostArray& pixels, const Metada
     io->SetNumberOfComponents(1);
     io->SetIORegion(region);
     io->SetUseCompression(options.compress);
+    if (meta.labels && format.labels_marker) detail::mark_labels(*io, format.name);
     io->SetFileName(str(tmp.file()));
     detail::prepare_unit(*io, format, unit.unit);
     io->Write(pixels.data());
@@ -620,6 +622,29 @@ itk::ImageIOBase::Pointer read_header(const fs::path& path, const Format& format
     fail(path, "cannot read the " + format.name + " header: " + itk_message(e) + libtiff());
   }
   return io;
+}
+
+// NIfTI's own label intent would be the natural mark, but ITK 5.2's NIfTI writer keeps neither
+// intent_code nor descrip from the dictionary; it does keep aux_file (up to 23 characters).
+constexpr const char* kNiftiAux = "aux_file";
+constexpr const char* kNiftiLabels = "gpix_kind=labels";
+
+void mark_labels(itk::ImageIOBase& io, const std::string& format) {
+  itk::MetaDataDictionary d = io.GetMetaDataDictionary();
+  if (format == "NIfTI") {
+    itk::EncapsulateMetaData<std::string>(d, kNiftiAux, kNiftiLabels);
+  } else {
+    itk::EncapsulateMetaData<std::string>(d, kKindKey, kKindLabels);
+  }
+  io.SetMetaDataDictionary(d);
+}
+
+bool marked_labels(const itk::MetaDataDictionary& d) {
+  std::string v;
+  if (itk::ExposeMetaData<std::string>(d, kKindKey, v) && v == kKindLabels) return true;
+  if (itk::ExposeMetaData<std::string>(d, kNiftiAux, v) && v == kNiftiLabels) return true;
+  // NIFTI_INTENT_LABEL: the NIfTI standard's mark of a label map, which other software writes.
+  return itk::ExposeMetaData<std::string>(d, "intent_code", v) && v == "1002";
 }
 
 TempFolder::TempFolder(const fs::path& target) : target_(target) {

@@ -27,8 +27,8 @@ itk::ImageIOBase::Pointer read_header(const std::filesystem::path& path, const F
                                       const std::string& p, const ReadOptions& options,
                                       const std::function<std::string()>& libtiff);
 
-// The header's spacing, origin, direction (in (z, y, x) order) and unit (calibration.cpp: the
-// unit and what ITK leaves out per format). What was not taken goes to notes.
+// The header's spacing, origin, direction (in (z, y, x) order), unit (calibration.cpp: the
+// unit and what ITK leaves out per format) and label mark. What was not taken goes to notes.
 Metadata metadata_of(itk::ImageIOBase& io, int ndim, const Format& format,
                      const std::filesystem::path& path, std::vector<std::string>* notes);
 
@@ -48,6 +48,16 @@ void prepare_unit(itk::ImageIOBase& io, const Format& format, const std::string&
 // xyzt_units, also when there is no unit). Throws IoError when the file cannot be amended.
 void finish_unit(const std::filesystem::path& file, const Format& format, const std::string& unit,
                  int ndim);
+
+// The label mark (Metadata::labels) passes through the ImageIO's dictionary: NRRD and MetaImage
+// write string entries as key/value fields; gpix's TIFF ImageIO turns this one into its
+// private tag (tiff.h).
+inline constexpr const char* kKindKey = "gpix_kind";
+inline constexpr const char* kKindLabels = "labels";
+// Marks the image `io` is about to write (in `format`, a Format::name) as labels.
+void mark_labels(itk::ImageIOBase& io, const std::string& format);
+// Whether a header that was read carries gpix's mark, or NIfTI's label intent.
+bool marked_labels(const itk::MetaDataDictionary& dictionary);
 
 // Throws IoError unless path's format stores this dtype and dimensionality, and the metadata
 // has ndim values where it has any.

@@ -147,6 +147,7 @@ class TiffSource final : public FileSlabSource {
     }
     meta_.unit = c.unit;
     meta_.direction = Metadata{}.direction_or_default(static_cast<int>(shape_.ndim()));
+    meta_.labels = stack_->labels();
   }
   Shape shape() const override { return shape_; }
   DType dtype() const override { return dtype_; }
@@ -295,6 +296,7 @@ std::string meta_header(const Shape& s, DType t, const Metadata& meta, const std
          "\nCompressedData = False\nTransformMatrix = " + numbers(transform) +
          "\nOffset = " + numbers(g.origin) + "\nElementSpacing = " + numbers(g.spacing) +
          (meta.unit.empty() ? std::string() : "\nDistanceUnits = " + meta.unit) +
+         (meta.labels ? "\n" + std::string(detail::kKindKey) + " = " + detail::kKindLabels : "") +
          "\nDimSize = " + extents(s) + "\nElementType = " + met_type(t) +
          "\nElementDataFile = " + data + "\n";
 }
@@ -319,6 +321,7 @@ std::string nrrd_header(const Shape& s, DType t, const Metadata& meta, const std
          "\nendian: " + (std::endian::native == std::endian::big ? "big" : "little") +
          "\nencoding: raw\nspace origin: (" + numbers(g.origin, ",") + ")\n" +
          (meta.unit.empty() ? std::string() : "space units:" + units + "\n") +
+         (meta.labels ? std::string(detail::kKindKey) + ":=" + detail::kKindLabels + "\n" : "") +
          (data.empty() ? std::string() : "data file: " + data + "\n") + "\n";
 }
 
@@ -358,6 +361,7 @@ class FileSink final : public SlabSink {
       }
       l.calibration.unit = meta_.unit;
       l.compress = compress_;
+      l.labels = meta_.labels;
       rows_per_plane_ = ndim == 3 ? shape.height() : 1;
       tiff([&] { writer_.emplace(str(tmp_.file()), l); });
       return;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "gpix/io.h"
+#include "io_shared.h"
 
 namespace gpix::io::detail {
 
@@ -113,7 +114,24 @@ void install_global_handlers() {
   });
 }
 
+// kLabelsTag becomes a known ASCII tag of every handle of the system libtiff (it can be neither
+// written nor read by name otherwise), chained to any extender installed before ours.
+TIFFExtendProc g_parent_extender = nullptr;
+
+void extend_tags(TIFF* t) {
+  static const TIFFFieldInfo kField[] = {{kLabelsTag, TIFF_VARIABLE, TIFF_VARIABLE, TIFF_ASCII,
+                                          FIELD_CUSTOM, 1, 0, const_cast<char*>("GpixKind")}};
+  TIFFMergeFieldInfo(t, kField, 1);
+  if (g_parent_extender) g_parent_extender(t);
+}
+
+void install_tags() {
+  static std::once_flag once;
+  std::call_once(once, [] { g_parent_extender = TIFFSetTagExtender(&extend_tags); });
+}
+
 TiffPtr open_tiff(const std::string& file, const char* mode, bool forward) {
+  install_tags();
   TIFFOpenOptions* o = TIFFOpenOptionsAlloc();
   // Any non-null pointer says "forward"; the handlers never dereference it.
   void* user = forward ? static_cast<void*>(o) : nullptr;
@@ -454,6 +472,8 @@ TiffStack::TiffStack(const std::string& file) : tiff_(open_tiff(file, "rm", true
   if (offsets_.empty()) fail("it holds only reduced-resolution images or masks, no full page");
   go_to(0);
   calibration_ = calibration_of(t, offsets_.size());
+  const char* kind = nullptr;
+  labels_ = TIFFGetField(t, kLabelsTag, &kind) && kind && std::strcmp(kind, kLabelsText) == 0;
 }
 
 TiffStack::~TiffStack() = default;
@@ -603,6 +623,7 @@ void TiffWriter::begin_page() {
       TIFFSetField(f, TIFFTAG_IMAGEDESCRIPTION, imagej_description(c, layout_.stack).c_str());
     }
   }
+  if (layout_.labels && page_ == 0) TIFFSetField(f, kLabelsTag, kLabelsText);
   if (layout_.stack) {
     TIFFSetField(f, TIFFTAG_SUBFILETYPE, FILETYPE_PAGE);
     if (layout_.pages <= 0xffff)
@@ -711,6 +732,7 @@ class LibTiffImageIO final : public itk::ImageIOBase {
     std::string notes;
     for (const auto& n : c.notes) notes += (notes.empty() ? "" : "\n") + n;
     if (!notes.empty()) itk::EncapsulateMetaData<std::string>(dict, kNotesKey, notes);
+    if (stack_->labels()) itk::EncapsulateMetaData<std::string>(dict, kKindKey, kKindLabels);
   }
 
   void Read(void* buffer) override {
@@ -736,6 +758,9 @@ class LibTiffImageIO final : public itk::ImageIOBase {
     }
     itk::ExposeMetaData<std::string>(GetMetaDataDictionary(), kUnitKey, l.calibration.unit);
     l.compress = m_UseCompression;
+    std::string kind;
+    l.labels = itk::ExposeMetaData<std::string>(GetMetaDataDictionary(), kKindKey, kind) &&
+               kind == kKindLabels;
     TiffWriter w(m_FileName, l);
     w.append(static_cast<const std::byte*>(buffer), l.pages * l.height);
     w.close();

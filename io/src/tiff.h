@@ -99,6 +99,8 @@ class TiffStack {
   std::size_t row_bytes() const;
   // The first page's calibration (calibration_of).
   const TiffCalibration& calibration() const { return calibration_; }
+  // Whether the first page carries gpix's label mark (kLabelsTag).
+  bool labels() const { return labels_; }
   // Rows [from, to) into out, top row first.
   void read(std::size_t from, std::size_t to, std::byte* out);
 
@@ -112,7 +114,15 @@ class TiffStack {
   std::size_t current_ = static_cast<std::size_t>(-1);  // the page the handle is on
   std::vector<std::byte> scratch_;
   TiffCalibration calibration_;
+  bool labels_ = false;
 };
+
+// gpix's mark of a label image (Metadata::labels): an ASCII tag "gpix_kind=labels" on the
+// first page. A private tag from the range TIFF 6.0 leaves reusable (65000-65535), so that the
+// ImageDescription stays free for ImageJ's metadata; other programs skip it, and a file of
+// another program that uses the number reads as labels only with exactly this text.
+inline constexpr std::uint32_t kLabelsTag = 65011;
+inline constexpr const char* kLabelsText = "gpix_kind=labels";
 
 // A TIFF written page by page in rows, as gpix writes every TIFF: one sample of 8/16/32/64
 // bits with SampleFormat UINT, INT or IEEEFP, strips of about 1 MiB, Deflate on request,
@@ -128,6 +138,7 @@ class TiffWriter {
     itk::IOComponentEnum component = itk::IOComponentEnum::UCHAR;
     TiffCalibration calibration;
     bool compress = false;
+    bool labels = false;  // marks the first page with kLabelsTag
   };
   TiffWriter(const std::string& file, const Layout& layout);
   ~TiffWriter();

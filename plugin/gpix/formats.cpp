@@ -141,6 +141,7 @@ gpix::plugin::Reader io_reader() {
         l.name = QFileInfo(path).completeBaseName();
         l.host = img.pixels;
         l.source = path;
+        if (img.meta.labels) l.mark_labels();
         l.metadata.insert(QStringLiteral("format"), QString::fromStdString(img.format));
         const int ndim = img.pixels.shape().ndim();
         l.spacing = img.meta.spacing_or_default(ndim);
@@ -170,6 +171,8 @@ gpix::plugin::Writer io_writer() {
             if (l.spacing.size() == n) m.spacing = l.spacing;
             if (l.origin.size() == n) m.origin = l.origin;
             m.unit = l.unit.toStdString();
+            // Labels stay labels when the file is opened again (where the format keeps the mark).
+            m.labels = l.labels;
             gpix::io::write(fs(path), h, m);
           }};
 }

@@ -12,8 +12,9 @@
 
 void GpixPlugin::initialize(gpix::plugin::HostContext& host) {
   using namespace gpix::ui;
-  // The workflow lives as long as the host (the docks and undo commands refer to it).
-  auto* workflow = new Workflow(&host);
+  // The host's workflow: it outlives the docks and undo commands that refer to it, and the
+  // host saves it in sessions.
+  Workflow* workflow = &host.workflow();
   host.add_dock(QStringLiteral("devices"), tr("Devices"), new DevicePanel(host),
                 Qt::RightDockWidgetArea);
   host.add_dock(QStringLiteral("layer_card"), tr("Layer info"), new LayerCard(host),

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "gpix/error.h"
+#include "gpix/ui/workflow.h"
 
 namespace gpix::plugin {
 
@@ -43,6 +44,16 @@ class BasicTask final : public Task {
         },
         Qt::QueuedConnection);
   }
+  void set_phase(const QString& text) override {
+    QPointer<BasicHost> h = host_;
+    if (!h) return;
+    QMetaObject::invokeMethod(
+        h,
+        [h, text] {
+          if (h) emit h->task_phase(text);
+        },
+        Qt::QueuedConnection);
+  }
   void cancel() override { cancel_.store(true); }
   bool cancelled() const override { return cancel_.load(); }
   const std::atomic<bool>* cancel_flag() const override { return &cancel_; }
@@ -71,7 +82,8 @@ BasicHost::BasicHost(const gpix::Device& device, QSettings* settings, QObject* p
       device_(device),
       settings_(settings ? settings
                          : new QSettings(QStringLiteral("gpix"), QStringLiteral("gpix"))),
-      undo_(new QUndoStack(this)) {}
+      undo_(new QUndoStack(this)),
+      workflow_(new gpix::ui::Workflow(this)) {}
 
 BasicHost::~BasicHost() {
   // Undo commands hold layers (device memory): drop them before the devices go.
@@ -192,6 +204,30 @@ void BasicHost::remove_layer(int id) {
   }
 }
 
+void BasicHost::restore_layer(int id, Layer layer, int index) {
+  if (id < 0 || layers_.contains(id)) {
+    throw gpix::InvalidArgument("restore_layer: layer id " + std::to_string(id) +
+                                (id < 0 ? " is not a layer id" : " is in use"));
+  }
+  if (!layer.valid()) {
+    throw gpix::InvalidArgument("restore_layer: layer '" + layer.name.toStdString() +
+                                "' has neither device nor host data");
+  }
+  if (layer.array.valid() && !(layer.array.device() == device_)) {
+    // The device changed since the layer was removed.
+    QString why;
+    gpix::Array moved = to_device(layer.array, layer.host, &why);
+    if (!moved.valid() && !layer.host.valid()) layer.host = layer.array.pull();
+    layer.array = moved;
+  }
+  layer.name = unique_name(layer.name);
+  layers_.insert(id, layer);
+  order_.insert(std::clamp(index, 0, int(order_.size())), id);
+  next_id_ = std::max(next_id_, id + 1);
+  emit layer_added(id);
+  set_current_layer(id);
+}
+
 void BasicHost::move_layer(int id, int index) {
   if (!layers_.contains(id)) return;
   order_.removeAll(id);
@@ -297,8 +333,11 @@ QList<int> BasicHost::open_file(const QString& path) {
   }
   const QList<Layer> layers = r->read(path);
   QList<int> ids;
-  for (Layer l : layers) {
+  for (qsizetype i = 0; i < layers.size(); ++i) {
+    Layer l = layers[i];
     if (l.source.isEmpty()) l.source = path;
+    // Which of the file's layers this is (a session refers to a layer by file and position).
+    l.metadata.insert(QStringLiteral("index_in_file"), int(i));
     ids << add_layer(std::move(l));
   }
   return ids;

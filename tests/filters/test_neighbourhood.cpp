@@ -36,6 +36,12 @@ Params box_params(const Radii& r) {
 // the 1-pixel and short axes of the harness shapes (border replication).
 std::vector<Radii> test_radii(int max_window) {
   std::vector<Radii> r = {{1, 1, 1}, {2, 1, 3}, {0, 2, 1}};
+  // The median's register kernel takes windows up to 49 values: 7x7 in a plane (every
+  // shape) and 3x5x3 in 3D are its largest.
+  if (max_window >= 49) {
+    r.push_back({3, 3, 0});
+    r.push_back({1, 2, 1});
+  }
   if (max_window >= 7 * 7 * 7) r.push_back({5, 13, 2});
   return r;
 }
@@ -101,7 +107,7 @@ GPIX_REFERENCE("maximum_box") {
   box_check<true>("maximum_box", device, dtype, shape, true, 1000, ref::maximum);
 });
 GPIX_REFERENCE("median_box") {
-  // Windows of up to 125 pixels take the register kernel, larger ones the radix select.
+  // Windows of up to 49 pixels take the register kernel, larger ones the radix select.
   box_check<true>("median_box", device, dtype, shape, true, 1000, [](const auto& w) {
     auto c = w;
     std::nth_element(c.begin(), c.begin() + static_cast<long>(c.size() / 2), c.end());
@@ -447,6 +453,30 @@ class TestNeighbourhood : public QObject {
         w.push_back(v[static_cast<std::size_t>(std::clamp(i, 0, 299))]);
       std::nth_element(w.begin(), w.begin() + 100, w.end());
       QCOMPARE(got[static_cast<std::size_t>(x)], w[100]);
+    }
+  }
+
+  // Data far from zero: float32 values 1e4 + [0, 1) have a variance near 1/12 that sums of
+  // squares, or window means stored at their magnitude, would lose to rounding. Every kernel
+  // (direct up to 3 per axis, axis by axis beyond) keeps 2e-4 of the float64 reference.
+  void variance_with_offset_data() { devices_data(); }
+  void variance_with_offset() {
+    const Device dev = test::fetch_device();
+    for (const Shape& shape : {Shape{61, 47}, Shape{9, 23, 31}}) {
+      std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+      std::vector<float> host(shape.elements());
+      for (float& v : host) v = 10000.0f + unit(test::rng());
+      const Array a = Array::push(host, shape, dev);
+      for (const Radii& r : {Radii{1, 1, 1}, Radii{3, 2, 2}, Radii{0, 5, 0}, Radii{4, 0, 3}}) {
+        const Radii rr = shape.ndim() == 2 ? Radii{r[0], r[1], 0} : r;
+        const QByteArray w = "variance_box offset " + QByteArray::number(shape.ndim()) +
+                             "D r=" + QByteArray::number(rr[0]) + "," + QByteArray::number(rr[1]) +
+                             "," + QByteArray::number(rr[2]);
+        const Array got = variance_box(a, rr[0], rr[1], rr[2]);
+        compare_float<float>(
+            got, ref::box(ref::to_double(host), shape, rr, ref::population_variance), 2e-4, w);
+        if (QTest::currentTestFailed()) return;
+      }
     }
   }
 

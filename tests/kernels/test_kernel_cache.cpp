@@ -3,6 +3,7 @@
 #include <QFile>
 #include <QTemporaryDir>
 #include <QTest>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -13,7 +14,10 @@
 #include "backend/backend.h"
 #include "config.h"
 #include "detail.h"
+#include "gpix/catalog.h"
 #include "gpix/kernel.h"
+#include "gpix/phase.h"
+#include "gpix/tiled.h"
 #include "program_cache.h"
 #include "programs.h"
 #include "support/devices.h"
@@ -194,6 +198,41 @@ class TestKernelCache : public QObject {
     QCOMPARE(d.disk_writes, 0u);
     QCOMPARE(d.disk_hits, 0u);
     QCOMPARE(a.pull_as<float>(), (std::vector<float>{3, 6}));
+  }
+
+  // A run says when it waits for a compile (gpix::PhaseScope), and only then; the phase
+  // before the compile comes back afterwards; run_in_slabs names each slab.
+  void run_reports_its_phases() {
+    const Device dev = test::test_devices().front();
+    detail::ScopedConfig scoped_config;
+    detail::config_for_testing().no_disk_cache = true;  // a compile, not a disk load
+    const Shape shape{12, 20, 24};
+    const Array a = Array::push(test::random_values<float>(shape.elements()), shape, dev);
+    std::vector<std::string> phases;
+    const PhaseScope scope([&](const std::string& p) { phases.push_back(p); });
+    clear_memory_program_cache(dev);
+    (void)run("gaussian_blur", a, {{"sigma_z", 1.0}});
+    QVERIFY(!phases.empty());
+    QCOMPARE(phases.front(), std::string("compiling kernels"));
+    QCOMPARE(phases.back(), std::string("running"));
+    phases.clear();
+    (void)run("gaussian_blur", a, {{"sigma_z", 1.0}});  // compiled now: nothing to wait for
+    QVERIFY(phases.empty());
+    // Slabs, in order; the slab's own phase comes back after a compile inside it.
+    clear_memory_program_cache(dev);
+    (void)run_in_slabs("mean_box", std::span<const Array>(&a, 1), {}, {}, 3);
+    {
+      // Another thread's runs are not this scope's.
+      std::vector<std::string> before = phases;
+      std::thread([&] { (void)run("mean_box", a); }).join();
+      QCOMPARE(phases, before);
+    }
+    QVERIFY(phases.size() >= 3);
+    QCOMPARE(phases[0], std::string("slab 1 of 3"));
+    QCOMPARE(phases[1], std::string("compiling kernels"));
+    QCOMPARE(phases[2], std::string("slab 1 of 3"));
+    QCOMPARE(phases.back(), std::string("slab 3 of 3"));
+    QVERIFY(std::find(phases.begin(), phases.end(), "slab 2 of 3") != phases.end());
   }
 
   void user_kernel_errors() {

@@ -181,9 +181,16 @@ class TestUnits : public QObject {
     QVERIFY(panel.select_filter(QStringLiteral("gaussian_blur")));
     QCOMPARE(panel.form()->length_unit()->count(), 1);
     QVERIFY(!panel.form()->physical());
-    QCOMPARE(
-        qobject_cast<QDoubleSpinBox*>(panel.form()->editor(QStringLiteral("sigma_z")))->value(),
-        0.0);
+    const auto sigma_z = [](ui::FilterPanel& fp) {
+      return qobject_cast<QDoubleSpinBox*>(fp.form()->editor(QStringLiteral("sigma_z")))->value();
+    };
+    // This panel keeps the gaussian's parameters as last set (2 px, in pixels whatever the box
+    // showed); a fresh panel starts from the default.
+    QCOMPARE(sigma_z(panel), 2.0);
+    ui::FilterPanel fresh(host(), &workflow);
+    QVERIFY(fresh.select_filter(QStringLiteral("gaussian_blur")));
+    QCOMPARE(fresh.form()->length_unit()->count(), 1);
+    QCOMPARE(sigma_z(fresh), 0.0);
   }
 
   // A z projection keeps y and x; a change of shape keeps nothing.

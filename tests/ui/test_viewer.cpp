@@ -7,7 +7,16 @@
 #include <QDockWidget>
 #include <QDropEvent>
 #include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QListWidget>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
 #include <QMimeData>
+#include <QTextBrowser>
 #if GPIX_TEST_HAVE_IO
 #include "gpix/io.h"
 #endif
@@ -22,7 +31,10 @@
 #include "gpix/filters.h"
 #include "gpix/samples.h"
 #include "gpix/ui/filter_panel.h"
+#include "gpix/ui/label_panel.h"
 #include "gpix/ui/layer_card.h"
+#include "gpix/version.h"
+#include "help_dialogs.h"
 #include "main_window.h"
 #include "support/random.h"
 
@@ -182,6 +194,33 @@ class TestViewer : public QObject {
     QCOMPARE(back.meta.spacing, m.spacing);
   }
 
+  // A label TIFF that gpix saved opens as labels in the labels colour map, the Labels dock
+  // measures it, and File offers the CSV export.
+  void labels_file_opens_in_the_labels_dock() {
+    auto w = make();
+    QVERIFY(w->findChild<QDockWidget*>(QStringLiteral("dock_labels")));
+    std::vector<std::uint32_t> v(40 * 30, 0);
+    for (std::size_t i = 0; i < 200; ++i) v[i] = 1;
+    for (std::size_t i = 600; i < 700; ++i) v[i] = 2;
+    v[1199] = 5;
+    const QString path = tmp_.filePath(QStringLiteral("cells_labels.tif"));
+    io::Metadata m;
+    m.labels = true;
+    io::write(path.toStdString(), HostArray::from(v, Shape{40, 30}), m);
+    const QList<int> ids = w->open_files({path});
+    QCOMPARE(ids.size(), 1);
+    QVERIFY(w->host().layer(ids[0]).labels);
+    QCOMPARE(w->host().layer(ids[0]).colormap, QStringLiteral("labels"));
+    ui::LabelPanel* panel = w->label_panel();
+    QCOMPARE(panel->labels_layer(), ids[0]);
+    QTRY_VERIFY_WITH_TIMEOUT(!panel->busy() && panel->model()->rowCount() == 3, 30000);
+    QCOMPARE(panel->model()->value(1, panel->model()->column(QStringLiteral("area"))), 100.0);
+    bool found = false;
+    for (QAction* a : w->host().menu(QStringLiteral("File"))->actions())
+      found = found || a->text().contains(QStringLiteral("Export label measurements"));
+    QVERIFY(found);
+  }
+
   // Filter results of any dtype save as TIFF through the host's writer (File > Save layer
   // as) and open again bit for bit: connected_components' uint32 labels, an int64 stack and
   // a float64 plane with NaN and infinities.
@@ -248,12 +287,243 @@ class TestViewer : public QObject {
     QVERIFY2(done.first().first().toBool(), qPrintable(panel->error_text()));
     QCOMPARE(w->host().layer_ids().size(), 2);
     const plugin::Layer out = w->host().layer(w->host().layer_ids().last());
-    QCOMPARE(out.name, QStringLiteral("gaussian_blur"));
+    QCOMPARE(out.name, w->host().layer(ids.first()).name +
+                           QStringLiteral(" · gaussian_blur sigma_x=2 sigma_y=1.5"));
     const Array input = Array::push(HostArray::from(v, s), w->host().device());
     const Array want = gaussian_blur(input, 2.0, 1.5);
     QVERIFY(same_bytes(out.array.pull(), want.pull()));
     // The input layer is untouched.
     QVERIFY(same_bytes(w->host().layer(ids.first()).array.pull(), HostArray::from(v, s)));
+  }
+
+  void fits_a_newly_opened_image() {
+    auto w = make();
+    w->resize(1000, 700);
+    w->show();
+    QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    w->open_default();
+    w->view()->set_zoom(7.0);  // the user zoomed in on the sample
+    const Shape s{300, 900};
+    const QString path = write_raw(tmp_.path(), QStringLiteral("wide"),
+                                   test::random_values<std::uint8_t>(s.elements()), s);
+    QCOMPARE(w->open_files({path}).size(), 1);
+    const QSize image = w->view()->image_size();
+    const double fit = std::min(w->view()->width() / double(image.width()),
+                                w->view()->height() / double(image.height()));
+    QVERIFY2(std::abs(w->view()->zoom() - fit) < 1e-9,
+             qPrintable(QStringLiteral("zoom %1, fit %2").arg(w->view()->zoom()).arg(fit)));
+    // A filter result keeps the zoom the user chose.
+    w->view()->set_zoom(3.0);
+    auto* panel = qobject_cast<ui::FilterPanel*>(w->host().dock_widget(QStringLiteral("filters")));
+    QVERIFY(panel->select_filter(QStringLiteral("invert")));
+    QSignalSpy done(panel, &ui::FilterPanel::finished);
+    panel->run();
+    QVERIFY(done.wait(60000));
+    QCOMPARE(w->view()->zoom(), 3.0);
+  }
+
+  // Two files and a filter result with display settings: saved as a session (the result
+  // written beside it), reopened in another window with the same layers, data, settings and
+  // workflow.
+  void session_round_trip() {
+    QTemporaryDir dir;
+    const Shape s2{13, 21}, s3{4, 9, 11};
+    const auto a = test::random_values<std::uint16_t>(s2.elements());
+    const auto b = test::random_values<float>(s3.elements());
+    const QString pa = write_raw(dir.path(), QStringLiteral("plane"), a, s2);
+    const QString pb = write_raw(dir.path(), QStringLiteral("stack"), b, s3);
+    auto w = make();
+    const QList<int> ids = w->open_files({pa, pb});
+    QCOMPARE(ids.size(), 2);
+    plugin::Layer la = w->host().layer(ids[0]);
+    la.colormap = QStringLiteral("hot");
+    la.opacity = 0.5;
+    la.visible = false;
+    la.contrast_min = 10;
+    la.contrast_max = 2000;
+    w->host().replace_layer(ids[0], la);
+    auto* panel = qobject_cast<ui::FilterPanel*>(w->host().dock_widget(QStringLiteral("filters")));
+    QVERIFY(panel->select_filter(QStringLiteral("gaussian_blur")));
+    panel->form()->set_input(0, ids[1]);
+    QSignalSpy done(panel, &ui::FilterPanel::finished);
+    panel->run();
+    QVERIFY(done.wait(60000));
+    QVERIFY2(done.first().first().toBool(), qPrintable(panel->error_text()));
+    const int result = w->host().layer_ids().last();
+    QCOMPARE(w->unsaved_layers(), QStringList{w->host().layer(result).name});
+    QTRY_VERIFY_WITH_TIMEOUT(!w->view()->busy(), 30000);  // automatic contrast arrived
+    const QString session = dir.filePath(QStringLiteral("work.gpix.json"));
+    QVERIFY2(w->save_session(session), qPrintable(w->last_error()));
+    QVERIFY(w->unsaved_layers().isEmpty());
+    QCOMPARE(QFileInfo(w->host().layer(result).source).absolutePath(),
+             dir.filePath(QStringLiteral("work_data")));
+    // Paths inside the session's folder are stored relative to it.
+    QFile f(session);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonObject json = QJsonDocument::fromJson(f.readAll()).object();
+    QCOMPARE(json.value(QStringLiteral("format")).toString(), QStringLiteral("gpix-session"));
+    const QJsonArray jl = json.value(QStringLiteral("layers")).toArray();
+    QCOMPARE(jl.size(), 3);
+    QCOMPARE(jl[0].toObject().value(QStringLiteral("file")).toString(), QFileInfo(pa).fileName());
+    QVERIFY(jl[2]
+                .toObject()
+                .value(QStringLiteral("file"))
+                .toString()
+                .startsWith(QStringLiteral("work_data/")));
+
+    auto w2 = make();
+    w2->open_default();  // replaced by the session
+    QVERIFY2(w2->open_session(session), qPrintable(w2->last_error()));
+    QVERIFY2(w2->last_error().isEmpty(), qPrintable(w2->last_error()));
+    QTRY_VERIFY_WITH_TIMEOUT(!w2->view()->busy(), 30000);
+    const QList<int> now = w2->host().layer_ids();
+    QCOMPARE(now.size(), 3);
+    const QList<int> was = w->host().layer_ids();
+    for (int i = 0; i < 3; ++i) {
+      const plugin::Layer x = w->host().layer(was[i]);
+      const plugin::Layer y = w2->host().layer(now[i]);
+      QCOMPARE(y.name, x.name);
+      QCOMPARE(y.colormap, x.colormap);
+      QCOMPARE(y.opacity, x.opacity);
+      QCOMPARE(y.visible, x.visible);
+      QCOMPARE(y.contrast_min, x.contrast_min);
+      QCOMPARE(y.contrast_max, x.contrast_max);
+      QVERIFY2(same_bytes(y.array.pull(), x.array.pull()), qPrintable(x.name));
+    }
+    QCOMPARE(w2->host().current_layer(), now[2]);
+    const auto& s1 = w->host().workflow().steps();
+    const auto& st = w2->host().workflow().steps();
+    QCOMPARE(st.size(), 1);
+    QCOMPARE(st[0].operation, s1[0].operation);
+    QCOMPARE(st[0].inputs, s1[0].inputs);
+    QCOMPARE(st[0].params, s1[0].params);
+    QCOMPARE(st[0].output, s1[0].output);
+    QVERIFY(w2->unsaved_layers().isEmpty());
+  }
+
+  void session_names_missing_files() {
+    QTemporaryDir dir;
+    const Shape s{6, 7};
+    const auto a = test::random_values<float>(s.elements());
+    const QString pa = write_raw(dir.path(), QStringLiteral("kept"), a, s);
+    const QString pb = write_raw(dir.path(), QStringLiteral("gone"), a, s);
+    const QString session = dir.filePath(QStringLiteral("s.gpix.json"));
+    {
+      auto w = make();
+      QCOMPARE(w->open_files({pa, pb}).size(), 2);
+      QVERIFY2(w->save_session(session), qPrintable(w->last_error()));
+    }
+    QVERIFY(QFile::remove(pb));
+    auto w = make();
+    QVERIFY(w->open_session(session));
+    QVERIFY2(w->last_error().contains(QStringLiteral("does not exist")),
+             qPrintable(w->last_error()));
+    QVERIFY2(w->last_error().contains(pb), qPrintable(w->last_error()));
+    QCOMPARE(w->host().layer_ids().size(), 1);
+    QVERIFY(same_bytes(w->host().layer(w->host().layer_ids().first()).array.pull(),
+                       HostArray::from(a, s)));
+    // Not a session: refused before anything is cleared.
+    const QString bad = dir.filePath(QStringLiteral("bad.json"));
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("{\"layers\": []}");
+    f.close();
+    QVERIFY(!w->open_session(bad));
+    QVERIFY2(w->last_error().contains(QStringLiteral("not a gpix session")),
+             qPrintable(w->last_error()));
+    QCOMPARE(w->host().layer_ids().size(), 1);
+  }
+
+  void quit_asks_about_unsaved_results() {
+    QTemporaryDir dir;
+    const Shape s{9, 10};
+    const auto v = test::random_values<float>(s.elements());
+    auto w = make();
+    QCOMPARE(w->open_files({write_raw(dir.path(), QStringLiteral("in"), v, s)}).size(), 1);
+    w->show();
+    QVERIFY(w->unsaved_layers().isEmpty());
+    auto* panel = qobject_cast<ui::FilterPanel*>(w->host().dock_widget(QStringLiteral("filters")));
+    QVERIFY(panel->select_filter(QStringLiteral("invert")));
+    QSignalSpy done(panel, &ui::FilterPanel::finished);
+    panel->run();
+    QVERIFY(done.wait(60000));
+    const int result = w->host().layer_ids().last();
+    const QString name = w->host().layer(result).name;
+    int asked = 0;
+    QStringList told;
+    // Cancel: the window stays.
+    w->set_prompts_for_testing(
+        [&](const QStringList& names) {
+          ++asked;
+          told = names;
+          return int(QMessageBox::Cancel);
+        },
+        [] { return QString(); });
+    QVERIFY(!w->close());
+    QCOMPARE(asked, 1);
+    QCOMPARE(told, QStringList{name});
+    QVERIFY(w->isVisible());
+    // Save: written into the chosen folder, then it closes.
+    const QString folder = dir.filePath(QStringLiteral("results"));
+    w->set_prompts_for_testing(
+        [&](const QStringList&) {
+          ++asked;
+          return int(QMessageBox::Save);
+        },
+        [folder] { return folder; });
+    const HostArray want = w->host().layer(result).array.pull();
+    QVERIFY(w->close());
+    QCOMPARE(asked, 2);
+    const QString saved = w->host().layer(result).source;
+    QCOMPARE(QFileInfo(saved).absolutePath(), folder);
+    auto back = make();
+    const QList<int> reread = back->open_files({saved});
+    QCOMPARE(reread.size(), 1);
+    QVERIFY(same_bytes(back->host().layer(reread.first()).array.pull(), want));
+    // Discard: nothing is written, it closes.
+    panel = qobject_cast<ui::FilterPanel*>(back->host().dock_widget(QStringLiteral("filters")));
+    QVERIFY(panel->select_filter(QStringLiteral("invert")));
+    QSignalSpy done2(panel, &ui::FilterPanel::finished);
+    panel->run();
+    QVERIFY(done2.wait(60000));
+    back->show();
+    back->set_prompts_for_testing([](const QStringList&) { return int(QMessageBox::Discard); },
+                                  [] { return QStringLiteral("/nonexistent/never"); });
+    QVERIFY(back->close());
+    QCOMPARE(QDir(folder).entryList(QDir::Files).size(), 1);
+  }
+
+  void help_menu() {
+    auto w = make();
+    QMenu* help = nullptr;
+    const QList<QAction*> menus = w->menuBar()->actions();
+    for (QAction* a : menus) {
+      if (a->menu() && a->text().remove(QLatin1Char('&')) == QStringLiteral("Help"))
+        help = a->menu();
+    }
+    QVERIFY(help);
+    QCOMPARE(menus.last()->menu(), help);  // the last menu, after the plugin's
+    QStringList texts;
+    for (QAction* a : help->actions()) texts << a->text().remove(QLatin1Char('&'));
+    for (const char* t : {"Quick start", "Filter help", "About gpix viewer"})
+      QVERIFY2(texts.contains(QLatin1String(t)), qPrintable(texts.join(QStringLiteral(", "))));
+    FilterHelpDialog* d = w->show_filter_help(QStringLiteral("gaussian_blur"));
+    QVERIFY(d);
+    QCOMPARE(d->list()->count(), int(filters().size()));
+    QCOMPARE(d->list()->currentItem()->text(), QStringLiteral("gaussian_blur"));
+    const QString html = d->current_html();
+    QVERIFY(html.contains(QStringLiteral("sigma_x")));
+    QVERIFY(html.contains(QStringLiteral("When to use it")));
+    // The selected filter's help by default.
+    auto* panel = qobject_cast<ui::FilterPanel*>(w->host().dock_widget(QStringLiteral("filters")));
+    QVERIFY(panel->select_filter(QStringLiteral("median_box")));
+    QCOMPARE(w->show_filter_help()->list()->currentItem()->text(), QStringLiteral("median_box"));
+    w->show_quick_start();
+    auto* quick = w->findChild<QDialog*>(QStringLiteral("quick_start"));
+    QVERIFY(quick);
+    QVERIFY(
+        quick->findChild<QTextBrowser*>()->toPlainText().contains(QStringLiteral("Quick start")));
+    QVERIFY(about_html().contains(QStringLiteral(GPIX_VERSION_STRING)));
   }
 
   void settings_persist() {

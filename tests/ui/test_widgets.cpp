@@ -6,12 +6,16 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QLabel>
+#include <QListWidget>
 #include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSemaphore>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QSlider>
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTest>
@@ -20,9 +24,12 @@
 
 #include "formats.h"
 #include "gpix/basic_host.h"
+#include "gpix/memory.h"
 #include "gpix/ui/device_panel.h"
+#include "gpix/ui/filter_help.h"
 #include "gpix/ui/filter_panel.h"
 #include "gpix/ui/layer_card.h"
+#include "gpix/ui/layer_commands.h"
 #include "gpix/ui/layer_list.h"
 #include "gpix/ui/workflow.h"
 #include "support/devices.h"
@@ -275,7 +282,12 @@ class TestWidgets : public QObject {
     if (want.is_table()) return;
     QCOMPARE(int(host().layer_ids().size()), layers + 1);
     const Layer out = host().layer(host().layer_ids().last());
-    QCOMPARE(out.name, filter);
+    // Named after its input, the filter and its parameters.
+    QStringList input_names;
+    for (std::size_t i = 0; i < info.inputs.size(); ++i)
+      input_names << QStringLiteral("in%1").arg(i);
+    QCOMPARE(out.name, ui::result_name(filter, params, input_names, int(s.ndim())));
+    QVERIFY2(out.name.startsWith(QStringLiteral("in0 · ") + filter), qPrintable(out.name));
     QVERIFY(same_bytes(out.array.pull(), want.array.pull()));
     // Recorded in the workflow with every parameter.
     QCOMPARE(workflow_->steps().size(), 1);
@@ -337,14 +349,29 @@ class TestWidgets : public QObject {
     QVERIFY(panel.form()->set_param(QStringLiteral("radius_z"), 1.0));
     auto* bar = panel.findChild<QProgressBar*>();
     QVERIFY(bar);
+    QStringList phases;
+    connect(&host(), &ui::Workspace::task_phase, this,
+            [&phases](const QString& t) { phases << t; });
+    const std::uint64_t held = memory_report(host().device()).gpix.bytes_in_use;
     QSignalSpy done(&panel, &ui::FilterPanel::finished);
     panel.run();
     QTRY_VERIFY_WITH_TIMEOUT(bar->value() > 0 || !done.isEmpty(), 180000);
     QVERIFY2(done.isEmpty(), "the filter ended before its progress moved");
     const int at = bar->value();
     QVERIFY(at < 1000);
+    // It says which slab it is in (the panel and the host's status).
+    QTRY_VERIFY_WITH_TIMEOUT(panel.phase_text().contains(QStringLiteral("slab ")), 30000);
+    QVERIFY2(panel.phase_text().startsWith(QStringLiteral("median_box: ")),
+             qPrintable(panel.phase_text()));
     panel.findChild<QPushButton*>(QStringLiteral("cancel"))->click();
+    QVERIFY2(panel.phase_text().contains(QStringLiteral("Cancelling")),
+             qPrintable(panel.phase_text()));
     QVERIFY(done.wait(180000));
+    QVERIFY2(phases.filter(QStringLiteral("median_box: slab 1 of ")).size() == 1,
+             qPrintable(phases.join(QStringLiteral(" | "))));
+    QVERIFY(panel.phase_text().isEmpty());
+    // What the run held on the device (its output, the slabs) is free again.
+    QTRY_COMPARE_WITH_TIMEOUT(memory_report(host().device()).gpix.bytes_in_use, held, 10000);
     QCOMPARE(done.first().first().toBool(), false);
     QVERIFY2(panel.error_text().contains(QStringLiteral("ancel")), qPrintable(panel.error_text()));
     QCOMPARE(host().layer_ids().size(), 1);
@@ -373,10 +400,11 @@ class TestWidgets : public QObject {
     undo->redo();
     QCOMPARE(host().layer_ids().size(), 2);
     const Layer again = host().layer(host().layer_ids().last());
-    QCOMPARE(again.name, QStringLiteral("gaussian_blur"));
+    const QString name = QStringLiteral("img · gaussian_blur sigma_x=1.5 sigma_y=2");
+    QCOMPARE(again.name, name);
     QVERIFY(same_bytes(again.array.pull(), result));
     QCOMPARE(workflow_->steps().size(), 1);
-    QCOMPARE(workflow_->steps().first().output, QStringLiteral("gaussian_blur"));
+    QCOMPARE(workflow_->steps().first().output, name);
     QVERIFY(same_bytes(host().layer(id).array.pull(), h));
   }
 
@@ -455,7 +483,9 @@ class TestWidgets : public QObject {
     panel.run();
     QVERIFY(done.wait(60000));
     QVERIFY(panel.select_filter(QStringLiteral("multiply_scalar")));
-    panel.form()->set_input(0, host().find_layer(QStringLiteral("gaussian_blur")));
+    const QString blurred = QStringLiteral("cells 1 · gaussian_blur sigma=2");
+    QVERIFY(host().find_layer(blurred) >= 0);
+    panel.form()->set_input(0, host().find_layer(blurred));
     done.clear();
     panel.run();
     QVERIFY(done.wait(60000));
@@ -463,12 +493,13 @@ class TestWidgets : public QObject {
     QCOMPARE(workflow_->sources(), QStringList{QStringLiteral("cells 1")});
     const QString sh = workflow_->to_cli_script();
     // The `gpix run FILTER IN... OUT --param value` form the CLI takes (test_io_cli runs it).
-    QVERIFY2(sh.contains(
-                 QStringLiteral("\"$GPIX\" run gaussian_blur \"$cells_1\" \"$gaussian_blur\" --")),
-             qPrintable(sh));
-    QVERIFY2(sh.contains(QStringLiteral("gaussian_blur='gaussian_blur.nrrd'")), qPrintable(sh));
+    const QString var = QStringLiteral("cells_1_gaussian_blur_sigma_2");
+    QVERIFY2(
+        sh.contains(QStringLiteral("\"$GPIX\" run gaussian_blur \"$cells_1\" \"$%1\" --").arg(var)),
+        qPrintable(sh));
+    QVERIFY2(sh.contains(QStringLiteral("%1='%1.nrrd'").arg(var)), qPrintable(sh));
     QVERIFY2(sh.contains(QStringLiteral("--sigma_y '2'")), qPrintable(sh));
-    QVERIFY2(sh.contains(QStringLiteral("\"$GPIX\" run multiply_scalar \"$gaussian_blur\"")),
+    QVERIFY2(sh.contains(QStringLiteral("\"$GPIX\" run multiply_scalar \"$%1\"").arg(var)),
              qPrintable(sh));
     const QString cpp = workflow_->to_cpp();
     QVERIFY2(cpp.contains(QStringLiteral("gpix::Array workflow(const gpix::Array& cells_1)")),
@@ -476,18 +507,223 @@ class TestWidgets : public QObject {
     QVERIFY2(cpp.contains(QStringLiteral("gpix::run(\"gaussian_blur\", cells_1, {")),
              qPrintable(cpp));
     QVERIFY2(cpp.contains(QStringLiteral("{\"sigma_y\", 2.0}")), qPrintable(cpp));
-    QVERIFY2(cpp.contains(QStringLiteral("return multiply_scalar;")), qPrintable(cpp));
+    QVERIFY2(cpp.contains(QStringLiteral("return %1_multiply_scalar_factor_2;").arg(var)),
+             qPrintable(cpp));
     // Re-run on another image gives what the two calls give directly.
     const HostArray other = random_host<float>(Shape{7, 9});
     const int b = add(host(), QStringLiteral("other"), other);
     const QList<int> made = workflow_->rerun(host(), b);
     QCOMPARE(made.size(), 2);
-    const auto& st = workflow_->steps();
+    const auto st = workflow_->steps();
     const Array ob = host().layer(b).array;
     const Array r1 = run("gaussian_blur", ob, st[0].params).array;
     const Array r2 = run("multiply_scalar", r1, st[1].params).array;
     QVERIFY(same_bytes(host().layer(made.last()).array.pull(), r2.pull()));
+    // The re-run is recorded: two more steps on the new layers, with the names they got.
+    QCOMPARE(st.size(), 4);
+    QCOMPARE(st[2].operation, QStringLiteral("gaussian_blur"));
+    QCOMPARE(st[2].inputs, QStringList{QStringLiteral("other")});
+    QCOMPARE(st[2].params, st[0].params);
+    QCOMPARE(st[2].output, QStringLiteral("other · gaussian_blur sigma=2"));
+    QCOMPARE(st[3].inputs, QStringList{st[2].output});
+    QCOMPARE(host().layer(made.first()).name, st[2].output);
+    QCOMPARE(host().layer(made.last()).name, st[3].output);
+    QVERIFY(workflow_->to_cli_script().contains(QStringLiteral("\"$other\"")));
+    // One undo step takes the whole re-run back, layers and steps.
+    host().undo_stack()->undo();
+    QCOMPARE(workflow_->steps().size(), 2);
+    QVERIFY(!host().has_layer(made.first()) && !host().has_layer(made.last()));
+    host().undo_stack()->redo();
+    QCOMPARE(workflow_->steps().size(), 4);
+    QVERIFY(host().has_layer(made.first()) && host().has_layer(made.last()));
     Q_UNUSED(a);
+  }
+
+  void result_names_say_what_made_them() {
+    using ui::result_name;
+    const auto p = [](std::initializer_list<std::pair<const char*, ParamValue>> l) {
+      Params out;
+      for (const auto& [k, v] : l) out.emplace(k, v);
+      return out;
+    };
+    const Params blur = p({{"sigma_x", 2.0}, {"sigma_y", 2.0}, {"sigma_z", 0.0}});
+    QCOMPARE(result_name("gaussian_blur", blur, {"cells"}, 2),
+             QStringLiteral("cells · gaussian_blur sigma=2"));
+    QCOMPARE(result_name("gaussian_blur", blur, {"cells"}, 3),
+             QStringLiteral("cells · gaussian_blur sigma_xy=2 sigma_z=0"));
+    QCOMPARE(result_name("median_box", p({{"radius_x", 2.0}, {"radius_y", 2.0}, {"radius_z", 2.0}}),
+                         {"stack"}, 3),
+             QStringLiteral("stack · median_box radius=2"));
+    QCOMPARE(result_name("absolute", {}, {"a"}, 2), QStringLiteral("a · absolute"));
+    QCOMPARE(result_name("add_images", {}, {"a", "b"}, 2), QStringLiteral("a · add_images"));
+    // Many parameters: only those that differ from their defaults.
+    QCOMPARE(result_name("affine_transform", p({{"m03", 5.0}}), {"img"}, 2),
+             QStringLiteral("img · affine_transform m03=5"));
+    QCOMPARE(result_name("convert", p({{"dtype", std::string("uint8")}}), {"x"}, 3),
+             QStringLiteral("x · convert dtype=uint8"));
+    // Long chains keep their newest part.
+    const QString long_name = result_name("invert", {}, {QString(200, QLatin1Char('a'))}, 2);
+    QVERIFY(long_name.size() <= 90);
+    QVERIFY(long_name.endsWith(QStringLiteral(" · invert")));
+  }
+
+  void parameters_are_kept_per_filter() {
+    ui::FilterPanel panel(host(), workflow_.get());
+    QVERIFY(panel.select_filter(QStringLiteral("gaussian_blur")));
+    QVERIFY(panel.form()->set_param(QStringLiteral("sigma_x"), 3.5));
+    QVERIFY(panel.select_filter(QStringLiteral("median_box")));
+    QCOMPARE(std::get<double>(panel.form()->params().at("radius_x")), 1.0);  // its default
+    QVERIFY(panel.form()->set_param(QStringLiteral("radius_x"), 4.0));
+    QVERIFY(panel.select_filter(QStringLiteral("threshold")));
+    QVERIFY(panel.form()->set_param(QStringLiteral("value"), -7.25));
+    QVERIFY(panel.select_filter(QStringLiteral("gaussian_blur")));
+    QCOMPARE(std::get<double>(panel.form()->params().at("sigma_x")), 3.5);
+    QCOMPARE(std::get<double>(panel.form()->params().at("sigma_y")), 2.0);
+    QVERIFY(panel.select_filter(QStringLiteral("median_box")));
+    QCOMPARE(std::get<double>(panel.form()->params().at("radius_x")), 4.0);
+    QVERIFY(panel.select_filter(QStringLiteral("threshold")));
+    QCOMPARE(std::get<double>(panel.form()->params().at("value")), -7.25);
+  }
+
+  // Every change to layers is one undo step; undoing all of it and redoing all of it gives
+  // the same layers (ids, order, names, display), and Ctrl+Z after Del brings the removed
+  // layer back (it used to undo the last filter result instead).
+  void every_layer_action_undoes() {
+    ui::LayerList list(host());
+    QUndoStack* undo = host().undo_stack();
+    const HostArray ha = random_host<float>(Shape{8, 9});
+    const int a = add(host(), QStringLiteral("a"), ha);
+    Layer r;
+    r.name = QStringLiteral("a · invert");
+    r.array = run("invert", host().layer(a).array).array;
+    auto* cmd = new ui::AddLayerCommand(
+        host(), r, workflow_.get(),
+        ui::WorkflowStep{QStringLiteral("invert"), {QStringLiteral("a")}, {}, {}});
+    undo->push(cmd);
+    const int b = cmd->layer_id();
+    QCOMPARE(host().layer_ids(), (QList<int>{a, b}));
+
+    // Del on 'a', then Ctrl+Z.
+    host().set_current_layer(a);
+    list.remove_current();
+    QCOMPARE(host().layer_ids(), QList<int>{b});
+    undo->undo();
+    QCOMPARE(host().layer_ids(), (QList<int>{a, b}));  // same id, same place
+    QVERIFY(same_bytes(host().layer(a).array.pull(), ha));
+    QCOMPARE(workflow_->steps().size(), 1);  // the result and its step are still there
+
+    // Rename in place.
+    host().set_current_layer(a);
+    QListWidgetItem* item = nullptr;
+    for (int i = 0; i < list.list()->count(); ++i) {
+      if (list.list()->item(i)->data(Qt::UserRole).toInt() == a) item = list.list()->item(i);
+    }
+    QVERIFY(item);
+    QVERIFY(item->flags() & Qt::ItemIsEditable);
+    item->setText(QStringLiteral("cells"));
+    QTRY_COMPARE(host().layer(a).name, QStringLiteral("cells"));
+    // Reorder.
+    host().set_current_layer(a);
+    for (QPushButton* btn : list.findChildren<QPushButton*>()) {
+      if (btn->text() == QStringLiteral("Up")) btn->click();
+    }
+    QCOMPARE(host().layer_ids(), (QList<int>{b, a}));
+    // Display: an opacity drag is one step; colour map; visibility; contrast.
+    const int before = undo->count();
+    auto* opacity = list.findChild<QSlider*>(QStringLiteral("opacity"));
+    for (int v : {90, 70, 50}) opacity->setValue(v);
+    QCOMPARE(undo->count(), before + 1);
+    QCOMPARE(host().layer(a).opacity, 0.5);
+    list.findChild<QComboBox*>(QStringLiteral("colormap"))->setCurrentText(QStringLiteral("hot"));
+    QCOMPARE(undo->count(), before + 2);
+    list.list()
+        ->findItems(QStringLiteral("cells"), Qt::MatchExactly)
+        .first()
+        ->setCheckState(Qt::Unchecked);
+    QTRY_COMPARE(undo->count(), before + 3);
+    QCOMPARE(host().layer(a).visible, false);
+    list.findChild<QDoubleSpinBox*>(QStringLiteral("contrast_high"))->setValue(12.5);
+    QCOMPARE(host().layer(a).contrast_max, 12.5);
+    undo->undo();
+    QCOMPARE(host().layer(a).contrast_max, 0.0);
+    undo->undo();
+    QCOMPARE(host().layer(a).visible, true);
+    undo->undo();
+    QCOMPARE(host().layer(a).colormap, QStringLiteral("gray"));
+    undo->undo();
+    QCOMPARE(host().layer(a).opacity, 1.0);
+    undo->redo();
+    undo->redo();
+    undo->redo();
+    QCOMPARE(host().layer(a).opacity, 0.5);
+    QCOMPARE(host().layer(a).colormap, QStringLiteral("hot"));
+    QCOMPARE(host().layer(a).visible, false);
+    // A display change on the result, then everything undone and redone.
+    host().set_current_layer(b);
+    list.findChild<QComboBox*>(QStringLiteral("colormap"))->setCurrentText(QStringLiteral("hot"));
+    const auto snapshot = [&] {
+      QStringList out;
+      for (int id : host().layer_ids()) {
+        const Layer l = host().layer(id);
+        out << QStringLiteral("%1:%2:%3:%4:%5")
+                   .arg(id)
+                   .arg(l.name, l.colormap)
+                   .arg(l.opacity)
+                   .arg(l.visible);
+      }
+      return out;
+    };
+    const QStringList end = snapshot();
+    undo->setIndex(0);
+    QCOMPARE(host().layer_ids(), QList<int>{a});
+    QCOMPARE(host().layer(a).name, QStringLiteral("a"));
+    QCOMPARE(host().layer(a).opacity, 1.0);
+    QVERIFY(workflow_->steps().isEmpty());
+    undo->setIndex(undo->count());
+    QCOMPARE(snapshot(), end);
+    QCOMPARE(workflow_->steps().size(), 1);
+    QVERIFY(same_bytes(host().layer(b).array.pull(), r.array.pull()));
+  }
+
+  void filter_help_covers_every_filter() {
+    QVERIFY2(ui::filter_help_orphans().isEmpty(),
+             qPrintable(ui::filter_help_orphans().join(QStringLiteral(", "))));
+    int with_user_text = 0;
+    for (const FilterInfo& f : filters()) {
+      const QString html = ui::filter_help_html(f);
+      QVERIFY2(!ui::filter_summary(f).isEmpty(), f.name.c_str());
+      QVERIFY2(html.contains(QString::fromStdString(f.doc).toHtmlEscaped()), f.name.c_str());
+      for (const ParamSpec& p : f.params) {
+        QVERIFY2(html.contains(QStringLiteral("<b>%1</b>").arg(QString::fromStdString(p.name))),
+                 (f.name + " " + p.name).c_str());
+        if (!p.unit.empty())
+          QVERIFY2(html.contains(QString::fromStdString(p.unit)), (f.name + " " + p.name).c_str());
+      }
+      with_user_text += ui::filter_when(f).isEmpty() ? 0 : 1;
+    }
+    QCOMPARE(with_user_text, int(filters().size()));
+    QVERIFY(ui::quick_start_html().contains(QStringLiteral("Ctrl+Z")));
+  }
+
+  // The device panel shows every line whole at a narrow width: labels wrap, none asks for
+  // more width than the dock has, and each has its whole text as a tooltip.
+  void device_panel_text_is_whole() {
+    ui::DevicePanel panel(host());
+    panel.resize(230, 600);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    auto* scroll = panel.findChild<QScrollArea*>();
+    QVERIFY(scroll);
+    QTRY_VERIFY(scroll->widget()->width() <= scroll->viewport()->width());
+    int checked = 0;
+    for (QLabel* l : scroll->widget()->findChildren<QLabel*>()) {
+      if (l->text().isEmpty()) continue;
+      QVERIFY2(l->wordWrap(), qPrintable(l->text()));
+      QVERIFY2(l->geometry().right() <= scroll->viewport()->width(), qPrintable(l->text()));
+      QVERIFY2(l->height() >= l->heightForWidth(l->width()) - 1, qPrintable(l->text()));
+      ++checked;
+    }
+    QVERIFY(checked >= 3 * panel.card_count());
   }
 
   void drag_layer_out_as_file() {
@@ -527,7 +763,7 @@ class TestWidgets : public QObject {
     list.findChild<QComboBox*>(QStringLiteral("colormap"))->setCurrentText(QStringLiteral("hot"));
     QCOMPARE(host().layer(a).colormap, QStringLiteral("hot"));
     list.list()->item(0)->setCheckState(Qt::Unchecked);
-    QCOMPARE(host().layer(a).visible, false);
+    QTRY_COMPARE(host().layer(a).visible, false);  // applied from the event loop
     list.auto_contrast_current();
     QTRY_VERIFY_WITH_TIMEOUT(host().layer(a).has_contrast(), 30000);  // computed in the background
   }

@@ -57,6 +57,15 @@ DevicePanel::DevicePanel(Workspace& host, QWidget* parent) : QWidget(parent), ho
     c.details->setWordWrap(true);
     c.details->setTextInteractionFlags(Qt::TextSelectableByMouse);
     c.memory = new QLabel;
+    c.memory->setWordWrap(true);
+    c.memory->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    // Labels wrap to the dock's width instead of asking for their longest line, so that the
+    // dock can be narrow and nothing is cut; the tooltip has the whole text as well.
+    for (QLabel* l : {c.title, c.details, c.memory}) {
+      l->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+      l->setMinimumWidth(0);
+    }
+    c.details->setToolTip(c.details->text());
     c.use = new QPushButton(tr("Use this device"));
     c.use->setObjectName(QStringLiteral("use_device_%1").arg(i));
     connect(c.use, &QPushButton::clicked, this, [this, dev] {
@@ -76,6 +85,9 @@ DevicePanel::DevicePanel(Workspace& host, QWidget* parent) : QWidget(parent), ho
     auto* l =
         new QLabel(QStringLiteral("%1: %2").arg(qs(gpix::name(s.backend)).toUpper(), qs(s.detail)));
     l->setWordWrap(true);
+    l->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    l->setToolTip(l->text());
+    l->setTextInteractionFlags(Qt::TextSelectableByMouse);
     l->setStyleSheet(QStringLiteral("color: gray"));
     layout->addWidget(l);
   }
@@ -130,6 +142,8 @@ void DevicePanel::refresh() {
                           .arg(qs(gpix::human_bytes(m.gpix.bytes_in_use)),
                                qs(gpix::human_bytes(m.gpix.bytes_cached)),
                                qs(gpix::human_bytes(m.gpix.peak_bytes_in_use)), driver));
+    c.memory->setToolTip(c.memory->text());
+    c.title->setToolTip(qs(dev.label()));
   }
 }
 

@@ -21,8 +21,10 @@
 #include <limits>
 
 #include "gpix/error.h"
+#include "gpix/phase.h"
 #include "gpix/scalar.h"
 #include "gpix/tiled.h"
+#include "gpix/ui/filter_help.h"
 
 namespace gpix::ui {
 
@@ -353,6 +355,11 @@ FilterPanel::FilterPanel(Workspace& host, Workflow* workflow, QWidget* parent)
   progress_->setMaximumHeight(8);
   progress_->hide();
   v->addWidget(progress_);
+  phase_ = new QLabel;
+  phase_->setObjectName(QStringLiteral("filter_phase"));
+  phase_->setWordWrap(true);
+  phase_->hide();
+  v->addWidget(phase_);
   error_ = new QLabel;
   error_->setObjectName(QStringLiteral("filter_error"));
   error_->setWordWrap(true);
@@ -372,6 +379,11 @@ FilterPanel::FilterPanel(Workspace& host, Workflow* workflow, QWidget* parent)
   connect(preview_, &QCheckBox::toggled, this, &FilterPanel::set_preview);
   connect(&host_, &Workspace::task_progress, this,
           [this](double f) { progress_->setValue(int(std::clamp(f, 0.0, 1.0) * 1000)); });
+  connect(&host_, &Workspace::task_phase, this, [this](const QString& text) {
+    if (running_ == 0 || cancelling_) return;  // a late report: keep saying what happens now
+    phase_->setText(text);
+    phase_->show();
+  });
   connect(&host_, &Workspace::layer_removed, this, [this](int id) {
     if (id == preview_id_) preview_id_ = -1;
   });
@@ -458,13 +470,19 @@ void FilterPanel::on_item(QTreeWidgetItem* item) {
   const QString name = item->data(0, Qt::UserRole).toString();
   if (form_ && qs(form_->info().name) == name) return;
   drop_preview();
+  if (form_) kept_.insert(qs(form_->info().name), form_->params());
   delete form_;
   form_ = nullptr;
   const gpix::FilterInfo& info = gpix::filter(name.toStdString());
   box_->setTitle(name);
-  doc_->setText(qs(info.doc) + QStringLiteral("\n") +
+  // Plain words first; the catalog's exact definition is the tooltip (and in Help).
+  const QString when = filter_when(info);
+  doc_->setText(filter_summary(info) + (when.isEmpty() ? QString() : QLatin1Char(' ') + when) +
+                QStringLiteral("\n") +
                 tr("Output: %1, %2.").arg(qs(gpix::name(info.output)), qs(info.output_dtype)));
+  doc_->setToolTip(qs(info.doc));
   form_ = new ParamForm(info, host_, box_);
+  for (const auto& [k, v] : kept_.value(name)) form_->set_param(qs(k), v);
   box_->layout()->addWidget(form_);
   connect(form_, &ParamForm::changed, this, [this] {
     if (preview_->isChecked()) debounce_.start();
@@ -489,6 +507,10 @@ QString FilterPanel::error_text() const {
   return error_->isHidden() ? QString() : error_->text();
 }
 
+QString FilterPanel::phase_text() const {
+  return running_ > 0 ? phase_->text() : QString();
+}
+
 bool FilterPanel::busy() const {
   return running_ > 0;
 }
@@ -501,6 +523,12 @@ void FilterPanel::show_error(const QString& text) {
 void FilterPanel::cancel() {
   if (run_task_) run_task_->cancel();
   if (preview_task_) preview_task_->cancel();
+  if (running_ > 0) {
+    // The device finishes the slab or pass it is in: a kernel cannot be stopped half-way.
+    cancelling_ = true;
+    phase_->setText(tr("Cancelling: stops after the current slab or pass…"));
+    phase_->show();
+  }
 }
 
 void FilterPanel::run() {
@@ -543,6 +571,10 @@ void FilterPanel::start(bool preview) {
   cancel_->setEnabled(true);
   progress_->setValue(0);
   progress_->show();
+  const QString title = step.operation + (preview ? tr(" (preview)") : QString());
+  cancelling_ = false;
+  phase_->setText(tr("%1: starting").arg(title));
+  phase_->show();
   const std::string name = info.name;
   const gpix::Params params = step.params;
   const std::function<void()> gate = gate_;
@@ -556,35 +588,50 @@ void FilterPanel::start(bool preview) {
             if (running_ == 0) {
               cancel_->setEnabled(false);
               progress_->hide();
+              phase_->clear();
+              phase_->hide();
+              cancelling_ = false;
             }
             on_done(generation, preview, watcher->result(), step);
             watcher->deleteLater();
           });
-  watcher->setFuture(QtConcurrent::run([name, arrays, params, task, gate, first]() -> Outcome {
-    Outcome o;
-    o.input = first;
-    try {
-      if (gate) gate();
-      gpix::RunOptions opts;
-      opts.cancel = task->cancel_flag();
-      opts.progress = [task](double f) { task->set_progress(f); };
-      // Slab by slab on the device where the filter tiles, so that Cancel takes effect
-      // within a fraction of a long run and the bar advances per slab (same result).
-      o.result = gpix::run_in_slabs(name, arrays, params, opts);
-    } catch (const gpix::Cancelled& e) {
-      o.cancelled = true;
-      o.error = QString::fromStdString(e.what());
-    } catch (const std::exception& e) {  // gpix::Error and std::bad_alloc alike
-      o.error = QString::fromStdString(e.what());
-    }
-    return o;
-  }));
+  watcher->setFuture(
+      QtConcurrent::run([name, arrays, params, task, gate, title, first]() -> Outcome {
+        Outcome o;
+        o.input = first;
+        try {
+          if (gate) gate();
+          gpix::RunOptions opts;
+          opts.cancel = task->cancel_flag();
+          opts.progress = [task](double f) { task->set_progress(f); };
+          const auto phase = [task, title](const std::string& what) {
+            task->set_phase(title + QStringLiteral(": ") + QString::fromStdString(what));
+          };
+          const gpix::PhaseScope phases(phase);
+          phase("running");
+          // Slab by slab on the device where the filter tiles, so that Cancel takes effect
+          // within a fraction of a long run and the bar advances per slab (same result).
+          o.result = gpix::run_in_slabs(name, arrays, params, opts);
+          // Kernels run after their launch returns: the task ends (and the bar reaches its end)
+          // when the device has done the work, not when it was queued.
+          if (o.result.array.valid()) {
+            phase("finishing on the device");
+            o.result.array.device().finish();
+          }
+        } catch (const gpix::Cancelled& e) {
+          o.cancelled = true;
+          o.error = QString::fromStdString(e.what());
+        } catch (const std::exception& e) {  // gpix::Error and std::bad_alloc alike
+          o.error = QString::fromStdString(e.what());
+        }
+        return o;
+      }));
 }
 
 void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, WorkflowStep step) {
   if (preview && (generation != preview_generation_ || !preview_->isChecked())) return;  // stale
   if (o.cancelled) {
-    show_error(tr("Cancelled; the input is unchanged."));
+    show_error(tr("Cancelled: nothing was added and the input is unchanged."));
     if (!preview) emit finished(false);
     return;
   }
@@ -613,9 +660,10 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
   out.array = o.result.array;
   inherit_calibration(o.input, out);
   const gpix::OutputKind kind = gpix::filter(step.operation.toStdString()).output;
-  if (kind == gpix::OutputKind::labels) out.colormap = QStringLiteral("labels");
+  if (kind == gpix::OutputKind::labels) out.mark_labels();
   if (preview) {
     out.name = step.operation + tr(" (preview)");
+    out.metadata.insert(QStringLiteral("preview"), true);  // not a result to save
     if (preview_id_ >= 0 && host_.has_layer(preview_id_)) {
       const Layer old = host_.layer(preview_id_);
       out.visible = old.visible;
@@ -632,9 +680,9 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
     return;
   }
   drop_preview();
-  out.name = step.operation;
+  out.name = result_name(step.operation, step.params, step.inputs, int(out.array.shape().ndim()));
   host_.undo_stack()->push(new AddLayerCommand(host_, out, workflow_, step));
-  host_.show_status(tr("%1 done").arg(step.operation));
+  host_.show_status(tr("%1 done").arg(out.name));
   emit finished(true);
 }
 

@@ -51,7 +51,9 @@ ImageView::ImageView(Workspace& host, QWidget* parent) : QWidget(parent), host_(
     frames_[id];
     ensure_contrast(id);
     update_depth();
-    if (!fitted_) fit();
+    // An image opened from a file is fitted to the window, as is any layer while the view
+    // follows the window's size; a filter result keeps the zoom the user chose.
+    if (!fitted_ || auto_fit_ || !host_.layer(id).source.isEmpty()) fit();
     invalidate(id);
   });
   connect(&host_, &Workspace::layer_changed, this, &ImageView::on_layer_changed);
@@ -98,7 +100,9 @@ void ImageView::request_frame(int id) {
     ensure_contrast(id);  // lands as a layer change, which asks for the frame again
     return;
   }
-  const RenderOptions o{slice_of(l), l.contrast_min, l.contrast_max, l.colormap};
+  // The outline is a way of drawing labels; other colour maps show every pixel.
+  const RenderOptions o{slice_of(l), l.contrast_min, l.contrast_max, l.colormap,
+                        l.outline && canonical_colormap(l.colormap) == QLatin1String("labels")};
   const quint64 req = f.wanted;
   f.pending = req;
   struct Result {
@@ -277,6 +281,14 @@ void ImageView::paintEvent(QPaintEvent*) {
                 f.image);
   }
   p.setOpacity(1.0);
+  if (!highlight_.isEmpty() && slice_ >= highlight_z0_ && slice_ <= highlight_z1_) {
+    const QRectF box(offset_ + highlight_.topLeft() * zoom_, highlight_.size() * zoom_);
+    p.setPen(QPen(QColor(255, 255, 255), 2));
+    p.drawRect(box.adjusted(-1, -1, 1, 1));
+    p.setPen(QPen(QColor(0, 0, 0), 1, Qt::DashLine));
+    p.drawRect(box.adjusted(-1, -1, 1, 1));
+  }
+  // The scale bar after the highlight: it stays readable over a picked label's box.
   if (const ScaleBar bar = scale_bar(); !bar.label.isEmpty()) {
     // White with a dark rim and a dark halo under the text: readable on any image.
     const QRectF r(width() - 16 - bar.pixels, height() - 20, bar.pixels, 5);
@@ -412,12 +424,16 @@ void ImageView::mousePressEvent(QMouseEvent* e) {
   if (e->button() == Qt::LeftButton || e->button() == Qt::MiddleButton) {
     panning_ = true;
     last_mouse_ = e->position();
+    press_pos_ = e->position();
+    dragged_ = false;
     setCursor(Qt::ClosedHandCursor);
   }
 }
 
 void ImageView::mouseMoveEvent(QMouseEvent* e) {
   if (panning_) {
+    // A few pixels of jitter still count as a click.
+    dragged_ = dragged_ || (e->position() - press_pos_).manhattanLength() > 4;
     offset_ += e->position() - last_mouse_;
     auto_fit_ = false;
     last_mouse_ = e->position();
@@ -426,9 +442,28 @@ void ImageView::mouseMoveEvent(QMouseEvent* e) {
   emit cursor_info(describe(e->position()));
 }
 
-void ImageView::mouseReleaseEvent(QMouseEvent*) {
+void ImageView::mouseReleaseEvent(QMouseEvent* e) {
+  const bool click = panning_ && !dragged_ && e->button() == Qt::LeftButton;
   panning_ = false;
   unsetCursor();
+  if (click) {
+    const QPointF ip = image_pos(e->position());
+    emit pixel_clicked(int(std::floor(ip.x())), int(std::floor(ip.y())), slice_);
+  }
+}
+
+void ImageView::center_on(QPointF image_pos) {
+  offset_ = QPointF(width() / 2.0, height() / 2.0) - image_pos * zoom_;
+  fitted_ = true;
+  auto_fit_ = false;  // the user asked for this place: keep it when the window resizes
+  update();
+}
+
+void ImageView::set_highlight(const QRectF& box, int z_first, int z_last) {
+  highlight_ = box;
+  highlight_z0_ = z_first;
+  highlight_z1_ = z_last;
+  update();
 }
 
 void ImageView::resizeEvent(QResizeEvent*) {

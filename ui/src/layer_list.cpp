@@ -10,12 +10,14 @@
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QSlider>
+#include <QUndoStack>
 #include <QUrl>
 #include <QVBoxLayout>
 #include <limits>
 
 #include "async.h"
 #include "gpix/error.h"
+#include "gpix/ui/layer_commands.h"
 #include "gpix/ui/render.h"
 
 namespace gpix::ui {
@@ -93,26 +95,36 @@ LayerList::LayerList(Workspace& host, QWidget* parent) : QWidget(parent), host_(
     if (updating_ || row < 0) return;
     host_.set_current_layer(list_->item(row)->data(Qt::UserRole).toInt());
   });
+  // Every change goes through the undo stack (gpix/ui/layer_commands.h).
   connect(list_, &QListWidget::itemChanged, this, [this](QListWidgetItem* item) {
     if (updating_) return;
     const int id = item->data(Qt::UserRole).toInt();
-    Layer l = host_.layer(id);
-    const bool visible = item->checkState() == Qt::Checked;
-    if (l.valid() && l.visible != visible) {
-      l.visible = visible;
-      host_.replace_layer(id, l);
+    const Layer l = host_.layer(id);
+    if (!l.valid()) return;
+    const QString name = item->text().trimmed();
+    if (!name.isEmpty() && name != l.name) {
+      host_.undo_stack()->push(new RenameLayerCommand(host_, id, name));
+      return;
     }
+    if (name != l.name) {  // an empty name is refused: show the old one again
+      QMetaObject::invokeMethod(this, &LayerList::rebuild, Qt::QueuedConnection);
+      return;
+    }
+    LayerDisplay d = LayerDisplay::of(l);
+    d.visible = item->checkState() == Qt::Checked;
+    set_layer_display(host_, id, d,
+                      d.visible ? tr("visibility (shown)") : tr("visibility (hidden)"));
   });
   auto move = [this](int delta) {
     const int id = host_.current_layer();
     const int pos = int(host_.layer_ids().indexOf(id));
-    if (pos >= 0) host_.move_layer(id, pos + delta);
+    const int to = pos + delta;
+    if (pos >= 0 && to >= 0 && to < host_.layer_ids().size())
+      host_.undo_stack()->push(new MoveLayerCommand(host_, id, to));
   };
   connect(up, &QPushButton::clicked, this, [move] { move(+1); });
   connect(down, &QPushButton::clicked, this, [move] { move(-1); });
-  connect(remove, &QPushButton::clicked, this, [this] {
-    if (host_.current_layer() >= 0) host_.remove_layer(host_.current_layer());
-  });
+  connect(remove, &QPushButton::clicked, this, &LayerList::remove_current);
   connect(opacity_, &QSlider::valueChanged, this, &LayerList::apply_controls);
   connect(colormap_, &QComboBox::currentIndexChanged, this, &LayerList::apply_controls);
   connect(low_, &QDoubleSpinBox::valueChanged, this, &LayerList::apply_controls);
@@ -140,7 +152,7 @@ void LayerList::rebuild() {
     auto* item = new QListWidgetItem(l.name);
     item->setData(Qt::UserRole, *it);
     item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsUserCheckable |
-                   Qt::ItemIsDragEnabled);
+                   Qt::ItemIsDragEnabled | Qt::ItemIsEditable);
     item->setCheckState(l.visible ? Qt::Checked : Qt::Unchecked);
     item->setToolTip(QStringLiteral("%1, %2%3")
                          .arg(QString::fromStdString(l.shape().str()),
@@ -174,15 +186,34 @@ void LayerList::refresh_controls() {
 void LayerList::apply_controls() {
   if (updating_) return;
   const int id = host_.current_layer();
-  Layer l = host_.layer(id);
+  const Layer l = host_.layer(id);
   if (!l.valid()) return;
-  l.opacity = opacity_->value() / 100.0;
-  l.colormap = colormap_->currentText();
+  LayerDisplay d = LayerDisplay::of(l);
+  d.opacity = opacity_->value() / 100.0;
+  d.colormap = colormap_->currentText();
   if (high_->value() > low_->value()) {
-    l.contrast_min = low_->value();
-    l.contrast_max = high_->value();
+    d.contrast_min = low_->value();
+    d.contrast_max = high_->value();
   }
-  host_.replace_layer(id, l);
+  const LayerDisplay was = LayerDisplay::of(l);
+  const QString what = d.opacity != was.opacity     ? tr("opacity")
+                       : d.colormap != was.colormap ? tr("colour map")
+                                                    : tr("contrast");
+  set_layer_display(host_, id, d, what);
+}
+
+void LayerList::remove_current() {
+  const int id = host_.current_layer();
+  if (id >= 0) host_.undo_stack()->push(new RemoveLayerCommand(host_, id));
+}
+
+void LayerList::rename_current() {
+  for (int i = 0; i < list_->count(); ++i) {
+    if (list_->item(i)->data(Qt::UserRole).toInt() == host_.current_layer()) {
+      list_->editItem(list_->item(i));
+      return;
+    }
+  }
 }
 
 void LayerList::auto_contrast_current(int slice) {
@@ -205,9 +236,10 @@ void LayerList::auto_contrast_current(int slice) {
           host_.show_status(tr("Automatic contrast failed: %1").arg(out.error));
           return;
         }
-        cur.contrast_min = out.value->first;
-        cur.contrast_max = out.value->second;
-        host_.replace_layer(id, cur);
+        LayerDisplay d = LayerDisplay::of(cur);
+        d.contrast_min = out.value->first;
+        d.contrast_max = out.value->second;
+        set_layer_display(host_, id, d, tr("contrast (automatic)"));
       });
 }
 

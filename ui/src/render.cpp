@@ -10,6 +10,7 @@
 #include "gpix/filters/reductions.h"
 #include "gpix/queue.h"
 #include "gpix/stats.h"
+#include "gpix/ui/labels.h"
 
 namespace gpix::ui {
 namespace {
@@ -30,17 +31,30 @@ void check_slice(const Shape& s, int slice) {
 QImage render_on_device(const Array& a, std::size_t slice, const RenderOptions& o,
                         std::size_t* pulled) {
   const Lut& lut = colormap(o.colormap);
+  if (o.outline && lut.mode != Lut::Mode::labels) {
+    throw InvalidArgument(
+        "render: the outline mode draws label borders and needs the labels "
+        "colour map; '" +
+        o.colormap.toStdString() + "' maps intensities");
+  }
   Array src = a;
   std::size_t z = slice;
+  const auto one_plane = [&] {
+    if (src.ndim() == 3) {
+      const Shape& s = src.shape();
+      src = src.view(Region{{z, 0, 0}, {1, s.height(), s.width()}});
+      z = 0;
+    }
+  };
   if (lut.mode == Lut::Mode::labels && is_float(a.dtype())) {
     // Label ids stored as floats (a user's choice of map): whole numbers on the device, one
     // plane only, as the old host path cast them.
-    if (a.ndim() == 3) {
-      const Shape& s = a.shape();
-      src = a.view(Region{{slice, 0, 0}, {1, s.height(), s.width()}});
-      z = 0;
-    }
+    one_plane();
     src = gpix::convert(src, DType::i64);
+  }
+  if (o.outline) {
+    one_plane();
+    src = label_outline(src);
   }
   const double lo = o.low, hi = std::max(o.low, o.high);
   Array rgba = render_rgba(src, lo, hi, lut, z);

@@ -2,8 +2,10 @@
 #include "gpix/catalog.h"
 
 #include <QHash>
+#include <QJsonObject>
 #include <QRegularExpression>
 #include <QSet>
+#include <QUndoStack>
 
 #include "gpix/error.h"
 #include "gpix/scalar.h"
@@ -198,39 +200,179 @@ QString Workflow::to_cpp() const {
   return out;
 }
 
-QList<int> Workflow::rerun(Workspace& host, int input) const {
+QList<int> Workflow::rerun(Workspace& host, int input) {
   if (!host.has_layer(input)) throw gpix::InvalidArgument("rerun: the input layer does not exist");
+  const QList<WorkflowStep> recorded = steps_;  // the re-run's own steps are appended below
   const QStringList src = sources();
   QHash<QString, int> map;  // recorded layer name -> layer id now
   if (!src.isEmpty()) map.insert(src.first(), input);
   QList<int> created;
-  for (const WorkflowStep& s : steps_) {
-    std::vector<gpix::Array> arrays;
-    Layer first;  // its calibration goes to the result
-    for (const QString& in : s.inputs) {
-      const int id = map.contains(in) ? map.value(in) : host.find_layer(in);
-      const Layer l = host.layer(id);
-      if (!first.valid()) first = l;
-      if (!l.array.valid()) {
-        throw gpix::InvalidArgument("rerun: step '" + s.operation.toStdString() +
-                                    "' needs layer '" + in.toStdString() +
-                                    "', which is not on the device");
+  QUndoStack* undo = host.undo_stack();
+  undo->beginMacro(QObject::tr("Re-run workflow on %1").arg(host.layer(input).name));
+  try {
+    for (const WorkflowStep& s : recorded) {
+      std::vector<gpix::Array> arrays;
+      WorkflowStep step = s;
+      step.inputs.clear();
+      Layer first;  // its calibration goes to the result
+      for (const QString& in : s.inputs) {
+        const int id = map.contains(in) ? map.value(in) : host.find_layer(in);
+        const Layer l = host.layer(id);
+        if (!first.valid()) first = l;
+        if (!l.array.valid()) {
+          throw gpix::InvalidArgument("rerun: step '" + s.operation.toStdString() +
+                                      "' needs layer '" + in.toStdString() +
+                                      "', which is not on the device");
+        }
+        arrays.push_back(l.array);
+        step.inputs << l.name;
       }
-      arrays.push_back(l.array);
+      const gpix::Result r = gpix::run(s.operation.toStdString(), arrays, s.params);
+      if (r.is_table()) continue;
+      Layer out;
+      out.name = result_name(s.operation, s.params, step.inputs, int(r.array.shape().ndim()));
+      out.array = r.array;
+      inherit_calibration(first, out);
+      const gpix::OutputKind kind = gpix::filter(s.operation.toStdString()).output;
+      if (kind == gpix::OutputKind::labels) out.mark_labels();
+      auto* cmd = new AddLayerCommand(host, out, this, step);
+      undo->push(cmd);
+      map.insert(s.output, cmd->layer_id());
+      created << cmd->layer_id();
     }
-    const gpix::Result r = gpix::run(s.operation.toStdString(), arrays, s.params);
-    if (r.is_table()) continue;
-    Layer out;
-    out.name = s.operation;
-    out.array = r.array;
-    inherit_calibration(first, out);
-    const gpix::OutputKind kind = gpix::filter(s.operation.toStdString()).output;
-    if (kind == gpix::OutputKind::labels) out.colormap = QStringLiteral("labels");
-    const int id = host.add_layer(out);
-    map.insert(s.output, id);
-    created << id;
+  } catch (...) {
+    undo->endMacro();
+    throw;
   }
+  undo->endMacro();
   return created;
+}
+
+QJsonArray Workflow::to_json() const {
+  QJsonArray out;
+  for (const WorkflowStep& s : steps_) {
+    QJsonObject params;
+    for (const auto& [k, v] : s.params) {
+      const QString key = QString::fromStdString(k);
+      if (const auto* d = std::get_if<double>(&v))
+        params.insert(key, *d);
+      else
+        params.insert(key, QString::fromStdString(std::get<std::string>(v)));
+    }
+    out.append(QJsonObject{{QStringLiteral("operation"), s.operation},
+                           {QStringLiteral("inputs"), QJsonArray::fromStringList(s.inputs)},
+                           {QStringLiteral("params"), params},
+                           {QStringLiteral("output"), s.output}});
+  }
+  return out;
+}
+
+void Workflow::from_json(const QJsonArray& steps) {
+  QList<WorkflowStep> parsed;
+  for (qsizetype i = 0; i < steps.size(); ++i) {
+    const std::string where = "workflow step " + std::to_string(i + 1);
+    const QJsonObject o = steps[i].toObject();
+    WorkflowStep s;
+    s.operation = o.value(QStringLiteral("operation")).toString();
+    try {
+      (void)gpix::filter(s.operation.toStdString());
+    } catch (const gpix::Error& e) {
+      throw gpix::InvalidArgument(where + ": " + e.what());
+    }
+    for (const QJsonValue v : o.value(QStringLiteral("inputs")).toArray()) {
+      s.inputs << v.toString();
+    }
+    s.output = o.value(QStringLiteral("output")).toString();
+    if (s.inputs.isEmpty() || s.output.isEmpty()) {
+      throw gpix::InvalidArgument(where + " ('" + s.operation.toStdString() +
+                                  "') lacks its inputs or its output layer name");
+    }
+    const QJsonObject params = o.value(QStringLiteral("params")).toObject();
+    for (auto it = params.begin(); it != params.end(); ++it) {
+      if (it->isDouble()) {
+        s.params.emplace(it.key().toStdString(), it->toDouble());
+      } else if (it->isString()) {
+        s.params.emplace(it.key().toStdString(), it->toString().toStdString());
+      } else {
+        throw gpix::InvalidArgument(where + ": parameter '" + it.key().toStdString() +
+                                    "' is neither a number nor text");
+      }
+    }
+    parsed << s;
+  }
+  steps_ = parsed;
+  emit changed();
+}
+
+namespace {
+
+// The text of a parameter's default, as param_text() writes values.
+QString default_text(const gpix::ParamSpec& p) {
+  if (p.type == gpix::ParamType::choice) return QString::fromStdString(p.default_choice);
+  return param_text(p.default_value);
+}
+
+}  // namespace
+
+QString result_name(const QString& operation, const gpix::Params& params, const QStringList& inputs,
+                    int ndim) {
+  const std::vector<gpix::ParamSpec>* specs = nullptr;
+  try {
+    specs = &gpix::filter(operation.toStdString()).params;
+  } catch (const gpix::Error&) {
+  }
+  QList<QPair<QString, QString>> shown;  // name, value text
+  if (specs) {
+    const bool all = specs->size() <= 4;
+    QHash<QString, QString> value;
+    QStringList order;
+    for (const gpix::ParamSpec& p : *specs) {
+      const QString name = QString::fromStdString(p.name);
+      if (ndim < 3 && name.endsWith(QStringLiteral("_z"))) continue;
+      const auto it = params.find(p.name);
+      const QString text = it != params.end() ? param_text(it->second) : default_text(p);
+      if (!all && text == default_text(p)) continue;
+      value.insert(name, text);
+      order << name;
+    }
+    QSet<QString> done;
+    for (const QString& name : order) {
+      if (done.contains(name)) continue;
+      static const QRegularExpression axis(QStringLiteral("^(.*)_([xyz])$"));
+      const auto m = axis.match(name);
+      if (!m.hasMatch()) {
+        shown.append({name, value.value(name)});
+        continue;
+      }
+      // Group the axes of one stem that share a value: "sigma=2" or "radius_xy=2".
+      const QString stem = m.captured(1);
+      QString axes;
+      for (const QChar a : {QLatin1Char('x'), QLatin1Char('y'), QLatin1Char('z')}) {
+        const QString n = stem + QLatin1Char('_') + a;
+        if (order.contains(n) && !done.contains(n) && value.value(n) == value.value(name)) {
+          axes += a;
+          done.insert(n);
+        }
+      }
+      int present = 0;
+      for (const QChar a : {QLatin1Char('x'), QLatin1Char('y'), QLatin1Char('z')})
+        present += order.contains(stem + QLatin1Char('_') + a) ? 1 : 0;
+      const QString label =
+          axes.size() == present && present > 1 ? stem : QString(stem + QLatin1Char('_') + axes);
+      shown.append({label, value.value(name)});
+    }
+  }
+  QStringList parts;
+  for (qsizetype i = 0; i < shown.size() && i < 3; ++i)
+    parts << shown[i].first + QLatin1Char('=') + shown[i].second;
+  if (shown.size() > 3) parts << QStringLiteral("…");
+  QString what = operation;
+  if (!parts.isEmpty()) what += QLatin1Char(' ') + parts.join(QLatin1Char(' '));
+  const QString base = inputs.value(0);
+  QString name = base.isEmpty() ? what : base + QStringLiteral(" · ") + what;
+  // Chains of results grow with every step: keep the newest part whole.
+  if (name.size() > 90) name = QStringLiteral("…") + name.right(89);
+  return name;
 }
 
 AddLayerCommand::AddLayerCommand(Workspace& host, Layer layer, Workflow* workflow,
@@ -240,7 +382,11 @@ AddLayerCommand::AddLayerCommand(Workspace& host, Layer layer, Workflow* workflo
 }
 
 void AddLayerCommand::redo() {
-  id_ = host_.add_layer(layer_);
+  if (id_ < 0) {
+    id_ = host_.add_layer(layer_);
+  } else {
+    host_.restore_layer(id_, layer_, index_);
+  }
   if (workflow_ && !step_.operation.isEmpty()) {
     step_.output = host_.layer(id_).name;
     workflow_->append(step_);
@@ -250,10 +396,10 @@ void AddLayerCommand::redo() {
 void AddLayerCommand::undo() {
   if (host_.has_layer(id_)) {
     layer_ = host_.layer(id_);  // keep display changes made since, for redo
+    index_ = int(host_.layer_ids().indexOf(id_));
     host_.remove_layer(id_);
   }
   if (workflow_ && !step_.operation.isEmpty()) workflow_->remove_last();
-  id_ = -1;
 }
 
 }  // namespace gpix::ui

@@ -3,11 +3,13 @@
 // lock covers only the map: the first request for a program makes its entry and compiles it
 // without the lock; later requests for the same program wait for that entry's future (one
 // compile, not one per thread), and requests for other programs go on at once.
+#include <chrono>
 #include <future>
 #include <string>
 
 #include "backend/backend.h"
 #include "program_cache.h"
+#include "run_phase.h"
 
 namespace gpix::detail {
 
@@ -52,6 +54,7 @@ const Kernel& DeviceImpl::kernel(const ProgramSource& src, std::string_view name
       }
       bool compiled = false, stored = false;
       if (!program) {
+        const PhaseNote phase("compiling kernels");
         if (hook) hook(src, defines);
         program = build(src, defines);
         compiled = true;
@@ -78,6 +81,10 @@ const Kernel& DeviceImpl::kernel(const ProgramSource& src, std::string_view name
       throw;
     }
   } else {
+    if (entry->built.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      const PhaseNote phase("compiling kernels");  // another thread builds it
+      entry->built.wait();
+    }
     entry->built.get();  // rethrows the compile error of the thread that compiled it
   }
   std::lock_guard lock(entry->kernels_mutex);

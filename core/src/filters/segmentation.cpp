@@ -25,6 +25,8 @@ namespace {
 
 constexpr const char* kFile = "segmentation.kernel";
 constexpr const char* kStatsFile = "label_statistics.kernel";
+// Pixels per work-item of label_stats (RUN in label_statistics.kernel, which says why).
+constexpr std::size_t kStatsRun = 128;
 constexpr std::size_t kScanWG = 256;  // SCAN_WG in segmentation.kernel
 constexpr std::uint32_t kNone = 0xffffffffu;
 
@@ -423,8 +425,9 @@ Array label_components(const Array& bin, bool full, const RunOptions& o) {
   Array parents = empty_like(bin, DType::u32);
   Array flags = empty_like(bin, DType::u32);
   Array out = empty_like(bin, DType::u32);
-  launch(bin, kFile, "cc_init", seg_defines(bin.dtype()), flat_grid(n),
-         {arg(bin), arg(parents), arg<std::uint64_t>(n)});
+  std::vector<KernelArg> init = {arg(bin), arg(parents)};
+  push_shape(init, bin.shape());
+  launch(bin, kFile, "cc_init", seg_defines(bin.dtype()), image_grid(bin.shape()), init);
   std::vector<KernelArg> args = {arg(parents)};
   push_shape(args, bin.shape());
   args.push_back(arg(full ? 1 : 0));
@@ -587,26 +590,42 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
   Array maxs = Array::create(Shape{rows}, key_t, dev);
   Array nans = Array::create(Shape{rows}, DType::u32, dev);
   const std::size_t n = image.elements();
-  launch(image, kStatsFile, "label_stats", label_stats_defines(vt, fp64), flat_grid((n + 15) / 16),
+  launch(image, kStatsFile, "label_stats", label_stats_defines(vt, fp64),
+         flat_grid((n + kStatsRun - 1) / kStatsRun),
          {arg(lab), arg(image), arg<std::uint64_t>(n), arg(area), arg(sums), arg(mins), arg(maxs),
           arg(nans)});
   checkpoint(o, 0.8, what);
-  const auto a = area.pull_as<std::uint32_t>();
-  const auto nan_flags = nans.pull_as<std::uint32_t>();
-  std::vector<std::uint64_t> kmin(rows), kmax(rows), s64(rows);
-  std::vector<std::uint32_t> s32;
+  // The five columns come back in one round trip: queued pulls, one wait. Blocking pulls one
+  // after another cost a host-device synchronisation each, most of the call on a 2048^2
+  // image (bench/RESULTS.md, issue 17).
+  std::vector<std::uint32_t> a(rows), nan_flags(rows), s32, a32, b32;
+  std::vector<std::uint64_t> kmin(rows), kmax(rows), s64;
+  std::vector<Event> pulls;
+  const auto pull_into = [&](const Array& src, void* dst) {
+    pulls.push_back(pull_async(src, dst, src.bytes()));
+  };
+  pull_into(area, a.data());
+  pull_into(nans, nan_flags.data());
   if (key_t == DType::u64) {
-    kmin = mins.pull_as<std::uint64_t>();
-    kmax = maxs.pull_as<std::uint64_t>();
+    pull_into(mins, kmin.data());
+    pull_into(maxs, kmax.data());
   } else {
-    const auto a32 = mins.pull_as<std::uint32_t>(), b32 = maxs.pull_as<std::uint32_t>();
-    std::copy(a32.begin(), a32.end(), kmin.begin());
-    std::copy(b32.begin(), b32.end(), kmax.begin());
+    a32.resize(rows);
+    b32.resize(rows);
+    pull_into(mins, a32.data());
+    pull_into(maxs, b32.data());
   }
   if (sum_t == DType::u64) {
-    s64 = sums.pull_as<std::uint64_t>();
+    s64.resize(rows);
+    pull_into(sums, s64.data());
   } else {
-    s32 = sums.pull_as<std::uint32_t>();
+    s32.resize(rows);
+    pull_into(sums, s32.data());
+  }
+  for (Event& e : pulls) e.wait();
+  if (key_t != DType::u64) {
+    std::copy(a32.begin(), a32.end(), kmin.begin());
+    std::copy(b32.begin(), b32.end(), kmax.begin());
   }
   const double nan = std::numeric_limits<double>::quiet_NaN();
   t.rows.reserve(rows);

@@ -43,6 +43,12 @@ struct Metadata {
   //  - NIfTI: xyzt_units (m, mm or um; other lengths are converted).
   //  - PNG and JPEG: none.
   std::string unit;
+  // The pixels are label ids (0 background, objects 1..n), not intensities. gpix marks the
+  // label images it writes where the format has room (Format::labels_marker: a private TIFF
+  // tag, a NRRD/MetaImage key `gpix_kind` = labels, the NIfTI aux_file "gpix_kind=labels") and
+  // reads that mark back; NIfTI files of other software with intent NIFTI_INTENT_LABEL (1002)
+  // read as labels too. Everything else reads as false. See docs/LABELS.md.
+  bool labels = false;
 
   // The values for an image of ndim dimensions, defaults filled in.
   std::vector<double> spacing_or_default(int ndim) const;
@@ -59,6 +65,7 @@ double metres_per(std::string_view unit);
 
 // The metadata of a filter's output whose input had `meta` (gpix/kept_axes.h): spacing,
 // origin and direction of the axes the output keeps, and the unit; empty when it keeps none.
+// Not the label mark: whether an output holds labels is the filter's to say.
 Metadata carried(const Metadata& meta, const Shape& in, const Shape& out);
 
 // Pixels in host memory with their metadata.
@@ -124,6 +131,7 @@ struct Format {
   int max_write_dims = 3;               // 2 for PNG and JPEG (ITK would drop other slices)
   bool lossy = false;                   // JPEG
   Kept metadata = Kept::all;
+  bool labels_marker = false;  // keeps Metadata::labels (TIFF, NRRD, MetaImage, NIfTI)
 };
 const std::vector<Format>& formats();
 // The format for a path's extension (case-insensitive, ".nii.gz" included). Throws IoError

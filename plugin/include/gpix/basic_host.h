@@ -28,6 +28,7 @@ class BasicHost : public HostContext {
   int add_layer(Layer layer) override;
   void replace_layer(int id, Layer layer) override;
   void remove_layer(int id) override;
+  void restore_layer(int id, Layer layer, int index) override;
   void move_layer(int id, int index) override;
   gpix::HostArray host_data(int id) override;
   int find_layer(const QString& name) const override;
@@ -53,6 +54,7 @@ class BasicHost : public HostContext {
   std::shared_ptr<Task> begin_task(const QString& title) override;
   QSettings& settings() override { return *settings_; }
   QUndoStack* undo_stack() override { return undo_; }
+  gpix::ui::Workflow& workflow() override { return *workflow_; }
   void show_status(const QString& message, int timeout_ms = 5000) override;
 
   // What the plugins contributed (BasicHost keeps them; a window host moves them into place).
@@ -83,6 +85,7 @@ class BasicHost : public HostContext {
   gpix::Device device_;
   std::unique_ptr<QSettings> settings_;
   QUndoStack* undo_ = nullptr;
+  gpix::ui::Workflow* workflow_ = nullptr;
   QList<int> order_;
   QHash<int, Layer> layers_;
   int next_id_ = 1;

@@ -1,9 +1,12 @@
 #pragma once
 // The filter panel: categories and a search box over gpix::filters(), a parameter form
 // generated from the selected descriptor, Run, live preview (debounced, latest wins), work on a
-// worker thread with progress and Cancel, errors shown in place. Results become new layers
-// named after the operation, through the host's undo stack and the workflow.
+// worker thread with progress, its phase in words ("compiling kernels", "slab 2 of 4") and
+// Cancel, errors shown in place. Results become new layers named after their input, the
+// operation and its parameters (result_name), through the host's undo stack and the workflow.
+// Each filter's parameters are kept while another filter is selected.
 #include <QFutureWatcher>
+#include <QHash>
 #include <QPointer>
 #include <QTimer>
 #include <QWidget>
@@ -96,6 +99,9 @@ class FilterPanel : public QWidget {
   QString selected_filter() const;
   ParamForm* form() const { return form_; }
   QString error_text() const;
+  // What the running filter is doing ("median_box: compiling kernels", "... slab 2 of 4");
+  // empty when nothing runs.
+  QString phase_text() const;
   bool busy() const;
   int preview_layer() const { return preview_id_; }
   // Filters shown after the search box is applied (for tests).
@@ -141,9 +147,12 @@ class FilterPanel : public QWidget {
   QCheckBox* preview_ = nullptr;
   QProgressBar* progress_ = nullptr;
   QLabel* error_ = nullptr;
+  QLabel* phase_ = nullptr;
+  QHash<QString, gpix::Params> kept_;  // each filter's parameters as last set, by filter name
   QTimer debounce_;
   quint64 preview_generation_ = 0;  // latest preview wins; older results are dropped
   int running_ = 0;
+  bool cancelling_ = false;  // Cancel pressed: later phase reports do not replace its message
   std::shared_ptr<Task> preview_task_;
   std::shared_ptr<Task> run_task_;
   int preview_id_ = -1;

@@ -37,6 +37,9 @@ class ImageView : public QWidget {
 
   // Whether a frame, contrast limits or pixel values are still being computed.
   bool busy() const;
+  // The box (image pixels) drawn over the image on slices z_first..z_last, e.g. a picked label's
+  // bounding box; an empty box draws nothing.
+  QRectF highlight() const { return highlight_; }
   // The frame shown for a layer (null before the first one arrived).
   QImage frame(int id) const { return frames_.value(id).image; }
   // The scale bar: a round physical length ({1, 2, 5} x 10^k of the layer's unit) drawn
@@ -63,6 +66,10 @@ class ImageView : public QWidget {
   void zoom_in() { set_zoom(zoom_ * 1.25); }
   void zoom_out() { set_zoom(zoom_ / 1.25); }
   void set_scale_bar_visible(bool on);
+  // Pans (zoom unchanged) so that image position (x, y) is at the centre of the view.
+  void center_on(QPointF image_pos);
+  void set_highlight(const QRectF& box, int z_first = 0, int z_last = 0);
+  void clear_highlight() { set_highlight(QRectF()); }
 
  signals:
   void cursor_info(const QString& text);
@@ -71,6 +78,9 @@ class ImageView : public QWidget {
   void zoom_changed(double zoom);
   // A layer's new frame is on screen.
   void frame_ready(int id);
+  // A left click (press and release without dragging) on image pixel (x, y) of slice z; may be
+  // outside the image.
+  void pixel_clicked(int x, int y, int z);
 
  protected:
   void paintEvent(QPaintEvent*) override;
@@ -127,6 +137,10 @@ class ImageView : public QWidget {
   bool panning_ = false;
   bool scale_bar_on_ = true;
   QPointF last_mouse_;
+  QPointF press_pos_;
+  bool dragged_ = false;
+  QRectF highlight_;
+  int highlight_z0_ = 0, highlight_z1_ = 0;
 };
 
 }  // namespace gpix::ui

@@ -32,6 +32,14 @@ struct Layer {
   std::vector<double> spacing;
   std::vector<double> origin;
   QString unit;
+  // The pixels are label ids (0 background), not intensities: set for the results of filters
+  // whose catalog output is labels and for files that gpix marked as labels when it saved them
+  // (gpix::io::Metadata::labels). Saving such a layer marks the file again; the label panel
+  // measures it.
+  bool labels = false;
+  // With the "labels" colour map: draw only the label borders (pixels whose 4-neighbour in
+  // the plane holds another id); the rest is transparent.
+  bool outline = false;
 
   bool valid() const { return array.valid() || host.valid(); }
   gpix::Shape shape() const { return array.valid() ? array.shape() : host.shape(); }
@@ -44,6 +52,11 @@ struct Layer {
   }
   // Whether the layer knows its pixels' physical size.
   bool calibrated() const { return !unit.isEmpty(); }
+  // Marks the layer as labels, shown with the "labels" colour map.
+  void mark_labels() {
+    labels = true;
+    colormap = QStringLiteral("labels");
+  }
 };
 
 // A unit as people read it ("µm" for "um"); "px" for none.

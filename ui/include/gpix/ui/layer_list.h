@@ -1,7 +1,8 @@
 #pragma once
-// The layer list: top layer first, a checkbox for visibility, and for the current layer its
-// opacity, colour map and contrast limits (with auto-contrast by percentiles), order buttons,
-// and dragging a layer out as a file (written by a registered writer into a temporary folder).
+// The layer list: top layer first, a checkbox for visibility, names edited in place, and for
+// the current layer its opacity, colour map and contrast limits (with auto-contrast by
+// percentiles), order buttons, and dragging a layer out as a file (written by a registered
+// writer into a temporary folder). Every change is an undo step (gpix/ui/layer_commands.h).
 #include <QListWidget>
 #include <QTemporaryDir>
 #include <QWidget>
@@ -35,6 +36,9 @@ class LayerList : public QWidget {
  public slots:
   void rebuild();
   void refresh_controls();
+  // Through the workspace's undo stack, as every change made here.
+  void remove_current();
+  void rename_current();  // opens the current layer's name for editing
 
  private:
   void apply_controls();

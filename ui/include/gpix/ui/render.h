@@ -31,13 +31,17 @@ struct RenderOptions {
   double low = 0;  // contrast limits as gpix::render_rgba takes them
   double high = 1;
   QString colormap = QStringLiteral("gray");
+  // Only the label borders of the plane (label_outline, labels.h), the rest transparent; needs
+  // the "labels" colour map.
+  bool outline = false;
 };
 
 // One plane (1D arrays become one row) rendered by gpix::render_rgba on the array's device;
 // only its RGBA crosses to the host, straight into the QImage (Format_RGBA8888, NaN
 // transparent). `pulled` (optional) receives the bytes read back. Float arrays shown with
 // "labels" are converted to int64 on the device first (ids are whole numbers). Blocking.
-// Throws gpix::InvalidArgument for a slice out of range or limits render_rgba refuses.
+// Throws gpix::InvalidArgument for a slice out of range, limits render_rgba refuses, or the
+// outline mode with a colour map other than "labels".
 QImage render(const gpix::Array& array, const RenderOptions& options,
               std::size_t* pulled = nullptr);
 // A host array (a layer the device could not hold): its plane is pushed to `device` (float64

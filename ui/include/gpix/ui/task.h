@@ -1,5 +1,6 @@
 #pragma once
 // A long task (a filter run) as the workspace reports it: progress and cancel.
+#include <QString>
 #include <atomic>
 
 namespace gpix::ui {
@@ -10,6 +11,8 @@ class Task {
  public:
   virtual ~Task() = default;
   virtual void set_progress(double fraction) = 0;  // 0..1
+  // What the task is doing now, in words ("compiling kernels", "slab 2 of 4").
+  virtual void set_phase(const QString& text) = 0;
   virtual void cancel() = 0;
   virtual bool cancelled() const = 0;
   // For gpix::RunOptions::cancel; valid as long as the Task lives.

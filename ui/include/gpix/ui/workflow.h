@@ -2,6 +2,7 @@
 // The recorded workflow: each committed filter run (operation, inputs, parameters, output),
 // undoable through the host's undo stack, exportable as a gpix CLI script or C++ code, and
 // re-runnable on another image.
+#include <QJsonArray>
 #include <QList>
 #include <QObject>
 #include <QString>
@@ -37,8 +38,15 @@ class Workflow : public QObject {
   // A C++ function taking the source images and returning the last result.
   QString to_cpp() const;
   // Runs every step again with `input` (a layer id) in place of the first source image;
-  // returns the ids of the new layers. Throws gpix::Error from the filters.
-  QList<int> rerun(Workspace& host, int input) const;
+  // returns the ids of the new layers. Each result is added through the host's undo stack (one
+  // undo step for the whole re-run) and recorded in this workflow as a step of its own, so that
+  // an export after a re-run reproduces it. Throws gpix::Error from the filters (the layers
+  // made before the failing step stay, as one undo step).
+  QList<int> rerun(Workspace& host, int input);
+  // The steps as JSON (sessions) and back; from_json throws gpix::InvalidArgument naming the
+  // step and field that is wrong.
+  QJsonArray to_json() const;
+  void from_json(const QJsonArray& steps);
   // Layers that the steps read but no step produced, in first-use order.
   QStringList sources() const;
 
@@ -63,8 +71,17 @@ class AddLayerCommand : public QUndoCommand {
   Layer layer_;
   Workflow* workflow_;
   WorkflowStep step_;
-  int id_ = -1;
+  int id_ = -1;     // kept across undo: redo restores the layer under the same id
+  int index_ = -1;  // its position when undone
 };
+
+// The name of a filter's result: its first input's name, the operation and the parameters
+// that say most about it ("cells · gaussian_blur sigma=2"): all of them for filters with up
+// to four, else those that differ from their defaults (at most three shown); x/y/z values
+// that are equal are written once ("sigma=2", "radius_xy=2 radius_z=1"); z parameters are
+// left out for 2D inputs (`ndim` 2).
+QString result_name(const QString& operation, const gpix::Params& params, const QStringList& inputs,
+                    int ndim);
 
 // Formats a parameter for code and scripts: numbers shortest round-trip, choices as text.
 QString param_text(const gpix::ParamValue& v);

@@ -15,6 +15,10 @@
 class QUndoStack;
 
 namespace gpix::ui {
+class Workflow;
+}
+
+namespace gpix::ui {
 
 // A format layers can be saved in: its name and the suffix its files take (".png").
 struct SaveFormat {
@@ -43,9 +47,14 @@ class Workspace : public QObject {
   // Replaces data and/or display settings of an existing layer (emits layer_changed).
   virtual void replace_layer(int id, Layer layer) = 0;
   virtual void remove_layer(int id) = 0;
+  // Puts a removed layer back under the id it had, at position `index` of layer_ids(), and
+  // makes it current (what undoing a removal or redoing an addition needs, so that later undo
+  // commands still find the layer by its id). Throws gpix::InvalidArgument when the id is in
+  // use or the layer has no data.
+  virtual void restore_layer(int id, Layer layer, int index) = 0;
   // Moves a layer to position `index` in layer_ids().
   virtual void move_layer(int id, int index) = 0;
-  // Layer names are made unique ("gaussian_blur", "gaussian_blur 2").
+  // Layer names are made unique ("cells · gaussian_blur sigma=2", "... 2").
   virtual int find_layer(const QString& name) const = 0;
 
   // --- device ---
@@ -66,6 +75,8 @@ class Workspace : public QObject {
   // --- services ---
   virtual std::shared_ptr<Task> begin_task(const QString& title) = 0;
   virtual QUndoStack* undo_stack() = 0;
+  // The recorded workflow (committed filter runs), owned by the workspace: saved in sessions.
+  virtual Workflow& workflow() = 0;
   virtual void show_status(const QString& message, int timeout_ms = 5000) = 0;
 
  signals:
@@ -77,6 +88,7 @@ class Workspace : public QObject {
   void device_changed();
   void task_started(const QString& title);
   void task_progress(double fraction);
+  void task_phase(const QString& text);
   void task_finished();
 };
 

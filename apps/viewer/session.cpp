@@ -1,0 +1,171 @@
+#include "session.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QHash>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QRegularExpression>
+
+#include "gpix/error.h"
+#include "gpix/ui/layer_commands.h"
+#include "gpix/ui/workflow.h"
+
+namespace session {
+
+namespace {
+
+bool is_sample(const QString& source) {
+  return source == QLatin1String("sample") || source.startsWith(QLatin1String("sample:"));
+}
+
+}  // namespace
+
+QString file_stem(const QString& layer_name) {
+  QString s = layer_name;
+  s.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9_.=-]+")), QStringLiteral("_"));
+  s.remove(QRegularExpression(QStringLiteral("^[_.]+|_+$")));
+  return s.isEmpty() ? QStringLiteral("layer") : s.left(100);
+}
+
+QJsonObject to_json(gpix::plugin::BasicHost& host, const QString& session_path) {
+  const QDir dir = QFileInfo(session_path).absoluteDir();
+  QJsonArray layers;
+  int current = -1;
+  for (int id : host.layer_ids()) {
+    const gpix::ui::Layer l = host.layer(id);
+    if (l.metadata.value(QStringLiteral("preview")).toBool()) continue;
+    if (l.source.isEmpty()) {
+      throw gpix::InvalidArgument("layer '" + l.name.toStdString() +
+                                  "' has no file: save it before saving the session");
+    }
+    QString file = l.source;
+    if (!is_sample(file)) {
+      const QString abs = QFileInfo(file).absoluteFilePath();
+      const QString rel = dir.relativeFilePath(abs);
+      file = rel.startsWith(QLatin1String("../")) ? abs : rel;
+    }
+    // Layers read from one file are told apart by their position among its layers.
+    const int index = l.metadata.value(QStringLiteral("index_in_file"), 0).toInt();
+    if (id == host.current_layer()) current = int(layers.size());
+    layers.append(QJsonObject{
+        {QStringLiteral("name"), l.name},
+        {QStringLiteral("file"), file},
+        {QStringLiteral("index_in_file"), index},
+        {QStringLiteral("visible"), l.visible},
+        {QStringLiteral("opacity"), l.opacity},
+        {QStringLiteral("colormap"), l.colormap},
+        {QStringLiteral("contrast"), QJsonArray{l.contrast_min, l.contrast_max}},
+    });
+  }
+  return QJsonObject{
+      {QStringLiteral("format"), QStringLiteral("gpix-session")},
+      {QStringLiteral("version"), kVersion},
+      {QStringLiteral("device"),
+       QString::fromStdString(host.device().valid() ? host.device().label() : std::string())},
+      {QStringLiteral("layers"), layers},
+      {QStringLiteral("current"), current},
+      {QStringLiteral("workflow"), host.workflow().to_json()},
+  };
+}
+
+QJsonObject read(const QString& session_path) {
+  QFile f(session_path);
+  if (!f.open(QIODevice::ReadOnly)) {
+    throw gpix::IoError("cannot read the session '" + session_path.toStdString() +
+                            "': " + f.errorString().toStdString(),
+                        session_path.toStdString());
+  }
+  QJsonParseError perr;
+  const QJsonDocument doc = QJsonDocument::fromJson(f.readAll(), &perr);
+  const QJsonObject root = doc.object();
+  if (perr.error != QJsonParseError::NoError) {
+    throw gpix::IoError("'" + session_path.toStdString() + "' is not JSON (" +
+                            perr.errorString().toStdString() + " at byte " +
+                            std::to_string(perr.offset) + "); a gpix session is a JSON file",
+                        session_path.toStdString());
+  }
+  if (root.value(QStringLiteral("format")).toString() != QLatin1String("gpix-session")) {
+    throw gpix::IoError("'" + session_path.toStdString() +
+                            "' is JSON but not a gpix session (no \"format\": \"gpix-session\")",
+                        session_path.toStdString());
+  }
+  const int version = root.value(QStringLiteral("version")).toInt();
+  if (version < 1 || version > kVersion) {
+    throw gpix::IoError("'" + session_path.toStdString() + "' is a gpix session of version " +
+                            std::to_string(version) + "; this viewer reads versions 1 to " +
+                            std::to_string(kVersion),
+                        session_path.toStdString());
+  }
+  return root;
+}
+
+Opened open(gpix::plugin::BasicHost& host, const QJsonObject& root, const QString& session_path) {
+  const QDir dir = QFileInfo(session_path).absoluteDir();
+  Opened out;
+  const QList<int> before = host.layer_ids();
+  QHash<QString, QList<int>> opened;  // file -> the layers it gave
+  QList<int> used;
+  for (const QJsonValue v : root.value(QStringLiteral("layers")).toArray()) {
+    const QJsonObject o = v.toObject();
+    const QString name = o.value(QStringLiteral("name")).toString();
+    QString file = o.value(QStringLiteral("file")).toString();
+    if (!is_sample(file) && QFileInfo(file).isRelative()) file = dir.absoluteFilePath(file);
+    if (!is_sample(file) && !QFileInfo::exists(file)) {
+      out.missing << QObject::tr("layer '%1': %2 does not exist").arg(name, file);
+      continue;
+    }
+    const int index = o.value(QStringLiteral("index_in_file")).toInt();
+    // A file is read once, and again where the session holds one of its layers twice.
+    if (!opened.contains(file) || (index >= 0 && index < opened.value(file).size() &&
+                                   used.contains(opened.value(file)[index]))) {
+      try {
+        opened.insert(file, host.open_file(file));
+      } catch (const std::exception& e) {
+        opened.insert(file, {});
+        out.errors << QObject::tr("layer '%1': %2").arg(name, QString::fromUtf8(e.what()));
+        continue;
+      }
+    }
+    const QList<int> ids = opened.value(file);
+    if (index < 0 || index >= ids.size()) {
+      if (!ids.isEmpty()) {
+        out.errors << QObject::tr("layer '%1': %2 holds %3 layer(s), not a layer %4")
+                          .arg(name, file)
+                          .arg(ids.size())
+                          .arg(index + 1);
+      }
+      continue;
+    }
+    const int id = ids[index];
+    gpix::ui::Layer l = host.layer(id);
+    l.name = name.isEmpty() ? l.name : name;
+    l.visible = o.value(QStringLiteral("visible")).toBool(true);
+    l.opacity = o.value(QStringLiteral("opacity")).toDouble(1.0);
+    l.colormap = o.value(QStringLiteral("colormap")).toString(l.colormap);
+    const QJsonArray c = o.value(QStringLiteral("contrast")).toArray();
+    if (c.size() == 2) {
+      l.contrast_min = c[0].toDouble();
+      l.contrast_max = c[1].toDouble();
+    }
+    l.metadata.insert(QStringLiteral("index_in_file"), index);
+    host.replace_layer(id, l);
+    out.layers << id;
+    used << id;
+  }
+  // Layers of a multi-layer file that the session did not keep.
+  for (int id : host.layer_ids()) {
+    if (!used.contains(id) && !before.contains(id)) host.remove_layer(id);
+  }
+  const int current = root.value(QStringLiteral("current")).toInt(-1);
+  if (current >= 0 && current < out.layers.size()) host.set_current_layer(out.layers[current]);
+  try {
+    host.workflow().from_json(root.value(QStringLiteral("workflow")).toArray());
+  } catch (const gpix::Error& e) {
+    out.errors << QObject::tr("the workflow was not restored: %1").arg(QString::fromUtf8(e.what()));
+  }
+  return out;
+}
+
+}  // namespace session

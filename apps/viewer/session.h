@@ -1,0 +1,41 @@
+#pragma once
+// Sessions: the layers by file reference (with their names and display settings), the current
+// layer and the workflow, as JSON ("format": "gpix-session", "version": 1). Paths are stored
+// relative to the session file where they lie below its folder, so that a folder of data and
+// its session can move together. Layers without a file (filter results) are written beside
+// the session first (<session name>_data/<layer>.<suffix>) by the caller's writer.
+#include <QJsonObject>
+#include <QList>
+#include <QString>
+#include <QStringList>
+
+#include "gpix/basic_host.h"
+
+namespace session {
+
+inline constexpr int kVersion = 1;
+
+// The session of the host's layers; every layer must have a source (a file or "sample...").
+// Throws gpix::InvalidArgument naming the first layer without one.
+QJsonObject to_json(gpix::plugin::BasicHost& host, const QString& session_path);
+
+struct Opened {
+  QList<int> layers;    // the new layer ids, in the session's order
+  QStringList missing;  // "layer 'cells': /data/cells.tif does not exist"
+  QStringList errors;   // files that exist but could not be read, and other problems
+};
+
+// Reads and checks a session file. Throws gpix::IoError when it cannot be read or is not a
+// gpix session of a version this viewer reads (saying what it found).
+QJsonObject read(const QString& session_path);
+
+// Opens the session's layers into the host (after the layers already there), restores their
+// names and display settings, the current layer and the workflow. A missing file or one that
+// fails to read is reported and skipped; the other layers open. Relative paths are taken from
+// the folder of session_path.
+Opened open(gpix::plugin::BasicHost& host, const QJsonObject& session, const QString& session_path);
+
+// A file name for a layer's data: its name with characters file systems dislike replaced.
+QString file_stem(const QString& layer_name);
+
+}  // namespace session
