@@ -96,6 +96,8 @@ int cmd_devices(const QCommandLineParser& p) {
 
 #if GPIX_CLI_HAVE_IO
 constexpr bool kHaveIo = true;
+// A file's calibration, which `gpix run` carries from its first input to its output.
+using FileMetadata = io::Metadata;
 
 QJsonArray numbers(const std::vector<double>& v) {
   QJsonArray a;
@@ -133,17 +135,22 @@ io::ReadOptions read_options(const QCommandLineParser& p) {
 
 // Reads an image file through gpix_io; its metadata goes to JSON and text.
 void read_file(const QString& source, const QCommandLineParser& p, HostArray& host,
-               QJsonObject& meta, QString& text) {
+               QJsonObject& meta, QString& text, FileMetadata* calibration) {
   io::Image img = io::read(std::filesystem::u8path(source.toStdString()), read_options(p));
   host = img.pixels;
+  if (calibration) *calibration = img.meta;
   meta["format"] = qs(img.format);
   meta["file_components"] = img.file_components;
   meta["spacing"] = numbers(img.meta.spacing);
   meta["origin"] = numbers(img.meta.origin);
   meta["direction"] = numbers(img.meta.direction);
+  meta["unit"] = qs(img.meta.unit);
   meta["labels"] = img.meta.labels;
-  text = "format: " + qs(img.format) + "\nspacing: " + joined(img.meta.spacing) +
-         " (z, y, x)\norigin: " + joined(img.meta.origin) + "\n";
+  text =
+      "format: " + qs(img.format) + "\nspacing: " + joined(img.meta.spacing) +
+      " (z, y, x)\norigin: " + joined(img.meta.origin) + "\nunit: " +
+      (img.meta.unit.empty() ? QStringLiteral("none (the file does not say)") : qs(img.meta.unit)) +
+      "\n";
   if (img.meta.labels) text += "pixels: labels (marked by gpix)\n";
   // The decoder's remarks on a file it could read (libtiff's), on stdout with the card.
   if (!img.warnings.empty()) {
@@ -157,7 +164,9 @@ void read_file(const QString& source, const QCommandLineParser& p, HostArray& ho
 }
 #else
 constexpr bool kHaveIo = false;
-void read_file(const QString&, const QCommandLineParser&, HostArray&, QJsonObject&, QString&) {}
+struct FileMetadata {};
+void read_file(const QString&, const QCommandLineParser&, HostArray&, QJsonObject&, QString&,
+               FileMetadata*) {}
 #endif
 
 #if GPIX_CLI_HAVE_IO
@@ -210,7 +219,8 @@ HostArray read_raw(const QString& path, const QCommandLineParser& p) {
 
 // Loads a source for info and run: a sample, a raw file, or a file through gpix_io.
 HostArray load_source(const QString& source, const QCommandLineParser& p, QString& label,
-                      QJsonObject& file_meta, QString& file_text) {
+                      QJsonObject& file_meta, QString& file_text,
+                      FileMetadata* calibration = nullptr) {
   HostArray host;
   label = source;
   if (source == "sample" || source.startsWith("sample:")) {
@@ -222,7 +232,7 @@ HostArray load_source(const QString& source, const QCommandLineParser& p, QStrin
   } else if (p.isSet("shape") || source.endsWith(".raw", Qt::CaseInsensitive) || !kHaveIo) {
     host = read_raw(source, p);
   } else {
-    read_file(source, p, host, file_meta, file_text);
+    read_file(source, p, host, file_meta, file_text, calibration);
   }
   return host;
 }
@@ -454,20 +464,58 @@ int put_table(const QCommandLineParser& p, const FilterInfo& f, const Table& tab
 
 // An input of a tiled run: a file that streams (TIFF, MetaImage and NRRD stored raw, raw
 // files) is read plane by plane; anything else is loaded whole into host memory.
-std::unique_ptr<SlabSource> tiled_source(const QString& source, const QCommandLineParser& p) {
+// `calibration` gets a file's metadata.
+std::unique_ptr<SlabSource> tiled_source(const QString& source, const QCommandLineParser& p,
+                                         FileMetadata& calibration) {
 #if GPIX_CLI_HAVE_IO
   const bool sample = source == "sample" || source.startsWith("sample:");
   if (!sample && !p.isSet("channels")) {
     const auto file = std::filesystem::u8path(source.toStdString());
     if (p.isSet("shape") || source.endsWith(".raw", Qt::CaseInsensitive))
       return io::open_raw_slabs(file, raw_layout(file, p));
-    if (auto s = io::open_slabs(file)) return s;
+    if (auto s = io::open_slabs(file)) {
+      calibration = s->metadata();
+      return s;
+    }
   }
 #endif
   QString label, text;
   QJsonObject meta;
-  return std::make_unique<HostArraySource>(load_source(source, p, label, meta, text));
+  return std::make_unique<HostArraySource>(load_source(source, p, label, meta, text, &calibration));
 }
+
+#if GPIX_CLI_HAVE_IO
+// The output file of a tiled run, made at start() when the output's shape is known, so that it
+// gets the first input's calibration where it keeps its axes (io::carried): written plane by
+// plane where gpix_io streams the format, else collected whole and written at finish().
+class OutputFile final : public SlabSink {
+ public:
+  OutputFile(std::filesystem::path path, io::Metadata input_meta, const Shape& input_shape)
+      : path_(std::move(path)), input_meta_(std::move(input_meta)), input_shape_(input_shape) {}
+  void start(const Shape& shape, DType dtype) override {
+    meta_ = io::carried(input_meta_, input_shape_, shape);
+    sink_ = io::create_slabs(path_, meta_);
+    target().start(shape, dtype);
+  }
+  void write(std::size_t from, std::size_t to, const std::byte* src) override {
+    target().write(from, to, src);
+  }
+  std::byte* planes(std::size_t from) override { return target().planes(from); }
+  void finish() override {
+    target().finish();
+    if (!sink_) io::write(path_, whole_.array(), meta_);
+  }
+  bool streamed() const { return sink_ != nullptr; }
+
+ private:
+  SlabSink& target() { return sink_ ? *sink_ : whole_; }
+  std::filesystem::path path_;
+  io::Metadata input_meta_, meta_;
+  Shape input_shape_;
+  std::unique_ptr<SlabSink> sink_;
+  HostArraySink whole_;  // for outputs whose format is written whole
+};
+#endif
 
 // gpix run ... --tiled: slabs of the inputs go to the device(s) (--device takes a
 // comma-separated list here, each device one worker). Files that stream are read and written
@@ -493,23 +541,27 @@ int run_tiled_cli(const QCommandLineParser& p, const QStringList& args, const Fi
   const qsizetype n_in = static_cast<qsizetype>(f.inputs.size());
   std::vector<std::unique_ptr<SlabSource>> sources;
   std::vector<SlabSource*> inputs;
+  FileMetadata calibration;  // the first input's, carried to the output
   for (qsizetype i = 0; i < n_in; ++i) {
-    sources.push_back(tiled_source(args[2 + i], p));
+    FileMetadata m;
+    sources.push_back(tiled_source(args[2 + i], p, m));
+    if (i == 0) calibration = m;
     inputs.push_back(sources.back().get());
   }
   const bool table = f.output == OutputKind::table;
   const bool has_output = args.size() - 2 > n_in;
-  std::unique_ptr<SlabSink> sink;
-  HostArraySink whole;  // for outputs whose format is written whole
+#if GPIX_CLI_HAVE_IO
+  std::unique_ptr<OutputFile> sink;
   SlabSink* output = nullptr;
   if (!table) {
-#if GPIX_CLI_HAVE_IO
-    sink = io::create_slabs(std::filesystem::u8path(args.last().toStdString()));
-#else
-    throw InvalidArgument("this build of gpix has no gpix_io to write files");
-#endif
-    output = sink ? sink.get() : &whole;
+    sink = std::make_unique<OutputFile>(std::filesystem::u8path(args.last().toStdString()),
+                                        calibration, inputs.front()->shape());
+    output = sink.get();
   }
+#else
+  SlabSink* output = nullptr;
+  if (!table) throw InvalidArgument("this build of gpix has no gpix_io to write files");
+#endif
   const bool bar = isatty(fileno(stderr)) != 0 && !p.isSet("json");
   if (bar) {
     o.progress = [](double fraction) {
@@ -523,13 +575,15 @@ int run_tiled_cli(const QCommandLineParser& p, const QStringList& args, const Fi
   if (bar) std::fputc('\n', stderr);
   if (table) return put_table(p, f, result, has_output ? &args.last() : nullptr);
 #if GPIX_CLI_HAVE_IO
-  if (!sink) io::write(std::filesystem::u8path(args.last().toStdString()), whole.array());
+  const bool streamed = sink && sink->streamed();
+#else
+  const bool streamed = false;
 #endif
   if (p.isSet("json")) {
     QJsonArray per_device;
     for (std::size_t k : report.slabs_per_device) per_device.append(static_cast<qint64>(k));
     print_json(QJsonObject{{"output", args.last()},
-                           {"streamed_output", sink != nullptr},
+                           {"streamed_output", streamed},
                            {"slabs", static_cast<qint64>(report.slabs)},
                            {"passes", static_cast<qint64>(report.passes)},
                            {"planes_per_slab", static_cast<qint64>(report.planes_per_slab)},
@@ -573,16 +627,19 @@ int cmd_run(const QCommandLineParser& p, const QStringList& args) {
   }
   const Device dev = chosen_device(p);
   std::vector<Array> inputs;
+  FileMetadata calibration;  // the first input's, carried to the output
   for (qsizetype i = 0; i < n_in; ++i) {
     QString label, text;
     QJsonObject meta;
-    inputs.push_back(Array::push(load_source(args[2 + i], p, label, meta, text), dev));
+    inputs.push_back(Array::push(
+        load_source(args[2 + i], p, label, meta, text, i == 0 ? &calibration : nullptr), dev));
   }
   const Result r = run(f.name, inputs, params);
   if (!table) {
 #if GPIX_CLI_HAVE_IO
     // Label outputs are marked as such, so that viewers (gpix-viewer) open them as labels.
-    io::Metadata out_meta;
+    // The calibration of the first input is carried over where the shapes allow.
+    io::Metadata out_meta = io::carried(calibration, inputs.front().shape(), r.array.shape());
     out_meta.labels = f.output == OutputKind::labels;
     io::write(std::filesystem::u8path(args.last().toStdString()), r.array, out_meta);
 #else

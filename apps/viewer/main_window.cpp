@@ -206,6 +206,12 @@ void MainWindow::build_menus() {
                   [this] { view_->set_slice(view_->slice() + 1); });
   view->addAction(tr("Previous slice"), QKeySequence(Qt::Key_PageDown), this,
                   [this] { view_->set_slice(view_->slice() - 1); });
+  QAction* bar = view->addAction(tr("&Scale bar"));
+  bar->setObjectName(QStringLiteral("action_scale_bar"));
+  bar->setCheckable(true);
+  bar->setChecked(view_->scale_bar_visible());
+  bar->setToolTip(tr("A bar of a round physical length on calibrated images"));
+  connect(bar, &QAction::toggled, view_, &gpix::ui::ImageView::set_scale_bar_visible);
   view->addSeparator();
 
   // Help comes last, after the menus plugins add (see load_plugins).

@@ -65,7 +65,7 @@ std::vector<Format> make_formats() {
   using enum DType;
   using enum Kept;
   return {
-      {"TIFF", {".tif", ".tiff"}, kAll, 2, 3, false, spacing_yx, true},
+      {"TIFF", {".tif", ".tiff"}, kAll, 2, 3, false, spacing_origin, true},
       {"PNG", {".png"}, {u8, u16}, 2, 2, false, spacing_yx, false},
       {"JPEG", {".jpg", ".jpeg"}, {u8}, 2, 2, true, none, false},
       {"NRRD", {".nrrd", ".nhdr"}, kAll, 1, 3, false, all, true},
@@ -407,7 +407,8 @@ Image read_unchecked(const fs::path& path, const ReadOptions& options) {
   }
 
   // Metadata, reversed into (z, y, x) order; split stacks get a unit channel axis.
-  img.meta = detail::metadata_of(*io, ndim);
+  std::vector<std::string> notes;
+  img.meta = detail::metadata_of(*io, ndim, format, path, &notes);
   const auto n = static_cast<std::size_t>(ndim);
   const std::vector<double>& dir = img.meta.direction;
   if (img.pixels.shape().ndim() != ndim) {
@@ -423,6 +424,7 @@ Image read_unchecked(const fs::path& path, const ReadOptions& options) {
     img.meta.direction = d;
   }
   if (tiff) img.warnings = tiff->all();
+  img.warnings.insert(img.warnings.end(), notes.begin(), notes.end());
   return img;
 }
 
@@ -471,8 +473,13 @@ void write_unchecked(const fs::path& path, const HostArray& pixels, const Metada
     }
   }
   const auto n = static_cast<std::size_t>(ndim);
-  const auto sp = reversed(meta.spacing_or_default(ndim));
-  const auto org = reversed(meta.origin_or_default(ndim));
+  const detail::StoredUnit unit = detail::stored_unit(path, format, meta.unit);
+  auto sp = reversed(meta.spacing_or_default(ndim));
+  auto org = reversed(meta.origin_or_default(ndim));
+  for (std::size_t i = 0; i < n; ++i) {
+    sp[i] *= unit.factor;
+    org[i] *= unit.factor;
+  }
   const auto dir = meta.direction_or_default(ndim);
 
   detail::TempFolder tmp(path);
@@ -501,11 +508,13 @@ void write_unchecked(const fs::path& path, const HostArray& pixels, const Metada
     io->SetUseCompression(options.compress);
     if (meta.labels && format.labels_marker) detail::mark_labels(*io, format.name);
     io->SetFileName(str(tmp.file()));
+    detail::prepare_unit(*io, format, unit.unit);
     io->Write(pixels.data());
   } catch (const itk::ExceptionObject& e) {
     fail(path, "cannot be written as " + format.name + ": " + itk_message(e) +
                    (tiff ? tiff->says() : std::string()));
   }
+  detail::finish_unit(tmp.file(), format, unit.unit, ndim);
   tmp.commit();
 }
 
@@ -616,27 +625,6 @@ itk::ImageIOBase::Pointer read_header(const fs::path& path, const Format& format
     fail(path, "cannot read the " + format.name + " header: " + itk_message(e) + libtiff());
   }
   return io;
-}
-
-Metadata metadata_of(itk::ImageIOBase& io, int ndim) {
-  std::vector<double> sp, org, dir;
-  for (int i = 0; i < ndim; ++i) {
-    sp.push_back(io.GetSpacing(static_cast<unsigned>(i)));
-    org.push_back(io.GetOrigin(static_cast<unsigned>(i)));
-  }
-  const auto n = static_cast<std::size_t>(ndim);
-  dir.assign(n * n, 0.0);
-  for (std::size_t c = 0; c < n; ++c) {
-    const std::vector<double> col = io.GetDirection(static_cast<unsigned>(c));
-    for (std::size_t r = 0; r < n && r < col.size(); ++r)
-      dir[(n - 1 - r) * n + (n - 1 - c)] = col[r];
-  }
-  Metadata m;
-  m.spacing = reversed(sp);
-  m.origin = reversed(org);
-  m.direction = dir;
-  m.labels = marked_labels(io.GetMetaDataDictionary());
-  return m;
 }
 
 // NIfTI's own label intent would be the natural mark, but ITK 5.2's NIfTI writer keeps neither

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gpix/dtype.h"
 #include "gpix/io.h"
@@ -26,8 +27,27 @@ itk::ImageIOBase::Pointer read_header(const std::filesystem::path& path, const F
                                       const std::string& p, const ReadOptions& options,
                                       const std::function<std::string()>& libtiff);
 
-// The header's spacing, origin and direction in (z, y, x) order, and whether it marks labels.
-Metadata metadata_of(itk::ImageIOBase& io, int ndim);
+// The header's spacing, origin, direction (in (z, y, x) order), unit (calibration.cpp: the
+// unit and what ITK leaves out per format) and label mark. What was not taken goes to notes.
+Metadata metadata_of(itk::ImageIOBase& io, int ndim, const Format& format,
+                     const std::filesystem::path& path, std::vector<std::string>* notes);
+
+// The unit a file of `format` stores for `unit`, and the factor spacing and origin are
+// multiplied by for it: MetaImage names um, mm and cm, NIfTI um, mm and m; other lengths are
+// converted (nm -> um, cm -> mm). Throws IoError for a unit that is no length gpix knows
+// where the format cannot name it, and for units no header can hold (quotes, control bytes).
+struct StoredUnit {
+  std::string unit;
+  double factor = 1.0;
+};
+StoredUnit stored_unit(const std::filesystem::path& path, const Format& format,
+                       const std::string& unit);
+// Before ITK writes: the unit where the format's ImageIO takes it (TIFF, MetaImage).
+void prepare_unit(itk::ImageIOBase& io, const Format& format, const std::string& unit);
+// After ITK wrote `file`: the unit where ITK cannot put it (NRRD's space units, NIfTI's
+// xyzt_units, also when there is no unit). Throws IoError when the file cannot be amended.
+void finish_unit(const std::filesystem::path& file, const Format& format, const std::string& unit,
+                 int ndim);
 
 // The label mark (Metadata::labels) passes through the ImageIO's dictionary: NRRD and MetaImage
 // write string entries as key/value fields; gpix's TIFF ImageIO turns this one into its

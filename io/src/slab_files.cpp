@@ -139,10 +139,13 @@ class TiffSource final : public FileSlabSource {
     dtype_ = *detail::to_dtype(stack_->component(), 0);
     rows_per_plane_ = pages > 1 ? h : 1;
     format_ = "TIFF";
-    // As io::read gives it: the x and y spacing, unit z spacing.
-    meta_.spacing = pages > 1 ? std::vector<double>{1.0, stack_->spacing_y(), stack_->spacing_x()}
-                              : std::vector<double>{stack_->spacing_y(), stack_->spacing_x()};
-    meta_.origin.assign(shape_.ndim(), 0.0);
+    // As io::read gives it (the same calibration_of).
+    const detail::TiffCalibration& c = stack_->calibration();
+    for (std::size_t i = shape_.ndim(); i-- > 0;) {
+      meta_.spacing.push_back(c.spacing[i]);
+      meta_.origin.push_back(c.origin[i]);
+    }
+    meta_.unit = c.unit;
     meta_.direction = Metadata{}.direction_or_default(static_cast<int>(shape_.ndim()));
     meta_.labels = stack_->labels();
   }
@@ -187,9 +190,9 @@ std::unique_ptr<FileSlabSource> open_raw_format(const fs::path& path, const Form
   if (!data) return nullptr;
   const bool swap =
       size_of(*dtype) > 1 && data->big_endian != (std::endian::native == std::endian::big);
-  return std::make_unique<RawFileSource>(data->file, data->offset, shape, *dtype, swap,
-                                         detail::metadata_of(*io, static_cast<int>(zyx.size())),
-                                         format.name);
+  return std::make_unique<RawFileSource>(
+      data->file, data->offset, shape, *dtype, swap,
+      detail::metadata_of(*io, static_cast<int>(zyx.size()), format, path, nullptr), format.name);
 }
 
 std::string numbers(const std::vector<double>& v, const char* sep = " ") {
@@ -292,6 +295,7 @@ std::string meta_header(const Shape& s, DType t, const Metadata& meta, const std
          (std::endian::native == std::endian::big ? "True" : "False") +
          "\nCompressedData = False\nTransformMatrix = " + numbers(transform) +
          "\nOffset = " + numbers(g.origin) + "\nElementSpacing = " + numbers(g.spacing) +
+         (meta.unit.empty() ? std::string() : "\nDistanceUnits = " + meta.unit) +
          (meta.labels ? "\n" + std::string(detail::kKindKey) + " = " + detail::kKindLabels : "") +
          "\nDimSize = " + extents(s) + "\nElementType = " + met_type(t) +
          "\nElementDataFile = " + data + "\n";
@@ -303,18 +307,20 @@ std::string nrrd_header(const Shape& s, DType t, const Metadata& meta, const std
   const int ndim = static_cast<int>(s.ndim());
   const auto n = static_cast<std::size_t>(ndim);
   const ItkGeometry g = itk_geometry(meta, ndim);
-  std::string directions, kinds;
+  std::string directions, kinds, units;
   for (std::size_t axis = 0; axis < n; ++axis) {
     std::vector<double> v(n);
     for (std::size_t j = 0; j < n; ++j) v[j] = g.m[j * n + axis] * g.spacing[axis];
     directions += (axis ? " (" : "(") + numbers(v, ",") + ")";
     kinds += axis ? " domain" : "domain";
+    units += " \"" + meta.unit + "\"";
   }
   return "NRRD0004\ntype: " + std::string(nrrd_type(t)) + "\ndimension: " + std::to_string(ndim) +
          "\nspace dimension: " + std::to_string(ndim) + "\nsizes: " + extents(s) +
          "\nspace directions: " + directions + "\nkinds: " + kinds +
          "\nendian: " + (std::endian::native == std::endian::big ? "big" : "little") +
          "\nencoding: raw\nspace origin: (" + numbers(g.origin, ",") + ")\n" +
+         (meta.unit.empty() ? std::string() : "space units:" + units + "\n") +
          (meta.labels ? std::string(detail::kKindKey) + ":=" + detail::kKindLabels + "\n" : "") +
          (data.empty() ? std::string() : "data file: " + data + "\n") + "\n";
 }
@@ -328,7 +334,17 @@ class FileSink final : public SlabSink {
 
   void start(const Shape& shape, DType dtype) override {
     const int ndim = static_cast<int>(shape.ndim());
-    if (kind_ != Kind::raw) detail::check_writable(path_, dtype, ndim, meta_);
+    if (kind_ != Kind::raw) {
+      detail::check_writable(path_, dtype, ndim, meta_);
+      // MetaImage names um, mm and cm only: spacing and origin in the unit it can name.
+      const detail::StoredUnit u = detail::stored_unit(path_, format_for(path_), meta_.unit);
+      meta_.spacing = meta_.spacing_or_default(ndim);
+      meta_.origin = meta_.origin_or_default(ndim);
+      for (auto* v : {&meta_.spacing, &meta_.origin}) {
+        for (double& x : *v) x *= u.factor;
+      }
+      meta_.unit = u.unit;
+    }
     shape_ = shape;
     dtype_ = dtype;
     if (kind_ == Kind::tiff) {
@@ -338,9 +354,12 @@ class FileSink final : public SlabSink {
       l.pages = ndim == 3 ? shape.depth() : 1;
       l.stack = ndim == 3;
       l.component = detail::to_component(dtype);
-      const auto sp = meta_.spacing_or_default(ndim);
-      l.spacing_x = sp[sp.size() - 1];
-      l.spacing_y = sp[sp.size() - 2];
+      const auto sp = meta_.spacing_or_default(ndim), org = meta_.origin_or_default(ndim);
+      for (std::size_t i = 0; i < sp.size(); ++i) {
+        l.calibration.spacing[i] = sp[sp.size() - 1 - i];
+        l.calibration.origin[i] = org[org.size() - 1 - i];
+      }
+      l.calibration.unit = meta_.unit;
       l.compress = compress_;
       l.labels = meta_.labels;
       rows_per_plane_ = ndim == 3 ? shape.height() : 1;

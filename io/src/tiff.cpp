@@ -13,13 +13,17 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <sstream>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "gpix/io.h"
 #include "gpix/stats.h"
 #include "io_shared.h"
 
@@ -254,7 +258,188 @@ std::pair<std::uint16_t, std::uint16_t> bits_and_format(Component c) {
   }
 }
 
+// "key=value" lines of an ImageJ description.
+std::map<std::string, std::string> imagej_fields(const std::string& d) {
+  std::map<std::string, std::string> f;
+  std::istringstream in(d);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto eq = line.find('=');
+    if (eq != std::string::npos) f[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return f;
+}
+
+std::optional<double> number(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+// The value of attribute `name` in the XML start tag `tag` (text from '<' to '>').
+std::optional<std::string> attribute(const std::string& tag, const std::string& name) {
+  for (std::size_t at = tag.find(name + "=\""); at != std::string::npos;
+       at = tag.find(name + "=\"", at + 1)) {
+    // A whole name: PhysicalSizeX, not PhysicalSizeXUnit's prefix nor a suffix of another.
+    const char before = at > 0 ? tag[at - 1] : ' ';
+    if (!std::isspace(static_cast<unsigned char>(before))) continue;
+    const std::size_t from = at + name.size() + 2;
+    const std::size_t to = tag.find('"', from);
+    if (to == std::string::npos) return std::nullopt;
+    return tag.substr(from, to - from);
+  }
+  return std::nullopt;
+}
+
+// OME-XML: the first Pixels element's PhysicalSize{X,Y,Z} and units (µm by the schema's
+// default), all in X's unit.
+bool ome_calibration(const std::string& xml, std::size_t pages, TiffCalibration& c) {
+  std::size_t at = xml.find("<Pixels ");
+  if (at == std::string::npos) at = xml.find(":Pixels ");
+  if (at == std::string::npos) return false;
+  const std::size_t end = xml.find('>', at);
+  if (end == std::string::npos) return false;
+  const std::string tag = xml.substr(at, end - at);
+  const char* axes[3] = {"X", "Y", "Z"};
+  std::string units[3];
+  bool any = false;
+  for (int i = 0; i < 3; ++i) {
+    const auto v = attribute(tag, std::string("PhysicalSize") + axes[i]);
+    units[i] = normalise_unit(
+        attribute(tag, std::string("PhysicalSize") + axes[i] + "Unit").value_or("\xc2\xb5m"));
+    if (!v) continue;
+    const auto n = number(*v);
+    if (!n || *n <= 0) {
+      c.notes.push_back("OME-XML PhysicalSize" + std::string(axes[i]) + "=\"" + *v +
+                        "\" is not a positive number; that axis' spacing is 1");
+      continue;
+    }
+    if (i == 2) {
+      const auto size_z = number(attribute(tag, "SizeZ").value_or(""));
+      if (pages > 1 && (!size_z || static_cast<std::size_t>(*size_z) != pages)) {
+        c.notes.push_back("the OME-XML SizeZ is " + attribute(tag, "SizeZ").value_or("missing") +
+                          " but the file has " + std::to_string(pages) +
+                          " pages (channels or time points): the z spacing is 1, not the "
+                          "PhysicalSizeZ " +
+                          *v);
+        continue;
+      }
+    }
+    c.spacing[i] = *n;
+    any = true;
+  }
+  if (!any) return false;
+  c.unit = units[0];
+  for (int i = 1; i < 3; ++i) {
+    if (units[i] == c.unit || c.spacing[i] == 1.0) continue;
+    const double from = metres_per(units[i]), to = metres_per(c.unit);
+    if (from > 0 && to > 0) {
+      c.spacing[i] *= from / to;
+    } else {
+      c.notes.push_back(std::string("OME-XML PhysicalSize") + axes[i] + "Unit '" + units[i] +
+                        "' cannot be converted to PhysicalSizeXUnit '" + c.unit +
+                        "'; the number is taken as it is");
+    }
+  }
+  return true;
+}
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
 }  // namespace
+
+bool TiffCalibration::calibrated() const {
+  for (int i = 0; i < 3; ++i) {
+    if (spacing[i] != 1.0 || origin[i] != 0.0) return true;
+  }
+  return !unit.empty();
+}
+
+TiffCalibration calibration_of(TIFF* t, std::size_t pages) {
+  TiffCalibration c;
+  const char* text = nullptr;
+  const std::string d =
+      TIFFGetField(t, TIFFTAG_IMAGEDESCRIPTION, &text) && text ? std::string(text) : std::string();
+  if (d.find("<OME") != std::string::npos && ome_calibration(d, pages, c)) return c;
+
+  float xres = 0, yres = 0;
+  std::uint16_t res_unit = RESUNIT_NONE;
+  const bool has_res = TIFFGetField(t, TIFFTAG_XRESOLUTION, &xres) &&
+                       TIFFGetField(t, TIFFTAG_YRESOLUTION, &yres) && xres > 0 && yres > 0 &&
+                       std::isfinite(xres) && std::isfinite(yres);
+  const bool has_unit = TIFFGetField(t, TIFFTAG_RESOLUTIONUNIT, &res_unit) != 0;
+  const bool imagej = d.rfind("ImageJ=", 0) == 0;
+  const auto f = imagej ? imagej_fields(d) : std::map<std::string, std::string>{};
+  const auto field = [&](const char* k) {
+    const auto it = f.find(k);
+    return it == f.end() ? std::string() : it->second;
+  };
+  if (imagej) c.unit = normalise_unit(field("unit"));
+  if (has_res && (!c.unit.empty() || (imagej && (!has_unit || res_unit == RESUNIT_NONE)))) {
+    // ImageJ: pixels per unit of the description (also without one: the unit is then unknown).
+    c.spacing[0] = 1.0 / static_cast<double>(xres);
+    c.spacing[1] = 1.0 / static_cast<double>(yres);
+  } else if (has_res && has_unit && (res_unit == RESUNIT_INCH || res_unit == RESUNIT_CENTIMETER)) {
+    // As ITK's TIFF reader gives it, so files read the same through either reader.
+    const double per_unit = res_unit == RESUNIT_INCH ? 25.4 : 10.0;
+    c.spacing[0] = per_unit / static_cast<double>(xres);
+    c.spacing[1] = per_unit / static_cast<double>(yres);
+    c.unit = "mm";
+  }
+  if (!imagej) return c;
+  if (pages > 1) {
+    const auto z = number(field("spacing"));
+    const auto slices = number(field("slices"));
+    const double channels = number(field("channels")).value_or(1);
+    const double frames = number(field("frames")).value_or(1);
+    const bool z_pages =
+        slices ? static_cast<std::size_t>(*slices) == pages : channels <= 1 && frames <= 1;
+    if (z && *z > 0 && z_pages) {
+      c.spacing[2] = *z;
+    } else if (z && *z > 0) {
+      c.notes.push_back("the ImageJ description says " + number_text(channels) + " channel(s), " +
+                        number_text(slices.value_or(1)) + " slice(s) and " + number_text(frames) +
+                        " frame(s) in " + std::to_string(pages) +
+                        " pages: the z spacing is 1, not its spacing " + field("spacing"));
+    }
+  }
+  // ImageJ's origin is the pixel position of 0 (xorigin=10: pixel 10 is at 0).
+  const char* keys[3] = {"xorigin", "yorigin", "zorigin"};
+  for (int i = 0; i < 3; ++i) {
+    if (const auto o = number(field(keys[i]))) c.origin[i] = *o == 0 ? 0.0 : -*o * c.spacing[i];
+  }
+  return c;
+}
+
+TiffCalibration tiff_calibration(const std::string& file, std::size_t pages) {
+  const TiffPtr t = open_tiff(file, "r", false);
+  return t ? calibration_of(t.get(), pages) : TiffCalibration{};
+}
+
+std::string imagej_description(const TiffCalibration& c, bool stack) {
+  std::string d = "ImageJ=1.11a\n";
+  // ImageJ's own words for the units that have one; "in" is TIFF's inch.
+  if (c.unit == "um") {
+    d += "unit=micron\n";
+  } else if (c.unit == "in") {
+    d += "unit=inch\n";
+  } else if (!c.unit.empty()) {
+    d += "unit=" + c.unit + "\n";
+  }
+  if (stack) d += "spacing=" + number_text(c.spacing[2]) + "\n";
+  const char* keys[3] = {"xorigin", "yorigin", "zorigin"};
+  for (int i = 0; i < (stack ? 3 : 2); ++i) {
+    if (c.origin[i] != 0.0)
+      d += std::string(keys[i]) + "=" + number_text(-c.origin[i] / c.spacing[i]) + "\n";
+  }
+  return d;
+}
 
 std::string TiffPage::str() const {
   return std::to_string(width) + " x " + std::to_string(height) + ", " + std::to_string(spp) +
@@ -286,18 +471,8 @@ TiffStack::TiffStack(const std::string& file) : tiff_(open_tiff(file, "rm", true
       fail("directory " + std::to_string(d + 1) + " cannot be read (corrupt file?)");
   }
   if (offsets_.empty()) fail("it holds only reduced-resolution images or masks, no full page");
-  // The spacing as ITK's TIFF reader gives it (millimetres from a resolution in inches or
-  // centimetres; 1 without a unit), so files read the same through either reader.
-  float xres = 0, yres = 0;
-  std::uint16_t unit = RESUNIT_NONE;
   go_to(0);
-  if (TIFFGetField(t, TIFFTAG_XRESOLUTION, &xres) && TIFFGetField(t, TIFFTAG_YRESOLUTION, &yres) &&
-      TIFFGetField(t, TIFFTAG_RESOLUTIONUNIT, &unit) && xres > 0 && yres > 0 &&
-      (unit == RESUNIT_INCH || unit == RESUNIT_CENTIMETER)) {
-    const double per_unit = unit == RESUNIT_INCH ? 25.4 : 10.0;
-    spacing_x_ = per_unit / static_cast<double>(xres);
-    spacing_y_ = per_unit / static_cast<double>(yres);
-  }
+  calibration_ = calibration_of(t, offsets_.size());
   const char* kind = nullptr;
   labels_ = TIFFGetField(t, kLabelsTag, &kind) && kind && std::strcmp(kind, kLabelsText) == 0;
 }
@@ -433,13 +608,21 @@ void TiffWriter::begin_page() {
                layout_.compress ? COMPRESSION_ADOBE_DEFLATE : COMPRESSION_NONE);
   TIFFSetField(f, TIFFTAG_ROWSPERSTRIP, rows_per_strip_);
   TIFFSetField(f, TIFFTAG_SOFTWARE, "gpix");
-  const double xres = layout_.spacing_x > 0 ? 25.4 / layout_.spacing_x : 0;
-  const double yres = layout_.spacing_y > 0 ? 25.4 / layout_.spacing_y : 0;
-  if (xres > 0 && yres > 0 && std::isfinite(xres) && std::isfinite(yres)) {
-    // As ITK writes it: dots per inch for a spacing in millimetres.
+  const TiffCalibration& c = layout_.calibration;
+  if (c.calibrated()) {
+    const double xres = 1.0 / c.spacing[0], yres = 1.0 / c.spacing[1];
+    if (!(xres > 0 && yres > 0 && std::isfinite(xres) && std::isfinite(yres)))
+      fail("the x and y spacing must be positive and finite to be stored as a resolution");
+    // As ImageJ writes it: pixels per unit, the unit named in the description unless TIFF has
+    // a code for it.
     TIFFSetField(f, TIFFTAG_XRESOLUTION, xres);
     TIFFSetField(f, TIFFTAG_YRESOLUTION, yres);
-    TIFFSetField(f, TIFFTAG_RESOLUTIONUNIT, RESUNIT_INCH);
+    TIFFSetField(
+        f, TIFFTAG_RESOLUTIONUNIT,
+        c.unit == "cm" ? RESUNIT_CENTIMETER : (c.unit == "in" ? RESUNIT_INCH : RESUNIT_NONE));
+    if (page_ == 0) {
+      TIFFSetField(f, TIFFTAG_IMAGEDESCRIPTION, imagej_description(c, layout_.stack).c_str());
+    }
   }
   if (layout_.labels && page_ == 0) TIFFSetField(f, kLabelsTag, kLabelsText);
   if (layout_.stack) {
@@ -532,21 +715,25 @@ class LibTiffImageIO final : public itk::ImageIOBase {
     m_Dimensions[0] = stack_->width();
     m_Dimensions[1] = stack_->height();
     if (stack) m_Dimensions[2] = stack_->pages();
+    const TiffCalibration& c = stack_->calibration();
     for (unsigned i = 0; i < GetNumberOfDimensions(); ++i) {
-      m_Spacing[i] = 1.0;
-      m_Origin[i] = 0.0;
+      m_Spacing[i] = c.spacing[i];
+      m_Origin[i] = c.origin[i];
       std::vector<double> axis(GetNumberOfDimensions(), 0.0);
       axis[i] = 1.0;
       SetDirection(i, axis);
     }
-    m_Spacing[0] = stack_->spacing_x();
-    m_Spacing[1] = stack_->spacing_y();
     SetPixelType(itk::IOPixelEnum::SCALAR);
     SetNumberOfComponents(1);
     SetComponentType(stack_->component());
-    itk::MetaDataDictionary& d = GetMetaDataDictionary();
-    d.Clear();
-    if (stack_->labels()) itk::EncapsulateMetaData<std::string>(d, kKindKey, kKindLabels);
+    // The unit goes where MetaImageIO keeps it, so io.cpp reads both alike.
+    itk::MetaDataDictionary& dict = GetMetaDataDictionary();
+    dict.Clear();
+    if (!c.unit.empty()) itk::EncapsulateMetaData<std::string>(dict, kUnitKey, c.unit);
+    std::string notes;
+    for (const auto& n : c.notes) notes += (notes.empty() ? "" : "\n") + n;
+    if (!notes.empty()) itk::EncapsulateMetaData<std::string>(dict, kNotesKey, notes);
+    if (stack_->labels()) itk::EncapsulateMetaData<std::string>(dict, kKindKey, kKindLabels);
   }
 
   void Read(void* buffer) override {
@@ -566,8 +753,11 @@ class LibTiffImageIO final : public itk::ImageIOBase {
     l.pages = ndim == 3 ? m_Dimensions[2] : 1;
     l.stack = ndim == 3;
     l.component = GetComponentType();
-    l.spacing_x = m_Spacing[0];
-    l.spacing_y = m_Spacing[1];
+    for (unsigned i = 0; i < ndim; ++i) {
+      l.calibration.spacing[i] = m_Spacing[i];
+      l.calibration.origin[i] = m_Origin[i];
+    }
+    itk::ExposeMetaData<std::string>(GetMetaDataDictionary(), kUnitKey, l.calibration.unit);
     l.compress = m_UseCompression;
     std::string kind;
     l.labels = itk::ExposeMetaData<std::string>(GetMetaDataDictionary(), kKindKey, kind) &&

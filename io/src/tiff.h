@@ -46,6 +46,30 @@ struct TiffCloser {
 };
 using TiffPtr = std::unique_ptr<TIFF, TiffCloser>;
 
+// Where an ImageIO's MetaDataDictionary holds the unit of its spacing (ITK's own key, which
+// MetaImageIO reads and writes; gpix's libtiff reader and writer use it too), and gpix's
+// libtiff reader what it did not take of a calibration (lines).
+inline constexpr const char* kUnitKey = "ITK_VoxelUnits";
+inline constexpr const char* kNotesKey = "gpix_calibration_notes";
+
+// What a TIFF says about its pixel size, in (x, y, z) order (see io::Metadata::unit for the
+// rules and their order: OME-XML, an ImageJ description, the resolution tags).
+struct TiffCalibration {
+  double spacing[3] = {1, 1, 1};
+  double origin[3] = {0, 0, 0};
+  std::string unit;                // normalised; "" when the file does not say
+  std::vector<std::string> notes;  // what was not taken, and why (for Image::warnings)
+  // Whether anything differs from "no calibration" (unit spacing, origin 0, no unit).
+  bool calibrated() const;
+};
+// The calibration on the directory `t` is on (the first page), for a file of `pages` pages.
+TiffCalibration calibration_of(TIFF* t, std::size_t pages);
+// The same for a file (a silent probe); no calibration when libtiff cannot open it.
+TiffCalibration tiff_calibration(const std::string& file, std::size_t pages);
+// The ImageJ description gpix writes for this calibration (unit=, spacing= for a stack,
+// x/y/zorigin in pixels).
+std::string imagej_description(const TiffCalibration& c, bool stack);
+
 // One page's layout; every page of a stack must have the same.
 struct TiffPage {
   std::uint32_t width = 0, height = 0;
@@ -73,9 +97,8 @@ class TiffStack {
   std::size_t pages() const { return offsets_.size(); }
   itk::IOComponentEnum component() const;
   std::size_t row_bytes() const;
-  // Millimetres, from the resolution tags as ITK reads them; 1 without them.
-  double spacing_x() const { return spacing_x_; }
-  double spacing_y() const { return spacing_y_; }
+  // The first page's calibration (calibration_of).
+  const TiffCalibration& calibration() const { return calibration_; }
   // Whether the first page carries gpix's label mark (kLabelsTag).
   bool labels() const { return labels_; }
   // Rows [from, to) into out, top row first.
@@ -90,7 +113,7 @@ class TiffStack {
   std::vector<std::uint64_t> offsets_;  // of the directories that are pages of the image
   std::size_t current_ = static_cast<std::size_t>(-1);  // the page the handle is on
   std::vector<std::byte> scratch_;
-  double spacing_x_ = 1, spacing_y_ = 1;
+  TiffCalibration calibration_;
   bool labels_ = false;
 };
 
@@ -103,14 +126,17 @@ inline constexpr const char* kLabelsText = "gpix_kind=labels";
 
 // A TIFF written page by page in rows, as gpix writes every TIFF: one sample of 8/16/32/64
 // bits with SampleFormat UINT, INT or IEEEFP, strips of about 1 MiB, Deflate on request,
-// BigTIFF from 2 GiB, the x/y spacing as a resolution in dots per inch.
+// BigTIFF from 2 GiB; a calibration as ImageJ writes it: x/y resolution in pixels per unit
+// (ResolutionUnit NONE unless the unit is inch or centimetre) and, on the first page, an
+// ImageJ description with the unit, the z spacing and the origin. Uncalibrated images get
+// neither.
 class TiffWriter {
  public:
   struct Layout {
     std::size_t width = 0, height = 0, pages = 1;
     bool stack = false;  // pages are z slices (a 3D stack), also with one page
     itk::IOComponentEnum component = itk::IOComponentEnum::UCHAR;
-    double spacing_x = 1, spacing_y = 1;
+    TiffCalibration calibration;
     bool compress = false;
     bool labels = false;  // marks the first page with kLabelsTag
   };

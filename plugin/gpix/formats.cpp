@@ -143,10 +143,10 @@ gpix::plugin::Reader io_reader() {
         l.source = path;
         if (img.meta.labels) l.mark_labels();
         l.metadata.insert(QStringLiteral("format"), QString::fromStdString(img.format));
-        QStringList sp;
-        for (double v : img.meta.spacing_or_default(img.pixels.shape().ndim()))
-          sp << QString::number(v);
-        l.metadata.insert(QStringLiteral("spacing"), sp.join(QStringLiteral(", ")));
+        const int ndim = img.pixels.shape().ndim();
+        l.spacing = img.meta.spacing_or_default(ndim);
+        l.origin = img.meta.origin_or_default(ndim);
+        l.unit = QString::fromStdString(img.meta.unit);
         if (!img.warnings.empty()) {
           QStringList w;
           for (const auto& m : img.warnings) w << QString::fromStdString(m);
@@ -163,10 +163,17 @@ gpix::plugin::Reader io_reader() {
 
 gpix::plugin::Writer io_writer() {
   return {QStringLiteral("itk"), io_patterns(true), [](const Layer& l, const QString& path) {
+            const gpix::HostArray h = pixels_of(l);
+            // The calibration goes back into the file; a layer whose vectors do not match its
+            // dimensions (none) is written without one.
+            gpix::io::Metadata m;
+            const auto n = static_cast<std::size_t>(h.shape().ndim());
+            if (l.spacing.size() == n) m.spacing = l.spacing;
+            if (l.origin.size() == n) m.origin = l.origin;
+            m.unit = l.unit.toStdString();
             // Labels stay labels when the file is opened again (where the format keeps the mark).
-            gpix::io::Metadata meta;
-            meta.labels = l.labels;
-            gpix::io::write(fs(path), pixels_of(l), meta);
+            m.labels = l.labels;
+            gpix::io::write(fs(path), h, m);
           }};
 }
 

@@ -34,6 +34,7 @@ HostArray random_host(const Shape& s, bool smooth, bool finite) {
 io::Metadata random_meta(int ndim) {
   std::uniform_real_distribution<double> sp(0.1, 5.0), org(-100.0, 100.0);
   io::Metadata m;
+  m.unit = "mm";  // a unit every format that keeps one can name
   for (int i = 0; i < ndim; ++i) {
     m.spacing.push_back(sp(test::rng()));
     m.origin.push_back(org(test::rng()));
@@ -122,6 +123,16 @@ void compare_meta(const io::Format& f, const io::Metadata& want, const io::Metad
       }
       for (std::size_t i = 0; i < n * n; ++i)
         QVERIFY(close(got.direction[i], want.direction[i], 1e-6));
+      QCOMPARE(got.unit, want.unit);
+      break;
+    case io::Kept::spacing_origin:  // TIFF: a rational resolution, an ImageJ description
+      for (std::size_t i = 0; i < n; ++i) {
+        QVERIFY2(close(got.spacing[i], want.spacing[i], 1e-6),
+                 qPrintable(QString("%1 vs %2").arg(got.spacing[i]).arg(want.spacing[i])));
+        QVERIFY2(close(got.origin[i], want.origin[i], 1e-6),
+                 qPrintable(QString("%1 vs %2").arg(got.origin[i]).arg(want.origin[i])));
+      }
+      QCOMPARE(got.unit, want.unit);
       break;
     case io::Kept::spacing_yx:
       for (std::size_t i = n - 2; i < n; ++i) {

@@ -3,6 +3,7 @@
 // run of gaussian_blur through the plugin's filter panel, the value under the cursor, the slice
 // slider for 3D, recent files and settings that persist, and files read off the GUI thread
 // (the event loop keeps turning while a large stack is read; a cancelled read adds nothing).
+#include <QAction>
 #include <QApplication>
 #include <QDockWidget>
 #include <QDropEvent>
@@ -205,7 +206,8 @@ class TestViewer : public QObject {
     const auto v = test::random_values<std::uint16_t>(s.elements());
     const QString path = tmp_.filePath(QStringLiteral("cells.tif"));
     io::Metadata m;
-    m.spacing = {1.0, 0.25, 0.25};
+    m.spacing = {1.5, 0.25, 0.2};
+    m.unit = "um";
     io::write(path.toStdString(), HostArray::from(v, s), m);
     QSignalSpy opened(w.get(), &MainWindow::files_opened);
     drop_files(w.get(), {path});
@@ -219,10 +221,25 @@ class TestViewer : public QObject {
         same_bytes(layer.array.valid() ? layer.array.pull() : layer.host, HostArray::from(v, s)));
     QCOMPARE(layer.metadata.value(QStringLiteral("format")).toString(), QStringLiteral("TIFF"));
     QCOMPARE(w->view()->depth(), 5);
-    // Saving as NRRD goes through gpix_io too.
+    // The calibration: on the card, a scale bar that View > Scale bar turns off and on.
+    auto* card = qobject_cast<ui::LayerCard*>(w->host().dock_widget(QStringLiteral("layer_card")));
+    QVERIFY(card);
+    QCOMPARE(card->value(QStringLiteral("spacing")),
+             QStringLiteral("1.5 \u00d7 0.25 \u00d7 0.2 \u00b5m (z, y, x)"));
+    QVERIFY(w->view()->scale_bar().label.endsWith(QStringLiteral("\u00b5m")));
+    auto* bar = w->findChild<QAction*>(QStringLiteral("action_scale_bar"));
+    QVERIFY(bar);
+    bar->trigger();
+    QVERIFY(w->view()->scale_bar().label.isEmpty());
+    bar->trigger();
+    QVERIFY(!w->view()->scale_bar().label.isEmpty());
+    // Saving as NRRD goes through gpix_io too, the calibration with it.
     const QString out = tmp_.filePath(QStringLiteral("cells.nrrd"));
     w->host().save_layer(ids[0], out);
-    QVERIFY(same_bytes(io::read(out.toStdString()).pixels, HostArray::from(v, s)));
+    const io::Image back = io::read(out.toStdString());
+    QVERIFY(same_bytes(back.pixels, HostArray::from(v, s)));
+    QCOMPARE(back.meta.unit, std::string("um"));
+    QCOMPARE(back.meta.spacing, m.spacing);
   }
 
   // A label TIFF that gpix saved opens as labels in the labels colour map, the Labels dock

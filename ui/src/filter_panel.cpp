@@ -16,6 +16,7 @@
 #include <QUndoStack>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -111,13 +112,126 @@ ParamForm::ParamForm(const gpix::FilterInfo& info, Workspace& host, QWidget* par
     }
     w->setObjectName(QStringLiteral("param_") + qs(p.name));
     w->setToolTip(qs(p.doc));
-    form->addRow(qs(p.name), w);
+    const bool length = p.unit == "px" &&
+                        (p.name.rfind("sigma", 0) == 0 || p.name.rfind("radius", 0) == 0) &&
+                        (p.type == gpix::ParamType::real || p.type == gpix::ParamType::integer);
+    QDoubleSpinBox* phys = nullptr;
+    if (auto* d = qobject_cast<QDoubleSpinBox*>(w); d && length) {
+      // Pixels converted from physical lengths (and sigma_z's default) are rarely round.
+      d->setDecimals(std::max(d->decimals(), 4));
+    }
+    if (length) {
+      // A row of both editors, one of them shown (show_lengths).
+      auto* row = new QWidget;
+      auto* h = new QHBoxLayout(row);
+      h->setContentsMargins(0, 0, 0, 0);
+      h->addWidget(w);
+      phys = new QDoubleSpinBox;
+      phys->setObjectName(QStringLiteral("physical_") + qs(p.name));
+      phys->setDecimals(4);
+      phys->setRange(0, 1e9);
+      phys->setToolTip(qs(p.doc) + tr("; converted to pixels with the spacing of its axis"));
+      phys->hide();
+      h->addWidget(phys);
+      const int i = int(editors_.size());
+      connect(phys, &QDoubleSpinBox::valueChanged, this, [this, i] { physical_changed(i); });
+      connect(this, &ParamForm::changed, phys, [this, i] { sync_physical(i); });
+      form->addRow(qs(p.name), row);
+    } else {
+      form->addRow(qs(p.name), w);
+    }
+    const std::string& n = p.name;
+    axis_ << (n.ends_with("_z") ? 0 : n.ends_with("_y") ? 1 : 2);
+    physical_ << phys;
     editors_ << w;
+  }
+  if (std::any_of(physical_.begin(), physical_.end(), [](auto* e) { return e != nullptr; })) {
+    length_unit_ = new QComboBox;
+    length_unit_->setObjectName(QStringLiteral("length_unit"));
+    length_unit_->setToolTip(tr("Enter lengths in pixels or in the input layer's unit"));
+    connect(length_unit_, &QComboBox::currentIndexChanged, this, &ParamForm::show_lengths);
+    form->insertRow(int(pickers_.size()), tr("lengths in"), length_unit_);
   }
   connect(&host_, &Workspace::layer_added, this, &ParamForm::refresh_layers);
   connect(&host_, &Workspace::layer_removed, this, &ParamForm::refresh_layers);
   connect(&host_, &Workspace::layer_changed, this, &ParamForm::refresh_layers);
+  for (QComboBox* picker : pickers_)
+    connect(picker, &QComboBox::currentIndexChanged, this, &ParamForm::update_calibration);
   refresh_layers();
+  update_calibration();
+}
+
+QDoubleSpinBox* ParamForm::physical_editor(const QString& param) const {
+  for (qsizetype i = 0; i < editors_.size(); ++i) {
+    if (qs(info_.params[std::size_t(i)].name) == param) return physical_[i];
+  }
+  return nullptr;
+}
+
+bool ParamForm::physical() const {
+  return length_unit_ && length_unit_->currentIndex() == 1;
+}
+
+// The first input's spacing and unit; a stack's sigma_z default.
+void ParamForm::update_calibration() {
+  const QList<int> ids = inputs();
+  const Layer l = ids.isEmpty() ? Layer{} : host_.layer(ids.front());
+  const std::vector<double> sp = l.spacing_or_default();
+  spacing_ = {1, 1, 1};
+  for (std::size_t i = 0; i < sp.size() && i < 3; ++i) spacing_[3 - sp.size() + i] = sp[i];
+  unit_ = l.calibrated() ? l.unit : QString();
+  if (length_unit_) {
+    const QSignalBlocker block(length_unit_);
+    const bool was_physical = length_unit_->currentIndex() == 1;
+    length_unit_->clear();
+    length_unit_->addItem(QStringLiteral("px"));
+    if (!unit_.isEmpty()) length_unit_->addItem(display_unit(unit_));
+    length_unit_->setCurrentIndex(was_physical && !unit_.isEmpty() ? 1 : 0);
+    length_unit_->setEnabled(!unit_.isEmpty());
+  }
+  // sigma_z 0 would blur a stack in x and y only; the same physical size as x is what a
+  // Gaussian "of sigma 2" means to most people. Kept once the user changes it.
+  auto* z = qobject_cast<QDoubleSpinBox*>(editor(QStringLiteral("sigma_z")));
+  auto* x = qobject_cast<QDoubleSpinBox*>(editor(QStringLiteral("sigma_x")));
+  if (z && x && l.valid() && l.shape().ndim() == 3 &&
+      (auto_sigma_z_ < 0 ? z->value() == 0 : z->value() == auto_sigma_z_)) {
+    const double v = x->value() * spacing_[2] / spacing_[0];
+    auto_sigma_z_ = std::round(std::clamp(v, z->minimum(), z->maximum()) * 1e4) / 1e4;
+    z->setValue(auto_sigma_z_);
+  }
+  show_lengths();
+}
+
+void ParamForm::show_lengths() {
+  const bool phys = length_unit_ && length_unit_->currentIndex() == 1;
+  for (qsizetype i = 0; i < editors_.size(); ++i) {
+    if (!physical_[i]) continue;
+    editors_[i]->setVisible(!phys);
+    physical_[i]->setVisible(phys);
+    sync_physical(int(i));
+  }
+}
+
+// The physical editor follows its pixel editor (set_param, the sigma_z default).
+void ParamForm::sync_physical(int i) {
+  QDoubleSpinBox* phys = physical_[i];
+  if (!phys) return;
+  const double s = spacing_[std::size_t(axis_[i])];
+  double px = 0;
+  if (auto* sb = qobject_cast<QSpinBox*>(editors_[i])) px = sb->value();
+  if (auto* db = qobject_cast<QDoubleSpinBox*>(editors_[i])) px = db->value();
+  phys->setSuffix(QStringLiteral(" %1 (= %2 px)").arg(display_unit(unit_)).arg(px));
+  // Left alone while it converts to the same pixels (an integer radius rounds).
+  if (phys->hasFocus() && std::abs(phys->value() / s - px) < 0.5) return;
+  const QSignalBlocker block(phys);
+  phys->setValue(px * s);
+}
+
+// A physical length typed in: its pixels go to the pixel editor.
+void ParamForm::physical_changed(int i) {
+  const double px = physical_[i]->value() / spacing_[std::size_t(axis_[i])];
+  if (auto* sb = qobject_cast<QSpinBox*>(editors_[i])) sb->setValue(int(std::lround(px)));
+  if (auto* db = qobject_cast<QDoubleSpinBox*>(editors_[i])) db->setValue(px);
 }
 
 void ParamForm::refresh_layers() {
@@ -464,6 +578,8 @@ void FilterPanel::start(bool preview) {
   const std::string name = info.name;
   const gpix::Params params = step.params;
   const std::function<void()> gate = gate_;
+  Layer first = host_.layer(ids.front());
+  first.host = {};  // only its shape and calibration are wanted: no host pixels held longer
   auto* watcher = new QFutureWatcher<Outcome>(this);
   connect(watcher, &QFutureWatcher<Outcome>::finished, this,
           [this, watcher, generation, preview, task, step] {
@@ -479,35 +595,37 @@ void FilterPanel::start(bool preview) {
             on_done(generation, preview, watcher->result(), step);
             watcher->deleteLater();
           });
-  watcher->setFuture(QtConcurrent::run([name, arrays, params, task, gate, title]() -> Outcome {
-    Outcome o;
-    try {
-      if (gate) gate();
-      gpix::RunOptions opts;
-      opts.cancel = task->cancel_flag();
-      opts.progress = [task](double f) { task->set_progress(f); };
-      const auto phase = [task, title](const std::string& what) {
-        task->set_phase(title + QStringLiteral(": ") + QString::fromStdString(what));
-      };
-      const gpix::PhaseScope phases(phase);
-      phase("running");
-      // Slab by slab on the device where the filter tiles, so that Cancel takes effect
-      // within a fraction of a long run and the bar advances per slab (same result).
-      o.result = gpix::run_in_slabs(name, arrays, params, opts);
-      // Kernels run after their launch returns: the task ends (and the bar reaches its end)
-      // when the device has done the work, not when it was queued.
-      if (o.result.array.valid()) {
-        phase("finishing on the device");
-        o.result.array.device().finish();
-      }
-    } catch (const gpix::Cancelled& e) {
-      o.cancelled = true;
-      o.error = QString::fromStdString(e.what());
-    } catch (const std::exception& e) {  // gpix::Error and std::bad_alloc alike
-      o.error = QString::fromStdString(e.what());
-    }
-    return o;
-  }));
+  watcher->setFuture(
+      QtConcurrent::run([name, arrays, params, task, gate, title, first]() -> Outcome {
+        Outcome o;
+        o.input = first;
+        try {
+          if (gate) gate();
+          gpix::RunOptions opts;
+          opts.cancel = task->cancel_flag();
+          opts.progress = [task](double f) { task->set_progress(f); };
+          const auto phase = [task, title](const std::string& what) {
+            task->set_phase(title + QStringLiteral(": ") + QString::fromStdString(what));
+          };
+          const gpix::PhaseScope phases(phase);
+          phase("running");
+          // Slab by slab on the device where the filter tiles, so that Cancel takes effect
+          // within a fraction of a long run and the bar advances per slab (same result).
+          o.result = gpix::run_in_slabs(name, arrays, params, opts);
+          // Kernels run after their launch returns: the task ends (and the bar reaches its end)
+          // when the device has done the work, not when it was queued.
+          if (o.result.array.valid()) {
+            phase("finishing on the device");
+            o.result.array.device().finish();
+          }
+        } catch (const gpix::Cancelled& e) {
+          o.cancelled = true;
+          o.error = QString::fromStdString(e.what());
+        } catch (const std::exception& e) {  // gpix::Error and std::bad_alloc alike
+          o.error = QString::fromStdString(e.what());
+        }
+        return o;
+      }));
 }
 
 void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, WorkflowStep step) {
@@ -540,6 +658,7 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
   }
   Layer out;
   out.array = o.result.array;
+  inherit_calibration(o.input, out);
   const gpix::OutputKind kind = gpix::filter(step.operation.toStdString()).output;
   if (kind == gpix::OutputKind::labels) out.mark_labels();
   if (preview) {

@@ -288,6 +288,24 @@ void ImageView::paintEvent(QPaintEvent*) {
     p.setPen(QPen(QColor(0, 0, 0), 1, Qt::DashLine));
     p.drawRect(box.adjusted(-1, -1, 1, 1));
   }
+  // The scale bar after the highlight: it stays readable over a picked label's box.
+  if (const ScaleBar bar = scale_bar(); !bar.label.isEmpty()) {
+    // White with a dark rim and a dark halo under the text: readable on any image.
+    const QRectF r(width() - 16 - bar.pixels, height() - 20, bar.pixels, 5);
+    p.fillRect(r.adjusted(-1, -1, 1, 1), QColor(0, 0, 0, 200));
+    p.fillRect(r, Qt::white);
+    QFont font = p.font();
+    font.setBold(true);
+    p.setFont(font);
+    const double h = p.fontMetrics().height();
+    const QRectF text(r.left() - 40, r.top() - 4 - h, r.width() + 80, h);
+    p.setPen(QColor(0, 0, 0, 220));
+    for (const QPointF d : {QPointF(1, 1), QPointF(-1, 1), QPointF(1, -1), QPointF(-1, -1)})
+      p.drawText(text.translated(d), Qt::AlignHCenter | Qt::AlignBottom, bar.label);
+    p.setPen(Qt::white);
+    p.drawText(text, Qt::AlignHCenter | Qt::AlignBottom, bar.label);
+    p.setFont(QFont());
+  }
   p.setPen(QColor(160, 160, 170));
   if (host_.layer_ids().isEmpty()) {
     p.drawText(rect(), Qt::AlignCenter, tr("Drop image files here, or File > Open"));
@@ -295,6 +313,38 @@ void ImageView::paintEvent(QPaintEvent*) {
     // The previous frame stays on screen meanwhile; a long filter may hold the device.
     p.drawText(rect().adjusted(8, 8, -8, -8), Qt::AlignLeft | Qt::AlignBottom, tr("computing…"));
   }
+}
+
+void ImageView::set_scale_bar_visible(bool on) {
+  scale_bar_on_ = on;
+  update();
+}
+
+ImageView::ScaleBar ImageView::scale_bar() const {
+  if (!scale_bar_on_) return {};
+  const auto shown = [&](int id) {
+    const Layer l = host_.layer(id);
+    return l.valid() && l.visible && l.calibrated() ? l : Layer{};
+  };
+  Layer l = shown(host_.current_layer());
+  const QList<int> ids = host_.layer_ids();
+  for (auto it = ids.rbegin(); !l.valid() && it != ids.rend(); ++it) l = shown(*it);
+  if (!l.valid()) return {};
+  const double sx = l.spacing_or_default().back();  // x: the screen's horizontal
+  if (!(sx > 0) || !(zoom_ > 0)) return {};
+  // The largest round length no longer than 150 screen pixels: at least 60 (the next round
+  // length up is at most 2.5 times longer), whatever the zoom.
+  const double most = 150.0 * sx / zoom_;
+  const double decade = std::pow(10.0, std::floor(std::log10(most)));
+  double length = decade;
+  for (double m : {5.0, 2.0, 1.0}) {
+    if (m * decade <= most) {
+      length = m * decade;
+      break;
+    }
+  }
+  return {length, length / sx * zoom_,
+          QString::number(length, 'g', 6) + QLatin1Char(' ') + display_unit(l.unit)};
 }
 
 void ImageView::request_tile(int id, int z, int x, int y) {

@@ -39,9 +39,10 @@ LayerCard::LayerCard(Workspace& host, QWidget* parent) : QWidget(parent), host_(
   auto* v = new QVBoxLayout(this);
   auto* form = new QFormLayout;
   const std::pair<const char*, QString> rows[] = {
-      {"name", tr("Layer")}, {"shape", tr("Shape")},   {"dtype", tr("Type")},
-      {"size", tr("Size")},  {"min", tr("Min")},       {"max", tr("Max")},
-      {"mean", tr("Mean")},  {"device", tr("Device")}, {"kind", tr("Memory")}};
+      {"name", tr("Layer")},     {"shape", tr("Shape")},   {"dtype", tr("Type")},
+      {"size", tr("Size")},      {"min", tr("Min")},       {"max", tr("Max")},
+      {"mean", tr("Mean")},      {"device", tr("Device")}, {"kind", tr("Memory")},
+      {"spacing", tr("Spacing")}};
   for (const auto& [key, label] : rows) {
     auto* l = new QLabel;
     l->setObjectName(QStringLiteral("card_") + QLatin1String(key));
@@ -82,6 +83,7 @@ void LayerCard::refresh() {
   if (id < 0) return;
   const Layer layer = host_.layer(id);
   fields_["name"]->setText(layer.name);
+  fields_["spacing"]->setText(spacing_text(layer));
   const gpix::Array a = layer.array;
   if (!a.valid()) {
     // Host-only layer (the device could not hold it): say so instead of computing on it.

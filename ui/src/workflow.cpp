@@ -214,9 +214,11 @@ QList<int> Workflow::rerun(Workspace& host, int input) {
       std::vector<gpix::Array> arrays;
       WorkflowStep step = s;
       step.inputs.clear();
+      Layer first;  // its calibration goes to the result
       for (const QString& in : s.inputs) {
         const int id = map.contains(in) ? map.value(in) : host.find_layer(in);
         const Layer l = host.layer(id);
+        if (!first.valid()) first = l;
         if (!l.array.valid()) {
           throw gpix::InvalidArgument("rerun: step '" + s.operation.toStdString() +
                                       "' needs layer '" + in.toStdString() +
@@ -230,6 +232,7 @@ QList<int> Workflow::rerun(Workspace& host, int input) {
       Layer out;
       out.name = result_name(s.operation, s.params, step.inputs, int(r.array.shape().ndim()));
       out.array = r.array;
+      inherit_calibration(first, out);
       const gpix::OutputKind kind = gpix::filter(s.operation.toStdString()).output;
       if (kind == gpix::OutputKind::labels) out.mark_labels();
       auto* cmd = new AddLayerCommand(host, out, this, step);

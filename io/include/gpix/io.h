@@ -13,6 +13,7 @@
 // (writes go to a temporary folder next to the target and are renamed into place).
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpix/array.h"
@@ -29,6 +30,19 @@ struct Metadata {
   // ndim x ndim, row-major: direction[r * ndim + c] is ITK's matrix with rows (physical axes)
   // and columns (index axes) both reversed into (z, y, x) order.
   std::vector<double> direction;
+  // The length unit of spacing and origin, one for every axis, as normalise_unit() names it
+  // ("um", "mm", ...). Empty when the file does not say: the numbers then have no known unit.
+  // Where they come from and go to, per format:
+  //  - TIFF: an ImageJ description (unit=, spacing= for z, x/y/zorigin in pixels) with
+  //    XResolution/YResolution in pixels per unit; OME-XML (PhysicalSizeX/Y/Z and their
+  //    units, µm when absent); else a resolution in inches or centimetres, as millimetres
+  //    (what ITK reads). gpix writes the ImageJ form (ResolutionUnit NONE, inch or centimetre
+  //    as ImageJ does).
+  //  - NRRD: "space units" (or "units" with "spacings"); any unit.
+  //  - MetaImage: DistanceUnits (MetaIO knows um, mm and cm; other lengths are converted).
+  //  - NIfTI: xyzt_units (m, mm or um; other lengths are converted).
+  //  - PNG and JPEG: none.
+  std::string unit;
   // The pixels are label ids (0 background, objects 1..n), not intensities. gpix marks the
   // label images it writes where the format has room (Format::labels_marker: a private TIFF
   // tag, a NRRD/MetaImage key `gpix_kind` = labels, the NIfTI aux_file "gpix_kind=labels") and
@@ -41,6 +55,18 @@ struct Metadata {
   std::vector<double> origin_or_default(int ndim) const;
   std::vector<double> direction_or_default(int ndim) const;
 };
+
+// gpix's name for a length unit: "um" for um, µm, μm, micron, microns, micrometre...; "nm",
+// "mm", "cm", "m" and "in" (inch) likewise; "" for no unit ("", "pixel", "pixels", "px").
+// Other names come back trimmed, as they are.
+std::string normalise_unit(std::string_view name);
+// Metres in one unit (a normalised name), or 0 for a unit gpix cannot convert ("" included).
+double metres_per(std::string_view unit);
+
+// The metadata of a filter's output whose input had `meta` (gpix/kept_axes.h): spacing,
+// origin and direction of the axes the output keeps, and the unit; empty when it keeps none.
+// Not the label mark: whether an output holds labels is the filter's to say.
+Metadata carried(const Metadata& meta, const Shape& in, const Shape& out);
 
 // Pixels in host memory with their metadata.
 struct Image {
@@ -89,8 +115,11 @@ struct WriteOptions {
 // Which metadata a format keeps through write() and read().
 enum class Kept {
   none,        // JPEG: spacing 1, origin 0, identity direction on reading
-  spacing_yx,  // TIFF, PNG: x and y spacing (as a resolution); z spacing, origin, direction lost
-  all,         // NRRD, MetaImage, NIfTI (NIfTI in float32 precision)
+  spacing_yx,  // PNG: x and y spacing; unit, z spacing, origin and direction lost
+  // TIFF: spacing, origin and unit (x/y spacing as a rational resolution, about 1e-7 relative);
+  // direction lost
+  spacing_origin,
+  all,  // NRRD, MetaImage, NIfTI (NIfTI in float32 precision), unit included
 };
 
 // The formats gpix reads and writes, as checked by tests/io/test_io_formats.cpp.

@@ -27,12 +27,21 @@ class QProgressBar;
 class QFormLayout;
 class QComboBox;
 class QGroupBox;
+class QDoubleSpinBox;
 
 namespace gpix::ui {
 
 // The form of one filter: a layer picker per input, then one editor per parameter
 // (QSpinBox / QDoubleSpinBox with range and unit, QCheckBox, QComboBox). Widgets are named
 // "input_<name>" and "param_<name>".
+//
+// Lengths in pixels (sigma*, radius* parameters whose unit is "px") can be entered in the
+// first input's physical unit when it is calibrated: the "length_unit" box switches between
+// "px" and that unit, and each length then shows a physical editor ("physical_<name>") whose
+// value converts to pixels with the spacing of the parameter's axis (_x, _y, _z; x for
+// parameters of every axis), rounded for integer radii. The pixel editors stay the truth:
+// params(), and so the workflow and its CLI export, give the pixels used. On a stack, a
+// Gaussian's sigma_z starts at sigma_x's physical size (in pixels of z), not at 0.
 class ParamForm : public QWidget {
   Q_OBJECT
  public:
@@ -45,6 +54,11 @@ class ParamForm : public QWidget {
   void set_input(int index, int layer_id);
   QWidget* editor(const QString& param) const;
   QComboBox* input_picker(int index) const;
+  // The physical editor of a length parameter (null for others).
+  QDoubleSpinBox* physical_editor(const QString& param) const;
+  QComboBox* length_unit() const { return length_unit_; }
+  // Whether lengths are entered in the input's unit.
+  bool physical() const;
 
  public slots:
   void refresh_layers();
@@ -58,6 +72,19 @@ class ParamForm : public QWidget {
   QList<QComboBox*> pickers_;
   QList<QWidget*> editors_;  // in info_.params order
   QList<int> exclude_;       // layers not offered as inputs (the preview layer)
+  // Per parameter: the physical editor of a length (null for others) and its axis (0 z,
+  // 1 y, 2 x).
+  QList<QDoubleSpinBox*> physical_;
+  QList<int> axis_;
+  QComboBox* length_unit_ = nullptr;
+  std::vector<double> spacing_{1, 1, 1};  // (z, y, x) of the first input
+  QString unit_;
+  double auto_sigma_z_ = -1;  // the value sigma_z was given for a stack (kept while untouched)
+
+  void update_calibration();
+  void show_lengths();
+  void sync_physical(int i);
+  void physical_changed(int i);
   friend class FilterPanel;
 };
 
@@ -99,6 +126,7 @@ class FilterPanel : public QWidget {
     gpix::Result result;
     QString error;
     bool cancelled = false;
+    Layer input;  // the first input (its shape and calibration go to the result)
   };
   void build_tree();
   void on_item(QTreeWidgetItem* item);

@@ -42,6 +42,18 @@ class ImageView : public QWidget {
   QRectF highlight() const { return highlight_; }
   // The frame shown for a layer (null before the first one arrived).
   QImage frame(int id) const { return frames_.value(id).image; }
+  // The scale bar: a round physical length ({1, 2, 5} x 10^k of the layer's unit) drawn
+  // 60 to 150 screen pixels long at the bottom right, for the current layer where it is
+  // calibrated, else the topmost visible calibrated layer. `pixels` is its length in widget
+  // (logical) pixels; an empty label when no shown layer has a unit or the bar is off.
+  struct ScaleBar {
+    double length = 0;  // in the layer's unit
+    double pixels = 0;
+    QString label;  // "10 µm"
+  };
+  ScaleBar scale_bar() const;
+  bool scale_bar_visible() const { return scale_bar_on_; }
+
   // Bytes read back from the device for display since construction (frames and readout
   // tiles): what the view costs in transfers, for diagnostics and tests.
   std::size_t bytes_pulled() const { return bytes_pulled_; }
@@ -53,6 +65,7 @@ class ImageView : public QWidget {
   void one_to_one();  // one image pixel per device pixel (HiDPI-correct)
   void zoom_in() { set_zoom(zoom_ * 1.25); }
   void zoom_out() { set_zoom(zoom_ / 1.25); }
+  void set_scale_bar_visible(bool on);
   // Pans (zoom unchanged) so that image position (x, y) is at the centre of the view.
   void center_on(QPointF image_pos);
   void set_highlight(const QRectF& box, int z_first = 0, int z_last = 0);
@@ -122,6 +135,7 @@ class ImageView : public QWidget {
   bool fitted_ = false;
   bool auto_fit_ = true;  // follow the widget's size until the user zooms or pans
   bool panning_ = false;
+  bool scale_bar_on_ = true;
   QPointF last_mouse_;
   QPointF press_pos_;
   bool dragged_ = false;

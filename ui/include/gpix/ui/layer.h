@@ -2,6 +2,7 @@
 // One image as the widgets show it: its data and its display settings.
 #include <QString>
 #include <QVariantMap>
+#include <vector>
 
 #include "gpix/array.h"
 #include "gpix/host_array.h"
@@ -23,7 +24,14 @@ struct Layer {
   double contrast_min = 0;
   double contrast_max = 0;
   QString source;        // file the layer came from, if any
-  QVariantMap metadata;  // free-form (spacing, units, reader-specific keys)
+  QVariantMap metadata;  // free-form (format, warnings, reader-specific keys)
+  // Physical calibration in (z, y, x) order, as files give it (gpix::io::Metadata): the size of
+  // a pixel and the position of the first one, in `unit` ("um", "mm"; empty when unknown).
+  // Empty vectors mean spacing 1 and origin 0. Results of filters that keep the input's axes
+  // inherit it; saving writes it back.
+  std::vector<double> spacing;
+  std::vector<double> origin;
+  QString unit;
   // The pixels are label ids (0 background), not intensities: set for the results of filters
   // whose catalog output is labels and for files that gpix marked as labels when it saved them
   // (gpix::io::Metadata::labels). Saving such a layer marks the file again; the label panel
@@ -37,11 +45,27 @@ struct Layer {
   gpix::Shape shape() const { return array.valid() ? array.shape() : host.shape(); }
   gpix::DType dtype() const { return array.valid() ? array.dtype() : host.dtype(); }
   bool has_contrast() const { return contrast_max > contrast_min; }
+  // The spacing of each axis (1 where none is known).
+  std::vector<double> spacing_or_default() const {
+    const auto n = static_cast<std::size_t>(valid() ? shape().ndim() : 0);
+    return spacing.size() == n ? spacing : std::vector<double>(n, 1.0);
+  }
+  // Whether the layer knows its pixels' physical size.
+  bool calibrated() const { return !unit.isEmpty(); }
   // Marks the layer as labels, shown with the "labels" colour map.
   void mark_labels() {
     labels = true;
     colormap = QStringLiteral("labels");
   }
 };
+
+// A unit as people read it ("µm" for "um"); "px" for none.
+QString display_unit(const QString& unit);
+// "1.5 × 0.2 × 0.2 µm (z, y, x)", or "1 × 1 px (not calibrated)" without a unit.
+QString spacing_text(const Layer& layer);
+
+// Gives `result` (a filter's output) the calibration of `input` on the axes it keeps
+// (gpix::kept_axes: same shape, or a projection along z); none when it keeps none.
+void inherit_calibration(const Layer& input, Layer& result);
 
 }  // namespace gpix::ui

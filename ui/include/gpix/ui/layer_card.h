@@ -37,7 +37,8 @@ class LayerCard : public QWidget {
  public:
   explicit LayerCard(Workspace& host, QWidget* parent = nullptr);
   // The shown value of a field: "name", "shape", "dtype", "size", "min", "max", "mean",
-  // "device", "kind"; empty when no layer is shown.
+  // "device", "kind", "spacing" (per axis with the unit, spacing_text()); empty when no layer
+  // is shown.
   QString value(const QString& key) const;
   const Histogram* histogram() const { return hist_; }
   static constexpr int kBins = 64;

@@ -1,0 +1,83 @@
+// Length units as the image formats spell them (gpix/io.h: normalise_unit, metres_per).
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "gpix/io.h"
+#include "gpix/kept_axes.h"
+
+namespace gpix::io {
+
+namespace {
+
+struct Unit {
+  std::string_view name;
+  double metres;
+  std::array<std::string_view, 8> spellings;  // lower case; UTF-8 for µ (U+00B5) and μ (U+03BC)
+};
+
+// ImageJ writes "micron" (and "\u00B5m" escaped in some versions), OME-XML "µm", NRRD and
+// MetaIO "um", the nifti library's names are "micron", "mm" and "meter".
+constexpr Unit kUnits[] = {
+    {"nm", 1e-9, {"nm", "nanometer", "nanometers", "nanometre", "nanometres"}},
+    {"um",
+     1e-6,
+     {"um", "\xc2\xb5m", "\xce\xbcm", "micron", "microns", "micrometer", "micrometre", "\\u00b5m"}},
+    {"mm", 1e-3, {"mm", "millimeter", "millimeters", "millimetre", "millimetres"}},
+    {"cm", 1e-2, {"cm", "centimeter", "centimeters", "centimetre", "centimetres"}},
+    {"m", 1.0, {"m", "meter", "meters", "metre", "metres"}},
+    {"in", 0.0254, {"in", "inch", "inches"}},
+};
+
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+std::string normalise_unit(std::string_view name) {
+  const std::string_view t = trimmed(name);
+  std::string low(t);
+  std::transform(low.begin(), low.end(), low.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (low.empty() || low == "pixel" || low == "pixels" || low == "px") return {};
+  for (const Unit& u : kUnits) {
+    for (std::string_view s : u.spellings) {
+      if (!s.empty() && low == s) return std::string(u.name);
+    }
+  }
+  return std::string(t);
+}
+
+double metres_per(std::string_view unit) {
+  for (const Unit& u : kUnits) {
+    if (unit == u.name) return u.metres;
+  }
+  return 0.0;
+}
+
+Metadata carried(const Metadata& meta, const Shape& in, const Shape& out) {
+  const std::vector<int> axes = kept_axes(in, out);
+  if (axes.empty() || axes.front() < 0) return {};
+  const auto sp = meta.spacing_or_default(in.ndim()), org = meta.origin_or_default(in.ndim());
+  const auto dir = meta.direction_or_default(in.ndim());
+  const auto n = static_cast<std::size_t>(in.ndim()), m = axes.size();
+  Metadata c;
+  c.unit = meta.unit;
+  c.direction.resize(m * m);
+  for (std::size_t r = 0; r < m; ++r) {
+    const auto a = static_cast<std::size_t>(axes[r]);
+    c.spacing.push_back(sp[a]);
+    c.origin.push_back(org[a]);
+    for (std::size_t k = 0; k < m; ++k)
+      c.direction[r * m + k] = dir[a * n + static_cast<std::size_t>(axes[k])];
+  }
+  return c;
+}
+
+}  // namespace gpix::io

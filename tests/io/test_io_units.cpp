@@ -1,0 +1,275 @@
+// Physical units end to end in gpix_io: ImageJ and OME-TIFF files made by tifffile read with
+// their spacing and unit (whole and streamed), every format keeps spacing, origin and unit
+// through a write and a read (whole and streamed writes), other tools read what gpix wrote
+// (tifffile's ImageJ metadata, the NIfTI header's xyzt_units, NRRD's space units), and
+// `gpix info --json` and `gpix run` (whole and --tiled) carry them.
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QTest>
+#include <cmath>
+
+#include "gpix/io.h"
+#include "gpix/slab_files.h"
+#include "support/process.h"
+#include "support/random.h"
+
+using namespace gpix;
+namespace fs = std::filesystem;
+
+namespace {
+
+const QString kPython = QStringLiteral("/usr/bin/python3");
+
+bool have_tifffile() {
+  static const bool ok =
+      test::run_process(kPython, {QStringLiteral("-c"), QStringLiteral("import numpy, tifffile")},
+                        {.timeout_ms = 60000})
+          .code == 0;
+  return ok;
+}
+
+// Runs a Python script with arguments; fails the test with its output when it fails.
+QByteArray python(const QString& script, const QStringList& args = {}) {
+  const auto r = test::run_process(kPython, QStringList{QStringLiteral("-c"), script} + args);
+  if (r.code != 0) qWarning("python failed: %s %s", r.out.constData(), r.err.constData());
+  return r.code == 0 ? r.out : QByteArray("FAILED");
+}
+
+fs::path p(const QTemporaryDir& d, const char* name) {
+  return fs::u8path((d.path() + "/" + name).toStdString());
+}
+
+bool near(double a, double b, double rel) {
+  return std::abs(a - b) <= rel * std::max(1.0, std::abs(b));
+}
+
+void expect(const io::Metadata& m, const std::vector<double>& spacing,
+            const std::vector<double>& origin, const std::string& unit, double rel,
+            const std::string& where) {
+  QVERIFY2(m.unit == unit, (where + ": unit '" + m.unit + "', expected '" + unit + "'").c_str());
+  QCOMPARE(m.spacing.size(), spacing.size());
+  for (std::size_t i = 0; i < spacing.size(); ++i) {
+    QVERIFY2(near(m.spacing[i], spacing[i], rel),
+             (where + ": spacing[" + std::to_string(i) + "] " + std::to_string(m.spacing[i]) +
+              ", expected " + std::to_string(spacing[i]))
+                 .c_str());
+  }
+  if (origin.empty()) return;
+  QCOMPARE(m.origin.size(), origin.size());
+  for (std::size_t i = 0; i < origin.size(); ++i) {
+    QVERIFY2(near(m.origin[i], origin[i], rel),
+             (where + ": origin[" + std::to_string(i) + "] " + std::to_string(m.origin[i]) +
+              ", expected " + std::to_string(origin[i]))
+                 .c_str());
+  }
+}
+
+HostArray ramp(const Shape& s) {
+  HostArray h = HostArray::empty(s, DType::u16);
+  auto v = h.as<std::uint16_t>();
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint16_t>(i * 7919u);
+  return h;
+}
+
+}  // namespace
+
+class TestIoUnits : public QObject {
+  Q_OBJECT
+ private slots:
+  void names_are_normalised() {
+    for (const char* um : {"um", "µm", "μm", "micron", "Microns", " micrometre ", "\\u00B5m"})
+      QCOMPARE(io::normalise_unit(um), std::string("um"));
+    for (const char* none : {"", "pixel", "pixels", " px "})
+      QCOMPARE(io::normalise_unit(none), std::string());
+    QCOMPARE(io::normalise_unit("Millimeter"), std::string("mm"));
+    QCOMPARE(io::normalise_unit("inch"), std::string("in"));
+    QCOMPARE(io::normalise_unit(" parsec "), std::string("parsec"));  // kept as it is
+    QCOMPARE(io::metres_per("um"), 1e-6);
+    QCOMPARE(io::metres_per("parsec"), 0.0);
+  }
+
+  // The biologist's file: ImageJ, 0.2 um in x/y and 1.5 um in z, a realistic 64x512x512
+  // stack, read whole and streamed; a 2D ImageJ file in nm; an OME-TIFF with z in nm.
+  void tifffile_imagej_and_ome() {
+    if (!have_tifffile()) QSKIP("no /usr/bin/python3 with numpy and tifffile");
+    QTemporaryDir dir;
+    const QByteArray out =
+        python(QStringLiteral("import sys, numpy as np, tifffile\n"
+                              "d = sys.argv[1]\n"
+                              "a = np.random.default_rng(1).integers(0, 4000, (64, 512, "
+                              "512), dtype=np.uint16)\n"
+                              "tifffile.imwrite(d + '/ij.tif', a, imagej=True, "
+                              "resolution=(1 / 0.2, 1 / 0.2), metadata={'spacing': 1.5, "
+                              "'unit': 'um', 'axes': 'ZYX'})\n"
+                              "tifffile.imwrite(d + '/ij2d.tif', a[0, :37, :55], "
+                              "imagej=True, resolution=(1 / 65.0, 1 / 130.0), "
+                              "metadata={'unit': 'nm'})\n"
+                              "tifffile.imwrite(d + '/ome.tif', a[:5, :33, :21], "
+                              "ome=True, metadata={'axes': 'ZYX', 'PhysicalSizeX': 0.2, "
+                              "'PhysicalSizeY': 0.25, 'PhysicalSizeZ': 1500, "
+                              "'PhysicalSizeZUnit': 'nm'})\n"
+                              "print('ok')\n"),
+               {dir.path()});
+    QVERIFY2(out.startsWith("ok"), out.constData());
+
+    const io::Image ij = io::read(p(dir, "ij.tif"));
+    QCOMPARE(ij.pixels.shape(), (Shape{64, 512, 512}));
+    expect(ij.meta, {1.5, 0.2, 0.2}, {0, 0, 0}, "um", 1e-6, "ImageJ stack");
+    const auto streamed = io::open_slabs(p(dir, "ij.tif"));
+    QVERIFY(streamed);
+    expect(streamed->metadata(), {1.5, 0.2, 0.2}, {0, 0, 0}, "um", 1e-6, "ImageJ streamed");
+
+    expect(io::read(p(dir, "ij2d.tif")).meta, {130.0, 65.0}, {0, 0}, "nm", 1e-6, "ImageJ 2D");
+
+    const io::Image ome = io::read(p(dir, "ome.tif"));
+    expect(ome.meta, {1.5, 0.25, 0.2}, {0, 0, 0}, "um", 1e-6, "OME-TIFF");
+    expect(io::open_slabs(p(dir, "ome.tif"))->metadata(), {1.5, 0.25, 0.2}, {}, "um", 1e-6,
+           "OME-TIFF streamed");
+  }
+
+  // TIFF pages that are ImageJ channels carry no z spacing: said in the warnings.
+  void imagej_channels_are_no_z_spacing() {
+    if (!have_tifffile()) QSKIP("no /usr/bin/python3 with numpy and tifffile");
+    QTemporaryDir dir;
+    const QByteArray out =
+        python(QStringLiteral("import sys, numpy as np, tifffile\n"
+                              "tifffile.imwrite(sys.argv[1] + '/c.tif', np.zeros((3, 8, 9), "
+                              "np.uint8), imagej=True, resolution=(2, 2), metadata={'spacing': "
+                              "4.0, 'unit': 'um', 'axes': 'CYX'})\n"
+                              "print('ok')\n"),
+               {dir.path()});
+    QVERIFY2(out.startsWith("ok"), out.constData());
+    const io::Image img = io::read(p(dir, "c.tif"));
+    expect(img.meta, {1.0, 0.5, 0.5}, {}, "um", 1e-6, "ImageJ channels");
+    QVERIFY(std::any_of(img.warnings.begin(), img.warnings.end(),
+                        [](const std::string& w) { return w.find("channel") != w.npos; }));
+  }
+
+  // Every format that stores stacks keeps spacing, origin and unit, through io::write and
+  // through the streamed writer, read whole and streamed; odd shapes, 2D and 3D.
+  void round_trip_every_format() {
+    QTemporaryDir dir;
+    const std::vector<std::pair<Shape, io::Metadata>> cases = {
+        {Shape{7, 33, 21}, {{1.5, 0.2, 0.25}, {-3.0, 12.5, 0.75}, {}, "um"}},
+        {Shape{19, 45}, {{0.4, 0.3}, {2.0, -1.0}, {}, "mm"}},
+        {Shape{5, 9, 11}, {{2.0, 0.5, 0.5}, {0, 0, 0}, {}, ""}},
+    };
+    const char* names[] = {"a.tif", "a.nrrd", "a.nhdr", "a.mha", "a.mhd", "a.nii", "a.nii.gz"};
+    for (const auto& [shape, meta] : cases) {
+      const HostArray h = ramp(shape);
+      for (const char* name : names) {
+        const fs::path file = p(dir, name);
+        const std::string where = std::string(name) + " " + shape.str() + " " + meta.unit;
+        const double rel = std::string(name).find(".nii") != std::string::npos ? 1e-6 : 1e-7;
+        io::write(file, h, meta);
+        const io::Image back = io::read(file);
+        QVERIFY(std::memcmp(back.pixels.data(), h.data(), h.bytes()) == 0);
+        expect(back.meta, meta.spacing, meta.origin, meta.unit, rel, where + " whole");
+        if (auto s = io::open_slabs(file)) {
+          expect(s->metadata(), meta.spacing, meta.origin, meta.unit, rel, where + " streamed");
+        }
+        if (auto sink = io::create_slabs(file, meta)) {
+          sink->start(shape, DType::u16);
+          sink->write(0, shape[0], h.data());
+          sink->finish();
+          expect(io::read(file).meta, meta.spacing, meta.origin, meta.unit, rel,
+                 where + " written streamed");
+        }
+      }
+    }
+  }
+
+  // Units the format cannot name are converted (nm into um for NIfTI and MetaImage), and a
+  // unit that is no known length is refused where it cannot be named, kept where it can.
+  void units_a_format_cannot_name() {
+    QTemporaryDir dir;
+    const HostArray h = ramp(Shape{3, 4, 5});
+    const io::Metadata nm{{500.0, 100.0, 100.0}, {1000.0, 0, 0}, {}, "nm"};
+    for (const char* name : {"n.nii", "n.mha"}) {
+      io::write(p(dir, name), h, nm);
+      expect(io::read(p(dir, name)).meta, {0.5, 0.1, 0.1}, {1.0, 0, 0}, "um", 1e-6, name);
+    }
+    const io::Metadata odd{{2, 2, 2}, {}, {}, "parsec"};
+    for (const char* name : {"o.nii", "o.mha"}) {
+      try {
+        io::write(p(dir, name), h, odd);
+        QFAIL("a unit NIfTI and MetaImage cannot name was written");
+      } catch (const IoError& e) {
+        QVERIFY2(std::string(e.what()).find("parsec") != std::string::npos, e.what());
+        QVERIFY(!fs::exists(p(dir, name)));
+      }
+    }
+    for (const char* name : {"o.tif", "o.nrrd"}) {
+      io::write(p(dir, name), h, odd);
+      QCOMPARE(io::read(p(dir, name)).meta.unit, std::string("parsec"));
+    }
+  }
+
+  // What other readers find in gpix's files.
+  void other_tools_read_gpix_files() {
+    if (!have_tifffile()) QSKIP("no /usr/bin/python3 with numpy and tifffile");
+    QTemporaryDir dir;
+    const HostArray h = ramp(Shape{6, 20, 30});
+    const io::Metadata m{{1.5, 0.2, 0.2}, {0, 0, 0}, {}, "um"};
+    for (const char* name : {"g.tif", "g.nii", "g.nrrd"}) io::write(p(dir, name), h, m);
+    const QByteArray out = python(
+        QStringLiteral("import sys, tifffile\n"
+                       "d = sys.argv[1]\n"
+                       "t = tifffile.TiffFile(d + '/g.tif')\n"
+                       "ij = t.imagej_metadata\n"
+                       "x = t.pages[0].tags['XResolution'].value\n"
+                       "print(ij['unit'], ij['spacing'], x[0] / x[1], len(t.pages))\n"
+                       "h = open(d + '/g.nii', 'rb').read(348)\n"
+                       "print(h[123] & 7)\n"
+                       "print([l for l in open(d + '/g.nrrd', 'rb').read(2000).split(b'\\n') "
+                       "if l.startswith(b'space units')][0].decode())\n"),
+        {dir.path()});
+    const QList<QByteArray> lines = out.trimmed().split('\n');
+    QCOMPARE(lines.size(), 3);
+    QCOMPARE(lines[0], QByteArray("micron 1.5 5.0 6"));
+    QCOMPARE(lines[1], QByteArray("3"));  // NIFTI_UNITS_MICRON
+    QCOMPARE(lines[2], QByteArray("space units: \"um\" \"um\" \"um\""));
+  }
+
+  // `gpix info --json` shows them; `gpix run` carries them from input to output, whole and
+  // tiled, same shape and through a z projection.
+  void cli_shows_and_carries() {
+    QTemporaryDir dir;
+    const io::Metadata m{{1.5, 0.2, 0.25}, {3.0, 1.0, 2.0}, {}, "um"};
+    io::write(p(dir, "in.tif"), ramp(Shape{6, 40, 30}), m);
+    const auto info = test::run_cli({"info", dir.path() + "/in.tif", "--json"});
+    QVERIFY2(info.code == 0, info.err.constData());
+    const QJsonObject o = QJsonDocument::fromJson(info.out).object();
+    QCOMPARE(o["unit"].toString(), QStringLiteral("um"));
+    QCOMPARE(o["spacing"].toArray().at(0).toDouble(), 1.5);
+    QCOMPARE(o["origin"].toArray().at(0).toDouble(), 3.0);
+    for (const QString& out :
+         {QStringLiteral("o.nrrd"), QStringLiteral("o.nii"), QStringLiteral("o.tif")}) {
+      for (const bool tiled : {false, true}) {
+        QStringList args{
+            "run", "gaussian_blur", dir.path() + "/in.tif", dir.path() + "/" + out, "--sigma_x",
+            "1"};
+        if (tiled) args << "--tiled";
+        const auto r = test::run_cli(args);
+        QVERIFY2(r.code == 0, r.err.constData());
+        expect(io::read(fs::u8path((dir.path() + "/" + out).toStdString())).meta, m.spacing,
+               m.origin, "um", 1e-6, out.toStdString() + (tiled ? " tiled" : ""));
+      }
+    }
+    for (const bool tiled : {false, true}) {
+      QStringList args{"run", "maximum_z_projection", dir.path() + "/in.tif",
+                       dir.path() + "/mip.mha"};
+      if (tiled) args << "--tiled";
+      const auto r = test::run_cli(args);
+      QVERIFY2(r.code == 0, r.err.constData());
+      expect(io::read(p(dir, "mip.mha")).meta, {0.2, 0.25}, {1.0, 2.0}, "um", 1e-9,
+             tiled ? "projection tiled" : "projection");
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TestIoUnits)
+#include "test_io_units.moc"
