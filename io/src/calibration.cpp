@@ -25,15 +25,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string str(const fs::path& p) {
-  const auto u = p.u8string();
-  return {reinterpret_cast<const char*>(u.data()), u.size()};
-}
-
-[[noreturn]] void fail(const fs::path& p, const std::string& why) {
-  throw IoError("'" + str(p) + "': " + why, str(p));
-}
-
 std::vector<double> reversed(const std::vector<double>& v) {
   return {v.rbegin(), v.rend()};
 }

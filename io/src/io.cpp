@@ -38,17 +38,11 @@ namespace {
 using Component = itk::IOComponentEnum;
 using PixelKind = itk::IOPixelEnum;
 
-std::string str(const fs::path& p) {
-  const auto u = p.u8string();
-  return {reinterpret_cast<const char*>(u.data()), u.size()};
-}
+using detail::fail;
+using detail::str;
 
 std::string q(const fs::path& p) {
   return "'" + str(p) + "'";
-}
-
-[[noreturn]] void fail(const fs::path& p, const std::string& why) {
-  throw IoError(q(p) + ": " + why, str(p));
 }
 
 std::string lower(std::string s) {

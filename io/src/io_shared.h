@@ -11,10 +11,22 @@
 #include <vector>
 
 #include "gpix/dtype.h"
+#include "gpix/error.h"
 #include "gpix/io.h"
 #include "gpix/shape.h"
 
 namespace gpix::io::detail {
+
+// A path as UTF-8 text, for messages and IoError's path.
+inline std::string str(const std::filesystem::path& p) {
+  const std::u8string u = p.u8string();
+  return {reinterpret_cast<const char*>(u.data()), u.size()};
+}
+
+// IoError "'PATH': why" about p.
+[[noreturn]] inline void fail(const std::filesystem::path& p, const std::string& why) {
+  throw IoError("'" + str(p) + "': " + why, str(p));
+}
 
 // The dtype of an ITK component, by kind and size (ITK's LONG is 8 bytes on LP64 systems).
 std::optional<DType> to_dtype(itk::IOComponentEnum c, std::size_t size);

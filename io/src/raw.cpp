@@ -13,10 +13,7 @@
 namespace gpix::io {
 namespace {
 
-std::string str(const std::filesystem::path& p) {
-  const std::u8string u = p.u8string();
-  return {reinterpret_cast<const char*>(u.data()), u.size()};
-}
+using detail::str;
 
 std::filesystem::path sidecar_of(const std::filesystem::path& path) {
   return std::filesystem::path(path).concat(".json");

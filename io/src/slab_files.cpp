@@ -22,14 +22,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string str(const fs::path& p) {
-  const auto u = p.u8string();
-  return {reinterpret_cast<const char*>(u.data()), u.size()};
-}
-
-[[noreturn]] void fail(const fs::path& p, const std::string& why) {
-  throw IoError("'" + str(p) + "': " + why, str(p));
-}
+using detail::fail;
+using detail::str;
 
 std::string itk_text(const itk::ExceptionObject& e) {
   std::string d = e.GetDescription();
