@@ -4,12 +4,14 @@
 #include <QCoreApplication>
 #include <QDockWidget>
 #include <QTimer>
+#include <algorithm>
 #include <cstdio>
 
 #include "gpix/basic_host.h"
 #include "gpix/device.h"
 #include "gpix/error.h"
 #include "gpix/ui/filter_panel.h"
+#include "gpix/ui/stack_file.h"
 #include "gpix/version.h"
 #include "main_window.h"
 
@@ -26,6 +28,11 @@ void add_options(QCommandLineParser& p) {
   p.addOption({QStringLiteral("device"),
                QStringLiteral("Device: index, name part, or cuda:/opencl: prefix."),
                QStringLiteral("NAME")});
+  p.addOption({QStringLiteral("file-backed-above"),
+               QStringLiteral("Open stacks larger than this many MB from their files, reading the "
+                              "planes shown on demand (default: a quarter of the host's or the "
+                              "device's memory)."),
+               QStringLiteral("MB")});
   p.addOption({QStringLiteral("filter"), QStringLiteral("Select this filter in the filter panel."),
                QStringLiteral("NAME")});
   p.addOption({QStringLiteral("param"),
@@ -134,6 +141,13 @@ int main(int argc, char** argv) {
   add_options(p);
   p.process(app);
 
+  if (p.isSet(QStringLiteral("file-backed-above"))) {
+    gpix::ui::LargeStackPolicy policy = gpix::ui::large_stack_policy();
+    policy.threshold_bytes =
+        std::max<std::uint64_t>(1, p.value(QStringLiteral("file-backed-above")).toULongLong())
+        << 20;
+    gpix::ui::set_large_stack_policy(policy);
+  }
   MainWindow w;
   if (device.valid()) w.host().set_device(device);
   w.load_plugins(

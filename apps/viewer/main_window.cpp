@@ -24,12 +24,17 @@
 #include <QUndoStack>
 #include <QVBoxLayout>
 #include <thread>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
+#include "background.h"
 #include "gpix/array.h"
 #include "gpix/device.h"
 #include "gpix/error.h"
 #include "gpix/ui/filter_help.h"
 #include "gpix/ui/filter_panel.h"
+#include "gpix/ui/stack_file.h"
 #include "gpix/ui/workflow.h"
 #include "session.h"
 
@@ -56,6 +61,14 @@ gpix::Device startup_device(QSettings& s) {
 }  // namespace
 
 MainWindow::MainWindow(QSettings* settings, QWidget* parent) : QMainWindow(parent) {
+#ifdef __GLIBC__
+  // Planes of file-backed stacks (MBs each) are read, rendered and dropped on several threads.
+  // glibc raises its mmap threshold to the size of each freed mapping, after which such
+  // buffers come from per-thread arenas that keep them when freed: the viewer's memory then
+  // crept up by tens of MB beyond its plane cache (test_ui_bigstack). A fixed threshold hands
+  // every buffer of 1 MiB or more back to the system when it is freed.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
   if (!settings) settings = new QSettings(QStringLiteral("gpix"), QStringLiteral("gpix-viewer"));
   setWindowTitle(QStringLiteral("gpix viewer"));
   setAcceptDrops(true);
@@ -140,7 +153,20 @@ MainWindow::MainWindow(QSettings* settings, QWidget* parent) : QMainWindow(paren
   connect(host_, &gpix::plugin::HostContext::device_changed, this, [this] {
     host_->settings().setValue(QStringLiteral("device"),
                                QString::fromStdString(host_->device().label()));
+    gpix::ui::set_large_stack_device(host_->device());
   });
+  // Stacks larger than this open file-backed (stack_file.h): a setting in MB, else a quarter of
+  // the host's or the device's memory, whichever is less.
+  {
+    gpix::ui::LargeStackPolicy p = gpix::ui::large_stack_policy();
+    const QSettings& st = host_->settings();
+    if (!p.threshold_bytes)
+      p.threshold_bytes = st.value(QStringLiteral("large_stacks/threshold_mb")).toULongLong() << 20;
+    if (!p.cache_bytes)
+      p.cache_bytes = st.value(QStringLiteral("large_stacks/cache_mb")).toULongLong() << 20;
+    gpix::ui::set_large_stack_policy(p);
+    gpix::ui::set_large_stack_device(host_->device());
+  }
   build_menus();
   layers_dock->toggleViewAction()->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));
   host_->view_menu()->addAction(layers_dock->toggleViewAction());
@@ -153,6 +179,8 @@ MainWindow::~MainWindow() {
   qDeleteAll(findChildren<QDockWidget*>(Qt::FindDirectChildrenOnly));
   delete takeCentralWidget();
   delete host_;
+  // The file-backed results went with their layers; the folder they were in goes too.
+  gpix::ui::remove_result_folder();
 }
 
 void MainWindow::build_menus() {
@@ -405,19 +433,46 @@ void MainWindow::save_as_dialog() {
   const QString path = QFileDialog::getSaveFileName(
       this, tr("Save layer"), QDir(dir).filePath(host_->layer(id).name), host_->writer_filter());
   if (path.isEmpty()) return;
+  save_layer_as(id, path);
+}
+
+void MainWindow::save_layer_as(int id, const QString& path) {
+  std::function<void()> call;
   try {
-    host_->save_layer(id, path);
-    // The layer now has a file: a session refers to it, and quitting does not ask about it.
-    gpix::ui::Layer l = host_->layer(id);
-    l.source = path;
-    l.metadata.insert(QStringLiteral("index_in_file"), 0);
-    host_->replace_layer(id, l);
-    add_recent(path);
-    host_->show_status(tr("Saved %1").arg(path));
+    call = host_->save_call(id, path);
   } catch (const std::exception& e) {
     last_error_ = QString::fromUtf8(e.what());
     host_->show_status(last_error_, 0);
+    emit layer_saved(id, path, last_error_);
+    return;
   }
+  ++saves_;
+  host_->show_status(tr("Saving %1…").arg(QFileInfo(path).fileName()), 0);
+  in_background(
+      this,
+      [call] {
+        call();
+        return true;
+      },
+      [this, id, path](bool, const QString& error) {
+        --saves_;
+        if (!error.isEmpty()) {
+          last_error_ = error;
+          host_->show_status(last_error_, 0);
+          emit layer_saved(id, path, error);
+          return;
+        }
+        // The layer now has a file: a session refers to it, and quitting does not ask about it.
+        if (host_->has_layer(id)) {
+          gpix::ui::Layer l = host_->layer(id);
+          l.source = path;
+          l.metadata.insert(QStringLiteral("index_in_file"), 0);
+          host_->replace_layer(id, l);
+        }
+        add_recent(path);
+        host_->show_status(tr("Saved %1").arg(path));
+        emit layer_saved(id, path, {});
+      });
 }
 
 void MainWindow::show_plugins_dialog() {
@@ -611,17 +666,46 @@ bool MainWindow::save_session(const QString& path) {
 
 bool MainWindow::open_session(const QString& path) {
   if (!confirm_discard(tr("opening a session"))) return false;
-  session::Opened opened;
-  try {
-    // Read the file before anything is cleared: a bad session leaves the work as it was.
-    const QJsonObject root = session::read(path);
-    clear_workspace();
-    opened = session::open(*host_, root, path);
-  } catch (const std::exception& e) {
-    last_error_ = QString::fromUtf8(e.what());
-    host_->show_status(last_error_, 0);
-    return false;
-  }
+  struct Read {
+    QJsonObject root;
+    session::Preread files;
+  };
+  opening_session_ = true;
+  host_->show_status(tr("Reading the session %1…").arg(QFileInfo(path).fileName()), 0);
+  // The session and its files are read (and pushed to the device) off the GUI thread, before
+  // anything is cleared: a bad session leaves the work as it was.
+  in_background(
+      this,
+      [path, readers = host_->readers(), device = host_->device()] {
+        Read r;
+        r.root = session::read(path);
+        r.files = session::read_files(r.root, path, readers, device);
+        return r;
+      },
+      [this, path](Read r, const QString& error) {
+        opening_session_ = false;
+        if (!error.isEmpty()) {
+          last_error_ = error;
+          host_->show_status(last_error_, 0);
+          emit session_opened(false);
+          return;
+        }
+        session::Opened opened;
+        try {
+          clear_workspace();
+          opened = session::open(*host_, r.root, path, &r.files);
+        } catch (const std::exception& e) {
+          last_error_ = QString::fromUtf8(e.what());
+          host_->show_status(last_error_, 0);
+          emit session_opened(false);
+          return;
+        }
+        finish_session_open(path, opened);
+      });
+  return true;
+}
+
+void MainWindow::finish_session_open(const QString& path, const session::Opened& opened) {
   session_path_ = path;
   host_->undo_stack()->clear();  // the layers were opened, not made: nothing to undo
   view_->fit();
@@ -635,7 +719,7 @@ bool MainWindow::open_session(const QString& path) {
   } else {
     host_->show_status(problems.join(QStringLiteral("; ")), 0);
   }
-  return true;
+  emit session_opened(true);
 }
 
 void MainWindow::open_session_dialog() {
@@ -643,12 +727,16 @@ void MainWindow::open_session_dialog() {
   const QString path = QFileDialog::getOpenFileName(this, tr("Open session"), dir,
                                                     tr("gpix sessions (*.gpix.json *.json)"));
   if (path.isEmpty()) return;
-  if (!open_session(path) || !last_error_.isEmpty()) {
+  if (!open_session(path)) return;
+  // Once it is read: say what went wrong, if anything.
+  auto* once = new QObject(this);
+  connect(this, &MainWindow::session_opened, once, [this, once, path](bool) {
+    once->deleteLater();
     if (!last_error_.isEmpty()) {
       QMessageBox::warning(this, tr("Session"),
                            tr("The session %1 opened with problems:\n\n%2").arg(path, last_error_));
     }
-  }
+  });
 }
 
 void MainWindow::save_session_dialog(bool ask_name) {

@@ -16,6 +16,7 @@
 #include "gpix/ui/label_panel.h"
 #include "gpix/ui/layer_list.h"
 #include "help_dialogs.h"
+#include "session.h"
 #include "viewer_host.h"
 
 class MainWindow : public QMainWindow {
@@ -60,10 +61,14 @@ class MainWindow : public QMainWindow {
   // <session name>_data/ beside it. False (and last_error()) when something could not be
   // written.
   bool save_session(const QString& path);
-  // Replaces the layers, undo history and workflow with the session's. Missing or unreadable
-  // files are named in last_error() (and the status bar); the other layers open. False when
-  // the session itself cannot be read, or when the user kept unsaved results (Cancel).
+  // Replaces the layers, undo history and workflow with the session's. Returns at once (false
+  // only when the user kept unsaved results: Cancel): the session and its files are read off
+  // the GUI thread, and session_opened() tells how it went. Missing or unreadable files are
+  // named in last_error() (and the status bar); the other layers open. A session that cannot
+  // be read leaves the work as it was (session_opened(false)).
   bool open_session(const QString& path);
+  // Whether a session is being read.
+  bool opening_session() const { return opening_session_; }
   QString session_path() const { return session_path_; }
 
   // --- unsaved results ---
@@ -88,6 +93,17 @@ class MainWindow : public QMainWindow {
  signals:
   // After open_files: the new layer ids of that call.
   void files_opened(const QList<int>& ids);
+  // After open_session: whether the session's layers replaced the work.
+  void session_opened(bool ok);
+  // After save_layer_as: the error, empty when the file was written.
+  void layer_saved(int id, const QString& path, const QString& error);
+
+ public:
+  // Saves a layer off the GUI thread (a pull from the device, a file-backed layer streamed plane
+  // by plane) and, once written, makes the file its source; layer_saved() follows. Returns at
+  // once; "Saving NAME…" shows in the status bar meanwhile.
+  void save_layer_as(int id, const QString& path);
+  int saves_running() const { return saves_; }
 
  protected:
   void dragEnterEvent(QDragEnterEvent* e) override;
@@ -104,6 +120,7 @@ class MainWindow : public QMainWindow {
   void open_session_dialog();
   void save_session_dialog(bool ask_name);
   void clear_workspace();
+  void finish_session_open(const QString& path, const session::Opened& opened);
   void read_next();
   void read_done(const QString& path, QList<gpix::plugin::Layer> layers, const QString& error);
   struct OpenBatch;
@@ -143,4 +160,6 @@ class MainWindow : public QMainWindow {
   std::shared_ptr<std::atomic<int>> running_ = std::make_shared<std::atomic<int>>(0);
   QWidget* read_box_ = nullptr;
   QLabel* read_label_ = nullptr;
+  bool opening_session_ = false;
+  int saves_ = 0;
 };

@@ -8,6 +8,7 @@
 #include <QJsonDocument>
 #include <QRegularExpression>
 
+#include "gpix/array.h"
 #include "gpix/error.h"
 #include "gpix/ui/layer_commands.h"
 #include "gpix/ui/workflow.h"
@@ -101,7 +102,46 @@ QJsonObject read(const QString& session_path) {
   return root;
 }
 
-Opened open(gpix::plugin::BasicHost& host, const QJsonObject& root, const QString& session_path) {
+namespace {
+
+// The file of a session's layer entry, absolute.
+QString file_of(const QJsonObject& layer, const QDir& dir) {
+  QString file = layer.value(QStringLiteral("file")).toString();
+  if (!is_sample(file) && QFileInfo(file).isRelative()) file = dir.absoluteFilePath(file);
+  return file;
+}
+
+}  // namespace
+
+Preread read_files(const QJsonObject& root, const QString& session_path,
+                   const QList<gpix::plugin::Reader>& readers, const gpix::Device& device) {
+  const QDir dir = QFileInfo(session_path).absoluteDir();
+  Preread pre;
+  for (const QJsonValue v : root.value(QStringLiteral("layers")).toArray()) {
+    const QString file = file_of(v.toObject(), dir);
+    if (pre.layers.contains(file) || pre.errors.contains(file)) continue;
+    if (!is_sample(file) && !QFileInfo::exists(file)) continue;  // open() names it
+    try {
+      QList<gpix::ui::Layer> layers = gpix::plugin::BasicHost::read_call(readers, file)();
+      // The push too, so that adding them waits on nothing. A layer that does not fit stays on
+      // the host: add_layer tries again and says why.
+      for (gpix::ui::Layer& l : layers) {
+        if (!device.valid() || !l.host.valid() || l.array.valid()) continue;
+        try {
+          l.array = gpix::Array::push(l.host, device);
+        } catch (const std::exception&) {
+        }
+      }
+      pre.layers.insert(file, layers);
+    } catch (const std::exception& e) {
+      pre.errors.insert(file, QString::fromUtf8(e.what()));
+    }
+  }
+  return pre;
+}
+
+Opened open(gpix::plugin::BasicHost& host, const QJsonObject& root, const QString& session_path,
+            const Preread* pre) {
   const QDir dir = QFileInfo(session_path).absoluteDir();
   Opened out;
   const QList<int> before = host.layer_ids();
@@ -110,9 +150,9 @@ Opened open(gpix::plugin::BasicHost& host, const QJsonObject& root, const QStrin
   for (const QJsonValue v : root.value(QStringLiteral("layers")).toArray()) {
     const QJsonObject o = v.toObject();
     const QString name = o.value(QStringLiteral("name")).toString();
-    QString file = o.value(QStringLiteral("file")).toString();
-    if (!is_sample(file) && QFileInfo(file).isRelative()) file = dir.absoluteFilePath(file);
-    if (!is_sample(file) && !QFileInfo::exists(file)) {
+    const QString file = file_of(o, dir);
+    if (pre ? !pre->layers.contains(file) && !pre->errors.contains(file)
+            : !is_sample(file) && !QFileInfo::exists(file)) {
       out.missing << QObject::tr("layer '%1': %2 does not exist").arg(name, file);
       continue;
     }
@@ -121,7 +161,13 @@ Opened open(gpix::plugin::BasicHost& host, const QJsonObject& root, const QStrin
     if (!opened.contains(file) || (index >= 0 && index < opened.value(file).size() &&
                                    used.contains(opened.value(file)[index]))) {
       try {
-        opened.insert(file, host.open_file(file));
+        if (!pre) {
+          opened.insert(file, host.open_file(file));
+        } else if (pre->errors.contains(file)) {
+          throw gpix::IoError(pre->errors.value(file).toStdString(), file.toStdString());
+        } else {
+          opened.insert(file, host.add_read_layers(file, pre->layers.value(file)));
+        }
       } catch (const std::exception& e) {
         opened.insert(file, {});
         out.errors << QObject::tr("layer '%1': %2").arg(name, QString::fromUtf8(e.what()));

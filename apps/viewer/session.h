@@ -4,6 +4,7 @@
 // relative to the session file where they lie below its folder, so that a folder of data and
 // its session can move together. Layers without a file (filter results) are written beside
 // the session first (<session name>_data/<layer>.<suffix>) by the caller's writer.
+#include <QHash>
 #include <QJsonObject>
 #include <QList>
 #include <QString>
@@ -29,11 +30,25 @@ struct Opened {
 // gpix session of a version this viewer reads (saying what it found).
 QJsonObject read(const QString& session_path);
 
+// The session's files read ahead, off the GUI thread: each file's layers (pushed to `device`
+// where it takes them, as MainWindow::open_files does) or the error reading it gave.
+struct Preread {
+  QHash<QString, QList<gpix::ui::Layer>> layers;
+  QHash<QString, QString> errors;
+};
+// Reads every file the session's layers name (relative to session_path's folder) with the
+// host's readers (a copy: this runs on a worker thread). Missing files are left for open().
+Preread read_files(const QJsonObject& session, const QString& session_path,
+                   const QList<gpix::plugin::Reader>& readers, const gpix::Device& device);
+
 // Opens the session's layers into the host (after the layers already there), restores their
 // names and display settings, the current layer and the workflow. A missing file or one that
 // fails to read is reported and skipped; the other layers open. Relative paths are taken from
 // the folder of session_path.
-Opened open(gpix::plugin::BasicHost& host, const QJsonObject& session, const QString& session_path);
+// With `pre`, the files come from it (nothing is read here); without, each is read on the
+// calling thread.
+Opened open(gpix::plugin::BasicHost& host, const QJsonObject& session, const QString& session_path,
+            const Preread* pre = nullptr);
 
 // A file name for a layer's data: its name with characters file systems dislike replaced.
 QString file_stem(const QString& layer_name);

@@ -11,6 +11,8 @@
 #include "gpix/qimage.h"
 #include "gpix/raw.h"
 #include "gpix/samples.h"
+#include "gpix/slab_files.h"
+#include "gpix/ui/stack_file.h"
 
 namespace gpix::formats {
 
@@ -30,9 +32,88 @@ std::filesystem::path fs(const QString& q) {
 }
 
 // A layer's pixels on the host: its host copy, else pulled (a writer was asked to save them).
-gpix::HostArray pixels_of(const Layer& l) {
+// A file-backed layer is too large for that: only the streaming writers take it.
+gpix::HostArray pixels_of(const Layer& l, const QString& path) {
+  if (l.file_backed()) {
+    throw gpix::IoError("'" + s(l.name) + "' (" + l.file->shape().str() +
+                            ", file-backed) is larger than memory and is saved plane by plane; "
+                            "the formats that can: .tif, .mha, .mhd, .nrrd, .nhdr, .raw",
+                        s(path));
+  }
   return l.host.valid() ? l.host : l.array.pull();
 }
+
+// The metadata a layer's calibration gives (none where its vectors do not match its axes).
+gpix::io::Metadata metadata_of(const std::vector<double>& spacing,
+                               const std::vector<double>& origin, const QString& unit, bool labels,
+                               std::size_t ndim) {
+  gpix::io::Metadata m;
+  if (spacing.size() == ndim) m.spacing = spacing;
+  if (origin.size() == ndim) m.origin = origin;
+  m.unit = unit.toStdString();
+  m.labels = labels;
+  return m;
+}
+
+// A sink that makes its file once the output's shape is known (start), with the input's
+// calibration on the axes the output keeps (io::carried, as `gpix run --tiled` does).
+class CarriedSink final : public gpix::SlabSink {
+ public:
+  CarriedSink(std::filesystem::path path, gpix::io::Metadata in_meta, gpix::Shape in_shape)
+      : path_(std::move(path)), meta_(std::move(in_meta)), in_(in_shape) {}
+  void start(const gpix::Shape& shape, gpix::DType dtype) override {
+    sink_ = gpix::io::create_slabs(path_, gpix::io::carried(meta_, in_, shape));
+    if (!sink_) {
+      throw gpix::IoError("cannot write '" + path_.string() + "' plane by plane", path_.string());
+    }
+    sink_->start(shape, dtype);
+  }
+  void write(std::size_t from, std::size_t to, const std::byte* src) override {
+    sink_->write(from, to, src);
+  }
+  void finish() override { sink_->finish(); }
+
+ private:
+  std::filesystem::path path_;
+  gpix::io::Metadata meta_;
+  gpix::Shape in_;
+  std::unique_ptr<gpix::SlabSink> sink_;
+};
+
+// A stack left in its file (gpix_io's streamed formats: TIFF, raw MetaImage/NRRD, raw).
+class IoStackFile final : public gpix::ui::StackFile {
+ public:
+  IoStackFile(const QString& path, const gpix::io::FileSlabSource& src)
+      : StackFile(path, QString::fromStdString(src.format()), src.shape(), src.dtype()) {}
+  std::unique_ptr<gpix::SlabSource> open() const override {
+    auto src = gpix::io::open_slabs(fs(path()));
+    if (!src) {
+      throw gpix::IoError("'" + s(path()) + "' can no longer be read plane by plane", s(path()));
+    }
+    if (!(src->shape() == shape()) || src->dtype() != dtype()) {
+      throw gpix::IoError("'" + s(path()) + "' changed since it was opened: it holds " +
+                              src->shape().str() + " " + std::string(gpix::name(src->dtype())) +
+                              ", the layer " + shape().str() + " " +
+                              std::string(gpix::name(dtype())),
+                          s(path()));
+    }
+    return src;
+  }
+  std::unique_ptr<gpix::SlabSink> create(const QString& path, const std::vector<double>& spacing,
+                                         const std::vector<double>& origin, const QString& unit,
+                                         bool labels) const override {
+    return std::make_unique<CarriedSink>(
+        fs(path), metadata_of(spacing, origin, unit, labels, std::size_t(shape().ndim())), shape());
+  }
+  std::shared_ptr<gpix::ui::StackFile> open_result(const QString& path) const override {
+    return open_stack(path);
+  }
+  static std::shared_ptr<gpix::ui::StackFile> open_stack(const QString& path) {
+    auto src = gpix::io::open_slabs(fs(path));
+    if (!src) throw gpix::IoError("'" + s(path) + "' cannot be read plane by plane", s(path));
+    return std::make_shared<IoStackFile>(path, *src);
+  }
+};
 
 }  // namespace
 
@@ -48,9 +129,16 @@ gpix::plugin::Reader raw_reader() {
 }
 
 gpix::plugin::Writer raw_writer() {
-  return {QStringLiteral("raw"),
-          {QStringLiteral("*.raw")},
-          [](const Layer& l, const QString& path) { gpix::io::write_raw(fs(path), pixels_of(l)); }};
+  return {
+      QStringLiteral("raw"), {QStringLiteral("*.raw")}, [](const Layer& l, const QString& path) {
+        if (l.file_backed()) {
+          auto sink = gpix::io::create_slabs(fs(path));
+          if (!sink) (void)pixels_of(l, path);
+          gpix::ui::stream_to(*l.file, *sink);
+          return;
+        }
+        gpix::io::write_raw(fs(path), pixels_of(l, path));
+      }};
 }
 
 // PNG through Qt's decoder and gpix_qt's QImage conversion. Colour files become one layer per
@@ -88,7 +176,7 @@ gpix::plugin::Reader png_reader() {
 gpix::plugin::Writer png_writer() {
   return {
       QStringLiteral("png"), {QStringLiteral("*.png")}, [](const Layer& l, const QString& path) {
-        const gpix::HostArray h = pixels_of(l);
+        const gpix::HostArray h = pixels_of(l, path);
         if (h.shape().ndim() != 2 ||
             (h.dtype() != gpix::DType::u8 && h.dtype() != gpix::DType::u16)) {
           throw gpix::IoError("PNG holds 2D uint8 or uint16 images; '" + s(l.name) + "' is " +
@@ -134,11 +222,28 @@ QStringList io_patterns(bool writing) {
 gpix::plugin::Reader io_reader() {
   return {
       QStringLiteral("itk"), io_patterns(false), [](const QString& path) {
+        Layer l;
+        l.name = QFileInfo(path).completeBaseName();
+        // A stack larger than the viewer's threshold (gpix::ui::large_stack_policy) stays in
+        // its file when its format can be read in planes; its header is all that is read now.
+        if (auto src = gpix::io::open_slabs(fs(path));
+            src && src->shape().elements() * gpix::size_of(src->dtype()) >
+                       gpix::ui::large_stack_threshold()) {
+          const gpix::io::Metadata& m = src->metadata();
+          l.file = std::make_shared<IoStackFile>(path, *src);
+          l.source = path;
+          if (m.labels) l.mark_labels();
+          l.metadata.insert(QStringLiteral("format"), QString::fromStdString(src->format()));
+          l.metadata.insert(QStringLiteral("file_backed"), true);
+          const int ndim = src->shape().ndim();
+          l.spacing = m.spacing_or_default(ndim);
+          l.origin = m.origin_or_default(ndim);
+          l.unit = QString::fromStdString(m.unit);
+          return QList<Layer>{l};
+        }
         gpix::io::ReadOptions o;
         o.channels = gpix::io::Channels::split;
         const gpix::io::Image img = gpix::io::read(fs(path), o);
-        Layer l;
-        l.name = QFileInfo(path).completeBaseName();
         l.host = img.pixels;
         l.source = path;
         if (img.meta.labels) l.mark_labels();
@@ -163,17 +268,19 @@ gpix::plugin::Reader io_reader() {
 
 gpix::plugin::Writer io_writer() {
   return {QStringLiteral("itk"), io_patterns(true), [](const Layer& l, const QString& path) {
-            const gpix::HostArray h = pixels_of(l);
             // The calibration goes back into the file; a layer whose vectors do not match its
-            // dimensions (none) is written without one.
-            gpix::io::Metadata m;
-            const auto n = static_cast<std::size_t>(h.shape().ndim());
-            if (l.spacing.size() == n) m.spacing = l.spacing;
-            if (l.origin.size() == n) m.origin = l.origin;
-            m.unit = l.unit.toStdString();
-            // Labels stay labels when the file is opened again (where the format keeps the mark).
-            m.labels = l.labels;
-            gpix::io::write(fs(path), h, m);
+            // dimensions (none) is written without one. Labels stay labels when the file is
+            // opened again (where the format keeps the mark).
+            const gpix::io::Metadata m =
+                metadata_of(l.spacing, l.origin, l.unit, l.labels, std::size_t(l.shape().ndim()));
+            if (l.file_backed()) {
+              // Plane by plane from its file: the stack never is in memory whole.
+              auto sink = gpix::io::create_slabs(fs(path), m);
+              if (!sink) (void)pixels_of(l, path);  // throws, naming the formats that stream
+              gpix::ui::stream_to(*l.file, *sink);
+              return;
+            }
+            gpix::io::write(fs(path), pixels_of(l, path), m);
           }};
 }
 

@@ -150,7 +150,8 @@ int BasicHost::add_layer(Layer layer) {
                                 "' has neither device nor host data");
   }
   QString why;
-  if (!layer.array.valid() || !(layer.array.device() == device_)) {
+  // A file-backed layer stays in its file: nothing to move.
+  if (!layer.file_backed() && (!layer.array.valid() || !(layer.array.device() == device_))) {
     gpix::Array moved = to_device(layer.array, layer.host, &why);
     if (!moved.valid() && !layer.host.valid()) layer.host = layer.array.pull();
     layer.array = moved;
@@ -249,6 +250,7 @@ void BasicHost::set_device(const gpix::Device& device) {
   QStringList kept;
   for (int id : order_) {
     Layer& l = layers_[id];
+    if (l.file_backed()) continue;  // read from its file onto whichever device shows it
     QString why;
     gpix::Array moved = to_device(l.array, l.host, &why);
     if (!moved.valid()) {
@@ -321,10 +323,19 @@ QString BasicHost::writer_filter() const {
 }
 
 std::function<QList<Layer>()> BasicHost::read_call(const QString& path) const {
-  const Reader* r = reader_for(path);
+  return read_call(readers_, path);
+}
+
+std::function<QList<Layer>()> BasicHost::read_call(const QList<Reader>& readers,
+                                                   const QString& path) {
+  // The last registered reader wins, as in reader_for().
+  const Reader* r = nullptr;
+  for (auto it = readers.rbegin(); it != readers.rend() && !r; ++it) {
+    if (matches(it->patterns, path)) r = &*it;
+  }
   if (!r) {
     QStringList all;
-    for (const Reader& x : readers_) all << x.patterns;
+    for (const Reader& x : readers) all << x.patterns;
     throw gpix::IoError("no reader for '" + QFileInfo(path).fileName().toStdString() +
                             "'; the readers take: " +
                             (all.isEmpty() ? std::string("nothing (no reader loaded)")
@@ -351,6 +362,10 @@ QList<int> BasicHost::open_file(const QString& path) {
 }
 
 void BasicHost::save_layer(int id, const QString& path) {
+  save_call(id, path)();
+}
+
+std::function<void()> BasicHost::save_call(int id, const QString& path) const {
   if (!layers_.contains(id)) {
     throw gpix::InvalidArgument("save_layer: there is no layer " + std::to_string(id));
   }
@@ -364,9 +379,12 @@ void BasicHost::save_layer(int id, const QString& path) {
                                            : all.join(", ").toStdString()),
                         path.toStdString());
   }
-  Layer l = layers_.value(id);
-  l.host = host_data(id);
-  w->write(l, path);
+  // The pull (which waits behind the device's queue) and the write happen in the call, on
+  // whichever thread runs it; the cached host copy is used where there is one.
+  return [write = w->write, l = layers_.value(id), path]() mutable {
+    if (!l.host.valid() && l.array.valid()) l.host = l.array.pull();
+    write(l, path);
+  };
 }
 
 void BasicHost::add_dock(const QString& id, const QString& title, QWidget* widget, int area) {

@@ -93,6 +93,15 @@ QList<int> open_and_wait(MainWindow* w, const QStringList& paths) {
   return opened.first().first().value<QList<int>>();
 }
 
+// Opens a session and waits until it is read (open_session returns at once); whether its
+// layers replaced the work.
+bool open_session_and_wait(MainWindow* w, const QString& path) {
+  QSignalSpy opened(w, &MainWindow::session_opened);
+  if (!w->open_session(path)) return false;
+  if (!opened.wait(120000)) return false;
+  return opened.first().first().toBool();
+}
+
 // The longest time between two ticks of a 5 ms timer while `busy()` holds (the event loop's
 // longest stall), and how many ticks there were.
 struct Stall {
@@ -443,7 +452,7 @@ class TestViewer : public QObject {
     QSignalSpy sample(w.get(), &MainWindow::files_opened);
     w->open_default();
     QVERIFY(sample.wait(60000));  // files are read off the GUI thread
-    w->view()->set_zoom(7.0);  // the user zoomed in on the sample
+    w->view()->set_zoom(7.0);     // the user zoomed in on the sample
     const Shape s{300, 900};
     const QString path = write_raw(tmp_.path(), QStringLiteral("wide"),
                                    test::random_values<std::uint8_t>(s.elements()), s);
@@ -514,7 +523,7 @@ class TestViewer : public QObject {
 
     auto w2 = make();
     w2->open_default();  // still queued for reading: the session cancels it and replaces it
-    QVERIFY2(w2->open_session(session), qPrintable(w2->last_error()));
+    QVERIFY2(open_session_and_wait(w2.get(), session), qPrintable(w2->last_error()));
     QVERIFY2(w2->last_error().isEmpty(), qPrintable(w2->last_error()));
     QTRY_VERIFY_WITH_TIMEOUT(!w2->view()->busy(), 30000);
     const QList<int> now = w2->host().layer_ids();
@@ -556,7 +565,7 @@ class TestViewer : public QObject {
     }
     QVERIFY(QFile::remove(pb));
     auto w = make();
-    QVERIFY(w->open_session(session));
+    QVERIFY(open_session_and_wait(w.get(), session));
     QVERIFY2(w->last_error().contains(QStringLiteral("does not exist")),
              qPrintable(w->last_error()));
     QVERIFY2(w->last_error().contains(pb), qPrintable(w->last_error()));
@@ -569,7 +578,7 @@ class TestViewer : public QObject {
     QVERIFY(f.open(QIODevice::WriteOnly));
     f.write("{\"layers\": []}");
     f.close();
-    QVERIFY(!w->open_session(bad));
+    QVERIFY(!open_session_and_wait(w.get(), bad));
     QVERIFY2(w->last_error().contains(QStringLiteral("not a gpix session")),
              qPrintable(w->last_error()));
     QCOMPARE(w->host().layer_ids().size(), 1);

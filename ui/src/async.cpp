@@ -20,3 +20,19 @@ QThreadPool& display_pool() {
 }
 
 }  // namespace gpix::ui::detail
+
+namespace gpix::ui::detail {
+
+QThreadPool& long_pool() {
+  // One thread: passes over a whole file-backed stack, one at a time; drained like the above.
+  static QThreadPool pool;
+  static const bool sized = [] {
+    pool.setMaxThreadCount(1);
+    qAddPostRoutine([] { pool.waitForDone(); });
+    return true;
+  }();
+  (void)sized;
+  return pool;
+}
+
+}  // namespace gpix::ui::detail

@@ -28,7 +28,19 @@ QThreadPool& display_pool();
 // never when context was destroyed before (the watcher is its child). work must own what it
 // uses (arrays are shared handles: capture them by value).
 template <class Work, class Done>
+void run_async(QObject* context, QThreadPool& pool, Work work, Done done);
+
+template <class Work, class Done>
 void run_async(QObject* context, Work work, Done done) {
+  run_async(context, display_pool(), std::move(work), std::move(done));
+}
+
+// The same on another pool: long passes (a file-backed stack's statistics) take a thread of
+// their own so that the display's threads stay free for frames.
+QThreadPool& long_pool();
+
+template <class Work, class Done>
+void run_async(QObject* context, QThreadPool& pool, Work work, Done done) {
   using T = std::invoke_result_t<Work&>;
   auto* watcher = new QFutureWatcher<Outcome<T>>(context);
   QObject::connect(watcher, &QFutureWatcherBase::finished, context,
@@ -36,7 +48,7 @@ void run_async(QObject* context, Work work, Done done) {
                      done(watcher->result());
                      watcher->deleteLater();
                    });
-  watcher->setFuture(QtConcurrent::run(&display_pool(), [work = std::move(work)]() mutable {
+  watcher->setFuture(QtConcurrent::run(&pool, [work = std::move(work)]() mutable {
     Outcome<T> o;
     try {
       o.value = work();

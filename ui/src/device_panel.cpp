@@ -1,5 +1,6 @@
 #include "gpix/ui/device_panel.h"
 #include "gpix/memory.h"
+#include "gpix/ui/stack_file.h"
 
 #include <QFrame>
 #include <QLabel>
@@ -92,6 +93,12 @@ DevicePanel::DevicePanel(Workspace& host, QWidget* parent) : QWidget(parent), ho
     layout->addWidget(l);
   }
   if (devs.empty()) layout->addWidget(new QLabel(tr("No device found.")));
+  host_memory_ = new QLabel;
+  host_memory_->setObjectName(QStringLiteral("host_memory"));
+  host_memory_->setWordWrap(true);
+  host_memory_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  host_memory_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  layout->addWidget(host_memory_);
   layout->addStretch(1);
   scroll->setWidget(inner);
   outer->addWidget(scroll);
@@ -102,6 +109,28 @@ DevicePanel::DevicePanel(Workspace& host, QWidget* parent) : QWidget(parent), ho
   connect(&timer_, &QTimer::timeout, this, &DevicePanel::refresh);
   timer_.start();
   refresh();
+}
+
+QString DevicePanel::host_memory_text() const {
+  std::uint64_t in_memory = 0, on_disk = 0;
+  int files = 0;
+  for (int id : host_.layer_ids()) {
+    const Layer l = host_.layer(id);
+    if (l.host.valid()) in_memory += l.host.bytes();
+    if (l.file_backed()) {
+      ++files;
+      on_disk += l.file->bytes();
+    }
+  }
+  const std::uint64_t cache = plane_cache_bytes(), limit = plane_cache_limit();
+  return tr("Host memory: layers hold %1; plane cache %2 of %3 (%4%)")
+             .arg(qs(gpix::human_bytes(in_memory)), qs(gpix::human_bytes(cache)),
+                  qs(gpix::human_bytes(limit)))
+             .arg(limit ? 100.0 * double(cache) / double(limit) : 0.0, 0, 'f', 1) +
+         (files ? tr("; %n file-backed layer(s) (%1 in their files, planes read on demand)",
+                     nullptr, files)
+                      .arg(qs(gpix::human_bytes(on_disk)))
+                : QString());
 }
 
 std::uint64_t DevicePanel::layer_bytes(int i) const {
@@ -144,6 +173,10 @@ void DevicePanel::refresh() {
                                qs(gpix::human_bytes(m.gpix.peak_bytes_in_use)), driver));
     c.memory->setToolTip(c.memory->text());
     c.title->setToolTip(qs(dev.label()));
+  }
+  if (host_memory_) {
+    host_memory_->setText(host_memory_text());
+    host_memory_->setToolTip(host_memory_->text());
   }
 }
 

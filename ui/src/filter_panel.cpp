@@ -546,9 +546,15 @@ void FilterPanel::start(bool preview) {
   step.operation = qs(info.name);
   step.params = form_->params();
   std::vector<gpix::Array> arrays;
+  std::vector<std::shared_ptr<StackFile>> files;
   const QList<int> ids = form_->inputs();
   for (qsizetype i = 0; i < ids.size(); ++i) {
     const Layer l = host_.layer(ids[i]);
+    if (l.file_backed()) {
+      files.push_back(l.file);
+      step.inputs << l.name;
+      continue;
+    }
     if (!l.array.valid()) {
       show_error(
           l.valid() ? tr("Layer '%1' is not on the device (%2); switch to a device that "
@@ -560,6 +566,27 @@ void FilterPanel::start(bool preview) {
     }
     arrays.push_back(l.array);
     step.inputs << l.name;
+  }
+  if (!files.empty()) {
+    // Stacks larger than memory run slab by slab from their files (stack_file.h).
+    QString why;
+    if (files.size() != std::size_t(ids.size())) {
+      why = tr("'%1' mixes file-backed layers with layers in memory; give it file-backed "
+               "layers only, or layers in memory only.")
+                .arg(step.operation);
+    } else if (preview) {
+      why =
+          tr("No live preview on a file-backed layer (the whole file would be read for each "
+             "change): press Run.");
+    } else if (const gpix::TileInfo t = gpix::tile_info(info.name); !t.tileable) {
+      why = tr("'%1' cannot run on the file-backed layer '%2' (read from its file in slabs): %3")
+                .arg(step.operation, step.inputs.front(), qs(t.reason));
+    }
+    if (!why.isEmpty()) {
+      show_error(why);
+      if (!preview) emit finished(false);
+      return;
+    }
   }
   // Latest wins: a new run makes older previews stale and asks them to stop.
   if (preview_task_) preview_task_->cancel();
@@ -595,8 +622,10 @@ void FilterPanel::start(bool preview) {
             on_done(generation, preview, watcher->result(), step);
             watcher->deleteLater();
           });
-  watcher->setFuture(
-      QtConcurrent::run([name, arrays, params, task, gate, title, first]() -> Outcome {
+  watcher->setFuture(QtConcurrent::run(
+      [name, arrays, files, params, task, gate, title, first, device = host_.device(),
+       stem = result_name(step.operation, step.params, step.inputs,
+                          int(first.shape().ndim()))]() -> Outcome {
         Outcome o;
         o.input = first;
         try {
@@ -609,6 +638,16 @@ void FilterPanel::start(bool preview) {
           };
           const gpix::PhaseScope phases(phase);
           phase("running");
+          if (!files.empty()) {
+            // From the files to a temporary file, slab by slab; the result stays in it.
+            const bool labels = gpix::filter(name).output == gpix::OutputKind::labels;
+            FileRunResult r =
+                run_on_files(name, files, params, device, stem, first.spacing, first.origin,
+                             first.unit, labels, opts.cancel, opts.progress);
+            o.file = std::move(r.file);
+            o.result.table = std::move(r.table);
+            return o;
+          }
           // Slab by slab on the device where the filter tiles, so that Cancel takes effect
           // within a fraction of a long run and the bar advances per slab (same result).
           o.result = gpix::run_in_slabs(name, arrays, params, opts);
@@ -641,7 +680,7 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
     return;
   }
   show_error({});
-  if (o.result.is_table()) {
+  if (o.result.is_table() && !o.file) {
     const gpix::Table& t = o.result.table;
     QStringList cols;
     for (const auto& c : t.columns) cols << qs(c);
@@ -658,6 +697,7 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
   }
   Layer out;
   out.array = o.result.array;
+  out.file = o.file;
   inherit_calibration(o.input, out);
   const gpix::OutputKind kind = gpix::filter(step.operation.toStdString()).output;
   if (kind == gpix::OutputKind::labels) out.mark_labels();
@@ -680,7 +720,7 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
     return;
   }
   drop_preview();
-  out.name = result_name(step.operation, step.params, step.inputs, int(out.array.shape().ndim()));
+  out.name = result_name(step.operation, step.params, step.inputs, int(out.shape().ndim()));
   host_.undo_stack()->push(new AddLayerCommand(host_, out, workflow_, step));
   host_.show_status(tr("%1 done").arg(out.name));
   emit finished(true);

@@ -112,12 +112,19 @@ void ImageView::request_frame(int id) {
   };
   detail::run_async(
       this,
-      [a = l.array, h = l.array.valid() ? gpix::HostArray{} : l.host, dev = host_.device(), o, req,
-       latest = f.latest]() {
+      [a = l.array, h = l.array.valid() ? gpix::HostArray{} : l.host, file = l.file,
+       dev = host_.device(), o, req, latest = f.latest]() {
         Result r;
         // A newer request exists (the slider moved on): nobody would see this frame.
         if (latest->load() != req) {
           r.skipped = true;
+          return r;
+        }
+        if (!a.valid() && !h.valid() && file) {
+          // File-backed: the plane on screen is read from the file (or the plane cache).
+          RenderOptions one = o;
+          one.slice = 0;
+          r.image = gpix::ui::render(file->plane(std::size_t(o.slice)), dev, one, &r.pulled);
           return r;
         }
         r.image =
@@ -155,7 +162,12 @@ void ImageView::ensure_contrast(int id) {
   f.contrast_pending = true;
   detail::run_async(
       this,
-      [a = l.array, h = l.array.valid() ? gpix::HostArray{} : l.host, dev = host_.device()]() {
+      [a = l.array, h = l.array.valid() ? gpix::HostArray{} : l.host, file = l.file,
+       dev = host_.device(), z = slice_of(l)]() {
+        // A file-backed stack takes its limits from the plane on screen: the whole stack is a
+        // pass over the file (the card's statistics), too long to wait for before showing it.
+        if (!a.valid() && !h.valid() && file)
+          return auto_contrast(display_copy(file->plane(std::size_t(z)), dev), -1);
         return auto_contrast(a.valid() ? a : display_copy(h, dev), -1);
       },
       [this, id, data = f.data](const detail::Outcome<std::pair<double, double>>& out) {
@@ -357,7 +369,9 @@ void ImageView::request_tile(int id, int z, int x, int y) {
   tile_pending_ = true;
   detail::run_async(
       this,
-      [a = l.array, h = l.array.valid() ? gpix::HostArray{} : l.host, z, box]() {
+      [a = l.array, h = l.array.valid() ? gpix::HostArray{} : l.host, file = l.file, z, box]() {
+        // A file-backed layer's values come from the displayed plane (the plane cache).
+        if (!a.valid() && !h.valid() && file) return host_box(file->plane(std::size_t(z)), 0, box);
         if (!a.valid()) return host_box(h, std::size_t(z), box);
         gpix::Region r;
         if (a.ndim() == 3) {

@@ -66,7 +66,65 @@ LayerCard::LayerCard(Workspace& host, QWidget* parent) : QWidget(parent), host_(
     if (id == host_.current_layer()) refresh();
   });
   connect(&host_, &Workspace::device_changed, this, &LayerCard::refresh);
+  stats_timer_ = new QTimer(this);
+  stats_timer_->setInterval(250);
+  connect(stats_timer_, &QTimer::timeout, this, [this] {
+    const Layer l = host_.layer(host_.current_layer());
+    if (!l.file_backed() || l.file->known_stats()) {
+      stats_timer_->stop();
+      return;
+    }
+    const QString text = tr("computing… %1%").arg(int(l.file->stats_progress() * 100));
+    for (const char* key : {"min", "max", "mean"}) fields_[QLatin1String(key)]->setText(text);
+  });
   refresh();
+}
+
+LayerCard::~LayerCard() {
+  stop_->store(true);
+}
+
+void LayerCard::show_file(const Layer& layer) {
+  const std::shared_ptr<StackFile> file = layer.file;
+  fields_["shape"]->setText(qs(file->shape().str()));
+  fields_["dtype"]->setText(QString::fromUtf8(gpix::name(file->dtype()).data()));
+  fields_["size"]->setText(qs(gpix::human_bytes(file->bytes())));
+  fields_["device"]->setText(tr("planes read from the file on demand (%1)").arg(file->path()));
+  fields_["kind"]->setText(tr("file-backed %1").arg(file->format()));
+  if (const auto st = file->known_stats(); st && file->stats_progress() >= 1) {
+    fields_["min"]->setText(QString::number(st->min, 'g', 8));
+    fields_["max"]->setText(QString::number(st->max, 'g', 8));
+    fields_["mean"]->setText(QString::number(st->mean, 'g', 6) +
+                             (st->nan_count ? tr(" (%1 NaN)").arg(st->nan_count) : QString()));
+    emit refreshed();
+    return;
+  }
+  for (const char* key : {"min", "max", "mean"}) {
+    fields_[QLatin1String(key)]->setText(tr("computing…"));
+  }
+  stats_timer_->start();
+  if (stats_for_.lock() == file) return;  // its pass is under way; it refreshes when done
+  stats_for_ = file;
+  // One pass per file (StackFile::stats keeps the result), on a thread of its own.
+  detail::run_async(
+      this, detail::long_pool(),
+      [file, dev = host_.device(), stop = stop_]() { return file->stats(dev, stop.get()); },
+      [this, req = request_](const detail::Outcome<StackStats>& out) {
+        stats_for_.reset();
+        if (req != request_) {
+          refresh();  // another layer is shown, or this one again: show what is known now
+          return;
+        }
+        stats_timer_->stop();
+        if (!out.value) {
+          for (const char* key : {"min", "max", "mean"}) fields_[QLatin1String(key)]->clear();
+          error_->setText(out.error);
+          error_->show();
+          emit refreshed();
+          return;
+        }
+        refresh();
+      });
 }
 
 QString LayerCard::value(const QString& key) const {
@@ -85,6 +143,10 @@ void LayerCard::refresh() {
   fields_["name"]->setText(layer.name);
   fields_["spacing"]->setText(spacing_text(layer));
   const gpix::Array a = layer.array;
+  if (layer.file_backed()) {
+    show_file(layer);
+    return;
+  }
   if (!a.valid()) {
     // Host-only layer (the device could not hold it): say so instead of computing on it.
     fields_["shape"]->setText(qs(layer.host.shape().str()));

@@ -13,6 +13,7 @@
 #include <QUndoStack>
 #include <QUrl>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <limits>
 
 #include "async.h"
@@ -225,8 +226,13 @@ void LayerList::auto_contrast_current(int slice) {
   // On the device, off the GUI thread: a running filter may hold the device for a while.
   detail::run_async(
       this,
-      [a = l.array, h = l.array.valid() ? gpix::HostArray{} : l.host, dev = host_.device(),
-       slice]() { return auto_contrast(a.valid() ? a : display_copy(h, dev), slice); },
+      [a = l.array, h = l.array.valid() ? gpix::HostArray{} : l.host, file = l.file,
+       dev = host_.device(), slice]() {
+        // A file-backed stack: the plane on screen (read through the plane cache).
+        if (!a.valid() && !h.valid() && file)
+          return auto_contrast(display_copy(file->plane(std::size_t(std::max(slice, 0))), dev), -1);
+        return auto_contrast(a.valid() ? a : display_copy(h, dev), slice);
+      },
       [this, id](const detail::Outcome<std::pair<double, double>>& out) {
         contrast_pending_ = false;
         auto_->setEnabled(host_.layer(host_.current_layer()).valid());

@@ -200,54 +200,6 @@ QString Workflow::to_cpp() const {
   return out;
 }
 
-QList<int> Workflow::rerun(Workspace& host, int input) {
-  if (!host.has_layer(input)) throw gpix::InvalidArgument("rerun: the input layer does not exist");
-  const QList<WorkflowStep> recorded = steps_;  // the re-run's own steps are appended below
-  const QStringList src = sources();
-  QHash<QString, int> map;  // recorded layer name -> layer id now
-  if (!src.isEmpty()) map.insert(src.first(), input);
-  QList<int> created;
-  QUndoStack* undo = host.undo_stack();
-  undo->beginMacro(QObject::tr("Re-run workflow on %1").arg(host.layer(input).name));
-  try {
-    for (const WorkflowStep& s : recorded) {
-      std::vector<gpix::Array> arrays;
-      WorkflowStep step = s;
-      step.inputs.clear();
-      Layer first;  // its calibration goes to the result
-      for (const QString& in : s.inputs) {
-        const int id = map.contains(in) ? map.value(in) : host.find_layer(in);
-        const Layer l = host.layer(id);
-        if (!first.valid()) first = l;
-        if (!l.array.valid()) {
-          throw gpix::InvalidArgument("rerun: step '" + s.operation.toStdString() +
-                                      "' needs layer '" + in.toStdString() +
-                                      "', which is not on the device");
-        }
-        arrays.push_back(l.array);
-        step.inputs << l.name;
-      }
-      const gpix::Result r = gpix::run(s.operation.toStdString(), arrays, s.params);
-      if (r.is_table()) continue;
-      Layer out;
-      out.name = result_name(s.operation, s.params, step.inputs, int(r.array.shape().ndim()));
-      out.array = r.array;
-      inherit_calibration(first, out);
-      const gpix::OutputKind kind = gpix::filter(s.operation.toStdString()).output;
-      if (kind == gpix::OutputKind::labels) out.mark_labels();
-      auto* cmd = new AddLayerCommand(host, out, this, step);
-      undo->push(cmd);
-      map.insert(s.output, cmd->layer_id());
-      created << cmd->layer_id();
-    }
-  } catch (...) {
-    undo->endMacro();
-    throw;
-  }
-  undo->endMacro();
-  return created;
-}
-
 QJsonArray Workflow::to_json() const {
   QJsonArray out;
   for (const WorkflowStep& s : steps_) {

@@ -8,6 +8,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QListWidget>
+#include <QPointer>
 #include <QPushButton>
 #include <QToolButton>
 #include <QUndoStack>
@@ -37,6 +38,8 @@ WorkflowPanel::WorkflowPanel(Workspace& host, Workflow& workflow, QWidget* paren
   auto* script = new QPushButton(tr("Export CLI…"));
   auto* cpp = new QPushButton(tr("Export C++…"));
   auto* rerun = new QPushButton(tr("Re-run on current"));
+  rerun->setObjectName(QStringLiteral("rerun_on_current"));
+  rerun_ = rerun;
   rerun->setToolTip(tr("Runs the recorded steps again with the current layer as the first source"));
   row2->addWidget(script);
   row2->addWidget(cpp);
@@ -97,13 +100,19 @@ void WorkflowPanel::export_cpp() {
 }
 
 void WorkflowPanel::rerun_on_current() {
-  try {
-    error_->hide();
-    workflow_.rerun(host_, host_.current_layer());
-  } catch (const gpix::Error& e) {
-    error_->setText(QString::fromStdString(e.what()));
-    error_->show();
-  }
+  error_->hide();
+  rerun_->setEnabled(false);
+  workflow_.rerun_async(
+      host_, host_.current_layer(),
+      [self = QPointer<WorkflowPanel>(this)](const QList<int>& ids, const QString& error) {
+        if (!self) return;
+        self->rerun_->setEnabled(true);
+        if (!error.isEmpty()) {
+          self->error_->setText(error);
+          self->error_->show();
+        }
+        emit self->rerun_finished(ids, error);
+      });
 }
 
 }  // namespace gpix::ui

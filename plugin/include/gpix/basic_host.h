@@ -45,10 +45,18 @@ class BasicHost : public HostContext {
   // reader (throws IoError naming the patterns when none matches) and returns the call that
   // reads the file: it may run on any thread and uses nothing of the host.
   std::function<QList<Layer>()> read_call(const QString& path) const;
+  // The same over a copy of readers() (taken on the GUI thread), for a worker that finds the
+  // readers of several files itself (a session's).
+  static std::function<QList<Layer>()> read_call(const QList<Reader>& readers, const QString& path);
   // Adds the layers read_call's call returned (their arrays on device() or not) as open_file
   // does; returns the new ids.
   QList<int> add_read_layers(const QString& path, QList<Layer> layers);
   void save_layer(int id, const QString& path) override;
+  // save_layer in two halves, for hosts that write off the GUI thread: finds the writer (throws
+  // as save_layer does) and returns the call that pulls the layer's pixels (or streams a
+  // file-backed layer) and writes the file; it may run on any thread and uses nothing of the
+  // host.
+  std::function<void()> save_call(int id, const QString& path) const;
   // The reader/writer that would handle path, or nullptr.
   const Reader* reader_for(const QString& path) const;
   const Writer* writer_for(const QString& path) const;

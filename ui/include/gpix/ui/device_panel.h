@@ -26,6 +26,9 @@ class DevicePanel : public QWidget {
   // Bytes of layer data on device i (what gpix can attribute; the driver's own use is not
   // included).
   std::uint64_t layer_bytes(int i) const;
+  // The viewer's host memory: layers held there, and the plane cache of file-backed layers
+  // against its bound (stack_file.h).
+  QString host_memory_text() const;
 
  public slots:
   void refresh();
@@ -39,6 +42,7 @@ class DevicePanel : public QWidget {
   };
   Workspace& host_;
   QList<Card> cards_;
+  QLabel* host_memory_ = nullptr;
   QTimer timer_;
 };
 

@@ -127,6 +127,7 @@ class FilterPanel : public QWidget {
     QString error;
     bool cancelled = false;
     Layer input;  // the first input (its shape and calibration go to the result)
+    std::shared_ptr<StackFile> file;  // the result of a run on file-backed layers
   };
   void build_tree();
   void on_item(QTreeWidgetItem* item);

@@ -2,20 +2,25 @@
 // One image as the widgets show it: its data and its display settings.
 #include <QString>
 #include <QVariantMap>
+#include <memory>
 #include <vector>
 
 #include "gpix/array.h"
 #include "gpix/host_array.h"
+#include "gpix/ui/stack_file.h"
 
 namespace gpix::ui {
 
 // `array` is the data on the workspace's device; `host` a host copy that the workspace keeps for
 // display and as the safety net when a device switch cannot take the array (for example f64
-// onto a device without fp64). At least one of them is valid.
+// onto a device without fp64). `file` is a stack larger than the memory it would go to, left in
+// its file (stack_file.h): then array and host are both empty and the planes shown are read on
+// demand. At least one of the three is valid.
 struct Layer {
   QString name;
   gpix::Array array;
   gpix::HostArray host;
+  std::shared_ptr<StackFile> file;
   bool visible = true;
   double opacity = 1.0;
   QString colormap = QStringLiteral("gray");  // see colormap_names() (render.h)
@@ -41,9 +46,20 @@ struct Layer {
   // the plane holds another id); the rest is transparent.
   bool outline = false;
 
-  bool valid() const { return array.valid() || host.valid(); }
-  gpix::Shape shape() const { return array.valid() ? array.shape() : host.shape(); }
-  gpix::DType dtype() const { return array.valid() ? array.dtype() : host.dtype(); }
+  bool valid() const { return array.valid() || host.valid() || file != nullptr; }
+  bool file_backed() const { return !array.valid() && !host.valid() && file != nullptr; }
+  gpix::Shape shape() const {
+    return array.valid()  ? array.shape()
+           : host.valid() ? host.shape()
+           : file         ? file->shape()
+                          : gpix::Shape{};
+  }
+  gpix::DType dtype() const {
+    return array.valid()  ? array.dtype()
+           : host.valid() ? host.dtype()
+           : file         ? file->dtype()
+                          : gpix::DType::u8;
+  }
   bool has_contrast() const { return contrast_max > contrast_min; }
   // The spacing of each axis (1 where none is known).
   std::vector<double> spacing_or_default() const {

@@ -5,6 +5,7 @@
 // until refreshed() says they arrived.
 #include <QLabel>
 #include <QMap>
+#include <QTimer>
 #include <QWidget>
 #include <atomic>
 #include <memory>
@@ -36,6 +37,8 @@ class LayerCard : public QWidget {
   Q_OBJECT
  public:
   explicit LayerCard(Workspace& host, QWidget* parent = nullptr);
+  // Stops a statistics pass over a file-backed stack at its next slab.
+  ~LayerCard() override;
   // The shown value of a field: "name", "shape", "dtype", "size", "min", "max", "mean",
   // "device", "kind", "spacing" (per axis with the unit, spacing_text()); empty when no layer
   // is shown.
@@ -51,8 +54,15 @@ class LayerCard : public QWidget {
   void refreshed();
 
  private:
+  // A file-backed layer (stack_file.h): what its header says at once, its statistics from a
+  // pass over the file in the background ("computing… 40%" meanwhile).
+  void show_file(const Layer& layer);
+
   Workspace& host_;
   QMap<QString, QLabel*> fields_;
+  QTimer* stats_timer_ = nullptr;       // updates the pass's percentage
+  std::weak_ptr<StackFile> stats_for_;  // the file whose pass this card waits for
+  std::shared_ptr<std::atomic<bool>> stop_ = std::make_shared<std::atomic<bool>>(false);
   Histogram* hist_ = nullptr;
   QLabel* error_ = nullptr;
   quint64 request_ = 0;  // the newest refresh; older results are dropped

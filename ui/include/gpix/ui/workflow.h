@@ -8,6 +8,7 @@
 #include <QString>
 #include <QStringList>
 #include <QUndoCommand>
+#include <functional>
 
 #include "gpix/catalog.h"
 #include "gpix/ui/workspace.h"
@@ -43,6 +44,12 @@ class Workflow : public QObject {
   // an export after a re-run reproduces it. Throws gpix::Error from the filters (the layers
   // made before the failing step stay, as one undo step).
   QList<int> rerun(Workspace& host, int input);
+  // The same off the GUI thread: the steps run on a worker (with the host's task progress,
+  // phases and Cancel, slab by slab), and the layers are added when all are done, as one undo
+  // step; then done(new ids, error) on the GUI thread (error empty on success; a cancelled
+  // re-run adds nothing). Returns at once.
+  void rerun_async(Workspace& host, int input,
+                   std::function<void(const QList<int>&, const QString&)> done = {});
   // The steps as JSON (sessions) and back; from_json throws gpix::InvalidArgument naming the
   // step and field that is wrong.
   QJsonArray to_json() const;

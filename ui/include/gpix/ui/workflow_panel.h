@@ -21,13 +21,19 @@ class WorkflowPanel : public QWidget {
   void refresh();
   void export_script();  // asks for a file name
   void export_cpp();
+  // Returns at once: the re-run goes on off the GUI thread (Workflow::rerun_async).
   void rerun_on_current();
+
+ signals:
+  // A re-run ended: the new layer ids, or the error shown under the buttons.
+  void rerun_finished(const QList<int>& ids, const QString& error);
 
  private:
   Workspace& host_;
   Workflow& workflow_;
   QListWidget* steps_ = nullptr;
   QLabel* error_ = nullptr;
+  QWidget* rerun_ = nullptr;  // disabled while a re-run runs
 };
 
 }  // namespace gpix::ui

@@ -1,0 +1,213 @@
+// Workflow::rerun_async: the recorded steps run on a worker thread (filters wait on the device
+// and may compile kernels first); the layers are added on the GUI thread when all are done.
+#include <QFutureWatcher>
+#include <QHash>
+#include <QPointer>
+#include <QUndoStack>
+#include <QtConcurrent/QtConcurrentRun>
+#include <variant>
+
+#include "gpix/error.h"
+#include "gpix/phase.h"
+#include "gpix/tiled.h"
+#include "gpix/ui/workflow.h"
+
+namespace gpix::ui {
+
+namespace {
+
+// One step as the worker runs it: each input an array of a layer that exists, or the result
+// of an earlier step (its index).
+struct PlannedStep {
+  WorkflowStep recorded;
+  std::vector<std::variant<gpix::Array, int>> inputs;
+  std::vector<int> input_ids;  // layer id, or -1 for an earlier step's result
+};
+
+struct RerunOutcome {
+  std::vector<gpix::Result> results;  // one per step
+  QString error;
+  bool cancelled = false;
+};
+
+// The plan of a re-run, made on the GUI thread (it reads the layers); an error instead when a
+// step cannot run.
+struct Plan {
+  std::vector<PlannedStep> steps;
+  QString error;
+};
+
+Plan make_plan(const QList<WorkflowStep>& recorded, const QStringList& src, Workspace& host,
+               int input) {
+  Plan plan;
+  if (!host.has_layer(input)) {
+    plan.error = QObject::tr("rerun: the input layer does not exist");
+    return plan;
+  }
+  // Where each recorded layer name comes from now: a layer id (>= 0) or a step (-(i + 2)).
+  QHash<QString, int> map;
+  if (!src.isEmpty()) map.insert(src.first(), input);
+  for (qsizetype i = 0; i < recorded.size(); ++i) {
+    const WorkflowStep& s = recorded[i];
+    PlannedStep p{s, {}, {}};
+    for (const QString& in : s.inputs) {
+      const int where = map.contains(in) ? map.value(in) : host.find_layer(in);
+      if (where <= -2) {
+        p.inputs.emplace_back(-where - 2);
+        p.input_ids.push_back(-1);
+        continue;
+      }
+      const Layer l = host.layer(where);
+      if (l.file_backed()) {
+        plan.error = QObject::tr(
+                         "rerun: step '%1' needs layer '%2', which is file-backed (larger than "
+                         "memory); run its filters from the Filters panel, which runs them in "
+                         "slabs from the file")
+                         .arg(s.operation, l.name);
+        return plan;
+      }
+      if (!l.array.valid()) {
+        plan.error = QObject::tr("rerun: step '%1' needs layer '%2', which is not on the device")
+                         .arg(s.operation, in);
+        return plan;
+      }
+      p.inputs.emplace_back(l.array);
+      p.input_ids.push_back(where);
+    }
+    if (gpix::filter(s.operation.toStdString()).output != gpix::OutputKind::table) {
+      map.insert(s.output, -int(i) - 2);
+    }
+    plan.steps.push_back(std::move(p));
+  }
+  return plan;
+}
+
+// The filters, on whichever thread calls it (slab by slab, so that Cancel takes effect).
+RerunOutcome run_plan(const std::vector<PlannedStep>& plan, const std::shared_ptr<Task>& task) {
+  RerunOutcome o;
+  try {
+    const auto n = double(plan.size());
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+      const PlannedStep& p = plan[i];
+      std::vector<gpix::Array> arrays;
+      for (const auto& in : p.inputs) {
+        if (const auto* a = std::get_if<gpix::Array>(&in)) {
+          arrays.push_back(*a);
+        } else {
+          const gpix::Result& r = o.results[std::size_t(std::get<int>(in))];
+          if (r.is_table()) {
+            throw gpix::InvalidArgument("rerun: step '" + p.recorded.operation.toStdString() +
+                                        "' reads a table, not an image");
+          }
+          arrays.push_back(r.array);
+        }
+      }
+      const QString title = p.recorded.operation;
+      const gpix::PhaseScope phases([task, title](const std::string& what) {
+        if (task) task->set_phase(title + QStringLiteral(": ") + QString::fromStdString(what));
+      });
+      gpix::RunOptions opts;
+      if (task) {
+        opts.cancel = task->cancel_flag();
+        opts.progress = [task, i, n](double f) { task->set_progress((double(i) + f) / n); };
+      }
+      gpix::Result r =
+          gpix::run_in_slabs(p.recorded.operation.toStdString(), arrays, p.recorded.params, opts);
+      if (r.array.valid()) r.array.device().finish();  // added when the device is done
+      o.results.push_back(std::move(r));
+    }
+  } catch (const gpix::Cancelled& e) {
+    o.cancelled = true;
+    o.results.clear();
+    o.error = QString::fromStdString(e.what());
+  } catch (const std::exception& e) {
+    o.error = QString::fromStdString(e.what());
+  }
+  return o;
+}
+
+// Adds the results on the GUI thread, each recorded as a step of `workflow`, in one undo macro.
+// What ran before a failure is kept (one undo step); a cancelled re-run adds nothing.
+QList<int> apply(Workspace& h, Workflow* workflow, int input, const std::vector<PlannedStep>& plan,
+                 const RerunOutcome& o, QString& error) {
+  QList<int> created;
+  error = o.error;
+  if (o.cancelled || o.results.empty()) return created;
+  std::vector<int> made(plan.size(), -1);  // layer id of each step's result
+  QUndoStack* undo = h.undo_stack();
+  undo->beginMacro(QObject::tr("Re-run workflow on %1").arg(h.layer(input).name));
+  for (std::size_t i = 0; i < o.results.size(); ++i) {
+    const PlannedStep& p = plan[i];
+    const gpix::Result& r = o.results[i];
+    if (r.is_table()) continue;
+    WorkflowStep step = p.recorded;
+    step.inputs.clear();
+    Layer first;  // its calibration goes to the result
+    bool lost = false;
+    for (std::size_t k = 0; k < p.inputs.size(); ++k) {
+      const int id =
+          p.input_ids[k] >= 0 ? p.input_ids[k] : made[std::size_t(std::get<int>(p.inputs[k]))];
+      if (!h.has_layer(id)) {
+        lost = true;  // removed while the re-run ran
+        break;
+      }
+      const Layer l = h.layer(id);
+      if (!first.valid()) first = l;
+      step.inputs << l.name;
+    }
+    if (lost) {
+      error = QObject::tr("rerun: an input of step '%1' was removed while it ran")
+                  .arg(p.recorded.operation);
+      break;
+    }
+    Layer out;
+    out.name = result_name(step.operation, step.params, step.inputs, int(r.array.shape().ndim()));
+    out.array = r.array;
+    inherit_calibration(first, out);
+    if (gpix::filter(step.operation.toStdString()).output == gpix::OutputKind::labels)
+      out.mark_labels();
+    auto* cmd = new AddLayerCommand(h, out, workflow, step);
+    undo->push(cmd);
+    made[i] = cmd->layer_id();
+    created << cmd->layer_id();
+  }
+  undo->endMacro();
+  return created;
+}
+
+}  // namespace
+
+QList<int> Workflow::rerun(Workspace& host, int input) {
+  const Plan plan = make_plan(steps_, sources(), host, input);
+  if (!plan.error.isEmpty()) throw gpix::InvalidArgument(plan.error.toStdString());
+  const RerunOutcome o = run_plan(plan.steps, nullptr);
+  QString error;
+  const QList<int> created = apply(host, this, input, plan.steps, o, error);
+  if (!error.isEmpty()) throw gpix::InvalidArgument(error.toStdString());
+  return created;
+}
+
+void Workflow::rerun_async(Workspace& host, int input,
+                           std::function<void(const QList<int>&, const QString&)> done) {
+  auto plan = std::make_shared<Plan>(make_plan(steps_, sources(), host, input));
+  if (!plan->error.isEmpty()) {
+    if (done) done({}, plan->error);
+    return;
+  }
+  std::shared_ptr<Task> task =
+      host.begin_task(tr("Re-run workflow on %1").arg(host.layer(input).name));
+  auto* watcher = new QFutureWatcher<RerunOutcome>(this);
+  const QPointer<Workspace> hp(&host);
+  connect(
+      watcher, &QFutureWatcherBase::finished, this, [this, watcher, hp, plan, task, input, done] {
+        watcher->deleteLater();
+        task->finish();
+        if (!hp) return;
+        QString error;
+        const QList<int> created = apply(*hp, this, input, plan->steps, watcher->result(), error);
+        if (done) done(created, error);
+      });
+  watcher->setFuture(QtConcurrent::run([plan, task]() { return run_plan(plan->steps, task); }));
+}
+
+}  // namespace gpix::ui
