@@ -26,7 +26,7 @@ namespace {
 constexpr const char* kFile = "segmentation.kernel";
 constexpr const char* kStatsFile = "label_statistics.kernel";
 // Pixels per work-item of label_stats (RUN in label_statistics.kernel, which says why).
-constexpr std::size_t kStatsRun = 128;
+constexpr std::size_t kStatsRun = 16;
 constexpr std::size_t kScanWG = 256;  // SCAN_WG in segmentation.kernel
 constexpr std::uint32_t kNone = 0xffffffffu;
 
