@@ -824,6 +824,38 @@ class TestSegmentation : public QObject {
     }
   }
 
+  // connected_components labels tiles of up to 2048 pixels in local memory and joins them
+  // across tile faces: shapes of many tiles (and one tile thick), blobs and sparse noise that
+  // meet only at tile corners and edges (full connectivity), a diagonal staircase across every
+  // tile, against the plain reference's labels in raster order.
+  void components_across_tiles() {
+    for (const Device& dev : test_devices()) {
+      for (const Shape s : {Shape{200, 150}, Shape{70, 45, 37}, Shape{1, 1, 5000}, Shape{3000, 1},
+                            Shape{33, 17, 9}, Shape{16, 16, 16}}) {
+        const Dims dm(s);
+        std::vector<std::vector<std::uint8_t>> masks = {blobs(s), blobs(s)};
+        std::vector<std::uint8_t> noise(s.elements()), stair(s.elements(), 0);
+        for (auto& v : noise) v = irand(3) == 0 ? 1 : 0;
+        for (long z = 0; z < dm.d; ++z)
+          for (long y = 0; y < dm.h; ++y)
+            for (long x = 0; x < dm.w; ++x)
+              if ((x + y + z) % 7 == 0) stair[dm.at(x, y, z)] = 1;
+        masks.push_back(noise);
+        masks.push_back(stair);
+        for (const auto& m : masks) {
+          for (bool full : {false, true}) {
+            const auto got = connected_components(input(m, s, dev), full ? "full" : "face")
+                                 .pull_as<std::uint32_t>();
+            compare(
+                got, ref_components(m, s, full), 0, 0,
+                QByteArray::fromStdString(dev.name() + " " + s.str() + (full ? " full" : " face")));
+            if (QTest::currentTestFailed()) return;
+          }
+        }
+      }
+    }
+  }
+
   // Regions far larger than a work-group's pixels (4096): label_statistics merges each
   // work-item's runs inside the group before it touches the table, so chains of one label
   // across whole groups, a label that ends exactly at a group's edge, NaN inside a long run
