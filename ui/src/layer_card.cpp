@@ -89,7 +89,10 @@ void LayerCard::show_file(const Layer& layer) {
   fields_["shape"]->setText(qs(file->shape().str()));
   fields_["dtype"]->setText(QString::fromUtf8(gpix::name(file->dtype()).data()));
   fields_["size"]->setText(qs(gpix::human_bytes(file->bytes())));
-  fields_["device"]->setText(tr("planes read from the file on demand (%1)").arg(file->path()));
+  // Where the file is (a result's lives in the viewer's cache folder) is the tooltip.
+  fields_["device"]->setText(tr("none: planes read on demand"));
+  fields_["device"]->setToolTip(file->path());
+  fields_["kind"]->setToolTip(file->path());
   fields_["kind"]->setText(tr("file-backed %1").arg(file->format()));
   if (const auto st = file->known_stats(); st && file->stats_progress() >= 1) {
     fields_["min"]->setText(QString::number(st->min, 'g', 8));
@@ -133,7 +136,10 @@ QString LayerCard::value(const QString& key) const {
 }
 
 void LayerCard::refresh() {
-  for (QLabel* l : fields_) l->clear();
+  for (QLabel* l : fields_) {
+    l->clear();
+    l->setToolTip({});
+  }
   hist_->set_counts({});
   error_->hide();
   ++request_;
