@@ -5,6 +5,7 @@
 #include <QImage>
 
 #include <filesystem>
+#include <optional>
 
 #include "gpix/error.h"
 #include "gpix/io.h"
@@ -115,12 +116,36 @@ class IoStackFile final : public gpix::ui::StackFile {
   }
 };
 
+// The layer of a stack larger than the viewer's threshold (gpix::ui::large_stack_policy) that
+// its format lets us read in planes: left in its file, only its header read. Empty otherwise
+// (the caller reads the file whole).
+std::optional<Layer> file_backed_layer(const QString& path) {
+  auto src = gpix::io::open_slabs(fs(path));
+  if (!src ||
+      src->shape().elements() * gpix::size_of(src->dtype()) <= gpix::ui::large_stack_threshold())
+    return std::nullopt;
+  const gpix::io::Metadata& m = src->metadata();
+  Layer l;
+  l.name = QFileInfo(path).completeBaseName();
+  l.file = std::make_shared<IoStackFile>(path, *src);
+  l.source = path;
+  if (m.labels) l.mark_labels();
+  l.metadata.insert(QStringLiteral("format"), QString::fromStdString(src->format()));
+  l.metadata.insert(QStringLiteral("file_backed"), true);
+  const int ndim = src->shape().ndim();
+  l.spacing = m.spacing_or_default(ndim);
+  l.origin = m.origin_or_default(ndim);
+  l.unit = QString::fromStdString(m.unit);
+  return l;
+}
+
 }  // namespace
 
 // Raw files through gpix_io's one implementation (a sidecar or a NAME_ZxYxX_DTYPE.raw name),
 // the same that `gpix info FILE.raw` uses.
 gpix::plugin::Reader raw_reader() {
   return {QStringLiteral("raw"), {QStringLiteral("*.raw")}, [](const QString& path) {
+            if (auto big = file_backed_layer(path)) return QList<Layer>{*big};
             Layer l;
             l.name = QFileInfo(path).completeBaseName();
             l.host = gpix::io::read_raw(fs(path));
@@ -222,25 +247,9 @@ QStringList io_patterns(bool writing) {
 gpix::plugin::Reader io_reader() {
   return {
       QStringLiteral("itk"), io_patterns(false), [](const QString& path) {
+        if (auto big = file_backed_layer(path)) return QList<Layer>{*big};
         Layer l;
         l.name = QFileInfo(path).completeBaseName();
-        // A stack larger than the viewer's threshold (gpix::ui::large_stack_policy) stays in
-        // its file when its format can be read in planes; its header is all that is read now.
-        if (auto src = gpix::io::open_slabs(fs(path));
-            src && src->shape().elements() * gpix::size_of(src->dtype()) >
-                       gpix::ui::large_stack_threshold()) {
-          const gpix::io::Metadata& m = src->metadata();
-          l.file = std::make_shared<IoStackFile>(path, *src);
-          l.source = path;
-          if (m.labels) l.mark_labels();
-          l.metadata.insert(QStringLiteral("format"), QString::fromStdString(src->format()));
-          l.metadata.insert(QStringLiteral("file_backed"), true);
-          const int ndim = src->shape().ndim();
-          l.spacing = m.spacing_or_default(ndim);
-          l.origin = m.origin_or_default(ndim);
-          l.unit = QString::fromStdString(m.unit);
-          return QList<Layer>{l};
-        }
         gpix::io::ReadOptions o;
         o.channels = gpix::io::Channels::split;
         const gpix::io::Image img = gpix::io::read(fs(path), o);

@@ -28,6 +28,7 @@
 #include "gpix/array.h"
 #include "gpix/catalog.h"
 #include "gpix/io.h"
+#include "gpix/raw.h"
 #include "gpix/ui/device_panel.h"
 #include "gpix/ui/filter_panel.h"
 #include "gpix/ui/layer_card.h"
@@ -302,24 +303,30 @@ json.dump({'min': mn, 'max': mx, 'mean': total / (d * h * w), 'depth': d, 'heigh
       Shape shape;
       DType dtype;
       Params params;
+      const char* suffix;  // TIFF, or a raw file with its sidecar
     };
     const Case cases[] = {
         {"gaussian_blur", Shape{37, 101, 143}, DType::f32,
-         Params{{"sigma_x", 2.0}, {"sigma_y", 1.5}, {"sigma_z", 1.0}}},
+         Params{{"sigma_x", 2.0}, {"sigma_y", 1.5}, {"sigma_z", 1.0}}, ".tif"},
         {"median_box", Shape{29, 197, 131}, DType::u16,
-         Params{{"radius_x", 1.0}, {"radius_y", 1.0}, {"radius_z", 1.0}}},
-        {"gaussian_blur", Shape{2011, 777}, DType::f32, Params{{"sigma_x", 3.0}, {"sigma_y", 3.0}}},
+         Params{{"radius_x", 1.0}, {"radius_y", 1.0}, {"radius_z", 1.0}}, ".raw"},
+        {"gaussian_blur", Shape{2011, 777}, DType::f32, Params{{"sigma_x", 3.0}, {"sigma_y", 3.0}},
+         ".tif"},
     };
     auto w = make();
     for (const Case& c : cases) {
       const QString name = QString::fromLatin1(c.filter);
-      const QString path =
-          tmp_.filePath(QStringLiteral("in_%1_%2.tif").arg(name).arg(c.shape.ndim()));
+      const QString path = tmp_.filePath(QStringLiteral("in_%1_%2").arg(name).arg(c.shape.ndim()) +
+                                         QLatin1String(c.suffix));
       const HostArray data =
           c.dtype == DType::f32
               ? HostArray::from(test::random_values<float>(c.shape.elements()), c.shape)
               : HostArray::from(test::random_values<std::uint16_t>(c.shape.elements()), c.shape);
-      io::write(path.toStdString(), data);
+      if (QLatin1String(c.suffix) == QLatin1String(".raw")) {
+        io::write_raw(path.toStdString(), data);
+      } else {
+        io::write(path.toStdString(), data);
+      }
       const QList<int> ids = open_and_wait(w.get(), {path});
       QCOMPARE(ids.size(), 1);
       QVERIFY(w->host().layer(ids.first()).file_backed());
