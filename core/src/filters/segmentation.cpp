@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "filters/components.h"
 #include "filters/launch.h"
 #include "filters/registry.h"
 #include "filters/shared.h"
@@ -348,7 +349,7 @@ class OtsuFold final : public SlabFold {
   }
   Folded finish() override {
     const Otsu o = otsu_threshold(bins_, counts_);
-    return {{}, [o](std::span<const Array> slab) { return apply_otsu(slab[0], o); }};
+    return {{}, [o](std::span<const Array> slab, std::size_t) { return apply_otsu(slab[0], o); }};
   }
 
  private:
@@ -418,7 +419,8 @@ std::uint32_t exclusive_scan(const Array& data) {
   return total;
 }
 
-Array label_components(const Array& bin, bool full, const RunOptions& o) {
+Array label_components(const Array& bin, bool full, const RunOptions& o,
+                       std::uint32_t* count = nullptr) {
   require_u32_indices(bin, "connected_components");
   const std::size_t n = bin.elements();
   const Defines u32 = seg_defines(DType::u32);
@@ -435,7 +437,8 @@ Array label_components(const Array& bin, bool full, const RunOptions& o) {
   checkpoint(o, 0.5, "connected_components");
   launch(bin, kFile, "cc_roots", u32, flat_grid(n),
          {arg(parents), arg(flags), arg<std::uint64_t>(n)});
-  exclusive_scan(flags);
+  const std::uint32_t roots = exclusive_scan(flags);
+  if (count) *count = roots;
   launch(bin, kFile, "cc_write", u32, flat_grid(n),
          {arg(parents), arg(flags), arg(out), arg<std::uint64_t>(n)});
   return out;
@@ -815,10 +818,14 @@ const Filter<ComponentsParams> kConnectedComponents(
      .dims = {2, 3},
      .output = OutputKind::labels,
      .output_dtype = "uint32",
-     .untiled = "a label can span the whole image",
-     .fn = [](std::span<const Array> x, const ComponentsParams& p, const RunOptions& o) {
-       return one(label_components(x[0], p.connectivity == "full", o));
-     }});
+     .fold = [](const ComponentsParams& p, const Shape& shape,
+                DType t) -> std::unique_ptr<SlabFold> {
+       return components_fold(p.connectivity == "full", shape, t);
+     },
+     .fn =
+         [](std::span<const Array> x, const ComponentsParams& p, const RunOptions& o) {
+           return one(label_components(x[0], p.connectivity == "full", o));
+         }});
 
 const Filter<> kRelabelSequential(
     {.name = "relabel_sequential",
@@ -898,6 +905,17 @@ const Filter<> kLabelStatistics(
 
 }  // namespace
 
+Components components(const Array& binary, bool full) {
+  Components c;
+  c.labels = label_components(binary, full, {}, &c.count);
+  return c;
+}
+
+void map_labels(const Array& labels, const Array& table) {
+  launch(labels, kFile, "cc_map", seg_defines(DType::u32), flat_grid(labels.elements()),
+         {arg(labels), arg(table), arg<std::uint64_t>(labels.elements())});
+}
+
 void register_segmentation(Catalog& c) {
   c.add({&kThreshold, &kThresholdOtsu, &kBinaryAnd, &kBinaryOr, &kBinaryXor, &kBinaryNot,
          &kBinaryErosion, &kBinaryDilation, &kBinaryOpening, &kBinaryClosing, &kConnectedComponents,
@@ -922,7 +940,7 @@ void add_segmentation_variants(std::vector<KernelVariant>& out) {
   }
   const Defines u32 = seg_defines(DType::u32);
   for (const char* e :
-       {"scan_block", "scan_add", "cc_merge", "cc_roots", "cc_write", "extend_labels"})
+       {"scan_block", "scan_add", "cc_merge", "cc_roots", "cc_write", "cc_map", "extend_labels"})
     out.push_back({kFile, e, u32});
 }
 
