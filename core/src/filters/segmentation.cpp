@@ -957,9 +957,8 @@ void add_segmentation_variants(std::vector<KernelVariant>& out) {
     if (t == DType::f32) out.push_back({kStatsFile, "label_stats", label_stats_defines(t, false)});
   }
   const Defines u32 = seg_defines(DType::u32);
-  for (const char* e :
-       {"scan_block", "scan_add", "cc_merge_tiles", "cc_roots", "cc_write", "cc_map",
-        "extend_labels"})
+  for (const char* e : {"scan_block", "scan_add", "cc_merge_tiles", "cc_roots", "cc_write",
+                        "cc_map", "extend_labels"})
     out.push_back({kFile, e, u32});
 }
 
