@@ -26,7 +26,7 @@ namespace {
 
 constexpr const char* kFile = "segmentation.kernel";
 constexpr const char* kStatsFile = "label_statistics.kernel";
-// Pixels per work-item of label_stats (RUN in label_statistics.kernel, which says why).
+// Pixels per work-item of label_stats (RUN in label_statistics.kernel).
 constexpr std::size_t kStatsRun = 16;
 constexpr std::size_t kScanWG = 256;  // SCAN_WG in segmentation.kernel
 constexpr std::uint32_t kNone = 0xffffffffu;
@@ -601,9 +601,9 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
   const DType key_t = k.key_bits == 64 ? DType::u64 : DType::u32;
   const DType sum_t = k.sum_mode == 1 ? DType::u32 : DType::u64;
   Array area = Array::create(Shape{rows}, DType::u32, dev);
-  // Slots per label sum (label_statistics.kernel says why): 32 for up to 2048 labels, fewer
-  // as labels grow more numerous and each draws less contention.
-  const std::size_t reps = std::clamp<std::size_t>(65536 / rows, 1, 32);
+  // Slots per label sum (label_statistics.kernel says why): 32 for up to 8192 labels, fewer
+  // as labels grow more numerous (and each draws less contention), so the table stays small.
+  const std::size_t reps = std::clamp<std::size_t>(262144 / rows, 1, 32);
   Array sums = Array::create(Shape{rows * reps}, sum_t, dev);
   Array mins = Array::empty(Shape{rows}, key_t, dev);
   if (key_t == DType::u64) {
@@ -613,11 +613,24 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
   }
   Array maxs = Array::create(Shape{rows}, key_t, dev);
   Array nans = Array::create(Shape{rows}, DType::u32, dev);
-  const std::size_t n = image.elements();
+  // One work-group of 256 per tile, each work-item a run of kStatsRun pixels along x: 64x64
+  // tiles in 2D (16 x 256 for images at most 16 wide), 16x16x16 in 3D.
+  const Shape& s = image.shape();
+  const bool vol = s.depth() > 1, narrow = !vol && s.width() <= kStatsRun;
+  const int tx = narrow ? 16 : (vol ? 16 : 64), tz = vol ? 16 : 1;
+  const int ty = static_cast<int>(256 / (static_cast<std::size_t>(tx) / kStatsRun)) / tz;
+  const auto tiles = [](std::size_t len, int tile) {
+    return (len + static_cast<std::size_t>(tile) - 1) / static_cast<std::size_t>(tile);
+  };
+  std::vector<KernelArg> args = {arg(lab), arg(image)};
+  push_shape(args, s);
+  for (KernelArg a : {arg(tx), arg(ty), arg(tz), arg(area), arg(sums), arg(mins), arg(maxs),
+                      arg(nans), arg(static_cast<int>(reps))}) {
+    args.push_back(a);
+  }
   launch(image, kStatsFile, "label_stats", label_stats_defines(vt, fp64),
-         flat_grid((n + kStatsRun - 1) / kStatsRun),
-         {arg(lab), arg(image), arg<std::uint64_t>(n), arg(area), arg(sums), arg(mins), arg(maxs),
-          arg(nans), arg(static_cast<int>(reps))});
+         flat_grid(tiles(s.width(), tx) * tiles(s.height(), ty) * tiles(s.depth(), tz) * 256),
+         args);
   checkpoint(o, 0.8, what);
   // The five columns come back in one round trip: queued pulls, one wait. Blocking pulls one
   // after another cost a host-device synchronisation each, most of the call on a 2048^2
