@@ -80,7 +80,7 @@ std::vector<double> reference(const Volume& a, const MipOptions& o, std::size_t 
   const auto [cp, sp] = cs(o.pitch);
   const double s[3] = {o.spacing[2], o.spacing[1], o.spacing[0]};
   const double n[3] = {double(a.nx), double(a.ny), double(a.nz)};
-  const double pixel = o.pixel ? o.pixel : std::min({s[0], s[1], s[2]});
+  const double pixel = o.pixel != 0 ? o.pixel : std::min({s[0], s[1], s[2]});
   const double u[3] = {cy, 0, sy};
   const double v[3] = {-sy * sp, cp, cy * sp};
   const double d[3] = {-sy * cp, -sp, cy * cp};
@@ -283,14 +283,14 @@ class TestMip : public QObject {
       QSKIP("linear interpolation of wide integers needs fp64");
     }
     const std::array<double, 3> iso{1, 1, 1}, deep{3, 1, 1}, odd{2.5, 0.5, 1.25};
-    for (const auto& [s, sp] : {std::pair{Shape{7, 13, 11}, iso},
-                                {Shape{6, 9, 10}, deep},
-                                {Shape{5, 8, 7}, odd},
-                                {Shape{1, 1, 1}, iso},
-                                {Shape{1, 5, 9}, iso},
-                                {Shape{6, 1, 4}, deep},
-                                {Shape{5, 7, 1}, iso}}) {
-      visit_dtype(dtype, [&](auto z) { check<decltype(z)>(dev, s, sp); });
+    for (const auto& row : {std::pair{Shape{7, 13, 11}, iso},
+                            {Shape{6, 9, 10}, deep},
+                            {Shape{5, 8, 7}, odd},
+                            {Shape{1, 1, 1}, iso},
+                            {Shape{1, 5, 9}, iso},
+                            {Shape{6, 1, 4}, deep},
+                            {Shape{5, 7, 1}, iso}}) {
+      visit_dtype(dtype, [&](auto z) { check<decltype(z)>(dev, row.first, row.second); });
       if (QTest::currentTestFailed()) return;
     }
   }

@@ -14,6 +14,7 @@
 #include <QTest>
 #include <QTimer>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "gpix/basic_host.h"
@@ -297,7 +298,7 @@ class TestStackViews : public QObject {
       const std::size_t x0 = (250 - (cols - 1) * step - 1) / 2, y0 = (210 - s.ny) / 2;
       for (std::size_t y = 0; y < s.ny; ++y) {
         for (std::size_t c = 0; c < cols; ++c) {
-          double m = -INFINITY;
+          double m = -std::numeric_limits<double>::infinity();
           for (std::size_t k = 0; k < (axis == 'z' ? s.nz : s.nx); ++k)
             m = std::max(m, axis == 'z' ? s.at(k, y, c) : s.at(c, y, k));
           const auto got =
