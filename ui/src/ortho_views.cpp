@@ -107,9 +107,17 @@ class OrthoPane : public QWidget {
     const QImage& img = owner_->state_[at(plane_)].image;
     const QSize n = plane_size();
     if (!img.isNull()) {
-      const bool magnify = width() >= img.width();
-      p.setRenderHint(QPainter::SmoothPixmapTransform, !magnify);
-      p.drawImage(QRectF(rect()), img);
+      if (width() >= img.width()) {
+        p.drawImage(QRectF(rect()), img);  // magnified: nearest, pixels stay pixels
+      } else {
+        // Shrunk smoothly once per frame and size, not on every crosshair move: a 512 x 512
+        // plane filtered down on each paint cost the event loop tens of ms during a drag.
+        if (scaled_key_ != img.cacheKey() || scaled_.size() != size()) {
+          scaled_ = img.scaled(size(), Qt::IgnoreAspectRatio, Qt::SmoothTransformation);
+          scaled_key_ = img.cacheKey();
+        }
+        p.drawImage(0, 0, scaled_);
+      }
     }
     if (n.isEmpty()) return;
     const double sx = width() / double(n.width()), sy = height() / double(n.height());
@@ -149,6 +157,8 @@ class OrthoPane : public QWidget {
 
   OrthoViews* owner_;
   Plane plane_;
+  QImage scaled_;  // the plane shrunk to the pane
+  qint64 scaled_key_ = 0;
 };
 
 OrthoViews::OrthoViews(Workspace& host, QWidget* parent) : QWidget(parent), host_(host) {
