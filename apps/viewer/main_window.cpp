@@ -32,6 +32,7 @@
 #include "gpix/ui/filter_panel.h"
 #include "gpix/ui/workflow.h"
 #include "session.h"
+#include "stack_views.h"
 
 namespace {
 
@@ -212,6 +213,8 @@ void MainWindow::build_menus() {
   bar->setChecked(view_->scale_bar_visible());
   bar->setToolTip(tr("A bar of a round physical length on calibrated images"));
   connect(bar, &QAction::toggled, view_, &gpix::ui::ImageView::set_scale_bar_visible);
+  view->addSeparator();
+  (new StackViews(*host_, view_, this))->add_to(view);
   view->addSeparator();
 
   // Help comes last, after the menus plugins add (see load_plugins).
