@@ -236,6 +236,7 @@ void RoiPanel::show_table() {
                                      tr("sum")});
   table_->setRowCount(int(rois_.size()));
   const double pa = pixel_area(l);
+  const bool stack = l.valid() && l.shape().ndim() == 3;  // 2D layers have no slice to show
   QStringList problems;
   for (int i = 0; i < int(rois_.size()); ++i) {
     const Roi& r = rois_[i];
@@ -245,7 +246,9 @@ void RoiPanel::show_table() {
     const double area = double(s.pixels) / std::max(1, s.planes) * pa;
     const QStringList cells = {QString::number(r.id),
                                kind_name(r.kind),
-                               r.plane < 0 ? tr("all") : QString::number(r.plane),
+                               !stack        ? QString()
+                               : r.plane < 0 ? tr("all")
+                                             : QString::number(r.plane),
                                ok ? QString::number(s.pixels) : QStringLiteral("?"),
                                ok ? shown(area) : QStringLiteral("?"),
                                ok ? shown(s.mean) : QString(),
@@ -269,6 +272,7 @@ void RoiPanel::show_table() {
   } else {
     status_->setText(tr("%n ROI(s) on '%1'", nullptr, int(rois_.size())).arg(l.name));
   }
+  all_planes_->setEnabled(stack);
   crop_->setEnabled(!rois_.isEmpty());
   delete_->setEnabled(!rois_.isEmpty());
   export_->setEnabled(!rois_.isEmpty());
@@ -284,7 +288,9 @@ QString RoiPanel::csv() const {
   for (int i = 0; i < int(rois_.size()) && std::size_t(i) < stats_.size(); ++i) {
     const Roi& r = rois_[i];
     const RoiStats& s = stats_[std::size_t(i)];
-    const QString slice = r.plane < 0 ? QStringLiteral("all") : QString::number(r.plane);
+    const QString slice = l.shape().ndim() != 3 ? QString()
+                          : r.plane < 0         ? QStringLiteral("all")
+                                                : QString::number(r.plane);
     lines << QStringList{QString::number(r.id),
                          kind_name(r.kind),
                          slice,

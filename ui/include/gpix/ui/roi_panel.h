@@ -38,8 +38,8 @@ class RoiPanel : public QWidget {
   // Per ROI: why it could not be measured (empty where it was).
   const QStringList& errors() const { return errors_; }
   bool busy() const { return measuring_ || cropping_; }
-  // The table as CSV: roi, shape, slice ("all" or the index), pixels, area, unit, mean, std,
-  // min, max, sum; numbers in their shortest exact form, NaN as "nan".
+  // The table as CSV: roi, shape, slice ("all" or the index on stacks, empty in 2D), pixels, area,
+  // unit, mean, std, min, max, sum; numbers in their shortest exact form, NaN as "nan".
   QString csv() const;
   // The header text of the area column ("area (µm²)", "area (px)").
   QString area_header() const;
