@@ -20,6 +20,7 @@
 #include <QTest>
 #include <QUndoStack>
 #include <cmath>
+#include <limits>
 
 #include "gpix/basic_host.h"
 #include "gpix/ui/image_view.h"
@@ -96,8 +97,8 @@ struct Ref {
 Ref reference(const std::vector<std::uint16_t>& v, std::size_t h, std::size_t w, const Roi& r,
               std::size_t z0, std::size_t z1) {
   Ref ref;
-  ref.min = INFINITY;
-  ref.max = -INFINITY;
+  ref.min = std::numeric_limits<double>::infinity();
+  ref.max = -std::numeric_limits<double>::infinity();
   std::vector<double> in;
   for (std::size_t z = z0; z < z1; ++z) {
     for (std::size_t y = 0; y < h; ++y) {
@@ -559,7 +560,8 @@ class TestRoi : public QObject {
       const Array arr = Array::push(hv, default_device());
       for (const Roi& r : {ell, rect}) {
         const ui::RoiStats got = ui::measure_roi(arr, r);
-        double sum = 0, mn = INFINITY, mx = -INFINITY;
+        double sum = 0, mn = std::numeric_limits<double>::infinity(),
+               mx = -std::numeric_limits<double>::infinity();
         std::vector<double> in;
         for (std::size_t y = 0; y < s.height(); ++y) {
           for (std::size_t x = 0; x < s.width(); ++x) {

@@ -13,6 +13,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "async.h"
@@ -59,7 +60,8 @@ void ProfilePlot::set_data(std::vector<double> x, std::vector<double> y, const Q
   x_ = std::move(x);
   y_ = std::move(y);
   x_label_ = x_label;
-  double lo = INFINITY, hi = -INFINITY;
+  double lo = std::numeric_limits<double>::infinity(),
+         hi = -std::numeric_limits<double>::infinity();
   for (double v : y_) {
     if (std::isfinite(v)) {
       lo = std::min(lo, v);

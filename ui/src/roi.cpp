@@ -177,7 +177,7 @@ Roi Roi::from_json(const QJsonObject& o) {
     throw InvalidArgument("ROI kind '" + kind.toStdString() +
                           "' is not one of rectangle, ellipse, polygon, line");
   }
-  for (const QJsonValue& v : o.value(QStringLiteral("points")).toArray()) {
+  for (const QJsonValue v : o.value(QStringLiteral("points")).toArray()) {
     const QJsonArray xy = v.toArray();
     if (xy.size() != 2 || !xy[0].isDouble() || !xy[1].isDouble()) {
       throw InvalidArgument("ROI points are [x, y] pairs of numbers");
