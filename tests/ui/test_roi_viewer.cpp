@@ -1,11 +1,15 @@
 // The ROI tools in the real viewer window (offscreen, with the gpix plugin): the Tools menu and
 // tool bar, the one-key shortcuts, Delete removing the selected ROI rather than the layer, the
-// line profile dock showing itself, and ROIs kept in a session and restored from it.
+// line profile dock showing itself, and ROIs kept in a session and restored from it. With
+// GPIX_SCREENSHOT_DIR set (and a real display: xvfb-run), the docs' roi_stats.png and
+// line_profile.png go there.
+#include <QDir>
 #include <QDockWidget>
 #include <QMenu>
 #include <QMenuBar>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
@@ -116,6 +120,56 @@ class TestRoiViewer : public QObject {
       QCOMPARE(got[i].plane, want[i].plane);
       QCOMPARE(got[i].id, want[i].id);
     }
+  }
+
+  // The docs' screenshot of the whole window (GPIX_SCREENSHOT_DIR): ROIs on the nuclei sample,
+  // their table, and a line profile across three nuclei.
+  void screenshot_window() {
+    const QString dir = qEnvironmentVariable("GPIX_SCREENSHOT_DIR");
+    if (dir.isEmpty()) QSKIP("GPIX_SCREENSHOT_DIR is not set");
+    auto w = make(QStringLiteral("d.ini"));
+    w->resize(1600, 1000);
+    w->show();
+    QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    const int id = open_sample(*w);
+    QVERIFY(id >= 0);
+    // Calibrated as a 0.65 µm camera pixel would be, so that areas and distances show in µm.
+    gpix::ui::Layer l = w->host().layer(id);
+    l.spacing = {0.65, 0.65};
+    l.unit = QStringLiteral("um");
+    w->host().replace_layer(id, l);
+    for (const char* name : {"dock_labels", "dock_devices"}) {
+      if (auto* d = w->findChild<QDockWidget*>(QLatin1String(name))) d->hide();
+    }
+    gpix::ui::RoiOverlay* overlay = w->roi_overlay();
+    auto shape = [](RoiKind k, QPolygonF pts) {
+      Roi r;
+      r.kind = k;
+      r.points = std::move(pts);
+      return r;
+    };
+    overlay->add_roi(id, shape(RoiKind::ellipse, QPolygonF({QPointF(186, 30), QPointF(220, 66)})));
+    overlay->add_roi(id,
+                     shape(RoiKind::rectangle, QPolygonF({QPointF(26, 110), QPointF(66, 150)})));
+    overlay->add_roi(id, shape(RoiKind::polygon,
+                               QPolygonF({QPointF(88, 190), QPointF(118, 182), QPointF(128, 214),
+                                          QPointF(112, 240), QPointF(90, 228)})));
+    overlay->select(3);
+    overlay->set_line({20, 150}, {240, 140});
+    w->profile_panel()->width_box()->setValue(3);
+    if (auto* d = w->findChild<QDockWidget*>(QStringLiteral("dock_profile")))
+      w->resizeDocks({d}, {300}, Qt::Vertical);
+    QTRY_VERIFY_WITH_TIMEOUT(!w->roi_panel()->busy() && !w->profile_panel()->busy() &&
+                                 !w->view()->busy() && w->roi_panel()->table()->rowCount() == 3,
+                             60000);
+    // The cursor over the plot: the value readout at the first nucleus.
+    gpix::ui::ProfilePlot* plot = w->profile_panel()->plot();
+    QTest::mouseMove(plot, QPoint(int(plot->column_of(plot->x().back() * 0.26)), 40));
+    QTRY_VERIFY(plot->hovered() >= 0);
+    QTest::qWait(200);
+    QVERIFY(w->grab().save(QDir(dir).filePath(QStringLiteral("roi_stats.png"))));
+    QVERIFY(
+        w->profile_panel()->grab().save(QDir(dir).filePath(QStringLiteral("line_profile.png"))));
   }
 };
 
