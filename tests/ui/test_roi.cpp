@@ -7,6 +7,7 @@
 // reference, following the slice, with distances in µm.
 #include <QApplication>
 #include <QCheckBox>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QHBoxLayout>
 #include <QSettings>
@@ -298,6 +299,15 @@ class TestRoi : public QObject {
     QVERIFY(moved.bounds().left() != rect.bounds().left());
     QCOMPARE(overlay_->selected(), 1);
     compare(stats_of(1), reference(v, h, w, moved, 0, 1));
+    // Its second corner's handle reshapes it (snapped to pixel edges); the statistics follow.
+    const QPointF corner = moved.points[1];
+    drag(corner, corner + QPointF(-60.3, 45.2));
+    const Roi reshaped = roi(1);
+    QCOMPARE(reshaped.points[0], moved.points[0]);
+    QVERIFY(reshaped.points[1] != moved.points[1]);
+    QCOMPARE(reshaped.points[1],
+             QPointF(std::round(reshaped.points[1].x()), std::round(reshaped.points[1].y())));
+    compare(stats_of(1), reference(v, h, w, reshaped, 0, 1));
     // Delete removes the selected ROI (and not the layer).
     QTest::keyClick(view_, Qt::Key_Delete);
     QCOMPARE(overlay_->rois(overlay_->roi_layer()).size(), 4);
@@ -605,6 +615,24 @@ class TestRoi : public QObject {
     QCOMPARE(ui::measure_roi(a, off).pixels, std::uint64_t(0));
     QVERIFY(std::isnan(ui::measure_roi(a, off).mean));
     QVERIFY_THROWS_EXCEPTION(InvalidArgument, ui::crop_to_roi(a, off, false));
+  }
+
+  // A 64x512x512 stack with an all-slices polygon: every voxel of the prism, against the plain
+  // reference.
+  void large_stack() {
+    const std::size_t d = 64, h = 512, w = 512;
+    const std::vector<std::uint16_t> v = cells(d, h, w);
+    const Array a = Array::push(v, Shape{d, h, w});
+    Roi p;
+    p.kind = RoiKind::polygon;
+    p.points = QPolygonF({QPointF(40.3, 30.7), QPointF(470.2, 61.9), QPointF(260.6, 250.1),
+                          QPointF(455.5, 480.4), QPointF(20.8, 400.2)});
+    QElapsedTimer t;
+    t.start();
+    const ui::RoiStats s = ui::measure_roi(a, p);
+    qInfo("measure_roi: %lld ms for %llu voxels", t.elapsed(),
+          static_cast<unsigned long long>(s.pixels));
+    compare(s, reference(v, h, w, p, 0, d));
   }
 
   // Sessions keep ROIs as JSON: the round trip, and a broken entry named.
