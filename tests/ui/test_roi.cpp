@@ -473,6 +473,15 @@ class TestRoi : public QObject {
     const double um = std::hypot((b.x() - a.x()) * 0.2, (b.y() - a.y()) * 0.25);
     QVERIFY(std::abs(profile_->plot()->x().back() - um) < 1e-9);
     QVERIFY(profile_->csv().startsWith(QStringLiteral("distance_\u00b5m,value\n")));
+    // Or in pixels, on request.
+    profile_->pixels_box()->setChecked(true);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        !profile_->busy() && profile_->csv().startsWith(QStringLiteral("distance_px,")), 30000);
+    QVERIFY(std::abs(profile_->plot()->x().back() - std::hypot(b.x() - a.x(), b.y() - a.y())) <
+            1e-9);
+    profile_->pixels_box()->setChecked(false);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        !profile_->busy() && std::abs(profile_->plot()->x().back() - um) < 1e-9, 30000);
 
     const QString raw = tmp_.filePath(QStringLiteral("stack.raw"));
     QFile f(raw);

@@ -1,5 +1,6 @@
 #include "gpix/ui/profile_panel.h"
 
+#include <QCheckBox>
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -211,6 +212,10 @@ ProfilePanel::ProfilePanel(Workspace& host, ImageView* view, RoiOverlay* overlay
   width_->setSuffix(tr(" px"));
   width_->setToolTip(tr("Average this many parallel lines, one pixel apart"));
   row->addWidget(width_);
+  in_pixels_ = new QCheckBox(tr("in px"));
+  in_pixels_->setObjectName(QStringLiteral("profile_in_pixels"));
+  in_pixels_->setToolTip(tr("Distances in pixels rather than the layer's unit"));
+  row->addWidget(in_pixels_);
   info_ = new QLabel;
   info_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   row->addWidget(info_, 1);
@@ -224,6 +229,7 @@ ProfilePanel::ProfilePanel(Workspace& host, ImageView* view, RoiOverlay* overlay
     overlay_->set_line_width(w);
     refresh();
   });
+  connect(in_pixels_, &QCheckBox::toggled, this, &ProfilePanel::refresh);
   connect(export_, &QPushButton::clicked, this, &ProfilePanel::export_dialog);
   connect(overlay_, &RoiOverlay::line_changed, this, &ProfilePanel::refresh);
   connect(view_, &ImageView::slice_changed, this, &ProfilePanel::refresh);
@@ -285,8 +291,11 @@ void ProfilePanel::refresh() {
           return;
         }
         error_.clear();
-        unit_ = l.calibrated() ? display_unit(l.unit) : QStringLiteral("px");
-        std::vector<double> d = profile_distances(l, a, b, out.value->values.size());
+        const bool physical = l.calibrated() && !in_pixels_->isChecked();
+        unit_ = physical ? display_unit(l.unit) : QStringLiteral("px");
+        Layer geometry = l;
+        if (!physical) geometry.spacing.clear();  // spacing 1: distances in pixels
+        std::vector<double> d = profile_distances(geometry, a, b, out.value->values.size());
         const double length = d.back();
         plot_->set_data(std::move(d), out.value->values, unit_);
         QString where = l.name;

@@ -14,6 +14,7 @@
 
 #include "gpix/ui/workspace.h"
 
+class QCheckBox;
 class QLabel;
 class QPushButton;
 class QSpinBox;
@@ -66,6 +67,8 @@ class ProfilePanel : public QWidget {
 
   ProfilePlot* plot() const { return plot_; }
   QSpinBox* width_box() const { return width_; }
+  // Distances in pixels even on a calibrated layer (otherwise in its unit).
+  QCheckBox* pixels_box() const { return in_pixels_; }
   bool busy() const { return pending_; }
   QString error_text() const { return error_; }
   // "distance_<unit>,value" lines (unit "px" when not calibrated).
@@ -86,6 +89,7 @@ class ProfilePanel : public QWidget {
   RoiOverlay* overlay_;
   ProfilePlot* plot_ = nullptr;
   QSpinBox* width_ = nullptr;
+  QCheckBox* in_pixels_ = nullptr;
   QLabel* info_ = nullptr;
   QLabel* hover_ = nullptr;
   QPushButton* export_ = nullptr;
