@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "gpix/plugin_loader.h"
+#include "gpix/ui/histogram_panel.h"
 #include "gpix/ui/image_view.h"
 #include "gpix/ui/label_panel.h"
 #include "gpix/ui/layer_list.h"
@@ -30,6 +31,7 @@ class MainWindow : public QMainWindow {
   gpix::ui::ImageView* view() const { return view_; }
   gpix::ui::LayerList* layer_list() const { return layers_; }
   gpix::ui::LabelPanel* label_panel() const { return labels_; }
+  gpix::ui::HistogramPanel* histogram_panel() const { return histogram_; }
   QSlider* slice_slider() const { return slice_; }
   gpix::plugin::PluginLoader& plugins() { return loader_; }
 
@@ -127,6 +129,7 @@ class MainWindow : public QMainWindow {
   gpix::ui::ImageView* view_ = nullptr;
   gpix::ui::LayerList* layers_ = nullptr;
   gpix::ui::LabelPanel* labels_ = nullptr;
+  gpix::ui::HistogramPanel* histogram_ = nullptr;
   QSlider* slice_ = nullptr;
   QLabel* slice_label_ = nullptr;
   QLabel* cursor_ = nullptr;
