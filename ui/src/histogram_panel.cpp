@@ -227,6 +227,9 @@ HistogramPanel::HistogramPanel(Workspace& host, QWidget* parent) : QWidget(paren
   auto* b = new QHBoxLayout;
   log_ = new QCheckBox(tr("Log scale"));
   log_->setObjectName(QStringLiteral("histogram_log"));
+  // Microscopy images are mostly background: on a linear scale its peak flattens the rest.
+  log_->setChecked(true);
+  plot_->set_log(true);
   auto_ = new QPushButton(tr("Auto"));
   auto_->setObjectName(QStringLiteral("histogram_auto"));
   auto_->setToolTip(tr("Limits at the 0.5 and 99.5 percentiles"));
