@@ -3,7 +3,7 @@
  * Write kernels with these names only:
  *   GPIX_KERNEL void name(GPIX_GLOBAL T* out, ...)    entry point
  *   GPIX_FUNC                                         helper function qualifier
- *   GPIX_GLOBAL / GPIX_CONST_GLOBAL                   pointer address spaces
+ *   GPIX_GLOBAL / GPIX_CONST_GLOBAL / GPIX_LOCAL      pointer address spaces
  *   GPIX_LOCAL_ARRAY(type, name, n)                   work-group shared array, fixed size
  *   gpix_global_id(d), gpix_local_id(d), gpix_group_id(d), gpix_local_size(d),
  *   gpix_num_groups(d), gpix_global_size(d)           work-item indices (d = 0, 1, 2 = x, y, z)
@@ -29,6 +29,12 @@
  *                                                     OpenCL device without
  *                                                     cl_khr_int64_{base,extended}_atomics
  *                                                     fails to compile with a clear #error)
+ *   gpix_atomic_add_f32(p, v), gpix_atomic_add_f64(p, v)
+ *                                                     float adds on global memory (p points
+ *                                                     to the float's bits), defined only where
+ *                                                     GPIX_HAS_FLOAT_ATOMIC_ADD is (CUDA); the
+ *                                                     f64 one with GPIX_NEED_FP64. Elsewhere
+ *                                                     a compare-and-swap loop stands in
  *   gpix_as_u32(float), gpix_as_f32(u32), gpix_as_u64(double), gpix_as_f64(u64)
  *                                                     bit casts
  *   gpix_v4(T)                                        four-element vector of an 8-, 16- or
@@ -50,6 +56,7 @@
 #define GPIX_FUNC static inline
 #define GPIX_GLOBAL __global
 #define GPIX_CONST_GLOBAL __global const
+#define GPIX_LOCAL __local
 #define GPIX_LOCAL_ARRAY(type, name, n) __local type name[n]
 #define gpix_global_id(d) ((gpix_index)get_global_id(d))
 #define gpix_local_id(d) ((gpix_index)get_local_id(d))
@@ -117,6 +124,7 @@ typedef ulong gpix_index;
 #define GPIX_FUNC static __device__ __forceinline__
 #define GPIX_GLOBAL
 #define GPIX_CONST_GLOBAL const
+#define GPIX_LOCAL
 #define GPIX_LOCAL_ARRAY(type, name, n) __shared__ type name[n]
 typedef unsigned long long gpix_index;
 __device__ __forceinline__ gpix_index gpix__dim(const uint3& v, int d) {
@@ -163,6 +171,13 @@ typedef double gpix_f64;
 #define gpix_atomic_max_u64(p, v) atomicMax((unsigned long long*)(p), (unsigned long long)(v))
 #define gpix_atomic_cmpxchg_u64(p, c, v) \
   atomicCAS((unsigned long long*)(p), (unsigned long long)(c), (unsigned long long)(v))
+#endif
+/* Native float atomics (no retry loop: a compare-and-swap loop on one contended address
+ * retries its competitors, a red.add does not). */
+#define GPIX_HAS_FLOAT_ATOMIC_ADD 1
+#define gpix_atomic_add_f32(p, v) atomicAdd((float*)(p), (float)(v))
+#if defined(GPIX_NEED_FP64)
+#define gpix_atomic_add_f64(p, v) atomicAdd((double*)(p), (double)(v))
 #endif
 #define gpix_as_u32(x) __float_as_uint(x)
 #define gpix_as_f32(x) __uint_as_float(x)

@@ -25,8 +25,8 @@ namespace {
 
 constexpr const char* kFile = "segmentation.kernel";
 constexpr const char* kStatsFile = "label_statistics.kernel";
-// Pixels per work-item of label_stats (RUN in label_statistics.kernel, which says why).
-constexpr std::size_t kStatsRun = 128;
+// Pixels per work-item of label_stats (RUN in label_statistics.kernel).
+constexpr std::size_t kStatsRun = 16;
 constexpr std::size_t kScanWG = 256;  // SCAN_WG in segmentation.kernel
 constexpr std::uint32_t kNone = 0xffffffffu;
 
@@ -425,13 +425,31 @@ Array label_components(const Array& bin, bool full, const RunOptions& o) {
   Array parents = empty_like(bin, DType::u32);
   Array flags = empty_like(bin, DType::u32);
   Array out = empty_like(bin, DType::u32);
-  std::vector<KernelArg> init = {arg(bin), arg(parents)};
-  push_shape(init, bin.shape());
-  launch(bin, kFile, "cc_init", seg_defines(bin.dtype()), image_grid(bin.shape()), init);
-  std::vector<KernelArg> args = {arg(parents)};
-  push_shape(args, bin.shape());
-  args.push_back(arg(full ? 1 : 0));
-  launch(bin, kFile, "cc_merge", u32, image_grid(bin.shape()), args);
+  // Tiles of at most 2048 pixels (CC_TILE in segmentation.kernel, which says why): 16x16x8 in
+  // 3D and 64x32 in 2D, square-ish so that few of a tile's pixels lie on its faces; narrower
+  // along thin axes, deeper or taller to fill the rest.
+  const Shape& s = bin.shape();
+  const auto clip = [](std::size_t len, std::size_t t) {
+    return static_cast<int>(std::min(len, t));
+  };
+  const bool vol = s.depth() > 1;
+  const int tx = clip(s.width(), vol ? 16 : 64), ty = clip(s.height(), vol ? 16 : 2048 / tx);
+  const int tz = vol ? clip(s.depth(), 2048 / (tx * ty)) : 1;
+  const auto tiles = [](std::size_t len, int t) {
+    return (len + static_cast<std::size_t>(t) - 1) / t;
+  };
+  const std::size_t ntiles = tiles(s.width(), tx) * tiles(s.height(), ty) * tiles(s.depth(), tz);
+  const auto tile_args = [&](std::vector<KernelArg> a) {
+    push_shape(a, s);
+    a.push_back(arg(tx));
+    a.push_back(arg(ty));
+    a.push_back(arg(tz));
+    a.push_back(arg(full ? 1 : 0));
+    return a;
+  };
+  launch(bin, kFile, "cc_local", seg_defines(bin.dtype()), flat_grid(ntiles * 256),
+         tile_args({arg(bin), arg(parents)}));
+  launch(bin, kFile, "cc_merge_tiles", u32, image_grid(s), tile_args({arg(parents)}));
   checkpoint(o, 0.5, "connected_components");
   launch(bin, kFile, "cc_roots", u32, flat_grid(n),
          {arg(parents), arg(flags), arg<std::uint64_t>(n)});
@@ -580,9 +598,9 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
   const DType key_t = k.key_bits == 64 ? DType::u64 : DType::u32;
   const DType sum_t = k.sum_mode == 1 ? DType::u32 : DType::u64;
   Array area = Array::create(Shape{rows}, DType::u32, dev);
-  // Slots per label sum (label_statistics.kernel says why): 32 for up to 2048 labels, fewer
-  // as labels grow more numerous and each draws less contention.
-  const std::size_t reps = std::clamp<std::size_t>(65536 / rows, 1, 32);
+  // Slots per label sum (label_statistics.kernel says why): 32 for up to 8192 labels, fewer
+  // as labels grow more numerous (and each draws less contention), so the table stays small.
+  const std::size_t reps = std::clamp<std::size_t>(262144 / rows, 1, 32);
   Array sums = Array::create(Shape{rows * reps}, sum_t, dev);
   Array mins = Array::empty(Shape{rows}, key_t, dev);
   if (key_t == DType::u64) {
@@ -592,11 +610,24 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
   }
   Array maxs = Array::create(Shape{rows}, key_t, dev);
   Array nans = Array::create(Shape{rows}, DType::u32, dev);
-  const std::size_t n = image.elements();
+  // One work-group of 256 per tile, each work-item a run of kStatsRun pixels along x: 64x64
+  // tiles in 2D (16 x 256 for images at most 16 wide), 16x16x16 in 3D.
+  const Shape& s = image.shape();
+  const bool vol = s.depth() > 1, narrow = !vol && s.width() <= kStatsRun;
+  const int tx = narrow ? 16 : (vol ? 16 : 64), tz = vol ? 16 : 1;
+  const int ty = static_cast<int>(256 / (static_cast<std::size_t>(tx) / kStatsRun)) / tz;
+  const auto tiles = [](std::size_t len, int tile) {
+    return (len + static_cast<std::size_t>(tile) - 1) / static_cast<std::size_t>(tile);
+  };
+  std::vector<KernelArg> args = {arg(lab), arg(image)};
+  push_shape(args, s);
+  for (KernelArg a : {arg(tx), arg(ty), arg(tz), arg(area), arg(sums), arg(mins), arg(maxs),
+                      arg(nans), arg(static_cast<int>(reps))}) {
+    args.push_back(a);
+  }
   launch(image, kStatsFile, "label_stats", label_stats_defines(vt, fp64),
-         flat_grid((n + kStatsRun - 1) / kStatsRun),
-         {arg(lab), arg(image), arg<std::uint64_t>(n), arg(area), arg(sums), arg(mins), arg(maxs),
-          arg(nans), arg(static_cast<int>(reps))});
+         flat_grid(tiles(s.width(), tx) * tiles(s.height(), ty) * tiles(s.depth(), tz) * 256),
+         args);
   checkpoint(o, 0.8, what);
   // The five columns come back in one round trip: queued pulls, one wait. Blocking pulls one
   // after another cost a host-device synchronisation each, most of the call on a 2048^2
@@ -905,7 +936,7 @@ void register_segmentation(Catalog& c) {
 }
 
 void add_segmentation_variants(std::vector<KernelVariant>& out) {
-  static const char* typed[] = {"threshold_gt", "to_mask", "morph_axis", "morph_cross", "cc_init"};
+  static const char* typed[] = {"threshold_gt", "to_mask", "morph_axis", "morph_cross", "cc_local"};
   for (DType t : kAllDTypes) {
     const Defines d = seg_defines(t);
     for (const char* e : typed) out.push_back({kFile, e, d});
@@ -922,7 +953,7 @@ void add_segmentation_variants(std::vector<KernelVariant>& out) {
   }
   const Defines u32 = seg_defines(DType::u32);
   for (const char* e :
-       {"scan_block", "scan_add", "cc_merge", "cc_roots", "cc_write", "extend_labels"})
+       {"scan_block", "scan_add", "cc_merge_tiles", "cc_roots", "cc_write", "extend_labels"})
     out.push_back({kFile, e, u32});
 }
 
