@@ -10,6 +10,7 @@
 #include <QElapsedTimer>
 #include <QImage>
 #include <QSettings>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QUndoStack>
@@ -22,9 +23,11 @@
 #include "gpix/io.h"
 #include "gpix/render.h"
 #include "gpix/ui/composite.h"
+#include "gpix/ui/filter_panel.h"
 #include "gpix/ui/histogram_panel.h"
 #include "gpix/ui/image_view.h"
 #include "gpix/ui/render.h"
+#include "gpix/ui/workflow.h"
 #include "support/process.h"
 #include "support/random.h"
 #include "ui/image_words.h"
@@ -388,6 +391,43 @@ class TestComposite : public QObject {
     ui::request_split_channels(host(), ids[0], &panel);
     QTest::qWait(50);
     QCOMPARE(host().undo_stack()->count(), steps);
+  }
+
+  // Through the filter panel, as a user runs it: the result is a composite in the same colours
+  // whose planes are the per-plane results, and the status line says how it ran.
+  void filter_panel_on_a_composite() {
+    ui::Workflow workflow;
+    ui::FilterPanel panel(host(), &workflow);
+    Layer l = read(tiff_);
+    l.channels[0].colour = qRgb(255, 128, 0);
+    const int id = host().add_layer(l);
+    QVERIFY(panel.select_filter(QStringLiteral("gaussian_blur")));
+    QSignalSpy done(&panel, &ui::FilterPanel::finished);
+    panel.run();
+    QVERIFY(done.wait(120000));
+    QVERIFY2(done.first().first().toBool(), qPrintable(panel.error_text()));
+    QCOMPARE(host().layer_ids().size(), qsizetype(2));
+    const Layer out = host().layer(host().layer_ids().last());
+    QVERIFY(out.composite());
+    QCOMPARE(out.channels.size(), std::size_t{3});
+    QCOMPARE(out.channels[0].colour, qRgb(255, 128, 0));
+    QCOMPARE(out.shape(), (Shape{3, 384, 512}));
+    const HostArray got = out.array.pull();
+    const Array in = host().layer(id).array;
+    for (std::size_t c = 0; c < 3; ++c) {
+      const HostArray want = run("gaussian_blur", ui::channel_plane(in, c)).array.pull();
+      QCOMPARE(std::memcmp(got.data() + c * want.bytes(), want.data(), want.bytes()), 0);
+    }
+    // A table per channel: refused under the form with the way out, nothing added.
+    QVERIFY(panel.select_filter(QStringLiteral("mean_of_all_pixels")));
+    host().set_current_layer(id);
+    done.clear();
+    panel.run();
+    QVERIFY(done.wait(120000));
+    QCOMPARE(done.first().first().toBool(), false);
+    QVERIFY2(panel.error_text().contains(QLatin1String("split the channels")),
+             qPrintable(panel.error_text()));
+    QCOMPARE(host().layer_ids().size(), qsizetype(2));
   }
 
   void filters_run_per_channel() {
