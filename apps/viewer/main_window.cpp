@@ -112,6 +112,14 @@ MainWindow::MainWindow(QSettings* settings, QWidget* parent) : QMainWindow(paren
   labels_dock->setWidget(labels_);
   addDockWidget(Qt::RightDockWidgetArea, labels_dock);
 
+  // Limits dragged on the histogram, gamma, and a composite's channels.
+  auto* histogram_dock = new QDockWidget(tr("Histogram"), this);
+  histogram_dock->setObjectName(QStringLiteral("dock_histogram"));
+  histogram_ = new gpix::ui::HistogramPanel(*host_);
+  histogram_->setObjectName(QStringLiteral("histogram_panel"));
+  histogram_dock->setWidget(histogram_);
+  addDockWidget(Qt::RightDockWidgetArea, histogram_dock);
+
   cursor_ = new QLabel;
   cursor_->setObjectName(QStringLiteral("cursor_info"));
   statusBar()->addPermanentWidget(cursor_);
@@ -149,6 +157,7 @@ MainWindow::MainWindow(QSettings* settings, QWidget* parent) : QMainWindow(paren
   layers_dock->toggleViewAction()->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));
   host_->view_menu()->addAction(layers_dock->toggleViewAction());
   host_->view_menu()->addAction(labels_dock->toggleViewAction());
+  host_->view_menu()->addAction(histogram_dock->toggleViewAction());
   resize(1280, 820);
 }
 
@@ -197,6 +206,10 @@ void MainWindow::build_menus() {
   remove->setObjectName(QStringLiteral("action_remove_layer"));
   edit->addAction(tr("Rename layer"), QKeySequence(Qt::Key_F2), layers_,
                   &gpix::ui::LayerList::rename_current);
+  QAction* split =
+      edit->addAction(tr("Split channels"), histogram_, &gpix::ui::HistogramPanel::split_channels);
+  split->setObjectName(QStringLiteral("action_split_channels"));
+  split->setToolTip(tr("A colour composite becomes one grey layer per channel"));
   edit->addAction(tr("Auto contrast"), QKeySequence(Qt::CTRL | Qt::Key_A), this,
                   [this] { layers_->auto_contrast_current(view_->slice()); });
 

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "gpix/plugin_loader.h"
+#include "gpix/ui/histogram_panel.h"
 #include "gpix/ui/image_view.h"
 #include "gpix/ui/label_panel.h"
 #include "gpix/ui/layer_list.h"
@@ -36,6 +37,7 @@ class MainWindow : public QMainWindow {
   gpix::ui::RoiOverlay* roi_overlay() const { return rois_; }
   gpix::ui::RoiPanel* roi_panel() const { return roi_panel_; }
   gpix::ui::ProfilePanel* profile_panel() const { return profile_; }
+  gpix::ui::HistogramPanel* histogram_panel() const { return histogram_; }
   QSlider* slice_slider() const { return slice_; }
   gpix::plugin::PluginLoader& plugins() { return loader_; }
 
@@ -137,6 +139,7 @@ class MainWindow : public QMainWindow {
   gpix::ui::RoiOverlay* rois_ = nullptr;
   gpix::ui::RoiPanel* roi_panel_ = nullptr;
   gpix::ui::ProfilePanel* profile_ = nullptr;
+  gpix::ui::HistogramPanel* histogram_ = nullptr;
   QSlider* slice_ = nullptr;
   QLabel* slice_label_ = nullptr;
   QLabel* cursor_ = nullptr;
