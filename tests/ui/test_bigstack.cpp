@@ -32,6 +32,7 @@
 #include "gpix/ui/device_panel.h"
 #include "gpix/ui/filter_panel.h"
 #include "gpix/ui/layer_card.h"
+#include "gpix/ui/roi.h"
 #include "gpix/ui/stack_file.h"
 #include "gpix/ui/workflow_panel.h"
 #include "main_window.h"
@@ -384,14 +385,47 @@ json.dump({'min': mn, 'max': mx, 'mean': total / (d * h * w), 'depth': d, 'heigh
     const QList<int> ids = open_and_wait(w.get(), {big_});
     QCOMPARE(ids.size(), 1);
     ui::FilterPanel* fp = panel(w.get());
-    QVERIFY(fp->select_filter(QStringLiteral("connected_components")));
+    QVERIFY(fp->select_filter(QStringLiteral("relabel_sequential")));
     fp->form()->set_input(0, ids.first());
     QVERIFY(!run_and_wait(fp));
-    const std::string reason = tile_info("connected_components").reason;
+    const std::string reason = tile_info("relabel_sequential").reason;
     QVERIFY(!reason.empty());
     QVERIFY2(fp->error_text().contains(QString::fromStdString(reason)),
              qPrintable(fp->error_text()));
     QCOMPARE(w->host().layer_ids(), ids);
+  }
+
+  // The line profile reads the plane on screen from the file; ROI statistics, which would
+  // need the whole stack in memory, say why they are not computed (and nothing crashes).
+  void other_tools_read_the_plane_on_screen_or_say_why() {
+    auto w = make();
+    const QList<int> ids = open_and_wait(w.get(), {big_});
+    QCOMPARE(ids.size(), 1);
+    const int id = ids.first();
+    QVERIFY(w->host().layer(id).file_backed());
+    const int z = info_.value(QStringLiteral("depth")).toInt() / 2;
+    const HostArray want = tifffile_plane(z);
+    QVERIFY(want.valid());
+    w->host().set_current_layer(id);
+    w->view()->set_slice(z);
+    // Pixel centres of row 5, x = 0..100: 101 samples that hit them exactly.
+    w->roi_overlay()->set_line({0.5, 5.5}, {100.5, 5.5});
+    QTRY_VERIFY_WITH_TIMEOUT(
+        w->profile_panel()->plot()->y().size() == 101 && !w->profile_panel()->busy(), 60000);
+    QVERIFY2(w->profile_panel()->error_text().isEmpty(),
+             qPrintable(w->profile_panel()->error_text()));
+    const std::vector<double> got = w->profile_panel()->plot()->y();
+    const auto px = want.as<std::uint16_t>();
+    const std::size_t width = want.shape().width();
+    for (std::size_t x = 0; x <= 100; ++x) QCOMPARE(got[x], double(px[5 * width + x]));
+
+    ui::Roi r;
+    r.kind = ui::RoiKind::rectangle;
+    r.points = QPolygonF({QPointF(2, 2), QPointF(40, 30)});
+    w->roi_overlay()->add_roi(id, r);
+    QTRY_VERIFY_WITH_TIMEOUT(!w->roi_panel()->errors().isEmpty(), 30000);
+    QVERIFY2(w->roi_panel()->errors().first().contains(QStringLiteral("file-backed")),
+             qPrintable(w->roi_panel()->errors().join(QLatin1Char('\n'))));
   }
 
   void saving_streams_and_leaves_the_event_loop_turning() {
