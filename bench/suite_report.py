@@ -16,20 +16,16 @@ CUDA's (gpix's default backend on NVIDIA cards; gpix OpenCL where CUDA has no re
 import argparse
 import json
 import math
+import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import suite  # noqa: E402  (its case groups)
+
 PEERS = [("cupy", "CuPy"), ("cucim", "cuCIM"), ("cle", "pyclesperanto")]
 GPIX = [("gpix-cuda", "gpix CUDA"), ("gpix-opencl", "gpix OpenCL")]
-GROUPS = [
-    "neighbourhood",
-    "morphology",
-    "segmentation",
-    "pointwise",
-    "geometry",
-    "projections",
-    "reductions",
-]
+GROUPS = list(suite.GROUPS_)  # the case groups, in the order the suite lists them
 COLOURS = {
     "neighbourhood": "#4477aa",
     "morphology": "#66ccee",

@@ -3,7 +3,7 @@
  * Write kernels with these names only:
  *   GPIX_KERNEL void name(GPIX_GLOBAL T* out, ...)    entry point
  *   GPIX_FUNC                                         helper function qualifier
- *   GPIX_GLOBAL / GPIX_CONST_GLOBAL                   pointer address spaces
+ *   GPIX_GLOBAL / GPIX_CONST_GLOBAL / GPIX_LOCAL      pointer address spaces
  *   GPIX_LOCAL_ARRAY(type, name, n)                   work-group shared array, fixed size
  *   gpix_global_id(d), gpix_local_id(d), gpix_group_id(d), gpix_local_size(d),
  *   gpix_num_groups(d), gpix_global_size(d)           work-item indices (d = 0, 1, 2 = x, y, z)
@@ -50,6 +50,7 @@
 #define GPIX_FUNC static inline
 #define GPIX_GLOBAL __global
 #define GPIX_CONST_GLOBAL __global const
+#define GPIX_LOCAL __local
 #define GPIX_LOCAL_ARRAY(type, name, n) __local type name[n]
 #define gpix_global_id(d) ((gpix_index)get_global_id(d))
 #define gpix_local_id(d) ((gpix_index)get_local_id(d))
@@ -117,6 +118,7 @@ typedef ulong gpix_index;
 #define GPIX_FUNC static __device__ __forceinline__
 #define GPIX_GLOBAL
 #define GPIX_CONST_GLOBAL const
+#define GPIX_LOCAL
 #define GPIX_LOCAL_ARRAY(type, name, n) __shared__ type name[n]
 typedef unsigned long long gpix_index;
 __device__ __forceinline__ gpix_index gpix__dim(const uint3& v, int d) {

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Generates nb_sort9 and nb_median27 for kernels/neighbourhood.kernel (the 3x3x3 median) and
 checks them: the sort with the 0-1 principle on all 512 inputs, the merge on every pair of sorted
-0-1 runs, the median against a plain sort on random data. Prints the C code to paste."""
-import itertools, random
+0-1 runs, the median against a plain sort on random data. Prints the C code to paste; with
+`--check KERNEL` it instead fails unless KERNEL holds that code verbatim (test_median_networks
+runs it on kernels/neighbourhood.kernel, so the kernel cannot drift from its generator)."""
+import itertools, random, sys
 INF=float('inf')
 def oddeven_merge(lo, hi, r):
     step = r * 2
@@ -100,4 +102,12 @@ for i in range(5,14):
     out.append(f'  m = NB_LO(m, NB_HI({X[i-5]}, c[{j-1}]));')
 out.append('  return m;')
 out.append('}')
-print('\n'.join(out))
+code='\n'.join(out)
+if len(sys.argv) == 3 and sys.argv[1] == '--check':
+    with open(sys.argv[2]) as f:
+        if code not in f.read():
+            sys.exit(f'{sys.argv[2]} does not hold the networks this script generates: run '
+                     f'{sys.argv[0]} and paste its output over nb_sort9 and nb_median27')
+    print(f'{sys.argv[2]}: nb_sort9 and nb_median27 match the generator')
+else:
+    print(code)

@@ -823,6 +823,88 @@ class TestSegmentation : public QObject {
       compare(got, ref_components(m, s, false), 0, 0, "snake");
     }
   }
+
+  // connected_components labels tiles of up to 2048 pixels in local memory and joins them
+  // across tile faces: shapes of many tiles (and one tile thick), blobs and sparse noise that
+  // meet only at tile corners and edges (full connectivity), a diagonal staircase across every
+  // tile, against the plain reference's labels in raster order.
+  void components_across_tiles() {
+    for (const Device& dev : test_devices()) {
+      for (const Shape s : {Shape{200, 150}, Shape{70, 45, 37}, Shape{1, 1, 5000}, Shape{3000, 1},
+                            Shape{33, 17, 9}, Shape{16, 16, 16}}) {
+        const Dims dm(s);
+        std::vector<std::vector<std::uint8_t>> masks = {blobs(s), blobs(s)};
+        std::vector<std::uint8_t> noise(s.elements()), stair(s.elements(), 0);
+        for (auto& v : noise) v = irand(3) == 0 ? 1 : 0;
+        for (long z = 0; z < dm.d; ++z)
+          for (long y = 0; y < dm.h; ++y)
+            for (long x = 0; x < dm.w; ++x)
+              if ((x + y + z) % 7 == 0) stair[dm.at(x, y, z)] = 1;
+        masks.push_back(noise);
+        masks.push_back(stair);
+        for (const auto& m : masks) {
+          for (bool full : {false, true}) {
+            const auto got = connected_components(input(m, s, dev), full ? "full" : "face")
+                                 .pull_as<std::uint32_t>();
+            compare(
+                got, ref_components(m, s, full), 0, 0,
+                QByteArray::fromStdString(dev.name() + " " + s.str() + (full ? " full" : " face")));
+            if (QTest::currentTestFailed()) return;
+          }
+        }
+      }
+    }
+  }
+
+  // Regions far larger than a work-group's pixels (4096): label_statistics merges each
+  // work-item's runs inside the group before it touches the table, so chains of one label
+  // across whole groups, a label that ends exactly at a group's edge, NaN inside a long run
+  // and a region broken by background must add up like the plain sum.
+  void label_statistics_large_regions() {
+    for (const Device& dev : test_devices()) {
+      for (const Shape s : {Shape{97, 131, 23}, Shape{4096, 3}, Shape{1, 20001}}) {
+        std::vector<std::uint32_t> lab(s.elements());
+        for (std::size_t i = 0; i < lab.size(); ++i) {
+          // Three slabs of one label each, label 2 cut by a background band, and a label
+          // change exactly at pixel 4096 (a work-group's edge).
+          lab[i] = i < 4096 ? 1 : static_cast<std::uint32_t>(2 + (3 * i) / lab.size());
+          if (lab[i] == 2 && (i / 997) % 5 == 0) lab[i] = 0;
+        }
+        auto host = test::random_values<float>(lab.size());
+        host[lab.size() / 2 + 17] = std::numeric_limits<float>::quiet_NaN();
+        const Table t = label_statistics(input(lab, s, dev), input(host, s, dev));
+        const std::uint32_t rows = *std::max_element(lab.begin(), lab.end());
+        QCOMPARE(t.rows.size(), std::size_t(rows));
+        for (std::uint32_t l = 1; l <= rows; ++l) {
+          double sum = 0, mn = 0, mx = 0;
+          std::size_t area = 0;
+          bool nan = false;
+          for (std::size_t i = 0; i < lab.size(); ++i) {
+            if (lab[i] != l) continue;
+            const double v = host[i];
+            nan = nan || std::isnan(v);
+            if (area == 0 || v < mn) mn = v;
+            if (area == 0 || v > mx) mx = v;
+            sum += v;
+            ++area;
+          }
+          const auto& r = t.rows[l - 1];
+          const QByteArray w =
+              QByteArray::fromStdString(dev.name() + " " + s.str() + " label " + std::to_string(l));
+          QVERIFY2(r[1] == double(area), w);
+          if (nan || area == 0) {
+            QVERIFY2(std::isnan(r[2]) && std::isnan(r[3]) && std::isnan(r[4]), w);
+            continue;
+          }
+          // float32 sums are float64 on devices with fp64, float32 (slots, groups) otherwise.
+          const double tol = dev.supports_fp64() ? 1e-12 : 1e-4;
+          QVERIFY2(std::fabs(r[2] - sum / double(area)) <= tol * std::max(1.0, std::fabs(mx - mn)),
+                   w);
+          QVERIFY2(r[3] == mn && r[4] == mx, w);
+        }
+      }
+    }
+  }
 };
 
 QTEST_APPLESS_MAIN(TestSegmentation)

@@ -26,7 +26,7 @@ namespace {
 constexpr const char* kFile = "segmentation.kernel";
 constexpr const char* kStatsFile = "label_statistics.kernel";
 // Pixels per work-item of label_stats (RUN in label_statistics.kernel, which says why).
-constexpr std::size_t kStatsRun = 128;
+constexpr std::size_t kStatsRun = 16;
 constexpr std::size_t kScanWG = 256;  // SCAN_WG in segmentation.kernel
 constexpr std::uint32_t kNone = 0xffffffffu;
 
@@ -425,13 +425,31 @@ Array label_components(const Array& bin, bool full, const RunOptions& o) {
   Array parents = empty_like(bin, DType::u32);
   Array flags = empty_like(bin, DType::u32);
   Array out = empty_like(bin, DType::u32);
-  std::vector<KernelArg> init = {arg(bin), arg(parents)};
-  push_shape(init, bin.shape());
-  launch(bin, kFile, "cc_init", seg_defines(bin.dtype()), image_grid(bin.shape()), init);
-  std::vector<KernelArg> args = {arg(parents)};
-  push_shape(args, bin.shape());
-  args.push_back(arg(full ? 1 : 0));
-  launch(bin, kFile, "cc_merge", u32, image_grid(bin.shape()), args);
+  // Tiles of at most 2048 pixels (CC_TILE in segmentation.kernel, which says why): 16x16x8 in
+  // 3D and 64x32 in 2D, square-ish so that few of a tile's pixels lie on its faces; narrower
+  // along thin axes, deeper or taller to fill the rest.
+  const Shape& s = bin.shape();
+  const auto clip = [](std::size_t len, std::size_t t) {
+    return static_cast<int>(std::min(len, t));
+  };
+  const bool vol = s.depth() > 1;
+  const int tx = clip(s.width(), vol ? 16 : 64), ty = clip(s.height(), vol ? 16 : 2048 / tx);
+  const int tz = vol ? clip(s.depth(), 2048 / (tx * ty)) : 1;
+  const auto tiles = [](std::size_t len, int t) {
+    return (len + static_cast<std::size_t>(t) - 1) / t;
+  };
+  const std::size_t ntiles = tiles(s.width(), tx) * tiles(s.height(), ty) * tiles(s.depth(), tz);
+  const auto tile_args = [&](std::vector<KernelArg> a) {
+    push_shape(a, s);
+    a.push_back(arg(tx));
+    a.push_back(arg(ty));
+    a.push_back(arg(tz));
+    a.push_back(arg(full ? 1 : 0));
+    return a;
+  };
+  launch(bin, kFile, "cc_local", seg_defines(bin.dtype()), flat_grid(ntiles * 256),
+         tile_args({arg(bin), arg(parents)}));
+  launch(bin, kFile, "cc_merge_tiles", u32, image_grid(s), tile_args({arg(parents)}));
   checkpoint(o, 0.5, "connected_components");
   launch(bin, kFile, "cc_roots", u32, flat_grid(n),
          {arg(parents), arg(flags), arg<std::uint64_t>(n)});
@@ -905,7 +923,7 @@ void register_segmentation(Catalog& c) {
 }
 
 void add_segmentation_variants(std::vector<KernelVariant>& out) {
-  static const char* typed[] = {"threshold_gt", "to_mask", "morph_axis", "morph_cross", "cc_init"};
+  static const char* typed[] = {"threshold_gt", "to_mask", "morph_axis", "morph_cross", "cc_local"};
   for (DType t : kAllDTypes) {
     const Defines d = seg_defines(t);
     for (const char* e : typed) out.push_back({kFile, e, d});
@@ -922,7 +940,7 @@ void add_segmentation_variants(std::vector<KernelVariant>& out) {
   }
   const Defines u32 = seg_defines(DType::u32);
   for (const char* e :
-       {"scan_block", "scan_add", "cc_merge", "cc_roots", "cc_write", "extend_labels"})
+       {"scan_block", "scan_add", "cc_merge_tiles", "cc_roots", "cc_write", "extend_labels"})
     out.push_back({kFile, e, u32});
 }
 
