@@ -29,6 +29,12 @@
  *                                                     OpenCL device without
  *                                                     cl_khr_int64_{base,extended}_atomics
  *                                                     fails to compile with a clear #error)
+ *   gpix_atomic_add_f32(p, v), gpix_atomic_add_f64(p, v)
+ *                                                     float adds on global memory (p points
+ *                                                     to the float's bits), defined only where
+ *                                                     GPIX_HAS_FLOAT_ATOMIC_ADD is (CUDA); the
+ *                                                     f64 one with GPIX_NEED_FP64. Elsewhere
+ *                                                     a compare-and-swap loop stands in
  *   gpix_as_u32(float), gpix_as_f32(u32), gpix_as_u64(double), gpix_as_f64(u64)
  *                                                     bit casts
  *   gpix_v4(T)                                        four-element vector of an 8-, 16- or
@@ -165,6 +171,13 @@ typedef double gpix_f64;
 #define gpix_atomic_max_u64(p, v) atomicMax((unsigned long long*)(p), (unsigned long long)(v))
 #define gpix_atomic_cmpxchg_u64(p, c, v) \
   atomicCAS((unsigned long long*)(p), (unsigned long long)(c), (unsigned long long)(v))
+#endif
+/* Native float atomics (no retry loop: a compare-and-swap loop on one contended address
+ * retries its competitors, a red.add does not). */
+#define GPIX_HAS_FLOAT_ATOMIC_ADD 1
+#define gpix_atomic_add_f32(p, v) atomicAdd((float*)(p), (float)(v))
+#if defined(GPIX_NEED_FP64)
+#define gpix_atomic_add_f64(p, v) atomicAdd((double*)(p), (double)(v))
 #endif
 #define gpix_as_u32(x) __float_as_uint(x)
 #define gpix_as_f32(x) __uint_as_float(x)

@@ -97,7 +97,9 @@ void apply_options(MainWindow& w, const QCommandLineParser& p) {
     auto* timer = new QTimer(&w);
     QObject::connect(timer, &QTimer::timeout, &w, [&w, target, filters, out, timer] {
       // Frames and contrast arrive from worker threads: wait for them too.
-      if ((filters && filters->busy()) || w.view()->busy() || w.reading()) return;
+      if ((filters && filters->busy()) || w.view()->busy() || w.reading() ||
+          w.histogram_panel()->busy())
+        return;
       timer->stop();
       QTimer::singleShot(300, &w, [target, out] {
         const bool ok = target->grab().save(out);

@@ -10,6 +10,7 @@
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -21,6 +22,7 @@
 #include <QSettings>
 #include <QStatusBar>
 #include <QTableWidget>
+#include <QToolBar>
 #include <QUndoStack>
 #include <QVBoxLayout>
 #include <thread>
@@ -32,6 +34,7 @@
 #include "gpix/ui/filter_panel.h"
 #include "gpix/ui/workflow.h"
 #include "session.h"
+#include "stack_views.h"
 
 namespace {
 
@@ -109,6 +112,14 @@ MainWindow::MainWindow(QSettings* settings, QWidget* parent) : QMainWindow(paren
   labels_dock->setWidget(labels_);
   addDockWidget(Qt::RightDockWidgetArea, labels_dock);
 
+  // Limits dragged on the histogram, gamma, and a composite's channels.
+  auto* histogram_dock = new QDockWidget(tr("Histogram"), this);
+  histogram_dock->setObjectName(QStringLiteral("dock_histogram"));
+  histogram_ = new gpix::ui::HistogramPanel(*host_);
+  histogram_->setObjectName(QStringLiteral("histogram_panel"));
+  histogram_dock->setWidget(histogram_);
+  addDockWidget(Qt::RightDockWidgetArea, histogram_dock);
+
   cursor_ = new QLabel;
   cursor_->setObjectName(QStringLiteral("cursor_info"));
   statusBar()->addPermanentWidget(cursor_);
@@ -142,9 +153,11 @@ MainWindow::MainWindow(QSettings* settings, QWidget* parent) : QMainWindow(paren
                                QString::fromStdString(host_->device().label()));
   });
   build_menus();
+  build_roi_tools();
   layers_dock->toggleViewAction()->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));
   host_->view_menu()->addAction(layers_dock->toggleViewAction());
   host_->view_menu()->addAction(labels_dock->toggleViewAction());
+  host_->view_menu()->addAction(histogram_dock->toggleViewAction());
   resize(1280, 820);
 }
 
@@ -193,6 +206,10 @@ void MainWindow::build_menus() {
   remove->setObjectName(QStringLiteral("action_remove_layer"));
   edit->addAction(tr("Rename layer"), QKeySequence(Qt::Key_F2), layers_,
                   &gpix::ui::LayerList::rename_current);
+  QAction* split =
+      edit->addAction(tr("Split channels"), histogram_, &gpix::ui::HistogramPanel::split_channels);
+  split->setObjectName(QStringLiteral("action_split_channels"));
+  split->setToolTip(tr("A colour composite becomes one grey layer per channel"));
   edit->addAction(tr("Auto contrast"), QKeySequence(Qt::CTRL | Qt::Key_A), this,
                   [this] { layers_->auto_contrast_current(view_->slice()); });
 
@@ -213,8 +230,44 @@ void MainWindow::build_menus() {
   bar->setToolTip(tr("A bar of a round physical length on calibrated images"));
   connect(bar, &QAction::toggled, view_, &gpix::ui::ImageView::set_scale_bar_visible);
   view->addSeparator();
+  (new StackViews(*host_, view_, this))->add_to(view);
+  view->addSeparator();
 
   // Help comes last, after the menus plugins add (see load_plugins).
+}
+
+// ROIs and the line profile (roi_overlay.h): the overlay over the view, their two docks, the
+// Tools menu and a tool bar with the same actions.
+void MainWindow::build_roi_tools() {
+  rois_ = new gpix::ui::RoiOverlay(*host_, view_);
+  auto* roi_dock = new QDockWidget(tr("ROIs"), this);
+  roi_dock->setObjectName(QStringLiteral("dock_rois"));
+  roi_panel_ = new gpix::ui::RoiPanel(*host_, rois_);
+  roi_dock->setWidget(roi_panel_);
+  addDockWidget(Qt::RightDockWidgetArea, roi_dock);
+  auto* profile_dock = new QDockWidget(tr("Line profile"), this);
+  profile_dock->setObjectName(QStringLiteral("dock_profile"));
+  profile_ = new gpix::ui::ProfilePanel(*host_, view_, rois_);
+  profile_dock->setWidget(profile_);
+  addDockWidget(Qt::BottomDockWidgetArea, profile_dock);
+  // The dock shows itself when a line is drawn; until then it would be empty.
+  profile_dock->hide();
+  connect(rois_, &gpix::ui::RoiOverlay::line_changed, profile_dock, [this, profile_dock] {
+    if (rois_->line()) profile_dock->show();
+  });
+
+  QMenu* tools = host_->menu(QStringLiteral("&Tools"));
+  tools->addActions(rois_->tool_actions());
+  tools->addSeparator();
+  tools->addAction(tr("&Crop to selected ROI"), roi_panel_, [this] { roi_panel_->crop(); });
+  tools->addAction(tr("Export ROI statistics…"), roi_panel_, &gpix::ui::RoiPanel::export_dialog);
+  tools->addAction(tr("Export line profile…"), profile_, &gpix::ui::ProfilePanel::export_dialog);
+  tools->addAction(tr("Clear the profile line"), rois_, &gpix::ui::RoiOverlay::clear_line);
+  QToolBar* bar = addToolBar(tr("Tools"));
+  bar->setObjectName(QStringLiteral("toolbar_tools"));
+  bar->addActions(rois_->tool_actions());
+  host_->view_menu()->addAction(roi_dock->toggleViewAction());
+  host_->view_menu()->addAction(profile_dock->toggleViewAction());
 }
 
 QStringList MainWindow::recent_files() const {
@@ -590,7 +643,12 @@ bool MainWindow::save_session(const QString& path) {
   }
   try {
     const QByteArray json =
-        QJsonDocument(session::to_json(*host_, path)).toJson(QJsonDocument::Indented);
+        QJsonDocument(session::to_json(*host_, path, [this](int id) {
+          // The layer's ROIs (roi.h's JSON), where it has any.
+          QJsonArray rois;
+          for (const gpix::ui::Roi& r : rois_->rois(id)) rois.append(r.to_json());
+          return rois.isEmpty() ? QJsonObject{} : QJsonObject{{QStringLiteral("rois"), rois}};
+        })).toJson(QJsonDocument::Indented);
     QSaveFile f(path);
     if (!f.open(QIODevice::WriteOnly) || f.write(json) != json.size() || !f.commit()) {
       last_error_ = tr("Cannot write the session %1: %2").arg(path, f.errorString());
@@ -616,7 +674,20 @@ bool MainWindow::open_session(const QString& path) {
     // Read the file before anything is cleared: a bad session leaves the work as it was.
     const QJsonObject root = session::read(path);
     clear_workspace();
-    opened = session::open(*host_, root, path);
+    QStringList roi_errors;
+    opened = session::open(*host_, root, path, [&](int id, const QJsonObject& layer) {
+      QList<gpix::ui::Roi> rois;
+      try {
+        for (const QJsonValue v : layer.value(QStringLiteral("rois")).toArray())
+          rois << gpix::ui::Roi::from_json(v.toObject());
+      } catch (const gpix::Error& e) {
+        roi_errors << tr("the ROIs of '%1' were not restored: %2")
+                          .arg(host_->layer(id).name, QString::fromUtf8(e.what()));
+        return;
+      }
+      if (!rois.isEmpty()) rois_->set_rois(id, rois);
+    });
+    opened.errors << roi_errors;
   } catch (const std::exception& e) {
     last_error_ = QString::fromUtf8(e.what());
     host_->show_status(last_error_, 0);

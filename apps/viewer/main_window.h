@@ -12,9 +12,13 @@
 #include <memory>
 
 #include "gpix/plugin_loader.h"
+#include "gpix/ui/histogram_panel.h"
 #include "gpix/ui/image_view.h"
 #include "gpix/ui/label_panel.h"
 #include "gpix/ui/layer_list.h"
+#include "gpix/ui/profile_panel.h"
+#include "gpix/ui/roi_overlay.h"
+#include "gpix/ui/roi_panel.h"
 #include "help_dialogs.h"
 #include "viewer_host.h"
 
@@ -30,6 +34,10 @@ class MainWindow : public QMainWindow {
   gpix::ui::ImageView* view() const { return view_; }
   gpix::ui::LayerList* layer_list() const { return layers_; }
   gpix::ui::LabelPanel* label_panel() const { return labels_; }
+  gpix::ui::RoiOverlay* roi_overlay() const { return rois_; }
+  gpix::ui::RoiPanel* roi_panel() const { return roi_panel_; }
+  gpix::ui::ProfilePanel* profile_panel() const { return profile_; }
+  gpix::ui::HistogramPanel* histogram_panel() const { return histogram_; }
   QSlider* slice_slider() const { return slice_; }
   gpix::plugin::PluginLoader& plugins() { return loader_; }
 
@@ -96,6 +104,7 @@ class MainWindow : public QMainWindow {
 
  private:
   void build_menus();
+  void build_roi_tools();
   void rebuild_recent();
   void add_recent(const QString& path);
   void open_dialog();
@@ -127,6 +136,10 @@ class MainWindow : public QMainWindow {
   gpix::ui::ImageView* view_ = nullptr;
   gpix::ui::LayerList* layers_ = nullptr;
   gpix::ui::LabelPanel* labels_ = nullptr;
+  gpix::ui::RoiOverlay* rois_ = nullptr;
+  gpix::ui::RoiPanel* roi_panel_ = nullptr;
+  gpix::ui::ProfilePanel* profile_ = nullptr;
+  gpix::ui::HistogramPanel* histogram_ = nullptr;
   QSlider* slice_ = nullptr;
   QLabel* slice_label_ = nullptr;
   QLabel* cursor_ = nullptr;

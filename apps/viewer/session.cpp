@@ -29,7 +29,8 @@ QString file_stem(const QString& layer_name) {
   return s.isEmpty() ? QStringLiteral("layer") : s.left(100);
 }
 
-QJsonObject to_json(gpix::plugin::BasicHost& host, const QString& session_path) {
+QJsonObject to_json(gpix::plugin::BasicHost& host, const QString& session_path,
+                    const std::function<QJsonObject(int id)>& extra) {
   const QDir dir = QFileInfo(session_path).absoluteDir();
   QJsonArray layers;
   int current = -1;
@@ -49,7 +50,7 @@ QJsonObject to_json(gpix::plugin::BasicHost& host, const QString& session_path) 
     // Layers read from one file are told apart by their position among its layers.
     const int index = l.metadata.value(QStringLiteral("index_in_file"), 0).toInt();
     if (id == host.current_layer()) current = int(layers.size());
-    layers.append(QJsonObject{
+    QJsonObject layer{
         {QStringLiteral("name"), l.name},
         {QStringLiteral("file"), file},
         {QStringLiteral("index_in_file"), index},
@@ -57,7 +58,12 @@ QJsonObject to_json(gpix::plugin::BasicHost& host, const QString& session_path) 
         {QStringLiteral("opacity"), l.opacity},
         {QStringLiteral("colormap"), l.colormap},
         {QStringLiteral("contrast"), QJsonArray{l.contrast_min, l.contrast_max}},
-    });
+    };
+    if (extra) {
+      const QJsonObject more = extra(id);
+      for (auto it = more.begin(); it != more.end(); ++it) layer.insert(it.key(), it.value());
+    }
+    layers.append(layer);
   }
   return QJsonObject{
       {QStringLiteral("format"), QStringLiteral("gpix-session")},
@@ -101,7 +107,8 @@ QJsonObject read(const QString& session_path) {
   return root;
 }
 
-Opened open(gpix::plugin::BasicHost& host, const QJsonObject& root, const QString& session_path) {
+Opened open(gpix::plugin::BasicHost& host, const QJsonObject& root, const QString& session_path,
+            const std::function<void(int id, const QJsonObject& layer)>& restore) {
   const QDir dir = QFileInfo(session_path).absoluteDir();
   Opened out;
   const QList<int> before = host.layer_ids();
@@ -151,6 +158,7 @@ Opened open(gpix::plugin::BasicHost& host, const QJsonObject& root, const QStrin
     }
     l.metadata.insert(QStringLiteral("index_in_file"), index);
     host.replace_layer(id, l);
+    if (restore) restore(id, o);
     out.layers << id;
     used << id;
   }

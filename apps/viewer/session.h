@@ -8,6 +8,7 @@
 #include <QList>
 #include <QString>
 #include <QStringList>
+#include <functional>
 
 #include "gpix/basic_host.h"
 
@@ -17,7 +18,9 @@ inline constexpr int kVersion = 1;
 
 // The session of the host's layers; every layer must have a source (a file or "sample...").
 // Throws gpix::InvalidArgument naming the first layer without one.
-QJsonObject to_json(gpix::plugin::BasicHost& host, const QString& session_path);
+// `extra` (optional) gives keys of the viewer's own to store with each layer (its ROIs).
+QJsonObject to_json(gpix::plugin::BasicHost& host, const QString& session_path,
+                    const std::function<QJsonObject(int id)>& extra = {});
 
 struct Opened {
   QList<int> layers;    // the new layer ids, in the session's order
@@ -33,7 +36,9 @@ QJsonObject read(const QString& session_path);
 // names and display settings, the current layer and the workflow. A missing file or one that
 // fails to read is reported and skipped; the other layers open. Relative paths are taken from
 // the folder of session_path.
-Opened open(gpix::plugin::BasicHost& host, const QJsonObject& session, const QString& session_path);
+// `restore` (optional) is called with each opened layer's id and its JSON object.
+Opened open(gpix::plugin::BasicHost& host, const QJsonObject& session, const QString& session_path,
+            const std::function<void(int id, const QJsonObject& layer)>& restore = {});
 
 // A file name for a layer's data: its name with characters file systems dislike replaced.
 QString file_stem(const QString& layer_name);

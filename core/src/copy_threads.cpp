@@ -1,12 +1,10 @@
 #include "copy_threads.h"
 
-#include "config.h"
-
 namespace gpix::detail {
 
-CopyThreads& CopyThreads::get(bool to_device) {
-  static CopyThreads pushes(config().staging.spin), pulls(config().staging.spin);
-  return to_device ? pushes : pulls;
+ThreadShare& ThreadShare::process() {
+  static ThreadShare share(std::max(std::thread::hardware_concurrency(), 1u));
+  return share;
 }
 
 }  // namespace gpix::detail

@@ -1,8 +1,10 @@
 #pragma once
 // The host threads that copy staged transfers between pageable and pinned memory
-// (transfer.cpp). Two pools per process, one for pushes and one for pulls, so that a push and
-// a pull (two workers of a tiled run, on one device or two) copy at once while transfers of
-// one direction take turns; tests make their own.
+// (transfer.cpp). Every device owns two pools, one for pushes and one for pulls
+// (DeviceImpl::copy_threads), so that the pushes and pulls of tiled workers on several devices
+// copy at once (one pool per direction for the whole process capped two H200s at 1.23-1.31x
+// one, bench/RESULTS.md); transfers of one direction to one device take turns. The pools of a
+// process share the host's cores (ThreadShare): a batch takes the threads that are free.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -17,6 +19,29 @@
 
 namespace gpix::detail {
 
+// Copy threads that the pools sharing it may run at once, their callers included: a batch asks
+// for n and is granted what is free (at least 1, its caller), so that two devices pushing and
+// pulling at once do not put four times the cores' threads on the memory bus.
+class ThreadShare {
+ public:
+  explicit ThreadShare(unsigned cap) : cap_(std::max(cap, 1u)) {}
+  // The process's share: std::thread::hardware_concurrency() threads.
+  static ThreadShare& process();
+  unsigned take(unsigned n) {
+    unsigned busy = busy_.load(std::memory_order_relaxed);
+    for (;;) {
+      const unsigned grant = std::clamp(cap_ > busy ? cap_ - busy : 0u, 1u, std::max(n, 1u));
+      if (busy_.compare_exchange_weak(busy, busy + grant, std::memory_order_relaxed)) return grant;
+    }
+  }
+  void give(unsigned n) { busy_.fetch_sub(n, std::memory_order_relaxed); }
+  unsigned cap() const { return cap_; }
+
+ private:
+  const unsigned cap_;
+  std::atomic<unsigned> busy_{0};
+};
+
 // A pool of host threads that live as long as the process: a staged transfer runs f(0) on the
 // caller and f(1) .. f(n - 1) on the pool. Creating threads per transfer costs tens of
 // microseconds each, as much as copying a megabyte, and so does waking a sleeping thread on a
@@ -26,11 +51,10 @@ namespace gpix::detail {
 // number of threads), which the workers poll: no queue, no lock while nobody sleeps.
 class CopyThreads {
  public:
-  // The process's pool for pushes (to_device) or pulls, polling for config().staging.spin
-  // (GPIX_STAGING_SPIN_US).
-  static CopyThreads& get(bool to_device);
-  // A pool of its own (tests); workers poll for `spin` before they sleep.
-  explicit CopyThreads(std::chrono::microseconds spin) : spin_(spin) {}
+  // Workers poll for `spin` before they sleep (devices: config().staging.spin,
+  // GPIX_STAGING_SPIN_US); with a share, batches take their threads from it.
+  explicit CopyThreads(std::chrono::microseconds spin, ThreadShare* share = nullptr)
+      : spin_(spin), share_(share) {}
   CopyThreads(const CopyThreads&) = delete;
   CopyThreads& operator=(const CopyThreads&) = delete;
   ~CopyThreads() {
@@ -49,17 +73,34 @@ class CopyThreads {
     return threads_.size();
   }
 
-  // Runs f(0) .. f(n - 1), f(0) on the caller, and returns when all have returned. f must not
-  // throw (the staging tasks catch their own errors). One batch at a time: transfers of one
-  // direction on two devices take turns for the threads (their copies share the memory bus
-  // anyway).
-  void run(unsigned n, const std::function<void(unsigned)>& f) {
+  // Runs f(0) .. f(k - 1), f(0) on the caller, and returns k when all have returned: k = n,
+  // or fewer where the share has fewer threads free (so f must share out its work by itself,
+  // as the staging tasks do, taking slices from a counter). f must not throw (the staging
+  // tasks catch their own errors). One batch at a time per pool. `hook` (tests) is called on
+  // the caller as the batch starts and ends, with the number of threads granted.
+  unsigned run(unsigned n, const std::function<void(unsigned)>& f) {
     n = std::min(n, kMaxThreads);
     if (n <= 1) {
+      batch_hook(true, 1);
       f(0);
-      return;
+      batch_hook(false, 1);
+      return 1;
     }
     std::lock_guard batch(run_mutex_);
+    if (share_) n = share_->take(n);
+    struct Give {
+      ThreadShare* share;
+      unsigned n;
+      ~Give() {
+        if (share) share->give(n);
+      }
+    } give{share_, n};
+    batch_hook(true, n);
+    if (n <= 1) {
+      f(0);
+      batch_hook(false, 1);
+      return 1;
+    }
     {
       std::lock_guard lock(mutex_);
       while (threads_.size() < n - 1) {
@@ -78,12 +119,22 @@ class CopyThreads {
       std::unique_lock lock(mutex_);
       done_.wait(lock, [&] { return left_.load(std::memory_order_acquire) == 0; });
     }
+    batch_hook(false, n);
+    return n;
   }
+
+  // Tests: called on a batch's caller as every batch of every pool starts (true) and ends,
+  // with its pool and its threads; null (the default) costs one load per batch.
+  using Hook = void (*)(const CopyThreads& pool, bool start, unsigned threads);
+  static void set_hook(Hook h) { hook_.store(h); }
 
  private:
   static constexpr unsigned kMaxThreads = 255;
   static constexpr std::uint64_t kThreadsMask = 0xff, kGeneration = 0x100;
 
+  void batch_hook(bool start, unsigned n) const {
+    if (Hook h = hook_.load(std::memory_order_relaxed)) h(*this, start, n);
+  }
   // Polls ready() for spin_; true once it holds, false when the time ran out (the caller then
   // sleeps on a condition variable, which rechecks).
   template <class Ready>
@@ -127,6 +178,8 @@ class CopyThreads {
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
   std::chrono::microseconds spin_{0};
+  ThreadShare* share_ = nullptr;
+  static inline std::atomic<Hook> hook_{nullptr};
 };
 
 }  // namespace gpix::detail

@@ -17,6 +17,7 @@ std::vector<KernelVariant> all_kernel_variants() {
   v.push_back({"staging.kernel", "stage_in", {}});
   add_render_variants(v);
   add_resample_variants(v);
+  add_mip_variants(v);
   return v;
 }
 

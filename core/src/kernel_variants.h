@@ -27,6 +27,7 @@ Defines render_defines(DType t, bool contrast);
 void add_render_variants(std::vector<KernelVariant>& out);
 Defines resample_defines(DType t, int dims);
 void add_resample_variants(std::vector<KernelVariant>& out);
+void add_mip_variants(std::vector<KernelVariant>& out);
 void add_segmentation_variants(std::vector<KernelVariant>& out);
 void add_geometry_variants(std::vector<KernelVariant>& out);
 void add_reduction_variants(std::vector<KernelVariant>& out);

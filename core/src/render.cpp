@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -114,6 +115,18 @@ Lut Lut::magenta() {
   return ramp("magenta", [](double t) { return Rgb{t, 0, t}; });
 }
 
+Lut Lut::colour(std::uint8_t r, std::uint8_t g, std::uint8_t b) {
+  Lut l;
+  char name[32];
+  std::snprintf(name, sizeof name, "colour_%02x%02x%02x", r, g, b);
+  l.name = name;
+  for (int i = 0; i < 256; ++i) {
+    const auto part = [i](std::uint8_t c) { return to_byte(i * c / 255.0); };
+    l.table[static_cast<std::size_t>(i)] = rgba(part(r), part(g), part(b));
+  }
+  return l;
+}
+
 Lut Lut::viridis() {
   // Nine samples along viridis (dark purple, blue, teal, green, yellow), linearly interpolated.
   static const double stops[9][3] = {{68, 1, 84},    {72, 40, 120},  {59, 82, 139},
@@ -164,6 +177,28 @@ const Lut& lut(std::string_view name) {
                         "'; the built-in ones are " + names);
 }
 
+namespace {
+
+// Steps between two table entries in the contrast kernel: the gamma curve is applied to the
+// value at 1/16 of an entry, so that a steep curve (gamma 0.1 near black) still spreads over
+// many entries, and with integer arithmetic after the kernel's one float step the host
+// reference is exact.
+constexpr int kFine = 4096;
+
+std::vector<std::uint32_t> fine_table(const Lut& lut, double gamma) {
+  std::vector<std::uint32_t> t(kFine);
+  for (int f = 0; f < kFine; ++f) {
+    const int e = gamma == 1.0
+                      ? f / 16
+                      : static_cast<int>(std::min(
+                            255.0, std::floor(256.0 * std::pow(f / double(kFine), gamma))));
+    t[static_cast<std::size_t>(f)] = lut.table[static_cast<std::size_t>(e)];
+  }
+  return t;
+}
+
+}  // namespace
+
 namespace detail {
 
 Defines render_defines(DType t, bool contrast) {
@@ -185,15 +220,16 @@ void add_render_variants(std::vector<KernelVariant>& out) {
 
 }  // namespace detail
 
-Array render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size_t slice) {
+Array render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size_t slice,
+                  double gamma) {
   const Shape& s = a.shape();
   Array out = Array::empty(Shape{s.height(), s.width()}, DType::u32, a.device());
-  render_rgba(a, lo, hi, lut, slice, out);
+  render_rgba(a, lo, hi, lut, slice, out, {.gamma = gamma});
   return out;
 }
 
 void render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size_t slice,
-                 Array& out) {
+                 Array& out, const RenderStyle& style) {
   // The kernels read one flat slice: of padded arrays, images and region views that slice is
   // copied into a contiguous buffer first.
   if (!a.is_contiguous() && a.valid() && (a.ndim() != 3 || slice < a.shape()[0])) {
@@ -206,7 +242,7 @@ void render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size
     }
     Array flat = Array::empty(Shape(std::span<const std::size_t>(extent)), a.dtype(), a.device());
     copy_region(a, origin, flat, std::vector<std::size_t>(extent.size(), 0), extent);
-    render_rgba(flat, lo, hi, lut, 0, out);
+    render_rgba(flat, lo, hi, lut, 0, out, style);
     return;
   }
   auto& impl = Access::impl(a);
@@ -223,10 +259,19 @@ void render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size
       throw InvalidArgument("render_rgba(): contrast limits lo=" + Scalar(lo).str() +
                             ", hi=" + Scalar(hi).str() + " must be finite with lo <= hi");
     }
+    if (!std::isfinite(style.gamma) || !(style.gamma > 0)) {
+      throw InvalidArgument("render_rgba(): gamma " + Scalar(style.gamma).str() +
+                            " must be finite and greater than 0 (1 is linear)");
+    }
   } else if (is_float(impl.dtype)) {
     throw UnsupportedDType(
         "render_rgba(): the label colormap takes integer label ids; this array holds " +
         std::string(name(impl.dtype)) + " (convert it to an integer dtype first)");
+  } else if (style.gamma != 1.0 || style.blend != Blend::replace) {
+    throw InvalidArgument(
+        "render_rgba(): the label colormap draws each id in its own colour; gamma (here " +
+        Scalar(style.gamma).str() +
+        ") and additive blending apply to contrast tables only (use gamma 1, Blend::replace)");
   }
   auto& dev = *impl.device;
   const std::size_t n = s.width() * s.height();
@@ -236,8 +281,13 @@ void render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size
     throw InvalidArgument("render_rgba(): the output must be a " + out_shape.str() +
                           " uint32 array on '" + a.device().label() + "'");
   }
-  auto table = dev.allocate(sizeof(lut.table));
-  dev.write(*table, 0, lut.table.data(), sizeof(lut.table));
+  // Labels read the 256 entries; contrast the 4096 steps with the gamma curve in them.
+  const std::vector<std::uint32_t> entries =
+      contrast ? fine_table(lut, style.gamma)
+               : std::vector<std::uint32_t>(lut.table.begin(), lut.table.end());
+  auto table = dev.allocate(entries.size() * sizeof(std::uint32_t));
+  dev.write(*table, 0, entries.data(), entries.size() * sizeof(std::uint32_t));
+  const std::int32_t add = style.blend == Blend::add ? 1 : 0;
   const std::uint64_t offset = slice * n;
   detail::Launch l;
   l.local[0] = std::min(kGroup, dev.info().max_work_group);
@@ -252,7 +302,9 @@ void render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size
         KernelArg::scalar<std::uint64_t>(n), KernelArg::mem(*table), KernelArg::mem(out_mem)};
     dev.launch(kernel, l, args);
   } else {
-    const double scale = 256.0 / (hi - lo);  // +inf when hi == lo: a step at lo
+    // +inf when hi == lo: a step at lo. 4096 = 16 x 256 (exact), so f / 16 is the entry
+    // (v - lo) * 256 / (hi - lo) gives in the same arithmetic.
+    const double scale = double(kFine) / (hi - lo);
     if (impl.dtype == DType::f64) {
       const KernelArg args[] = {KernelArg::mem(*impl.memory),
                                 KernelArg::scalar<std::uint64_t>(offset),
@@ -260,7 +312,8 @@ void render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size
                                 KernelArg::scalar<double>(lo),
                                 KernelArg::scalar<double>(scale),
                                 KernelArg::mem(*table),
-                                KernelArg::mem(out_mem)};
+                                KernelArg::mem(out_mem),
+                                KernelArg::scalar<std::int32_t>(add)};
       dev.launch(kernel, l, args);
     } else {
       const KernelArg args[] = {KernelArg::mem(*impl.memory),
@@ -269,7 +322,8 @@ void render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size
                                 KernelArg::scalar<float>(static_cast<float>(lo)),
                                 KernelArg::scalar<float>(static_cast<float>(scale)),
                                 KernelArg::mem(*table),
-                                KernelArg::mem(out_mem)};
+                                KernelArg::mem(out_mem),
+                                KernelArg::scalar<std::int32_t>(add)};
       dev.launch(kernel, l, args);
     }
   }

@@ -155,7 +155,7 @@ class TiledRun {
       halo_ = entry.halo(ndim, params_);
       plan(0, devices_.size() * workers_per_device_);
       units_ = tiles_;
-      slab_fn_ = [this](std::span<const Array> slab) {
+      slab_fn_ = [this](std::span<const Array> slab, std::size_t) {
         RunOptions ro;
         ro.cancel = options_.cancel;
         const Result r = gpix::run(info_.name, slab, params_, ro);
@@ -192,8 +192,10 @@ class TiledRun {
   }
 
   // Slabs of as many planes as fit every device's budget: plane_cost_ per plane, the halo's
-  // planes on both sides, `reserved` bytes kept for a fold's state, `workers` sharing it.
-  void plan(std::size_t reserved, std::size_t workers) {
+  // planes on both sides, `reserved` bytes kept for a fold's state, `workers` (over all
+  // devices, as many on each) sharing it: each device's budget covers the slabs of all its
+  // workers at once. `pixel_bytes`: a fold's own working set per pixel, where it says one.
+  void plan(std::size_t reserved, std::size_t workers, std::size_t pixel_bytes = 0) {
     std::size_t in_plane_bytes = 0, widest = 4;
     for (SlabSource* s : inputs_) {
       in_plane_bytes += plane_ * size_of(s->dtype());
@@ -203,7 +205,8 @@ class TiledRun {
     // A slab holds its inputs, its output (at most 8 bytes a pixel, at least the widest
     // input) and the filter's intermediates (separable and two-pass filters keep one or two
     // arrays of the output's size): twice inputs plus output is the working set assumed.
-    const std::size_t plane_cost = 2 * (in_plane_bytes + plane_ * widest);
+    const std::size_t plane_cost =
+        std::max(2 * (in_plane_bytes + plane_ * widest), plane_ * pixel_bytes);
     const std::size_t per_device = std::max<std::size_t>(1, workers / devices_.size());
     std::size_t slab = planes_;
     for (const Device& d : devices_) {
@@ -332,31 +335,35 @@ class TiledRun {
         dims[0] = l1 - l0;
         const std::vector<Array> arrays = push(l0, l1, device, in_buffers, read_s, push_s);
         auto t0 = Clock::now();
-        const Array r = slab_fn_(arrays);
-        if (!(r.shape() == arrays[0].shape())) {
+        const Array r = slab_fn_(arrays, z0);
+        // An unordered fold's pass keeps what it needs and gives no array.
+        const bool writes = r.valid();
+        if (writes && !(r.shape() == arrays[0].shape())) {
           throw Error("internal: " + who_ + " gave no array of the slab's shape");
         }
         Queue::default_for(device).marker().wait();
         run_s += since(t0);
-        start_sink(shape_, r.dtype());
-        const std::size_t ob = plane_ * size_of(r.dtype());
-        const Array interior =
-            (l0 == z0 && l1 == z1) ? r : r.view(planes_box(dims, z0 - l0, z1 - l0));
-        auto& impl = detail::Access::impl(interior);
-        if (std::byte* dst = output_->planes(z0)) {
-          t0 = Clock::now();
-          detail::read_all(impl, dst, false);
-          pull_s += since(t0);
-        } else {
-          std::byte* buf = out_buffer.get((z1 - z0) * ob, detail::Access::impl(device));
-          t0 = Clock::now();
-          detail::read_all(impl, buf, out_buffer.pinned());
-          pull_s += since(t0);
-          t0 = Clock::now();
-          if (!turns_->wait(t)) break;
-          output_->write(z0, z1, buf);
-          turns_->done();
-          write_s += since(t0);
+        const std::size_t ob = writes ? plane_ * size_of(r.dtype()) : 0;
+        if (writes) {
+          start_sink(shape_, r.dtype());
+          const Array interior =
+              (l0 == z0 && l1 == z1) ? r : r.view(planes_box(dims, z0 - l0, z1 - l0));
+          auto& impl = detail::Access::impl(interior);
+          if (std::byte* dst = output_->planes(z0)) {
+            t0 = Clock::now();
+            detail::read_all(impl, dst, false);
+            pull_s += since(t0);
+          } else {
+            std::byte* buf = out_buffer.get((z1 - z0) * ob, detail::Access::impl(device));
+            t0 = Clock::now();
+            detail::read_all(impl, buf, out_buffer.pinned());
+            pull_s += since(t0);
+            t0 = Clock::now();
+            if (!turns_->wait(t)) break;
+            output_->write(z0, z1, buf);
+            turns_->done();
+            write_s += since(t0);
+          }
         }
         {
           std::lock_guard lock(mutex_);
@@ -385,9 +392,10 @@ class TiledRun {
   // A filter whose output depends on the whole input: its passes on the first device, slabs
   // in order; then its output, or a pass that maps the slabs on every worker (Otsu).
   Table run_fold(detail::SlabFold& fold) {
+    if (fold.unordered()) return run_unordered_fold(fold);
     const Device& device = devices_[0];
     halo_ = 0;
-    plan(fold.state_bytes(), workers_per_device_);
+    plan(fold.state_bytes(), 1, fold.pixel_bytes());
     const int passes = fold.passes();
     units_ = tiles_ * (static_cast<std::size_t>(passes) + (fold.maps() ? 1 : 0));
     report_.passes = static_cast<std::size_t>(passes);
@@ -418,12 +426,43 @@ class TiledRun {
     if (folded.per_slab) {
       // Pointwise once the state is known: every worker, no halo.
       ++report_.passes;
-      plan(0, devices_.size() * workers_per_device_);
+      plan(0, devices_.size() * workers_per_device_, fold.pixel_bytes());
       units_ = done_ + tiles_;
       slab_fn_ = std::move(folded.per_slab);
       map_slabs();
       return {};
     }
+    return write_whole(folded);
+  }
+
+  // A fold whose passes take slabs in any order (connected components): every pass, and its
+  // map, on every worker, over the same slabs.
+  Table run_unordered_fold(detail::SlabFold& fold) {
+    halo_ = 0;
+    plan(fold.state_bytes(), devices_.size() * workers_per_device_, fold.pixel_bytes());
+    const int passes = fold.passes();
+    units_ = tiles_ * (static_cast<std::size_t>(passes) + (fold.maps() ? 1 : 0));
+    report_.passes = static_cast<std::size_t>(passes);
+    for (int pass = 0; pass < passes; ++pass) {
+      slab_fn_ = [this, &fold, pass](std::span<const Array> slab, std::size_t z0) {
+        if (pass == 0 && z0 == 0) detail::check_inputs(info_, slab);
+        fold.add(pass, slab, z0);
+        return Array();
+      };
+      map_slabs();
+    }
+    detail::Folded folded = fold.finish();
+    if (folded.per_slab) {
+      ++report_.passes;
+      slab_fn_ = std::move(folded.per_slab);
+      map_slabs();
+      return {};
+    }
+    return write_whole(folded);
+  }
+
+  // A fold's output once its passes are done: a table, or an array written at once.
+  Table write_whole(const detail::Folded& folded) {
     if (folded.whole.is_table()) return folded.whole.table;
     // An array of another shape (a projection's plane): one write.
     const Array& a = folded.whole.array;
@@ -454,7 +493,7 @@ class TiledRun {
   std::size_t workers_per_device_ = 1;
   Shape shape_;
   std::size_t planes_ = 0, plane_ = 0, halo_ = 0, slab_ = 0, tiles_ = 0, in_plane_bytes_ = 0;
-  std::function<Array(std::span<const Array>)> slab_fn_;
+  std::function<Array(std::span<const Array>, std::size_t z0)> slab_fn_;
 
   std::mutex mutex_;       // what follows, and the report
   std::mutex read_mutex_;  // one SlabSource::read at a time

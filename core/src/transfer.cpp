@@ -123,12 +123,13 @@ Pitched linear(std::size_t offset, std::size_t bytes) {
 // it is in the ring; the caller launches the kernel first thing. The kernel starts reading
 // with the first slice, and no driver call is made between the launch and the end (a DMA
 // call takes ~5 us while the other threads copy; a 1 MB push queued two of them).
-void streamed(DeviceImpl::StreamedPush& push, std::byte* ring, const std::byte* from,
-              std::size_t bytes, std::size_t slice, unsigned workers, bool stream) {
+void streamed(DeviceImpl& dev, DeviceImpl::StreamedPush& push, std::byte* ring,
+              const std::byte* from, std::size_t bytes, std::size_t slice, unsigned workers,
+              bool stream) {
   const std::size_t slices = (bytes + slice - 1) / slice;
   std::atomic<std::size_t> next{0};
   std::exception_ptr error;  // start()'s, on the caller
-  CopyThreads::get(true).run(workers, [&](unsigned w) {
+  dev.copy_threads(true).run(workers, [&](unsigned w) {
     if (w == 0) {
       try {
         push.start();
@@ -196,7 +197,7 @@ void staged(DeviceImpl& dev, StagingRing& r, Memory& mem, std::size_t offset, co
     const std::size_t slice = stream_slice(bytes, c);
     std::byte* ring_at = r.at(r.take(bytes));
     if (auto push = dev.stream_in(q, mem, offset, ring_at, bytes, slice)) {
-      streamed(*push, ring_at, from, bytes, slice, p.workers, stream);
+      streamed(dev, *push, ring_at, from, bytes, slice, p.workers, stream);
       return;
     }
   }
@@ -257,7 +258,7 @@ void staged(DeviceImpl& dev, StagingRing& r, Memory& mem, std::size_t offset, co
   }
   std::atomic<std::size_t> next{0};
   const std::size_t slices = p.pieces * p.per_piece;
-  CopyThreads::get(to_device).run(p.workers, [&](unsigned) {
+  dev.copy_threads(to_device).run(p.workers, [&](unsigned) {
     try {
       while (!failed.load(std::memory_order_relaxed)) {
         const std::size_t u = next.fetch_add(1, std::memory_order_relaxed);

@@ -137,6 +137,8 @@ Metadata metadata_of(itk::ImageIOBase& io, int ndim, const Format& format, const
   m.direction = dir;
   m.unit = unit;
   m.labels = marked_labels(io.GetMetaDataDictionary());
+  if (format.name == "TIFF")
+    m.channels = std::max(1, std::atoi(dict_string(io, kChannelsKey).c_str()));
   return m;
 }
 

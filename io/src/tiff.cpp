@@ -302,6 +302,13 @@ bool ome_calibration(const std::string& xml, std::size_t pages, TiffCalibration&
   const std::size_t end = xml.find('>', at);
   if (end == std::string::npos) return false;
   const std::string tag = xml.substr(at, end - at);
+  // Pages that are channels: SizeC of them, one z and one time point.
+  const auto size_c = number(attribute(tag, "SizeC").value_or(""));
+  if (size_c && *size_c > 1 && static_cast<std::size_t>(*size_c) == pages &&
+      number(attribute(tag, "SizeZ").value_or("1")).value_or(0) == 1 &&
+      number(attribute(tag, "SizeT").value_or("1")).value_or(0) == 1) {
+    c.channels = pages;
+  }
   const char* axes[3] = {"X", "Y", "Z"};
   std::string units[3];
   bool any = false;
@@ -400,6 +407,10 @@ TiffCalibration calibration_of(TIFF* t, std::size_t pages) {
     const double frames = number(field("frames")).value_or(1);
     const bool z_pages =
         slices ? static_cast<std::size_t>(*slices) == pages : channels <= 1 && frames <= 1;
+    if (channels > 1 && static_cast<std::size_t>(channels) == pages && frames <= 1 &&
+        slices.value_or(1) <= 1) {
+      c.channels = pages;
+    }
     if (z && *z > 0 && z_pages) {
       c.spacing[2] = *z;
     } else if (z && *z > 0) {
@@ -734,6 +745,8 @@ class LibTiffImageIO final : public itk::ImageIOBase {
     for (const auto& n : c.notes) notes += (notes.empty() ? "" : "\n") + n;
     if (!notes.empty()) itk::EncapsulateMetaData<std::string>(dict, kNotesKey, notes);
     if (stack_->labels()) itk::EncapsulateMetaData<std::string>(dict, kKindKey, kKindLabels);
+    if (c.channels > 1)
+      itk::EncapsulateMetaData<std::string>(dict, kChannelsKey, std::to_string(c.channels));
   }
 
   void Read(void* buffer) override {

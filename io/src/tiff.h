@@ -51,6 +51,7 @@ using TiffPtr = std::unique_ptr<TIFF, TiffCloser>;
 // libtiff reader what it did not take of a calibration (lines).
 inline constexpr const char* kUnitKey = "ITK_VoxelUnits";
 inline constexpr const char* kNotesKey = "gpix_calibration_notes";
+inline constexpr const char* kChannelsKey = "gpix_channels";
 
 // What a TIFF says about its pixel size, in (x, y, z) order (see io::Metadata::unit for the
 // rules and their order: OME-XML, an ImageJ description, the resolution tags).
@@ -59,6 +60,7 @@ struct TiffCalibration {
   double origin[3] = {0, 0, 0};
   std::string unit;                // normalised; "" when the file does not say
   std::vector<std::string> notes;  // what was not taken, and why (for Image::warnings)
+  std::size_t channels = 1;        // pages that are channels (io::Metadata::channels)
   // Whether anything differs from "no calibration" (unit spacing, origin 0, no unit).
   bool calibrated() const;
 };

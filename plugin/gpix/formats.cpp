@@ -4,6 +4,7 @@
 #include <QFileInfo>
 #include <QImage>
 
+#include <cstring>
 #include <filesystem>
 
 #include "gpix/error.h"
@@ -11,6 +12,7 @@
 #include "gpix/qimage.h"
 #include "gpix/raw.h"
 #include "gpix/samples.h"
+#include "gpix/ui/composite.h"
 
 namespace gpix::formats {
 
@@ -53,36 +55,42 @@ gpix::plugin::Writer raw_writer() {
           [](const Layer& l, const QString& path) { gpix::io::write_raw(fs(path), pixels_of(l)); }};
 }
 
-// PNG through Qt's decoder and gpix_qt's QImage conversion. Colour files become one layer per
-// channel (8 or 16 bits): nothing is mixed, and nothing but alpha is dropped.
+// PNG through Qt's decoder and gpix_qt's QImage conversion. Colour files become one composite
+// layer of their R, G and B planes (8 or 16 bits; (3, y, x) data shown in colour): nothing is
+// mixed, and nothing but alpha is dropped.
 gpix::plugin::Reader png_reader() {
-  return {QStringLiteral("png"), {QStringLiteral("*.png")}, [](const QString& path) {
-            QImage img(path);
-            if (img.isNull()) {
-              throw gpix::IoError("cannot read '" + s(path) + "' as PNG", s(path));
-            }
-            const QString base = QFileInfo(path).completeBaseName();
-            const bool deep = img.depth() > 32 || img.format() == QImage::Format_Grayscale16;
-            QList<Layer> out;
-            if (img.isGrayscale()) {
-              Layer l;
-              l.name = base;
-              l.host = gpix::qt::from_qimage(img.convertToFormat(deep ? QImage::Format_Grayscale16
-                                                                      : QImage::Format_Grayscale8));
-              out << l;
-              return out;
-            }
-            const QImage rgb =
-                img.convertToFormat(deep ? QImage::Format_RGBX64 : QImage::Format_RGB32);
-            const char* names[] = {" R", " G", " B"};
-            for (int c = 0; c < 3; ++c) {
-              Layer l;
-              l.name = base + QLatin1String(names[c]);
-              l.host = gpix::qt::from_qimage(rgb, gpix::io::Channels::channel, c);
-              out << l;
-            }
-            return out;
-          }};
+  return {
+      QStringLiteral("png"), {QStringLiteral("*.png")}, [](const QString& path) {
+        QImage img(path);
+        if (img.isNull()) {
+          throw gpix::IoError("cannot read '" + s(path) + "' as PNG", s(path));
+        }
+        const QString base = QFileInfo(path).completeBaseName();
+        const bool deep = img.depth() > 32 || img.format() == QImage::Format_Grayscale16;
+        QList<Layer> out;
+        if (img.isGrayscale()) {
+          Layer l;
+          l.name = base;
+          l.host = gpix::qt::from_qimage(
+              img.convertToFormat(deep ? QImage::Format_Grayscale16 : QImage::Format_Grayscale8));
+          out << l;
+          return out;
+        }
+        const QImage rgb = img.convertToFormat(deep ? QImage::Format_RGBX64 : QImage::Format_RGB32);
+        Layer l;
+        l.name = base;
+        for (int c = 0; c < 3; ++c) {
+          const gpix::HostArray plane = gpix::qt::from_qimage(rgb, gpix::io::Channels::channel, c);
+          if (c == 0) {
+            const gpix::Shape& p = plane.shape();
+            l.host = gpix::HostArray::empty(gpix::Shape{3, p.height(), p.width()}, plane.dtype());
+          }
+          std::memcpy(l.host.data() + std::size_t(c) * plane.bytes(), plane.data(), plane.bytes());
+        }
+        gpix::ui::make_composite(l, true);
+        out << l;
+        return out;
+      }};
 }
 
 gpix::plugin::Writer png_writer() {
@@ -152,10 +160,18 @@ gpix::plugin::Reader io_reader() {
           for (const auto& m : img.warnings) w << QString::fromStdString(m);
           l.metadata.insert(QStringLiteral("warnings"), w.join(QLatin1Char('\n')));
         }
+        // Colour pixels (split along the first axis) and the channels of a multi-channel TIFF
+        // open as one composite; other vector pixels stay a stack.
+        const int planes = ndim == 3 ? int(img.pixels.shape().depth()) : 1;
+        const bool colour =
+            (img.file_components == 3 || img.file_components == 4) && planes == img.file_components;
         if (img.file_components > 1) {
           l.metadata.insert(
               QStringLiteral("channels"),
               QStringLiteral("%1 components split along the first axis").arg(img.file_components));
+        }
+        if (colour || (img.meta.channels > 1 && planes == img.meta.channels && planes <= 16)) {
+          gpix::ui::make_composite(l, colour);
         }
         return QList<Layer>{l};
       }};

@@ -10,21 +10,111 @@ namespace {
 
 constexpr std::uint32_t kPoison = 0xdeadbeefu;
 
-// The documented mapping, computed on the host in the kernel's arithmetic type.
+// The documented mapping, computed on the host in the kernel's arithmetic type. Gamma 1 is
+// the entry floor((v - lo) * 256 / (hi - lo)) itself; otherwise the fine step
+// f = floor((v - lo) * 4096 / (hi - lo)) goes through floor(256 * (f / 4096)^gamma).
 template <class T>
-std::uint32_t ref_contrast(T v, double lo, double hi, const Lut& lut) {
+std::uint32_t ref_contrast(T v, double lo, double hi, const Lut& lut, double gamma = 1.0) {
   using CT = std::conditional_t<std::is_same_v<T, double>, double, float>;
   if constexpr (std::is_floating_point_v<T>) {
     if (std::isnan(v)) return 0;
   }
-  const CT t = (static_cast<CT>(v) - static_cast<CT>(lo)) * static_cast<CT>(256.0 / (hi - lo));
-  int idx = 255;
-  if (!(t >= CT(0))) {
-    idx = 0;
-  } else if (t < CT(255)) {
-    idx = static_cast<int>(t);
+  if (gamma == 1.0) {
+    const CT t = (static_cast<CT>(v) - static_cast<CT>(lo)) * static_cast<CT>(256.0 / (hi - lo));
+    int idx = 255;
+    if (!(t >= CT(0))) {
+      idx = 0;
+    } else if (t < CT(255)) {
+      idx = static_cast<int>(t);
+    }
+    return lut.table[static_cast<std::size_t>(idx)];
   }
-  return lut.table[static_cast<std::size_t>(idx)];
+  const CT t = (static_cast<CT>(v) - static_cast<CT>(lo)) * static_cast<CT>(4096.0 / (hi - lo));
+  int f = 4095;
+  if (!(t >= CT(0))) {
+    f = 0;
+  } else if (t < CT(4095)) {
+    f = static_cast<int>(t);
+  }
+  const double e = std::min(255.0, std::floor(256.0 * std::pow(f / 4096.0, gamma)));
+  return lut.table[static_cast<std::size_t>(e)];
+}
+
+// Byte-wise saturating sum of two RGBA words.
+std::uint32_t add_rgba(std::uint32_t a, std::uint32_t b) {
+  std::uint32_t r = 0;
+  for (int k = 0; k < 32; k += 8) r |= std::min(((a >> k) & 255u) + ((b >> k) & 255u), 255u) << k;
+  return r;
+}
+
+// Gamma and additive blending: two channels of `data` (planes 0 and 1 of a (2, h, w) array, or
+// the same 2D array twice) in green and magenta with their own limits and gammas, added into
+// one target, against the plain reference of each channel's entry summed with saturation.
+template <class T>
+void check_composite(const Device& dev, const Shape& s) {
+  auto data = test::random_values<T>(s.elements());
+  if constexpr (std::is_floating_point_v<T>) {
+    if (data.size() > 5) data[5] = std::numeric_limits<T>::quiet_NaN();
+  }
+  std::vector<double> sorted(data.begin(), data.end());
+  std::erase_if(sorted, [](double x) { return std::isnan(x); });
+  std::sort(sorted.begin(), sorted.end());
+  const auto at = [&](double q) {
+    return sorted.empty() ? q : sorted[static_cast<std::size_t>(q * double(sorted.size() - 1))];
+  };
+  const Array a = Array::push(data, s, dev);
+  const std::size_t plane = s.width() * s.height();
+  const std::size_t channels = s.ndim() == 3 ? s.depth() : 1;
+  struct Channel {
+    Lut lut;
+    double lo, hi, gamma;
+  };
+  const Channel ch[] = {{Lut::colour(0, 255, 0), at(0.1), at(0.7), 0.3},
+                        {Lut::colour(255, 0, 255), at(0.3), at(0.95), 2.5}};
+  // Gamma alone, replacing: every built-in contrast table and a few gammas.
+  for (double gamma : {0.1, 0.45, 1.0, 2.2, 10.0}) {
+    for (const Lut& lut : builtin_luts()) {
+      if (lut.mode != Lut::Mode::contrast) continue;
+      const auto got =
+          render_rgba(a, ch[0].lo, ch[0].hi, lut, 0, gamma).template pull_as<std::uint32_t>();
+      for (std::size_t i = 0; i < plane; ++i) {
+        const std::uint32_t want = ref_contrast(data[i], ch[0].lo, ch[0].hi, lut, gamma);
+        if (got[i] != want) {
+          QFAIL(qPrintable(QString("%1 %2 gamma %3 i=%4 value %5: got %6 want %7")
+                               .arg(lut.name.c_str(), s.str().c_str())
+                               .arg(gamma)
+                               .arg(i)
+                               .arg(static_cast<double>(data[i]))
+                               .arg(got[i], 8, 16)
+                               .arg(want, 8, 16)));
+        }
+      }
+    }
+  }
+  // Additive: a zero-filled target, then each channel added.
+  Array out = Array::create(Shape{s.height(), s.width()}, DType::u32, dev);
+  for (std::size_t c = 0; c < 2; ++c) {
+    render_rgba(a, ch[c].lo, ch[c].hi, ch[c].lut, c % channels, out,
+                {.gamma = ch[c].gamma, .blend = Blend::add});
+  }
+  const auto got = out.template pull_as<std::uint32_t>();
+  for (std::size_t i = 0; i < plane; ++i) {
+    std::uint32_t want = 0;
+    for (std::size_t c = 0; c < 2; ++c) {
+      const T v = data[(c % channels) * plane + i];
+      if constexpr (std::is_floating_point_v<T>) {
+        if (std::isnan(v)) continue;  // adds nothing
+      }
+      want = add_rgba(want, ref_contrast(v, ch[c].lo, ch[c].hi, ch[c].lut, ch[c].gamma));
+    }
+    if (got[i] != want) {
+      QFAIL(qPrintable(QString("additive %1 i=%2: got %3 want %4")
+                           .arg(s.str().c_str())
+                           .arg(i)
+                           .arg(got[i], 8, 16)
+                           .arg(want, 8, 16)));
+    }
+  }
 }
 
 template <class T>
@@ -119,6 +209,38 @@ class TestRender : public QObject {
     }
   }
 
+  // Gamma in the contrast mode and additive blending of channels, every device and dtype.
+  void gamma_and_blend_data() { test::add_device_dtype_rows(); }
+  void gamma_and_blend() {
+    QFETCH(int, device);
+    QFETCH(DType, dtype);
+    const Device dev = test::device_at(device);
+    if (dtype == DType::f64 && !dev.supports_fp64()) QSKIP("no fp64 on this device");
+    for (const Shape& s : {Shape{13}, Shape{31, 37}, Shape{2, 9, 1}, Shape{3, 64, 67}}) {
+      visit_dtype(dtype, [&](auto z) { check_composite<decltype(z)>(dev, s); });
+      if (QTest::currentTestFailed()) return;
+    }
+  }
+
+  void colour_tables() {
+    const Lut c = Lut::colour(255, 128, 0);
+    QCOMPARE(c.table[0], rgba(0, 0, 0));
+    QCOMPARE(c.table[255], rgba(255, 128, 0));
+    QCOMPARE(c.table[51], rgba(51, 26, 0));
+    QCOMPARE(Lut::colour(0, 255, 0).table, lut("green").table);
+    QCOMPARE(Lut::colour(255, 0, 255).table, lut("magenta").table);
+    // Saturation: two full channels of the same colour stay at 255.
+    const Device dev = test::test_devices().front();
+    const Array a = Array::push(std::vector<std::uint8_t>{0, 255, 128}, Shape{3}, dev);
+    Array out = Array::create(Shape{1, 3}, DType::u32, dev);
+    for (int k = 0; k < 2; ++k)
+      render_rgba(a, 0, 255, Lut::colour(200, 100, 0), 0, out, {.blend = Blend::add});
+    const auto got = out.pull_as<std::uint32_t>();
+    QCOMPARE(got[0], rgba(0, 0, 0, 255));  // black is opaque black; alpha saturates too
+    QCOMPARE(got[1], rgba(255, 200, 0, 255));
+    QCOMPARE(got[2], rgba(200, 100, 0, 255));
+  }
+
   void errors() {
     const Device dev = test::test_devices().front();
     const Array a = Array::push(test::random_values<float>(3 * 4 * 5), Shape{3, 4, 5}, dev);
@@ -130,6 +252,14 @@ class TestRender : public QObject {
     QVERIFY_THROWS_EXCEPTION(InvalidArgument, render_rgba(a, 0, 1, lut("gray"), 0, wrong));
     const Array flat = Array::push(test::random_values<float>(20), Shape{4, 5}, dev);
     QVERIFY_THROWS_EXCEPTION(InvalidArgument, render_rgba(flat, 0, 1, lut("gray"), 1));
+    // Gamma must be finite and positive; labels take neither gamma nor additive blending.
+    for (double g : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity()})
+      QVERIFY_THROWS_EXCEPTION(InvalidArgument, render_rgba(flat, 0, 1, lut("gray"), 0, g));
+    const Array ids = Array::push(std::vector<std::uint16_t>{0, 1, 2, 3}, Shape{2, 2}, dev);
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, render_rgba(ids, 0, 1, lut("labels"), 0, 2.0));
+    Array two = Array::create(Shape{2, 2}, DType::u32, dev);
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument,
+                             render_rgba(ids, 0, 1, lut("labels"), 0, two, {.blend = Blend::add}));
     // lo == hi: a step at lo.
     const Array step = Array::push(std::vector<std::int32_t>{-1, 0, 1}, Shape{3}, dev);
     const auto got = render_rgba(step, 0, 0, lut("gray")).pull_as<std::uint32_t>();

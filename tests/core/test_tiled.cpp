@@ -5,12 +5,18 @@
 // standard deviation of all pixels (float64 sums of another grouping: within 1e-12 of the sum
 // of magnitudes); sources and sinks see every plane once, writes in order; untileable filters,
 // small budgets and cancel give typed errors; with two devices (POCL_DEVICES="pthread
-// pthread") the slabs are shared.
+// pthread") the slabs are shared, and each device's budget covers the slabs of all its
+// workers (a memory limit of the budget on every device). connected_components, labelled per
+// slab and joined across slab faces, equals the whole-array labelling and a plain flood fill
+// on the host, numbers included, on blobs, spirals, stripes and objects that cross every slab.
 #include <QTest>
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <limits>
+#include <numbers>
+#include <random>
 #include <set>
 
 #include "gpix/gpix.h"
@@ -264,6 +270,162 @@ void check_fold(const FilterInfo& f, const std::vector<Device>& devices) {
   }
 }
 
+// ---- connected components
+
+// A binary image of n0 planes of n1 x n2 (2D: n1 == 1, shape {n0, n2}) from f(i0, i1, i2).
+template <class F>
+HostArray binary(std::size_t n0, std::size_t n1, std::size_t n2, F f) {
+  const Shape s = n1 == 1 ? Shape{n0, n2} : Shape{n0, n1, n2};
+  HostArray h = HostArray::empty(s, DType::u8);
+  auto v = h.as<std::uint8_t>();
+  std::size_t i = 0;
+  for (std::size_t a = 0; a < n0; ++a)
+    for (std::size_t b = 0; b < n1; ++b)
+      for (std::size_t c = 0; c < n2; ++c) v[i++] = f(long(a), long(b), long(c)) ? 1 : 0;
+  return h;
+}
+
+// Uniform noise box-smoothed (radius 2 on every axis of the image), above `level`: blobs of
+// every size, near level 0.5 some spanning the image.
+HostArray blobs(std::size_t n0, std::size_t n1, std::size_t n2, double level, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(0, 1);
+  const std::size_t n = n0 * n1 * n2;
+  std::vector<float> a(n), b(n);
+  for (float& x : a) x = u(rng);
+  const std::size_t dims[] = {n0, n1, n2}, strides[] = {n1 * n2, n2, 1};
+  for (int axis = 0; axis < 3; ++axis) {
+    if (dims[axis] == 1) continue;
+    for (std::size_t i = 0; i < n; ++i) {
+      const long p = long(i / strides[axis] % dims[axis]);
+      float sum = 0;
+      int cnt = 0;
+      for (long d = -2; d <= 2; ++d) {
+        if (p + d < 0 || p + d >= long(dims[axis])) continue;
+        sum += a[std::size_t(long(i) + d * long(strides[axis]))];
+        ++cnt;
+      }
+      b[i] = sum / float(cnt);
+    }
+    std::swap(a, b);
+  }
+  std::size_t i = 0;
+  return binary(n0, n1, n2, [&](long, long, long) { return a[i++] > level; });
+}
+
+// The images the tiled labelling is checked on, each of n0 planes of n1 x n2.
+std::vector<std::pair<std::string, HostArray>> component_images(std::size_t n0, std::size_t n1,
+                                                                std::size_t n2) {
+  std::vector<std::pair<std::string, HostArray>> out;
+  out.emplace_back("blobs 0.5", blobs(n0, n1, n2, 0.5, 7));
+  out.emplace_back("blobs 0.56", blobs(n0, n1, n2, 0.56, 8));
+  // A spiral band in the (axis 0, axis 2) plane around the image's centre (a sheet in 3D,
+  // tilted along axis 1 so that it also crosses slab faces diagonally).
+  out.emplace_back("spiral", binary(n0, n1, n2, [&](long a, long b, long c) {
+                     const double y = double(a) - double(n0) / 2,
+                                  x = double(c) - double(n2) / 2 + 0.3 * double(b);
+                     const double r = std::hypot(x, y), t = std::atan2(y, x) + std::numbers::pi;
+                     const double turn = (r - 1.3 * t) / (2 * std::numbers::pi * 1.3);
+                     return turn - std::floor(turn) < 0.35;
+                   }));
+  // Diagonal lines one pixel wide: joined only by full connectivity across faces.
+  out.emplace_back("diagonals", binary(n0, n1, n2, [](long a, long b, long c) {
+                     return (a + b + c) % 5 == 0 || (a - c + 1000) % 7 == 0;
+                   }));
+  // One object through every slab (a spine along axis 0 with teeth), and U shapes whose two
+  // arms start apart in the first slab and meet only in the last plane.
+  out.emplace_back("spine and arms", binary(n0, n1, n2, [&](long a, long b, long c) {
+                     const long last = long(n0) - 1;
+                     if (c == 1 && b == 0) return true;                          // the spine
+                     if (a % 6 == 0 && c < long(n2) / 3 && b == 0) return true;  // its teeth
+                     const bool arm = (c == long(n2) - 2 || c == long(n2) / 2 + 1) && a >= 1;
+                     const bool bottom = a == last && c > long(n2) / 2 && c < long(n2) - 1;
+                     return (arm || bottom) && b < 2;
+                   }));
+  // Noise of one pixel in three.
+  std::mt19937 rng(11);
+  out.emplace_back("noise", binary(n0, n1, n2, [&](long, long, long) { return rng() % 3 == 0; }));
+  return out;
+}
+
+// The labelling by a flood fill in raster order (components numbered by their first pixel).
+std::vector<std::uint32_t> flood_labels(const HostArray& h, bool full) {
+  const Shape& s = h.shape();
+  const long n0 = long(s[0]), n1 = s.ndim() == 3 ? long(s[1]) : 1, n2 = long(s[s.ndim() - 1]);
+  const auto v = h.as<std::uint8_t>();
+  std::vector<std::uint32_t> out(v.size(), 0);
+  std::uint32_t next = 0;
+  std::deque<long> todo;
+  for (long start = 0; start < long(v.size()); ++start) {
+    if (!v[std::size_t(start)] || out[std::size_t(start)]) continue;
+    out[std::size_t(start)] = ++next;
+    todo.push_back(start);
+    while (!todo.empty()) {
+      const long i = todo.front();
+      todo.pop_front();
+      const long a = i / (n1 * n2), b = i / n2 % n1, c = i % n2;
+      for (long da = -1; da <= 1; ++da)
+        for (long db = -1; db <= 1; ++db)
+          for (long dc = -1; dc <= 1; ++dc) {
+            if (!full && std::abs(da) + std::abs(db) + std::abs(dc) != 1) continue;
+            const long aa = a + da, bb = b + db, cc = c + dc;
+            if (aa < 0 || bb < 0 || cc < 0 || aa >= n0 || bb >= n1 || cc >= n2) continue;
+            const long j = (aa * n1 + bb) * n2 + cc;
+            if (v[std::size_t(j)] && !out[std::size_t(j)]) {
+              out[std::size_t(j)] = next;
+              todo.push_back(j);
+            }
+          }
+    }
+  }
+  return out;
+}
+
+// connected_components tiled into about `want` slabs (a budget of its own working set: 18
+// bytes a uint8 pixel), from a counting source into an ordered sink, on `devices`, against the
+// whole-array run and the flood fill.
+void check_components(const std::string& what, const HostArray& h, bool full,
+                      const std::vector<Device>& devices, std::size_t want) {
+  const std::string conn = full ? "full" : "face";
+  const Params p = {{"connectivity", conn}};
+  const QByteArray where = QByteArray::fromStdString(what + " " + h.shape().str() + " " + conn);
+  const Array whole = run("connected_components", Array::push(h, devices[0]), p).array;
+  const std::size_t plane = h.elements() / h.shape()[0];
+  const std::size_t per = (h.shape()[0] + want - 1) / want;
+  TiledOptions o;
+  o.devices = devices;
+  o.budget_bytes = plane * 18 * per;
+  TiledReport report;
+  o.report = &report;
+  CountingSource src(h);
+  SlabSource* in[] = {&src};
+  OrderedSink sink;
+  (void)run_tiled("connected_components", in, &sink, p, o);
+  QVERIFY2(report.slabs == (h.shape()[0] + per - 1) / per,
+           where + " slabs " + QByteArray::number(qulonglong(report.slabs)));
+  QCOMPARE(report.passes, std::size_t{2});
+  QCOMPARE(src.planes_read, 2 * h.shape()[0]);  // no halo: every plane twice
+  QVERIFY2(sink.finished && sink.in_order && sink.next == h.shape()[0], where);
+  QCOMPARE(sink.out.dtype(), DType::u32);
+  for (std::size_t k : report.slabs_per_device) QVERIFY2(k > 0, where + " left a device idle");
+  const auto tiled = sink.out.as<std::uint32_t>();
+  const HostArray wh = whole.pull();
+  const auto ref = flood_labels(h, full);
+  const auto w = wh.as<std::uint32_t>();
+  std::size_t first_diff = ref.size();
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    if (w[i] != ref[i] || tiled[i] != ref[i]) {
+      first_diff = i;
+      break;
+    }
+  }
+  QVERIFY2(first_diff == ref.size(),
+           where + ": pixel " + QByteArray::number(qulonglong(first_diff)) + " flood fill " +
+               QByteArray::number(first_diff < ref.size() ? ref[first_diff] : 0) + ", whole " +
+               QByteArray::number(first_diff < ref.size() ? w[first_diff] : 0) + ", tiled " +
+               QByteArray::number(first_diff < ref.size() ? tiled[first_diff] : 0));
+}
+
 }  // namespace
 
 class TestTiled : public QObject {
@@ -437,17 +599,91 @@ class TestTiled : public QObject {
     QVERIFY(std::memcmp(a.pull().data(), h.data(), h.bytes()) == 0);
   }
 
+  // connected_components joins its slabs across their faces: the whole-array labelling
+  // exactly, 2D and 3D, odd sizes, both connectivities, 8-20 slabs, on every test device
+  // (two under POCL_DEVICES="pthread pthread"), several workers per device too.
+  void components_data() {
+    QTest::addColumn<int>("dims");
+    QTest::newRow("2D") << 2;
+    QTest::newRow("3D") << 3;
+  }
+  void components() {
+    QFETCH(int, dims);
+    const auto devices = same_kind_devices();
+    const auto images = dims == 3 ? component_images(47, 23, 29) : component_images(223, 1, 131);
+    for (const auto& [what, h] : images) {
+      for (bool full : {false, true}) {
+        check_components(what, h, full, devices, 12);
+        if (QTest::currentTestFailed()) return;
+      }
+    }
+    // Slabs of one plane (a face on every plane), and 19 slabs.
+    check_components("blobs", images[0].second, true, devices, dims == 3 ? 47 : 223);
+    check_components("blobs", images[0].second, false, devices, 19);
+  }
+
+  // A realistic stack: 64 x 512 x 512 blobs (16 M voxels) over 16 slabs, full connectivity.
+  void components_large() {
+    check_components("blobs", blobs(64, 512, 512, 0.52, 3), true, same_kind_devices(), 16);
+  }
+
+  // Each device's budget covers every slab in flight on it: its workers' slabs fit it
+  // together, and with the budget as the device's memory limit (the pool's size classes round
+  // a block up by at most a quarter) two workers per device run without running out of memory
+  // (where their slabs overlap in time, which the scheduler decides).
+  void budget_covers_workers() {
+    const auto devices = same_kind_devices();
+    const HostArray h = blobs(40, 31, 37, 0.5, 5);
+    const HostArray f = random_host(Shape{40, 31, 37}, DType::f32);
+    for (std::size_t workers : {1, 2}) {
+      for (const char* name : {"connected_components", "gaussian_blur", "median_box"}) {
+        const bool cc = std::string(name) == "connected_components";
+        const HostArray& in = cc ? h : f;
+        const Params p = cc ? Params{} : wide_params(gpix::filter(name));
+        // About 8 slabs of 5 planes (and the halo) per worker.
+        const std::uint64_t budget =
+            workers * (cc ? in.elements() / in.shape()[0] * 18 * 5
+                          : budget_for(in.shape(), DType::f32, 1, tile_halo(name, 3, p), 8));
+        for (const Device& d : devices) {
+          trim(d);
+          set_memory_limit(d, budget + budget / 4 + (64u << 10));
+        }
+        TiledOptions o;
+        o.devices = devices;
+        o.workers_per_device = workers;
+        o.budget_bytes = budget;
+        TiledReport report;
+        o.report = &report;
+        const QByteArray where =
+            QByteArray(name) + " workers " + QByteArray::number(qulonglong(workers));
+        try {
+          const HostArray out = run_tiled(name, in, p, o);
+          // The slabs of all of a device's workers, halos included, fit its budget (working
+          // set per plane: connected components' 18 bytes a pixel, else the rule above).
+          const std::size_t plane = in.elements() / in.shape()[0];
+          const std::uint64_t cost = cc ? plane * 18 : 2 * (plane * 4 + plane * 4);
+          QVERIFY2((report.planes_per_slab + 2 * report.halo) * cost * workers <= budget, where);
+          QVERIFY2(report.slabs >= 8, where);
+        } catch (const OutOfMemory& e) {
+          for (const Device& d : devices) set_memory_limit(d, 0);
+          QFAIL(where + ": " + e.what());
+        }
+        for (const Device& d : devices) set_memory_limit(d, 0);
+      }
+    }
+  }
+
   void errors() {
     const Device dev = test::test_devices().front();
     const HostArray h = random_host(Shape{20, 8, 8}, DType::f32);
     const HostArray before = h.clone();
     // Untileable: the reason, not a wrong answer.
     try {
-      (void)run_tiled("connected_components", h);
-      QFAIL("connected_components ran tiled");
+      (void)run_tiled("relabel_sequential", h);
+      QFAIL("relabel_sequential ran tiled");
     } catch (const InvalidArgument& e) {
       QVERIFY2(
-          std::string(e.what()).find(tile_info("connected_components").reason) != std::string::npos,
+          std::string(e.what()).find(tile_info("relabel_sequential").reason) != std::string::npos,
           e.what());
     }
     // A budget below one plane and its halo says what one slab needs.

@@ -856,17 +856,17 @@ class TestSegmentation : public QObject {
     }
   }
 
-  // Regions far larger than a work-group's pixels (4096): label_statistics merges each
-  // work-item's runs inside the group before it touches the table, so chains of one label
-  // across whole groups, a label that ends exactly at a group's edge, NaN inside a long run
-  // and a region broken by background must add up like the plain sum.
+  // Regions far larger than a work-group's tile (64x64 in 2D, 16x16x16 in 3D): label_statistics
+  // adds up each label's runs inside the group before it touches the table, so labels over
+  // many groups, labels that meet a group more than once (cut by background), NaN inside a
+  // long run, and images narrower or thinner than a tile must add up like the plain sums.
   void label_statistics_large_regions() {
     for (const Device& dev : test_devices()) {
       for (const Shape s : {Shape{97, 131, 23}, Shape{4096, 3}, Shape{1, 20001}}) {
         std::vector<std::uint32_t> lab(s.elements());
         for (std::size_t i = 0; i < lab.size(); ++i) {
-          // Three slabs of one label each, label 2 cut by a background band, and a label
-          // change exactly at pixel 4096 (a work-group's edge).
+          // Three slabs of one label each (the first ends at pixel 4096), label 2 cut by
+          // background bands.
           lab[i] = i < 4096 ? 1 : static_cast<std::uint32_t>(2 + (3 * i) / lab.size());
           if (lab[i] == 2 && (i / 997) % 5 == 0) lab[i] = 0;
         }

@@ -170,7 +170,8 @@ class TestIoCli : public QObject {
   }
 
   // `gpix run --tiled`: a TIFF stack filtered in slabs under a small budget equals the
-  // whole-array run; untileable filters and bad budgets are usage errors.
+  // whole-array run (connected_components too); untileable filters and bad budgets are usage
+  // errors.
   void run_tiled() {
     const auto& devs = test::test_devices();
     QTemporaryDir dir;
@@ -203,9 +204,20 @@ class TestIoCli : public QObject {
     QVERIFY(std::memcmp(a.pixels.data(), c.pixels.data(), a.pixels.bytes()) == 0);
     QCOMPARE(test::run_cli({"run", "median_box", in, workers, "--tile-workers", "0"}).code, 2);
     (void)devs;
+    // Labelling tiles (labels joined across slab faces): the whole-array labels.
+    const QString cc_whole = dir.filePath("cc_whole.tif"), cc_tiled = dir.filePath("cc_tiled.tif");
+    QCOMPARE(test::run_cli({"run", "connected_components", in, cc_whole, "--device", "0"}).code, 0);
+    const test::ProcessResult cc =
+        test::run_cli({"run", "connected_components", in, cc_tiled, "--device", "0", "--tiled",
+                       "--tile-budget", "60kB", "--json"});
+    QVERIFY2(cc.code == 0, cc.err);
+    QVERIFY2(QJsonDocument::fromJson(cc.out).object()["slabs"].toInteger() >= 4, cc.out);
+    const io::Image ccw = io::read(cc_whole.toStdString()), cct = io::read(cc_tiled.toStdString());
+    QVERIFY(ccw.pixels.bytes() == cct.pixels.bytes());
+    QVERIFY(std::memcmp(ccw.pixels.data(), cct.pixels.data(), ccw.pixels.bytes()) == 0);
     const QString never = dir.filePath("never.tif");
     const test::ProcessResult labels =
-        test::run_cli({"run", "connected_components", in, never, "--tiled"});
+        test::run_cli({"run", "relabel_sequential", in, never, "--tiled"});
     QCOMPARE(labels.code, 2);
     QVERIFY2(labels.err.contains("cannot run tiled"), labels.err);
     const test::ProcessResult budget =

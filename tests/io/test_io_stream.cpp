@@ -7,7 +7,8 @@
 //  - big-endian MetaImage and NRRD, HeaderSize and byte skip;
 //  - formats that do not stream say so (null), and a sink dropped before finish() leaves
 //    nothing behind;
-//  - run_tiled from files to files equals the whole-array run;
+//  - run_tiled from files to files equals the whole-array run, connected_components too (by
+//    run_tiled and by `gpix run --tiled`);
 //  - `gpix run --tiled` on a TIFF much larger than its budget streams: the peak resident memory
 //    of the process (getrusage of the child) stays under a bound set by the budget, well below
 //    the file's size, and the output equals the whole-array result.
@@ -401,6 +402,43 @@ class TestIoStream : public QObject {
     const Table t = run_tiled("maximum_of_all_pixels", inputs, nullptr, {}, o);
     QCOMPARE(t.rows.at(0).at(0),
              run("maximum_of_all_pixels", Array::push(h, dev)).table.rows[0][0]);
+  }
+
+  // connected_components from a TIFF into TIFF and NRRD files, slab by slab, labels joined
+  // across slab faces: through run_tiled and through `gpix run --tiled`, the whole-array
+  // labels (numbers included).
+  void tiled_components() {
+    QTemporaryDir dir;
+    const Device dev = test::test_devices().front();
+    const Shape s{53, 41, 37};
+    // Blobs: smoothed noise above its middle.
+    const Array noise = Array::push(random_host(s, DType::u16), dev);
+    const Array blurred =
+        run("gaussian_blur", noise, {{"sigma_x", 2.0}, {"sigma_y", 2.0}, {"sigma_z", 2.0}}).array;
+    const HostArray bin = run("threshold", blurred, {{"value", 32768.0}}).array.pull();
+    io::write(at(dir, "bin.tif"), bin);
+    const Params p = {{"connectivity", "face"}};
+    const HostArray whole = run("connected_components", Array::push(bin, dev), p).array.pull();
+    const std::size_t budget = 41 * 37 * 18 * 5;  // its working set: 18 bytes a pixel
+    auto src = io::open_slabs(at(dir, "bin.tif"));
+    auto sink = io::create_slabs(at(dir, "labels.nrrd"));
+    SlabSource* inputs[] = {src.get()};
+    TiledOptions o;
+    o.devices = {dev};
+    o.budget_bytes = budget;
+    TiledReport report;
+    o.report = &report;
+    (void)run_tiled("connected_components", inputs, sink.get(), p, o);
+    QVERIFY(report.slabs >= 8);
+    QVERIFY(same(io::read(at(dir, "labels.nrrd")).pixels, whole));
+    const Child c = spawn({"run", "connected_components", dir.filePath("bin.tif"),
+                           dir.filePath("labels.tif"), "--connectivity", "face", "--tiled",
+                           "--tile-budget", QString::number(budget) + "B", "--json"},
+                          dir.path());
+    QVERIFY2(c.code == 0, c.err);
+    const QJsonObject rep = QJsonDocument::fromJson(c.out).object();
+    QVERIFY2(rep["slabs"].toInteger() >= 8 && rep["passes"].toInteger() == 2, c.out);
+    QVERIFY(same(io::read(at(dir, "labels.tif")).pixels, whole));
   }
 
   // `gpix run --tiled` on a TIFF far larger than its budget: bounded memory, whole-array bytes.

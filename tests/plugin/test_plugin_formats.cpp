@@ -99,9 +99,18 @@ class TestPluginFormats : public QObject {
         QVERIFY(same_bytes(qt::from_qimage(QImage(again).convertToFormat(img.format())),
                            layers.first().host));
       } else {
-        QCOMPARE(layers.size(), 3);
+        // One composite: (3, y, x), plane c is channel c, shown in red, green and blue.
+        QCOMPARE(layers.size(), 1);
+        const plugin::Layer& l = layers.first();
+        QCOMPARE(l.host.shape(), (Shape{3, 5, 7}));
+        QCOMPARE(l.channels.size(), std::size_t{3});
+        const QRgb colours[] = {qRgb(255, 0, 0), qRgb(0, 255, 0), qRgb(0, 0, 255)};
         for (int c = 0; c < 3; ++c) {
-          QVERIFY(same_bytes(layers[c].host, qt::from_qimage(img, io::Channels::channel, c)));
+          const HostArray want = qt::from_qimage(img, io::Channels::channel, c);
+          QCOMPARE(
+              std::memcmp(l.host.data() + std::size_t(c) * want.bytes(), want.data(), want.bytes()),
+              0);
+          QCOMPARE(l.channels[std::size_t(c)].colour, colours[c]);
         }
       }
     }

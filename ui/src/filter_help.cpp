@@ -315,6 +315,10 @@ set its parameters and press Run. The result is a new layer named after its inpu
 filter ("cells · gaussian_blur sigma=2"). Live preview shows the result while you change
 parameters. Long filters show what they are doing (compiling kernels, slab 2 of 4) and
 Cancel stops them; nothing is added then.</li>
+<li><b>Measure</b>: Tools &gt; Rectangle (R), Ellipse (E) or Polygon (P; double-click or Enter
+closes it) draws a region of interest; the ROIs panel lists its area (in µm² on calibrated
+images), mean, std, min, max and sum, crops to it, and exports CSV. The Line tool (L) plots the
+values along a line. The Pointer (S) selects, moves and reshapes them; Delete removes one.</li>
 <li><b>Undo</b> anything with Ctrl+Z and redo with Ctrl+Shift+Z: filter results, removed or
 renamed layers, reordering and display changes.</li>
 <li><b>Choose the device</b> in the Devices panel: every GPU and CPU device gpix found; layers

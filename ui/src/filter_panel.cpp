@@ -24,6 +24,7 @@
 #include "gpix/phase.h"
 #include "gpix/scalar.h"
 #include "gpix/tiled.h"
+#include "gpix/ui/composite.h"
 #include "gpix/ui/filter_help.h"
 
 namespace gpix::ui {
@@ -546,6 +547,8 @@ void FilterPanel::start(bool preview) {
   step.operation = qs(info.name);
   step.params = form_->params();
   std::vector<gpix::Array> arrays;
+  // Composites (colour, channels) are filtered channel by channel (run_per_channel).
+  std::vector<bool> per_channel;
   const QList<int> ids = form_->inputs();
   for (qsizetype i = 0; i < ids.size(); ++i) {
     const Layer l = host_.layer(ids[i]);
@@ -559,6 +562,7 @@ void FilterPanel::start(bool preview) {
       return;
     }
     arrays.push_back(l.array);
+    per_channel.push_back(l.composite());
     step.inputs << l.name;
   }
   // Latest wins: a new run makes older previews stale and asks them to stop.
@@ -596,7 +600,7 @@ void FilterPanel::start(bool preview) {
             watcher->deleteLater();
           });
   watcher->setFuture(
-      QtConcurrent::run([name, arrays, params, task, gate, title, first]() -> Outcome {
+      QtConcurrent::run([name, arrays, per_channel, params, task, gate, title, first]() -> Outcome {
         Outcome o;
         o.input = first;
         try {
@@ -611,7 +615,11 @@ void FilterPanel::start(bool preview) {
           phase("running");
           // Slab by slab on the device where the filter tiles, so that Cancel takes effect
           // within a fraction of a long run and the bar advances per slab (same result).
-          o.result = gpix::run_in_slabs(name, arrays, params, opts);
+          if (std::find(per_channel.begin(), per_channel.end(), true) != per_channel.end()) {
+            o.result = run_per_channel(name, arrays, per_channel, params, opts);
+          } else {
+            o.result = gpix::run_in_slabs(name, arrays, params, opts);
+          }
           // Kernels run after their launch returns: the task ends (and the bar reaches its end)
           // when the device has done the work, not when it was queued.
           if (o.result.array.valid()) {
@@ -661,6 +669,13 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
   inherit_calibration(o.input, out);
   const gpix::OutputKind kind = gpix::filter(step.operation.toStdString()).output;
   if (kind == gpix::OutputKind::labels) out.mark_labels();
+  // A composite's result, made channel by channel, is a composite in the same colours (its
+  // limits computed anew); labels stay one label image per channel, shown slice by slice.
+  const bool composite = o.input.composite() && kind != gpix::OutputKind::labels;
+  if (composite) {
+    out.channels = o.input.channels;
+    for (Channel& c : out.channels) c.contrast_min = c.contrast_max = 0;
+  }
   if (preview) {
     out.name = step.operation + tr(" (preview)");
     out.metadata.insert(QStringLiteral("preview"), true);  // not a result to save
@@ -682,7 +697,8 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
   drop_preview();
   out.name = result_name(step.operation, step.params, step.inputs, int(out.array.shape().ndim()));
   host_.undo_stack()->push(new AddLayerCommand(host_, out, workflow_, step));
-  host_.show_status(tr("%1 done").arg(out.name));
+  host_.show_status(o.input.composite() ? tr("%1 done, channel by channel").arg(out.name)
+                                        : tr("%1 done").arg(out.name));
   emit finished(true);
 }
 

@@ -7,10 +7,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "async.h"
 #include "gpix/error.h"
+#include "gpix/ui/composite.h"
 #include "gpix/ui/render.h"
 
 namespace gpix::ui {
@@ -76,6 +79,8 @@ void ImageView::on_layer_changed(int id) {
 }
 
 int ImageView::slice_of(const Layer& l) const {
+  // A composite's first axis holds its channels, all shown at once.
+  if (l.composite()) return 0;
   return l.shape().ndim() == 3 ? std::min(slice_, int(l.shape().depth()) - 1) : 0;
 }
 
@@ -101,8 +106,12 @@ void ImageView::request_frame(int id) {
     return;
   }
   // The outline is a way of drawing labels; other colour maps show every pixel.
-  const RenderOptions o{slice_of(l), l.contrast_min, l.contrast_max, l.colormap,
-                        l.outline && canonical_colormap(l.colormap) == QLatin1String("labels")};
+  const RenderOptions o{slice_of(l),
+                        l.contrast_min,
+                        l.contrast_max,
+                        l.colormap,
+                        l.outline && canonical_colormap(l.colormap) == QLatin1String("labels"),
+                        l.gamma};
   const quint64 req = f.wanted;
   f.pending = req;
   struct Result {
@@ -113,15 +122,20 @@ void ImageView::request_frame(int id) {
   detail::run_async(
       this,
       [a = l.array, h = l.array.valid() ? gpix::HostArray{} : l.host, dev = host_.device(), o, req,
-       latest = f.latest]() {
+       latest = f.latest, channels = l.channels]() {
         Result r;
         // A newer request exists (the slider moved on): nobody would see this frame.
         if (latest->load() != req) {
           r.skipped = true;
           return r;
         }
-        r.image =
-            a.valid() ? gpix::ui::render(a, o, &r.pulled) : gpix::ui::render(h, dev, o, &r.pulled);
+        if (!channels.empty()) {
+          r.image = a.valid() ? render_composite(a, channels, &r.pulled)
+                              : render_composite(h, dev, channels, &r.pulled);
+        } else {
+          r.image = a.valid() ? gpix::ui::render(a, o, &r.pulled)
+                              : gpix::ui::render(h, dev, o, &r.pulled);
+        }
         return r;
       },
       [this, id, req](const detail::Outcome<Result>& out) {
@@ -155,10 +169,17 @@ void ImageView::ensure_contrast(int id) {
   f.contrast_pending = true;
   detail::run_async(
       this,
-      [a = l.array, h = l.array.valid() ? gpix::HostArray{} : l.host, dev = host_.device()]() {
-        return auto_contrast(a.valid() ? a : display_copy(h, dev), -1);
+      [a = l.array, h = l.array.valid() ? gpix::HostArray{} : l.host, dev = host_.device(),
+       n = l.channels.size()]() {
+        // A composite's channels each get their own limits, from their own plane.
+        const gpix::Array d = a.valid() ? a : display_copy(h, dev);
+        std::vector<std::pair<double, double>> limits;
+        if (n == 0) limits.push_back(auto_contrast(d, -1));
+        for (std::size_t c = 0; c < n; ++c) limits.push_back(auto_contrast(d, int(c)));
+        return limits;
       },
-      [this, id, data = f.data](const detail::Outcome<std::pair<double, double>>& out) {
+      [this, id,
+       data = f.data](const detail::Outcome<std::vector<std::pair<double, double>>>& out) {
         auto found = frames_.find(id);
         if (found == frames_.end()) return;
         found->contrast_pending = false;
@@ -171,11 +192,17 @@ void ImageView::ensure_contrast(int id) {
         if (!out.value) {
           // Keep the layer visible with a plain range rather than asking again and again.
           host_.show_status(tr("No automatic contrast for '%1': %2").arg(cur.name, out.error));
-          cur.contrast_min = 0;
-          cur.contrast_max = 1;
-        } else {
-          cur.contrast_min = out.value->first;
-          cur.contrast_max = out.value->second;
+        }
+        const auto limits = [&](std::size_t i) {
+          return out.value && i < out.value->size() ? (*out.value)[i]
+                                                    : std::pair<double, double>(0, 1);
+        };
+        if (!cur.composite()) {
+          std::tie(cur.contrast_min, cur.contrast_max) = limits(0);
+        }
+        for (std::size_t c = 0; c < cur.channels.size(); ++c) {
+          Channel& ch = cur.channels[c];
+          if (!ch.has_contrast()) std::tie(ch.contrast_min, ch.contrast_max) = limits(c);
         }
         host_.replace_layer(id, cur);  // emits layer_changed: the frame follows
       });
@@ -200,7 +227,8 @@ void ImageView::update_depth() {
   int d = 1;
   for (int id : host_.layer_ids()) {
     const Layer l = host_.layer(id);
-    if (l.valid() && l.shape().ndim() == 3) d = std::max(d, int(l.shape().depth()));
+    if (l.valid() && l.shape().ndim() == 3 && !l.composite())
+      d = std::max(d, int(l.shape().depth()));
   }
   if (d != depth_) {
     depth_ = d;
@@ -226,7 +254,7 @@ void ImageView::set_slice(int z) {
   slice_ = z;
   for (int id : host_.layer_ids()) {
     const Layer l = host_.layer(id);
-    if (l.valid() && l.shape().ndim() == 3) invalidate(id);
+    if (l.valid() && l.shape().ndim() == 3 && !l.composite()) invalidate(id);
   }
   emit slice_changed(z);
   update();
@@ -355,14 +383,26 @@ void ImageView::request_tile(int id, int z, int x, int y) {
       QRect(x - kTile / 2, y - kTile / 2, kTile, kTile)
           .intersected(QRect(0, 0, int(s.width()), s.ndim() >= 2 ? int(s.height()) : 1));
   tile_pending_ = true;
+  // A composite's readout shows every channel: the box of all its planes.
+  const std::size_t planes = l.composite() ? l.channels.size() : 1;
   detail::run_async(
       this,
-      [a = l.array, h = l.array.valid() ? gpix::HostArray{} : l.host, z, box]() {
+      [a = l.array, h = l.array.valid() ? gpix::HostArray{} : l.host, z, box, planes]() {
+        if (!a.valid() && planes > 1) {
+          const gpix::Shape& hs = h.shape();
+          gpix::HostArray all = gpix::HostArray::empty(
+              gpix::Shape{planes, std::size_t(box.height()), std::size_t(box.width())}, h.dtype());
+          for (std::size_t c = 0; c < planes && c < hs.depth(); ++c) {
+            const gpix::HostArray one = host_box(h, c, box);
+            std::memcpy(all.data() + c * one.bytes(), one.data(), one.bytes());
+          }
+          return all;
+        }
         if (!a.valid()) return host_box(h, std::size_t(z), box);
         gpix::Region r;
         if (a.ndim() == 3) {
-          r.origin.push_back(std::size_t(z));
-          r.extent.push_back(1);
+          r.origin.push_back(planes > 1 ? 0 : std::size_t(z));
+          r.extent.push_back(planes);
         }
         if (a.ndim() >= 2) {
           r.origin.push_back(std::size_t(box.y()));
@@ -396,16 +436,26 @@ QString ImageView::describe(QPointF widget_pos) {
   QString value = QStringLiteral("...");
   if (tile_.id == id && tile_.data == frames_[id].data && tile_.z == z &&
       tile_.box.contains(int(x), int(y))) {
-    value = tile_.values.valid()
-                ? QString::number(value_at(tile_.values, 0, std::size_t(y - tile_.box.y()),
-                                           std::size_t(x - tile_.box.x())),
-                                  'g', 8)
-                : QStringLiteral("?");
+    const auto at = [&](std::size_t plane) {
+      return QString::number(value_at(tile_.values, plane, std::size_t(y - tile_.box.y()),
+                                      std::size_t(x - tile_.box.x())),
+                             'g', 8);
+    };
+    if (!tile_.values.valid()) {
+      value = QStringLiteral("?");
+    } else if (l.composite()) {
+      QStringList parts;  // "R 12, G 40, B 200"
+      for (std::size_t c = 0; c < l.channels.size(); ++c)
+        parts << l.channels[c].name + QLatin1Char(' ') + at(c);
+      value = parts.join(QStringLiteral(", "));
+    } else {
+      value = at(0);
+    }
   } else {
     request_tile(id, z, int(x), int(y));
   }
   QString text = QStringLiteral("x %1  y %2").arg(x).arg(y);
-  if (s.ndim() == 3) text += QStringLiteral("  z %1").arg(z);
+  if (s.ndim() == 3 && !l.composite()) text += QStringLiteral("  z %1").arg(z);
   text += QStringLiteral("  value %1  (%2)").arg(value, l.name);
   return text;
 }

@@ -56,7 +56,7 @@ void RenameLayerCommand::undo() {
 }
 
 LayerDisplay LayerDisplay::of(const Layer& l) {
-  return {l.visible, l.opacity, l.colormap, l.contrast_min, l.contrast_max};
+  return {l.visible, l.opacity, l.colormap, l.contrast_min, l.contrast_max, l.gamma, l.channels};
 }
 
 void LayerDisplay::apply_to(Layer& l) const {
@@ -65,6 +65,8 @@ void LayerDisplay::apply_to(Layer& l) const {
   l.colormap = colormap;
   l.contrast_min = contrast_min;
   l.contrast_max = contrast_max;
+  l.gamma = gamma;
+  l.channels = channels;
 }
 
 LayerDisplayCommand::LayerDisplayCommand(Workspace& host, int id, const LayerDisplay& after,

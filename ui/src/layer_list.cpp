@@ -171,8 +171,16 @@ void LayerList::refresh_controls() {
   for (QWidget* w :
        {static_cast<QWidget*>(opacity_), static_cast<QWidget*>(colormap_),
         static_cast<QWidget*>(low_), static_cast<QWidget*>(high_), static_cast<QWidget*>(auto_)}) {
-    w->setEnabled(l.valid());
+    // A composite's colours and limits are its channels' (the Histogram dock sets them).
+    w->setEnabled(l.valid() && (w == opacity_ || !l.composite()));
   }
+  const QString composite_tip =
+      tr("A colour composite: set each channel's colour, limits and gamma in the Histogram dock");
+  colormap_->setToolTip(l.composite() ? composite_tip : QString());
+  low_->setToolTip(l.composite() ? composite_tip : QString());
+  high_->setToolTip(l.composite() ? composite_tip : QString());
+  auto_->setToolTip(l.composite() ? composite_tip
+                                  : tr("Contrast limits from the 0.5 and 99.5 percentiles"));
   if (l.valid()) {
     opacity_->setValue(int(std::lround(l.opacity * 100)));
     // Layers saved by earlier viewers may name a map by its old alias ("inverted").

@@ -57,7 +57,7 @@ QImage render_on_device(const Array& a, std::size_t slice, const RenderOptions& 
     src = label_outline(src);
   }
   const double lo = o.low, hi = std::max(o.low, o.high);
-  Array rgba = render_rgba(src, lo, hi, lut, z);
+  Array rgba = render_rgba(src, lo, hi, lut, z, lut.mode == Lut::Mode::labels ? 1.0 : o.gamma);
   const auto [h, w] = plane_size(a.shape());
   QImage img(static_cast<int>(w), static_cast<int>(h), QImage::Format_RGBA8888);
   // Format_RGBA8888 rows are exactly 4 * width bytes (32-bit pixels need no padding), the

@@ -10,6 +10,7 @@
 #include "gpix/render.h"
 #include "gpix/image.h"
 #include "gpix/memory.h"
+#include "gpix/mip.h"
 #include "gpix/queue.h"
 #include "gpix/scalar.h"
 #include "gpix/shape.h"

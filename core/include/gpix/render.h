@@ -29,6 +29,9 @@ struct Lut {
   static Lut green();  // black to green
   static Lut magenta();  // black to magenta
   static Lut viridis();  // a perceptually ordered blue-green-yellow ramp in the style of viridis
+  // Black to (r, g, b): the table of one channel of a colour composite (entry i is
+  // round(i * c / 255) per component), blended additively (Blend::add).
+  static Lut colour(std::uint8_t r, std::uint8_t g, std::uint8_t b);
   // Distinct colours for label ids; entry 0 (background) is transparent black.
   static Lut labels();
 };
@@ -42,17 +45,39 @@ const std::vector<Lut>& builtin_luts();
 // A built-in table by name; throws InvalidArgument listing the names.
 const Lut& lut(std::string_view name);
 
+// How a rendered plane lands in the output array.
+enum class Blend : std::uint8_t {
+  replace,  // each output pixel becomes the pixel's colour
+  add,      // the colour is added byte by byte (R, G, B, A), each saturating at 255: additive
+            // blending of the channels of a colour composite into one zero-filled target
+};
+
+// Display settings beyond the limits and the table.
+struct RenderStyle {
+  // Contrast mode only: the normalised value u = (v - lo) / (hi - lo) in 0..1 is shown as
+  // u^gamma (below 1 brightens the dark end, above 1 darkens it). Any finite gamma > 0.
+  double gamma = 1.0;
+  Blend blend = Blend::replace;
+};
+
 // Renders array `a` (its z slice `slice` when 3D) to a new (height, width) u32 array on the
 // same device, one RGBA pixel per element (bytes R, G, B, A; 1D arrays give height 1).
-// Contrast mode: every dtype; the arithmetic is float32 (float64 for f64 arrays) exactly as
-// documented on Lut::Mode, NaN pixels become transparent black (0). Labels mode: integer
-// dtypes only (UnsupportedDType otherwise).
+// Contrast mode: every dtype. The device computes the fine step
+//   f = floor((v - lo) * 4096 / (hi - lo)), clamped to 0..4095
+// in float32 (float64 for f64 arrays; a subtraction, then a multiplication by the host's
+// 4096 / (hi - lo)), and the entry is floor(256 * (f / 4096)^gamma) clamped to 0..255, taken
+// from a 4096-step table the host builds in double. With gamma 1 that is exactly the entry
+// documented on Lut::Mode (f / 16). NaN pixels become transparent black (0), and add nothing
+// with Blend::add. Labels mode: integer dtypes only (UnsupportedDType otherwise), gamma 1 and
+// Blend::replace only.
 // Throws InvalidArgument for a slice outside the array, 2D/1D arrays with slice != 0, hi < lo,
-// or non-finite limits.
-Array render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size_t slice = 0);
+// non-finite limits, a gamma that is not finite and > 0, or a style the labels mode lacks.
+Array render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size_t slice = 0,
+                  double gamma = 1.0);
 // The same into an existing (height, width) u32 array on a's device (a viewer reuses one per
-// frame); throws InvalidArgument when out does not fit.
+// frame; composites add channel after channel into one); throws InvalidArgument when out
+// does not fit.
 void render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size_t slice,
-                 Array& out);
+                 Array& out, const RenderStyle& style = {});
 
 }  // namespace gpix

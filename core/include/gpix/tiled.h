@@ -10,8 +10,10 @@
 // input pixels it sees in a whole-array run, and the result is bit-identical to it.
 // Filters whose output depends on the whole image fold their slabs instead (the catalog row
 // says how): projections carry each column's running state from slab to slab, reductions and
-// histograms add per-slab partials, Otsu thresholds with the histogram of every slab. The
-// rest (labelling, geometry) are refused with the reason.
+// histograms add per-slab partials, Otsu thresholds with the histogram of every slab, and
+// connected components label each slab, join the labels that touch across slab faces and
+// label each slab again into the whole image's numbering (the input is read twice). The
+// rest (relabelling, Voronoi-Otsu, label statistics, geometry) are refused with the reason.
 //
 // Inputs come from SlabSources and the output goes to a SlabSink, plane by plane, so neither
 // needs to fit in memory: gpix_io streams TIFF, MetaImage, NRRD and raw files
@@ -131,11 +133,12 @@ struct TiledOptions {
   // (OpenCL's float divide and sqrt are not correctly rounded, CUDA's are). Folds (see
   // above) run on the first device, slabs in order; Otsu's final pass on all of them.
   std::vector<Device> devices;
-  // Device memory one slab may take on each device, counting its inputs, its output and the
-  // filter's intermediate arrays; 0: a quarter of the device's memory (at most its largest
-  // allocation). A budget too small for one plane and its halo is an InvalidArgument. Host
-  // memory in use is about half as much again per worker (a slab's input and output planes,
-  // for sources and sinks that are not in memory), plus the device's pinned staging ring.
+  // Device memory that the slabs in flight on each device may take together (each device's
+  // workers share it), counting their inputs, outputs and the filter's intermediate arrays;
+  // 0: a quarter of the device's memory (at most its largest allocation). A budget too small
+  // for one plane and its halo is an InvalidArgument. Host memory in use is about half as
+  // much again (a slab's input and output planes per worker, for sources and sinks that are
+  // not in memory), plus the device's pinned staging rings.
   std::uint64_t budget_bytes = 0;
   // Workers per device, each with its own slab (and its share of the budget): while one
   // worker's kernel runs, another's slab can travel.

@@ -24,6 +24,7 @@ namespace gpix::detail {
 
 class MemoryPool;
 class StagingRing;
+class CopyThreads;
 
 // One device allocation of bytes() bytes: a linear buffer, or (is_image()) an image object
 // made by DeviceImpl::allocate_image(), whose bytes() is width * height * depth * element size.
@@ -376,6 +377,10 @@ class DeviceImpl {
   // and a pull (two workers of a tiled run) are staged at once. Created on first use, beside
   // the pool.
   StagingRing& staging_ring(bool to_device);
+  // The device's host threads that copy staged transfers through those rings
+  // (core/src/copy_threads.h), one pool per direction, so that transfers to two devices copy
+  // at once; all pools share the host's cores (ThreadShare::process). Created on first use.
+  CopyThreads& copy_threads(bool to_device);
   // The queue that blocking pushes of large transfers use (transfer.cpp), apart from the
   // default queue that kernels and pulls use: a push and a pull then travel at once, on the
   // copy engines of both directions. Created on first use.
@@ -488,6 +493,8 @@ class DeviceImpl {
   std::shared_ptr<MemoryPool> pool_;
   std::once_flag ring_once_[2];
   std::unique_ptr<StagingRing> ring_[2];  // [to_device]
+  std::once_flag copy_threads_once_[2];
+  std::unique_ptr<CopyThreads> copy_threads_[2];  // [to_device]
   std::once_flag push_queue_once_;
   std::unique_ptr<QueueImpl> push_queue_;
   std::mutex retain_mutex_;

@@ -1,8 +1,10 @@
-// What every device owns whatever its backend: the memory pool, the staging rings, the push
-// queue and the keep-alive list behind asynchronous transfers.
+// What every device owns whatever its backend: the memory pool, the staging rings and their
+// copy threads, the push queue and the keep-alive list behind asynchronous transfers.
 #include <string>
 
 #include "backend/backend.h"
+#include "config.h"
+#include "copy_threads.h"
 #include "gpix/error.h"
 #include "memory_pool.h"
 #include "staging_ring.h"
@@ -22,6 +24,15 @@ StagingRing& DeviceImpl::staging_ring(bool to_device) {
   const int k = to_device ? 1 : 0;
   std::call_once(ring_once_[k], [this, k] { ring_[k] = std::make_unique<StagingRing>(*this); });
   return *ring_[k];
+}
+
+CopyThreads& DeviceImpl::copy_threads(bool to_device) {
+  const int k = to_device ? 1 : 0;
+  std::call_once(copy_threads_once_[k], [this, k] {
+    copy_threads_[k] =
+        std::make_unique<CopyThreads>(config().staging.spin, &ThreadShare::process());
+  });
+  return *copy_threads_[k];
 }
 
 QueueImpl& DeviceImpl::push_queue() {

@@ -185,9 +185,10 @@ struct Folded {
   // The output once every slab was added: a table, or an array (a projection's one plane).
   Result whole;
   // Or, for an output that maps the input slab by slab once the state is known (Otsu: the
-  // threshold from the whole histogram, then pixel by pixel), that map; `whole` is then
-  // empty. Called from several workers at once.
-  std::function<Array(std::span<const Array> slab)> per_slab;
+  // threshold from the whole histogram, then pixel by pixel; connected components: each slab
+  // labelled again, its labels mapped to the whole image's), that map of the slab whose
+  // first plane is z0; `whole` is then empty. Called from several workers at once.
+  std::function<Array(std::span<const Array> slab, std::size_t z0)> per_slab;
 };
 
 class SlabFold {
@@ -203,8 +204,16 @@ class SlabFold {
   virtual bool maps() const { return false; }
   // Device memory the state keeps (run_tiled leaves it out of the slabs' budget).
   virtual std::size_t state_bytes() const { return 0; }
-  // The planes of axis 0 from z0 on, as device arrays of the inputs (always on one device).
-  // Within a pass the slabs come in increasing order and cover the input once.
+  // Device memory a slab's pixel takes at most while add() or per_slab runs, its input
+  // included, where that is more than run_tiled's rule (twice the inputs and an output of
+  // the widest of the inputs and 4 bytes); 0: the rule.
+  virtual std::size_t pixel_bytes() const { return 0; }
+  // Whether add() takes the slabs of a pass in any order, from every worker on every device
+  // at once (each slab once); the slabs of every pass and of per_slab are then the same. Else
+  // add() runs on the first device, slabs in increasing order.
+  virtual bool unordered() const { return false; }
+  // The planes of axis 0 from z0 on, as device arrays of the inputs (on one device).
+  // Within a pass the slabs cover the input once.
   virtual void add(int pass, std::span<const Array> slab, std::size_t z0) = 0;
   // After the last pass.
   virtual Folded finish() = 0;

@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "filters/components.h"
 #include "filters/launch.h"
 #include "filters/registry.h"
 #include "filters/shared.h"
@@ -25,7 +26,7 @@ namespace {
 
 constexpr const char* kFile = "segmentation.kernel";
 constexpr const char* kStatsFile = "label_statistics.kernel";
-// Pixels per work-item of label_stats (RUN in label_statistics.kernel, which says why).
+// Pixels per work-item of label_stats (RUN in label_statistics.kernel).
 constexpr std::size_t kStatsRun = 16;
 constexpr std::size_t kScanWG = 256;  // SCAN_WG in segmentation.kernel
 constexpr std::uint32_t kNone = 0xffffffffu;
@@ -348,7 +349,7 @@ class OtsuFold final : public SlabFold {
   }
   Folded finish() override {
     const Otsu o = otsu_threshold(bins_, counts_);
-    return {{}, [o](std::span<const Array> slab) { return apply_otsu(slab[0], o); }};
+    return {{}, [o](std::span<const Array> slab, std::size_t) { return apply_otsu(slab[0], o); }};
   }
 
  private:
@@ -418,7 +419,8 @@ std::uint32_t exclusive_scan(const Array& data) {
   return total;
 }
 
-Array label_components(const Array& bin, bool full, const RunOptions& o) {
+Array label_components(const Array& bin, bool full, const RunOptions& o,
+                       std::uint32_t* count = nullptr) {
   require_u32_indices(bin, "connected_components");
   const std::size_t n = bin.elements();
   const Defines u32 = seg_defines(DType::u32);
@@ -453,7 +455,8 @@ Array label_components(const Array& bin, bool full, const RunOptions& o) {
   checkpoint(o, 0.5, "connected_components");
   launch(bin, kFile, "cc_roots", u32, flat_grid(n),
          {arg(parents), arg(flags), arg<std::uint64_t>(n)});
-  exclusive_scan(flags);
+  const std::uint32_t roots = exclusive_scan(flags);
+  if (count) *count = roots;
   launch(bin, kFile, "cc_write", u32, flat_grid(n),
          {arg(parents), arg(flags), arg(out), arg<std::uint64_t>(n)});
   return out;
@@ -598,9 +601,9 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
   const DType key_t = k.key_bits == 64 ? DType::u64 : DType::u32;
   const DType sum_t = k.sum_mode == 1 ? DType::u32 : DType::u64;
   Array area = Array::create(Shape{rows}, DType::u32, dev);
-  // Slots per label sum (label_statistics.kernel says why): 32 for up to 2048 labels, fewer
-  // as labels grow more numerous and each draws less contention.
-  const std::size_t reps = std::clamp<std::size_t>(65536 / rows, 1, 32);
+  // Slots per label sum (label_statistics.kernel says why): 32 for up to 8192 labels, fewer
+  // as labels grow more numerous (and each draws less contention), so the table stays small.
+  const std::size_t reps = std::clamp<std::size_t>(262144 / rows, 1, 32);
   Array sums = Array::create(Shape{rows * reps}, sum_t, dev);
   Array mins = Array::empty(Shape{rows}, key_t, dev);
   if (key_t == DType::u64) {
@@ -610,11 +613,24 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
   }
   Array maxs = Array::create(Shape{rows}, key_t, dev);
   Array nans = Array::create(Shape{rows}, DType::u32, dev);
-  const std::size_t n = image.elements();
+  // One work-group of 256 per tile, each work-item a run of kStatsRun pixels along x: 64x64
+  // tiles in 2D (16 x 256 for images at most 16 wide), 16x16x16 in 3D.
+  const Shape& s = image.shape();
+  const bool vol = s.depth() > 1, narrow = !vol && s.width() <= kStatsRun;
+  const int tx = narrow ? 16 : (vol ? 16 : 64), tz = vol ? 16 : 1;
+  const int ty = static_cast<int>(256 / (static_cast<std::size_t>(tx) / kStatsRun)) / tz;
+  const auto tiles = [](std::size_t len, int tile) {
+    return (len + static_cast<std::size_t>(tile) - 1) / static_cast<std::size_t>(tile);
+  };
+  std::vector<KernelArg> args = {arg(lab), arg(image)};
+  push_shape(args, s);
+  for (KernelArg a : {arg(tx), arg(ty), arg(tz), arg(area), arg(sums), arg(mins), arg(maxs),
+                      arg(nans), arg(static_cast<int>(reps))}) {
+    args.push_back(a);
+  }
   launch(image, kStatsFile, "label_stats", label_stats_defines(vt, fp64),
-         flat_grid((n + kStatsRun - 1) / kStatsRun),
-         {arg(lab), arg(image), arg<std::uint64_t>(n), arg(area), arg(sums), arg(mins), arg(maxs),
-          arg(nans), arg(static_cast<int>(reps))});
+         flat_grid(tiles(s.width(), tx) * tiles(s.height(), ty) * tiles(s.depth(), tz) * 256),
+         args);
   checkpoint(o, 0.8, what);
   // The five columns come back in one round trip: queued pulls, one wait. Blocking pulls one
   // after another cost a host-device synchronisation each, most of the call on a 2048^2
@@ -833,10 +849,14 @@ const Filter<ComponentsParams> kConnectedComponents(
      .dims = {2, 3},
      .output = OutputKind::labels,
      .output_dtype = "uint32",
-     .untiled = "a label can span the whole image",
-     .fn = [](std::span<const Array> x, const ComponentsParams& p, const RunOptions& o) {
-       return one(label_components(x[0], p.connectivity == "full", o));
-     }});
+     .fold = [](const ComponentsParams& p, const Shape& shape,
+                DType t) -> std::unique_ptr<SlabFold> {
+       return components_fold(p.connectivity == "full", shape, t);
+     },
+     .fn =
+         [](std::span<const Array> x, const ComponentsParams& p, const RunOptions& o) {
+           return one(label_components(x[0], p.connectivity == "full", o));
+         }});
 
 const Filter<> kRelabelSequential(
     {.name = "relabel_sequential",
@@ -916,6 +936,17 @@ const Filter<> kLabelStatistics(
 
 }  // namespace
 
+Components components(const Array& binary, bool full) {
+  Components c;
+  c.labels = label_components(binary, full, {}, &c.count);
+  return c;
+}
+
+void map_labels(const Array& labels, const Array& table) {
+  launch(labels, kFile, "cc_map", seg_defines(DType::u32), flat_grid(labels.elements()),
+         {arg(labels), arg(table), arg<std::uint64_t>(labels.elements())});
+}
+
 void register_segmentation(Catalog& c) {
   c.add({&kThreshold, &kThresholdOtsu, &kBinaryAnd, &kBinaryOr, &kBinaryXor, &kBinaryNot,
          &kBinaryErosion, &kBinaryDilation, &kBinaryOpening, &kBinaryClosing, &kConnectedComponents,
@@ -939,8 +970,8 @@ void add_segmentation_variants(std::vector<KernelVariant>& out) {
     if (t == DType::f32) out.push_back({kStatsFile, "label_stats", label_stats_defines(t, false)});
   }
   const Defines u32 = seg_defines(DType::u32);
-  for (const char* e :
-       {"scan_block", "scan_add", "cc_merge_tiles", "cc_roots", "cc_write", "extend_labels"})
+  for (const char* e : {"scan_block", "scan_add", "cc_merge_tiles", "cc_roots", "cc_write",
+                        "cc_map", "extend_labels"})
     out.push_back({kFile, e, u32});
 }
 

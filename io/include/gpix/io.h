@@ -49,6 +49,11 @@ struct Metadata {
   // reads that mark back; NIfTI files of other software with intent NIFTI_INTENT_LABEL (1002)
   // read as labels too. Everything else reads as false. See docs/LABELS.md.
   bool labels = false;
+  // More than 1: the first axis holds this many channels (fluorescence channels, colours), not
+  // z slices. TIFF only: an ImageJ hyperstack with channels=C (slices and frames 1) or OME-XML
+  // with SizeC=C (SizeZ and SizeT 1), whose C pages are the channels; 1 everywhere else
+  // (colour pixels read with Channels::split say so through Image::file_components).
+  int channels = 1;
 
   // The values for an image of ndim dimensions, defaults filled in.
   std::vector<double> spacing_or_default(int ndim) const;

@@ -1,5 +1,6 @@
 #pragma once
 // One image as the widgets show it: its data and its display settings.
+#include <QColor>
 #include <QString>
 #include <QVariantMap>
 #include <vector>
@@ -8,6 +9,20 @@
 #include "gpix/host_array.h"
 
 namespace gpix::ui {
+
+// One channel of a colour composite: how its plane of the layer's data is shown. The frame is
+// the sum of the visible channels' colours (black to `colour` over the channel's limits),
+// each byte saturating (gpix::Blend::add on the device).
+struct Channel {
+  QString name;                       // "R", "C2", ...
+  QRgb colour = qRgb(255, 255, 255);  // at and above the upper limit
+  double contrast_min = 0;            // as Layer's: max <= min means "not set yet"
+  double contrast_max = 0;
+  double gamma = 1.0;
+  bool visible = true;
+  bool has_contrast() const { return contrast_max > contrast_min; }
+  bool operator==(const Channel&) const = default;
+};
 
 // `array` is the data on the workspace's device; `host` a host copy that the workspace keeps for
 // display and as the safety net when a device switch cannot take the array (for example f64
@@ -40,11 +55,25 @@ struct Layer {
   // With the "labels" colour map: draw only the label borders (pixels whose 4-neighbour in
   // the plane holds another id); the rest is transparent.
   bool outline = false;
+  // Contrast mode: the normalised value shown as u^gamma (gpix::RenderStyle), 0.1 to 10.
+  double gamma = 1.0;
+  // Non-empty: a colour composite. The data's first axis holds one plane per channel, (C, y, x),
+  // shown together in colour (channels' own limits, gamma and visibility, additive
+  // blending); colormap and the layer's own limits are not used then. Composites are 2D images:
+  // the view does not slice them.
+  std::vector<Channel> channels;
 
   bool valid() const { return array.valid() || host.valid(); }
   gpix::Shape shape() const { return array.valid() ? array.shape() : host.shape(); }
   gpix::DType dtype() const { return array.valid() ? array.dtype() : host.dtype(); }
-  bool has_contrast() const { return contrast_max > contrast_min; }
+  bool composite() const { return !channels.empty(); }
+  // Every limit the display needs is set (the layer's, or every channel's for a composite).
+  bool has_contrast() const {
+    if (!composite()) return contrast_max > contrast_min;
+    for (const Channel& c : channels)
+      if (!c.has_contrast()) return false;
+    return true;
+  }
   // The spacing of each axis (1 where none is known).
   std::vector<double> spacing_or_default() const {
     const auto n = static_cast<std::size_t>(valid() ? shape().ndim() : 0);

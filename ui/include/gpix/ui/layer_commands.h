@@ -49,7 +49,8 @@ class RenameLayerCommand : public QUndoCommand {
   QString old_;
 };
 
-// The display settings of a layer: visible, opacity, colour map and contrast limits. Changes
+// The display settings of a layer: visible, opacity, colour map, contrast limits, gamma and a
+// composite's channels. Changes
 // of one kind to one layer in a row (an opacity slider dragged) merge into one step.
 struct LayerDisplay {
   bool visible = true;
@@ -57,6 +58,8 @@ struct LayerDisplay {
   QString colormap;
   double contrast_min = 0;
   double contrast_max = 0;
+  double gamma = 1.0;
+  std::vector<Channel> channels;  // a composite's colours, limits, gammas and visibility
   static LayerDisplay of(const Layer& l);
   void apply_to(Layer& l) const;
   bool operator==(const LayerDisplay&) const = default;

@@ -34,6 +34,8 @@ struct RenderOptions {
   // Only the label borders of the plane (label_outline, labels.h), the rest transparent; needs
   // the "labels" colour map.
   bool outline = false;
+  // The normalised value shown as u^gamma (gpix::RenderStyle); not used by "labels".
+  double gamma = 1.0;
 };
 
 // One plane (1D arrays become one row) rendered by gpix::render_rgba on the array's device;

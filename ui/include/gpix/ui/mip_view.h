@@ -1,0 +1,88 @@
+#pragma once
+// A 3D view of a stack: its maximum-intensity projection (gpix::render_mip) seen from a
+// direction the user turns with the mouse (drag: yaw left/right, pitch up/down), zoomed with
+// the wheel, in the layer's physical proportions (its spacing) and with its contrast limits
+// and colour map. The layer shown is the current one when it is 3D, else the topmost 3D layer.
+//
+// The GUI thread never waits: a frame is projected, coloured and read back (RGBA only) on
+// the display threads. One frame is in flight at a time; camera changes meanwhile only
+// update the wanted camera, and when the frame lands the newest camera is rendered next, so a
+// fast drag never builds a queue. While the mouse button is held frames are rendered at half
+// resolution, or lower where the last frame shows that the device needs it to keep up (down
+// to an eighth), and at full resolution once the button is released.
+#include <QImage>
+#include <QPointF>
+#include <QWidget>
+#include <atomic>
+#include <cstddef>
+#include <memory>
+
+#include "gpix/mip.h"
+#include "gpix/ui/workspace.h"
+
+namespace gpix::ui {
+
+class MipView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit MipView(Workspace& host, QWidget* parent = nullptr);
+
+  int layer() const { return layer_; }
+  double yaw() const { return yaw_; }
+  double pitch() const { return pitch_; }
+  // Screen pixels per the layer's smallest voxel spacing.
+  double zoom() const { return zoom_; }
+  // The last frame (null before the first); one image pixel per device pixel of the widget
+  // (fewer while dragging), the volume's centre at the image's centre.
+  QImage frame() const { return image_; }
+  // The camera that frame() shows.
+  gpix::MipOptions frame_camera() const { return frame_camera_; }
+  bool busy() const;
+  // Frames rendered and frames asked for since construction: a drag asks for many and
+  // renders few.
+  int frames_rendered() const { return rendered_; }
+  int frames_requested() const { return requested_; }
+
+ public slots:
+  void set_angles(double yaw, double pitch);
+  void set_zoom(double zoom);  // kept when the window resizes
+  // Zoom so that the volume fits whatever way it is turned (its bounding sphere).
+  void fit();
+  void reset();  // angles 0 (looking down z) and fit
+
+ signals:
+  void frame_ready();
+  void camera_changed(double yaw, double pitch, double zoom);
+
+ protected:
+  void paintEvent(QPaintEvent*) override;
+  void mousePressEvent(QMouseEvent*) override;
+  void mouseMoveEvent(QMouseEvent*) override;
+  void mouseReleaseEvent(QMouseEvent*) override;
+  void mouseDoubleClickEvent(QMouseEvent*) override;
+  void wheelEvent(QWheelEvent*) override;
+  void resizeEvent(QResizeEvent*) override;
+
+ private:
+  void pick_layer();
+  void invalidate();
+  void request();
+  void apply_zoom(double zoom);
+  gpix::MipOptions camera() const;
+
+  Workspace& host_;
+  int layer_ = -1;
+  double yaw_ = 0, pitch_ = 0, zoom_ = 1;
+  bool user_zoom_ = false;  // the user zoomed: resizing keeps the zoom
+  bool dragging_ = false;
+  QPointF last_;
+  QImage image_;
+  gpix::MipOptions frame_camera_;
+  quint64 wanted_ = 1, shown_ = 0, pending_ = 0, failed_ = 0;
+  std::shared_ptr<std::atomic<quint64>> latest_ = std::make_shared<std::atomic<quint64>>(1);
+  int rendered_ = 0, requested_ = 0;
+  double us_per_pixel_ = 0;  // the last frame's cost: sets the resolution while dragging
+  QString error_;
+};
+
+}  // namespace gpix::ui

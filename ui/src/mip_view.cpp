@@ -1,0 +1,263 @@
+#include "gpix/ui/mip_view.h"
+
+#include <QMouseEvent>
+#include <QPainter>
+#include <QTimer>
+#include <QWheelEvent>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "async.h"
+#include "gpix/ui/render.h"
+
+namespace gpix::ui {
+
+namespace {
+
+// Degrees per screen pixel dragged.
+constexpr double kDegreesPerPixel = 0.5;
+// Largest frame side: a full-screen view of a 4K display renders no more than this.
+constexpr int kMaxSide = 2048;
+// What a frame may take while the user drags (the resolution drops to meet it).
+constexpr double kDragFrameMs = 120;
+
+}  // namespace
+
+MipView::MipView(Workspace& host, QWidget* parent) : QWidget(parent), host_(host) {
+  setMinimumSize(200, 200);
+  setAttribute(Qt::WA_OpaquePaintEvent);
+  setFocusPolicy(Qt::StrongFocus);
+  setCursor(Qt::OpenHandCursor);
+  connect(&host_, &Workspace::layer_added, this, &MipView::pick_layer);
+  connect(&host_, &Workspace::layer_removed, this, &MipView::pick_layer);
+  connect(&host_, &Workspace::current_layer_changed, this, &MipView::pick_layer);
+  connect(&host_, &Workspace::layer_changed, this, [this](int id) {
+    if (id == layer_) {
+      error_.clear();
+      invalidate();
+    } else {
+      pick_layer();
+    }
+  });
+  pick_layer();
+}
+
+void MipView::pick_layer() {
+  const auto stack = [&](int i) {
+    const Layer l = host_.layer(i);
+    return l.valid() && l.shape().ndim() == 3;
+  };
+  int id = -1;
+  if (stack(host_.current_layer())) {
+    id = host_.current_layer();
+  } else {
+    const QList<int> ids = host_.layer_ids();
+    for (auto it = ids.rbegin(); it != ids.rend() && id < 0; ++it) {
+      if (stack(*it)) id = *it;
+    }
+  }
+  if (id == layer_) return;
+  layer_ = id;
+  image_ = QImage();
+  error_.clear();
+  if (id >= 0) fit();  // a new stack fits, whatever the last one's zoom was
+  invalidate();
+}
+
+MipOptions MipView::camera() const {
+  const Layer l = host_.layer(layer_);
+  MipOptions o;
+  if (!l.valid() || l.shape().ndim() != 3) return o;
+  const std::vector<double> sp = l.spacing_or_default();
+  o.spacing = {sp[0], sp[1], sp[2]};
+  o.yaw = yaw_;
+  o.pitch = pitch_;
+  double dpr = devicePixelRatioF();
+  if (dragging_) {
+    // Fewer rays while turning: half the resolution, or less where the last frame says this
+    // device needs it to answer within about kDragFrameMs (a CPU device takes seconds for a
+    // full frame of a large stack).
+    double scale = 0.5;
+    const double full = double(width()) * height() * dpr * dpr;
+    if (us_per_pixel_ > 0 && full > 0) {
+      scale = std::min(scale, std::sqrt(kDragFrameMs * 1000.0 / us_per_pixel_ / full));
+    }
+    dpr *= std::max(scale, 1.0 / 8);
+  }
+  o.width = std::size_t(std::clamp(int(std::lround(width() * dpr)), 1, kMaxSide));
+  o.height = std::size_t(std::clamp(int(std::lround(height() * dpr)), 1, kMaxSide));
+  o.pixel = std::min({sp[0], sp[1], sp[2]}) / (zoom_ * dpr);
+  // Label ids must not be blended into ids that are not there.
+  o.interpolation = canonical_colormap(l.colormap) == QLatin1String("labels")
+                        ? Interpolation::nearest
+                        : Interpolation::linear;
+  return o;
+}
+
+void MipView::invalidate() {
+  wanted_ = ++requested_ + 1;
+  latest_->store(wanted_);
+  QTimer::singleShot(0, this, &MipView::request);
+  update();
+}
+
+bool MipView::busy() const {
+  return pending_ || (layer_ >= 0 && shown_ != wanted_ && failed_ != wanted_);
+}
+
+void MipView::request() {
+  if (shown_ == wanted_ || pending_ || failed_ == wanted_) return;
+  const Layer l = host_.layer(layer_);
+  if (!l.valid() || l.shape().ndim() != 3 || !l.has_contrast()) return;
+  if (!l.array.valid()) {
+    error_ = tr("'%1' is not on the device (%2): the 3D view projects on the device")
+                 .arg(l.name, QString::fromStdString(host_.device().label()));
+    failed_ = wanted_;
+    update();
+    return;
+  }
+  const quint64 req = wanted_;
+  pending_ = req;
+  const MipOptions cam = camera();
+  const RenderOptions o{0, l.contrast_min, l.contrast_max, l.colormap, false};
+  struct Frame {
+    QImage image;
+    double us = 0;  // how long it took
+  };
+  detail::run_async(
+      this,
+      [a = l.array, cam, o, req, latest = latest_]() {
+        Frame f;
+        // A newer camera exists: skip this one, the newest follows at once.
+        if (latest->load() != req) return f;
+        const auto start = std::chrono::steady_clock::now();
+        f.image = gpix::ui::render(render_mip(a, cam), o);
+        f.us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                   .count();
+        return f;
+      },
+      [this, req, cam](const detail::Outcome<Frame>& out) {
+        pending_ = 0;
+        if (!out.value) {
+          failed_ = req;
+          error_ = out.error;
+        } else if (!out.value->image.isNull() && req > shown_) {
+          us_per_pixel_ = out.value->us / double(cam.width * cam.height);
+          image_ = out.value->image;
+          frame_camera_ = cam;
+          shown_ = req;
+          ++rendered_;
+          error_.clear();
+          emit frame_ready();
+        }
+        update();
+        if (shown_ != wanted_) request();
+      });
+}
+
+void MipView::set_angles(double yaw, double pitch) {
+  // Yaw wraps; pitch stops at straight up and down, so "up" on screen keeps its meaning.
+  yaw = std::remainder(yaw, 360.0);
+  pitch = std::clamp(pitch, -90.0, 90.0);
+  if (yaw == yaw_ && pitch == pitch_) return;
+  yaw_ = yaw;
+  pitch_ = pitch;
+  emit camera_changed(yaw_, pitch_, zoom_);
+  invalidate();
+}
+
+void MipView::set_zoom(double zoom) {
+  user_zoom_ = true;
+  apply_zoom(zoom);
+}
+
+void MipView::apply_zoom(double zoom) {
+  zoom = std::clamp(zoom, 1.0 / 64, 64.0);
+  if (zoom == zoom_) return;
+  zoom_ = zoom;
+  emit camera_changed(yaw_, pitch_, zoom_);
+  invalidate();
+}
+
+void MipView::fit() {
+  const Layer l = host_.layer(layer_);
+  if (!l.valid() || l.shape().ndim() != 3) return;
+  const Shape s = l.shape();
+  const std::vector<double> sp = l.spacing_or_default();
+  const double smallest = std::min({sp[0], sp[1], sp[2]});
+  const double diameter =
+      std::hypot(double(s.width()) * sp[2], double(s.height()) * sp[1], double(s.depth()) * sp[0]);
+  user_zoom_ = false;
+  apply_zoom(std::min(width(), height()) * smallest / diameter);
+}
+
+void MipView::reset() {
+  set_angles(0, 0);
+  fit();
+}
+
+void MipView::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.fillRect(rect(), QColor(12, 12, 16));
+  if (!image_.isNull()) {
+    p.setRenderHint(QPainter::SmoothPixmapTransform, true);
+    p.drawImage(QRectF(rect()), image_);
+  }
+  p.setPen(QColor(170, 170, 180));
+  const QRect text = rect().adjusted(8, 6, -8, -6);
+  if (layer_ < 0) {
+    p.drawText(rect(), Qt::AlignCenter, tr("The 3D view needs a 3D layer (a stack)"));
+    return;
+  }
+  p.drawText(text, Qt::AlignLeft | Qt::AlignTop,
+             tr("%1\nyaw %2°  pitch %3°   drag to turn, wheel to zoom, double-click to reset")
+                 .arg(host_.layer(layer_).name)
+                 .arg(yaw_, 0, 'f', 0)
+                 .arg(pitch_, 0, 'f', 0));
+  if (!error_.isEmpty()) {
+    p.drawText(text, Qt::AlignLeft | Qt::AlignBottom | Qt::TextWordWrap, error_);
+  } else if (busy()) {
+    p.drawText(text, Qt::AlignLeft | Qt::AlignBottom, tr("computing…"));
+  }
+}
+
+void MipView::mousePressEvent(QMouseEvent* e) {
+  if (e->button() != Qt::LeftButton) return;
+  dragging_ = true;
+  last_ = e->position();
+  setCursor(Qt::ClosedHandCursor);
+}
+
+void MipView::mouseMoveEvent(QMouseEvent* e) {
+  if (!dragging_) return;
+  const QPointF d = e->position() - last_;
+  last_ = e->position();
+  set_angles(yaw_ + d.x() * kDegreesPerPixel, pitch_ - d.y() * kDegreesPerPixel);
+}
+
+void MipView::mouseReleaseEvent(QMouseEvent* e) {
+  if (e->button() != Qt::LeftButton || !dragging_) return;
+  dragging_ = false;
+  setCursor(Qt::OpenHandCursor);
+  invalidate();  // the full-resolution frame
+}
+
+void MipView::mouseDoubleClickEvent(QMouseEvent*) {
+  reset();
+}
+
+void MipView::wheelEvent(QWheelEvent* e) {
+  set_zoom(zoom_ * std::pow(1.25, e->angleDelta().y() / 120.0));
+  e->accept();
+}
+
+void MipView::resizeEvent(QResizeEvent*) {
+  if (!user_zoom_) {
+    fit();  // follows the window until the user zooms
+  } else {
+    invalidate();
+  }
+}
+
+}  // namespace gpix::ui
