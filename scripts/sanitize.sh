@@ -42,6 +42,7 @@ if [ "${1:-}" = tsan ]; then
     "|test_core_stress|"
     "pthread pthread|test_core_stress|two_devices"
     "|test_core_copy_threads|"
+    "pthread pthread|test_core_copy_threads|two_devices"
     "|test_kernel_cache|concurrent_compiles"
     "|test_core_tiled|sources_and_sinks"
     "pthread pthread|test_core_tiled|sources_and_sinks folds"
