@@ -254,19 +254,28 @@ void otsu_count(const Array& in, const OtsuBins& b, std::vector<std::uint64_t>& 
     using T = decltype(zero);
     Array hist = Array::create(Shape{b.bins}, DType::u32, in.device());
     const T lo = b.lo.exact_as<T>();
+    // Counting work-groups: enough to fill the device, each walking the image with a stride.
+    auto& dev = *Access::impl(in).device;
+    const std::size_t groups = std::clamp<std::size_t>(
+        std::min<std::size_t>((in.elements() + 255) / 256, dev.info().compute_units * 8u), 1, 4096);
+    Launch l;
+    l.global[0] = groups * 256;
+    l.local[0] = 256;
     if constexpr (std::is_integral_v<T>) {
-      launch(in, kFile, "otsu_count", seg_defines(in.dtype()), flat_grid(in.elements()),
-             {arg(in), arg<std::uint64_t>(in.elements()), arg(lo), arg(hist)});
+      // Up to 4096 values (12-bit cameras, most 16-bit images' range): counts per work-group
+      // in local memory (OTSU_LOCAL_BINS in segmentation.kernel says why); wider ranges count
+      // straight into the global bins.
+      if (b.bins <= 4096) {
+        launch(in, kFile, "otsu_count_local", seg_defines(in.dtype()), l,
+               {arg(in), arg<std::uint64_t>(in.elements()), arg(lo), arg(static_cast<int>(b.bins)),
+                arg(hist)});
+      } else {
+        launch(in, kFile, "otsu_count", seg_defines(in.dtype()), flat_grid(in.elements()),
+               {arg(in), arg<std::uint64_t>(in.elements()), arg(lo), arg(hist)});
+      }
     } else {
       std::vector<T> edges(b.edges.begin(), b.edges.end());
-      auto& dev = *Access::impl(in).device;
       Array edge_arr = Array::push(edges, Shape{edges.size()}, in.device());
-      const std::size_t groups = std::clamp<std::size_t>(
-          std::min<std::size_t>((in.elements() + 255) / 256, dev.info().compute_units * 8u), 1,
-          4096);
-      Launch l;
-      l.global[0] = groups * 256;
-      l.local[0] = 256;
       launch(in, kFile, "otsu_histogram", otsu_defines(in.dtype()), l,
              {arg(in), arg<std::uint64_t>(in.elements()), arg(lo), arg(static_cast<T>(b.norm)),
               arg(edge_arr), arg(hist)});
@@ -601,9 +610,10 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
   const DType key_t = k.key_bits == 64 ? DType::u64 : DType::u32;
   const DType sum_t = k.sum_mode == 1 ? DType::u32 : DType::u64;
   Array area = Array::create(Shape{rows}, DType::u32, dev);
-  // Slots per label sum (label_statistics.kernel says why): 32 for up to 8192 labels, fewer
-  // as labels grow more numerous (and each draws less contention), so the table stays small.
-  const std::size_t reps = std::clamp<std::size_t>(262144 / rows, 1, 32);
+  // Slots per label sum (label_statistics.kernel says why): 32 for up to 2048 labels, fewer
+  // as labels grow more numerous (each then draws less contention), so that the table pulled
+  // back stays small.
+  const std::size_t reps = std::clamp<std::size_t>(65536 / rows, 1, 32);
   Array sums = Array::create(Shape{rows * reps}, sum_t, dev);
   Array mins = Array::empty(Shape{rows}, key_t, dev);
   if (key_t == DType::u64) {
@@ -959,7 +969,8 @@ void add_segmentation_variants(std::vector<KernelVariant>& out) {
     const Defines d = seg_defines(t);
     for (const char* e : typed) out.push_back({kFile, e, d});
     if (!is_float(t)) {
-      for (const char* e : {"relabel_first", "relabel_flags", "relabel_write", "otsu_count"})
+      for (const char* e :
+           {"relabel_first", "relabel_flags", "relabel_write", "otsu_count", "otsu_count_local"})
         out.push_back({kFile, e, d});
     }
     out.push_back({kFile, "binary_logic", logic_defines(t, t)});
