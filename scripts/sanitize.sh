@@ -4,16 +4,65 @@
 # ui), run with a subset of dtypes, LeakSanitizer on the core suites, then a bounded libFuzzer
 # run of every fuzz target from its seeds (scripts/fuzz.sh, its own build-fuzz/).
 #   scripts/sanitize.sh [FUZZ_SECONDS]     (default 20 per target; 0 skips fuzzing)
+#   scripts/sanitize.sh tsan               ThreadSanitizer (build-tsan/, core only) on the
+#                                          concurrency suites; PoCL's own reports are
+#                                          suppressed by name in scripts/tsan.supp
 # CI (scripts/test.sh) runs the subset that fits its budget: core and io, no fuzzing.
 # The figures and what each part costs: docs/RELIABILITY.md, "Sanitizers".
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fuzz_seconds=${1:-20}
 launcher=()
 if command -v ccache >/dev/null && [ "${GPIX_CCACHE:-1}" != 0 ]; then
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
+
+if [ "${1:-}" = tsan ]; then
+  # The suites where several threads share gpix objects: eight threads of mixed work on one and
+  # two devices, the staging copy threads, concurrent compiles in the program cache, and tiled
+  # runs with several workers on one and on two devices.
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPIX_SANITIZE_THREAD=ON \
+    -DGPIX_WERROR=ON -DGPIX_WITH_CUDA=OFF -DGPIX_BUILD_BENCH=OFF -DGPIX_WITH_IO=OFF \
+    -DGPIX_WITH_UI=OFF -DGPIX_WITH_APPS=OFF "${launcher[@]}" >/dev/null
+  cmake --build build-tsan --parallel "$(nproc)" --target test_core_stress test_core_copy_threads \
+    test_kernel_cache test_core_tiled
+  cd build-tsan
+  # halt_on_error: the first report fails the run. second_deadlock_stack names both paths of a
+  # lock-order report. ignore_noninstrumented_modules: memory accesses that PoCL and its LLVM
+  # make through intercepted functions (memcpy, ...) are not tracked (their locks still are):
+  # with them, compiling kernels under TSan took minutes per kernel.
+  export TSAN_OPTIONS="suppressions=$PWD/../scripts/tsan.supp:halt_on_error=1:second_deadlock_stack=1:history_size=4:ignore_noninstrumented_modules=1"
+  export QT_QPA_PLATFORM=offscreen
+  # QtTest's own watchdog (5 minutes per test function) would stop a slow function; the runs
+  # below are bounded by their work, not a clock.
+  export QTEST_FUNCTION_TIMEOUT=3600000
+  # One run at a time, each timed: under TSan threads run several times slower, and the
+  # figures in docs/RELIABILITY.md are per run. "pthread pthread": two PoCL devices.
+  runs=(
+    "|test_core_stress|"
+    "pthread pthread|test_core_stress|two_devices"
+    "|test_core_copy_threads|"
+    "pthread pthread|test_core_copy_threads|two_devices"
+    "|test_kernel_cache|concurrent_compiles"
+    "|test_core_tiled|sources_and_sinks"
+    "pthread pthread|test_core_tiled|sources_and_sinks folds"
+  )
+  for r in "${runs[@]}"; do
+    IFS='|' read -r devices suite args <<<"$r"
+    echo "== tsan: $suite ${args:-(all)}${devices:+ on POCL_DEVICES=\"$devices\"}"
+    start=$SECONDS
+    # shellcheck disable=SC2086  # args: test function names, split on purpose
+    if [ -n "$devices" ]; then
+      POCL_DEVICES=$devices "tests/$suite" $args
+    else
+      "tests/$suite" $args
+    fi
+    echo "== tsan: $suite passed in $((SECONDS - start)) s"
+  done
+  exit 0
+fi
+
+fuzz_seconds=${1:-20}
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPIX_SANITIZE=ON \
   -DGPIX_WERROR=ON -DGPIX_WITH_CUDA=OFF -DGPIX_BUILD_BENCH=OFF "${launcher[@]}" >/dev/null
 

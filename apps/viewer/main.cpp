@@ -49,6 +49,9 @@ void add_options(QCommandLineParser& p) {
   p.addOption({QStringLiteral("screenshot"),
                QStringLiteral("Save a screenshot of the window to FILE and quit."),
                QStringLiteral("FILE")});
+  p.addOption({QStringLiteral("allow-untrusted-plugins"),
+               QStringLiteral("Load plugins from folders or files that other users may change "
+                              "(also GPIX_PLUGIN_ALLOW_UNTRUSTED=1).")});
   p.addOption({QStringLiteral("screenshot-dock"),
                QStringLiteral("With --screenshot: grab only this dock."), QStringLiteral("ID")});
 }
@@ -152,6 +155,13 @@ int main(int argc, char** argv) {
   }
   MainWindow w;
   if (device.valid()) w.host().set_device(device);
+  gpix::plugin::LoaderOptions plugin_options;
+  plugin_options.allow_untrusted =
+      p.isSet(QStringLiteral("allow-untrusted-plugins")) ||
+      qEnvironmentVariable("GPIX_PLUGIN_ALLOW_UNTRUSTED") == QStringLiteral("1");
+  plugin_options.probe = gpix::plugin::PluginLoader::default_probe();
+  plugin_options.verdict_cache = gpix::plugin::PluginLoader::default_verdict_cache();
+  w.plugins().set_options(plugin_options);
   w.load_plugins(
       gpix::plugin::PluginLoader::default_search_paths(QApplication::applicationDirPath()));
   // The files are read off the GUI thread (the window shows at once); what the options do to

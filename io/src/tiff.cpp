@@ -914,6 +914,38 @@ std::string check_tiff_capacity(const std::string& file) {
   return {};
 }
 
+std::string check_tiff_tags(const std::string& file) {
+  const TiffPtr tiff = open_tiff(file, "r", false);
+  if (!tiff || gpix_reads(tiff.get())) return {};  // the reader says what is wrong, or not ITK
+  TIFF* t = tiff.get();
+  for (tdir_t d = 0;; ++d) {
+    for (int i = 0, n = TIFFGetTagListCount(t); i < n; ++i) {
+      const std::uint32_t tag = TIFFGetTagListEntry(t, i);
+      const TIFFField* field = TIFFFieldWithTag(t, tag);
+      if (!field || TIFFFieldDataType(field) != TIFF_ASCII || TIFFFieldPassCount(field)) continue;
+      const int fixed = TIFFFieldReadCount(field);  // TIFF_VARIABLE and friends are negative
+      const char* value = nullptr;
+      if (fixed <= 1 || TIFFGetField(t, tag, &value) != 1 || !value) continue;
+      const std::size_t length = std::strlen(value);  // libtiff keeps length + 1 bytes
+      if (length + 1 < static_cast<std::size_t>(fixed)) {
+        const std::string name = TIFFFieldName(field);
+        const bool date = tag == TIFFTAG_DATETIME;
+        return "page " + std::to_string(d) + "'s " + name + " tag (" + std::to_string(tag) +
+               ") holds " + std::to_string(length) + " characters where TIFF fixes " +
+               std::to_string(fixed - 1) + (date ? " (\"YYYY:MM:DD HH:MM:SS\")" : "") +
+               ", and ITK's reader of colour and palette TIFFs would read past it (the tag is "
+               "corrupt; mend it, e.g. tiffset -d " +
+               std::to_string(d) + " -s " + std::to_string(tag) + " '" +
+               (date ? "2026:01:31 12:00:00"
+                     : std::string(static_cast<std::size_t>(fixed - 1), 'x')) +
+               "' FILE, or remove it)";
+      }
+    }
+    if (TIFFLastDirectory(t) || !TIFFReadDirectory(t)) break;
+  }
+  return {};
+}
+
 itk::ImageIOBase::Pointer libtiff_io() {
   return LibTiffImageIO::New().GetPointer();
 }

@@ -183,6 +183,14 @@ bool libtiff_reads(const std::string& file);
 // (fuzz_read_tiff).
 std::string check_tiff_capacity(const std::string& file);
 
+// Before ITK's TIFFImageIO reads a file (colour, palette and other TIFFs gpix's reader leaves
+// to it): the ASCII tags whose length the TIFF specification fixes (DateTime: 20 bytes with
+// its NUL) must hold that many. ITK 5.2's ReadTIFFTags copies the fixed length from libtiff's
+// value, which libtiff sizes by the string it found, so a short DateTime made it read past the
+// buffer (an ASan heap overflow, fuzz_read_tiff). Empty when the tags are whole or gpix's own
+// reader takes the file; otherwise which tag is short and how to mend it.
+std::string check_tiff_tags(const std::string& file);
+
 // The libtiff reader and writer (every gpix dtype, 2D, or 3D as one page per z slice).
 itk::ImageIOBase::Pointer libtiff_io();
 

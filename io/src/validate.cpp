@@ -461,6 +461,7 @@ std::string check_structure(const std::string& format, const fs::path& path) {
   if (format == "JPEG") return check_jpeg(path);
   if (format == "NIfTI") return check_nifti_geometry(path);
   if (format == "MetaImage") return check_meta_header(path);
+  if (format == "TIFF") return check_tiff_tags(path.string());
   return {};
 }
 

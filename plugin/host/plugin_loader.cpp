@@ -1,16 +1,165 @@
 #include "gpix/plugin_loader.h"
 
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <QCoreApplication>
+#include <QCryptographicHash>
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QLibrary>
+#include <QProcess>
+#include <QSettings>
 #include <QStandardPaths>
+#include <csignal>
+#include <cstring>
 #include <exception>
+
+#include "gpix/version.h"
 
 namespace gpix::plugin {
 
+namespace {
+
+QString user_name(uid_t uid) {
+  const passwd* pw = getpwuid(uid);  // the host's GUI thread only: no reentrancy needed
+  return pw && pw->pw_name ? QString::fromLocal8Bit(pw->pw_name) : QString::number(uid);
+}
+
+// The SHA-256 of a file's bytes, hex; empty when it cannot be read.
+QByteArray file_hash(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  QCryptographicHash h(QCryptographicHash::Sha256);
+  if (!h.addData(&f)) return {};
+  return h.result().toHex();
+}
+
+// Verdicts also depend on the host: a new gpix or Qt may load a plugin differently.
+QString verdict_key(const QByteArray& hash) {
+  return QStringLiteral("%1 gpix-%2 qt-%3")
+      .arg(QString::fromLatin1(hash), QStringLiteral(GPIX_VERSION_STRING),
+           QString::fromLatin1(qVersion()));
+}
+
+const QString kLoads = QStringLiteral("loads");
+
+}  // namespace
+
 PluginLoader::PluginLoader() = default;
+PluginLoader::PluginLoader(LoaderOptions options) : options_(std::move(options)) {}
 PluginLoader::~PluginLoader() = default;  // loaders are not unloaded: widgets may remain
+
+QString PluginLoader::untrusted(const QString& file) {
+  const QString real = QFileInfo(file).canonicalFilePath();
+  if (real.isEmpty()) return {};  // missing: inspect() says so
+  const uid_t me = geteuid();
+  QString p = real;
+  while (true) {
+    struct stat st {};
+    if (lstat(QFile::encodeName(p).constData(), &st) != 0) {
+      return QStringLiteral("%1 cannot be examined: %2")
+          .arg(p, QString::fromLocal8Bit(std::strerror(errno)));
+    }
+    const bool dir = S_ISDIR(st.st_mode);
+    const QString what = p == real ? QStringLiteral("the file") : QStringLiteral("its folder ") + p;
+    if (st.st_uid != me && st.st_uid != 0) {
+      return QStringLiteral(
+                 "%1 belongs to %2, not to you (%3) or root, who alone may be trusted "
+                 "to change code that runs in gpix")
+          .arg(what, user_name(st.st_uid), user_name(me));
+    }
+    if ((st.st_mode & S_IWOTH) && !(dir && (st.st_mode & S_ISVTX))) {
+      return QStringLiteral(
+                 "%1 is writable by every user (mode %2), so anyone could put code "
+                 "there; make it private (chmod o-w %3)")
+          .arg(what, QString::number(st.st_mode & 07777, 8).rightJustified(4, QLatin1Char('0')), p);
+    }
+    if (p == QStringLiteral("/")) break;
+    p = QFileInfo(p).path();
+  }
+  return {};
+}
+
+QString PluginLoader::default_probe() {
+  return QDir(QCoreApplication::applicationDirPath())
+      .absoluteFilePath(QStringLiteral("gpix-plugin-probe"));
+}
+
+QString PluginLoader::default_verdict_cache() {
+  const QString dir = QStandardPaths::writableLocation(QStandardPaths::CacheLocation);
+  return dir.isEmpty() ? QString() : dir + QStringLiteral("/plugin-verdicts.ini");
+}
+
+QString PluginLoader::trial(const QString& path) {
+  if (options_.probe.isEmpty()) return {};
+  const QByteArray hash = file_hash(path);
+  if (hash.isEmpty()) return QStringLiteral("the file cannot be read");
+  const QString key = verdict_key(hash);
+  std::unique_ptr<QSettings> kept;
+  if (!options_.verdict_cache.isEmpty()) {
+    kept = std::make_unique<QSettings>(options_.verdict_cache, QSettings::IniFormat);
+  }
+  const QString known = kept ? kept->value(QStringLiteral("verdicts/") + key).toString()
+                             : verdicts_.value(key.toLatin1());
+  if (known == kLoads) return {};
+  if (!known.isEmpty()) return known;
+  if (!QFileInfo(options_.probe).isExecutable()) {
+    return QStringLiteral("the trial-load helper %1 is missing (reinstall gpix)")
+        .arg(options_.probe);
+  }
+  QProcess probe;
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+  probe.setProcessEnvironment(env);
+  probe.setProcessChannelMode(QProcess::SeparateChannels);
+  probe.start(options_.probe, {path});
+  if (!probe.waitForStarted()) {
+    return QStringLiteral("the trial-load helper %1 did not start: %2")
+        .arg(options_.probe, probe.errorString());
+  }
+  if (!probe.waitForFinished(options_.probe_timeout_ms)) {
+    probe.kill();
+    probe.waitForFinished();
+    // Not kept: a slow machine is not the plugin's fault.
+    return QStringLiteral(
+               "loading it in a trial process did not finish within %1 s (its "
+               "constructor may hang); gpix did not load it")
+        .arg(options_.probe_timeout_ms / 1000.0);
+  }
+  QString verdict;
+  if (probe.exitStatus() == QProcess::CrashExit) {
+    // Qt reports the signal as the exit code of a crashed process.
+    const int sig = probe.exitCode();
+    const char* name = sig > 0 ? sigabbrev_np(sig) : nullptr;
+    verdict = QStringLiteral(
+                  "it crashed (%1) while a trial process loaded it, in its "
+                  "constructor or static initialisers; gpix did not load it "
+                  "(the verdict is kept until the file changes)")
+                  .arg(name ? QStringLiteral("SIG") + QLatin1String(name)
+                            : QStringLiteral("signal %1").arg(sig));
+  } else if (probe.exitCode() == 0) {
+    verdict = kLoads;
+  } else {
+    // Refused for a reason the helper names (an exception, a missing library): not kept, so
+    // that a plugin whose environment is mended loads next time.
+    const QString said = QString::fromUtf8(probe.readAllStandardOutput()).trimmed();
+    return said.isEmpty() ? QStringLiteral("the trial load failed (exit status %1): %2")
+                                .arg(probe.exitCode())
+                                .arg(QString::fromLocal8Bit(probe.readAllStandardError()).trimmed())
+                          : said;
+  }
+  if (kept) {
+    kept->setValue(QStringLiteral("verdicts/") + key, verdict);
+    kept->sync();
+  } else {
+    verdicts_.insert(key.toLatin1(), verdict);
+  }
+  return verdict == kLoads ? QString() : verdict;
+}
 
 QStringList PluginLoader::default_search_paths(const QString& app_dir) {
   QStringList paths;
@@ -67,6 +216,18 @@ PluginRecord PluginLoader::inspect(const QString& file) {
 }
 
 PluginRecord PluginLoader::load(const QString& file, HostContext& host) {
+  if (!options_.allow_untrusted) {
+    // Before anything of the file is read: its place decides whether it may be used at all.
+    if (const QString why = untrusted(file); !why.isEmpty()) {
+      PluginRecord r;
+      r.path = QFileInfo(file).absoluteFilePath();
+      r.name = QFileInfo(file).fileName();
+      r.reason = QStringLiteral("not trusted: ") + why +
+                 QStringLiteral(" (gpix-viewer --allow-untrusted-plugins loads it anyway)");
+      records_.append(r);
+      return r;
+    }
+  }
   PluginRecord r = inspect(file);
   if (r.reason.isEmpty()) {
     for (const PluginRecord& other : records_) {
@@ -77,6 +238,7 @@ PluginRecord PluginLoader::load(const QString& file, HostContext& host) {
       }
     }
   }
+  if (r.reason.isEmpty()) r.reason = trial(r.path);
   if (r.reason.isEmpty()) {
     auto loader = std::make_unique<QPluginLoader>(r.path);
     QObject* object = nullptr;

@@ -83,7 +83,7 @@ class TestInstall : public QObject {
     env.remove(QStringLiteral("LD_LIBRARY_PATH"));
     QStringList files = {prefix.filePath("bin/gpix")};
     if (GPIX_INSTALL_HAS_VIEWER) {
-      files << prefix.filePath("bin/gpix-viewer")
+      files << prefix.filePath("bin/gpix-viewer") << prefix.filePath("bin/gpix-plugin-probe")
             << prefix.filePath("lib/gpix/plugins/libgpix_plugin.so");
     }
     for (const QString& f : files) {

@@ -4,6 +4,7 @@
 #include <itkImageFileWriter.h>
 #include <itkJPEGImageIO.h>
 #include <itkNrrdImageIO.h>
+#include <tiffio.h>
 #include <QDir>
 #include <QFile>
 #include <QTemporaryDir>
@@ -263,6 +264,51 @@ class TestIoBad : public QObject {
     // 222 bytes whose header claims a 1073741831 x 5 page: refused before 5 GB are allocated.
     const auto tiff = corpus / "tiff" / "regression-claims-5gb.tif";
     expect_io_error([&] { io::read(tiff); }, tiff, "claims 5.37 GB");
+    // A colour TIFF whose DateTime holds 11 characters: ITK's ReadTIFFTags copied 20 bytes.
+    const auto date = corpus / "tiff" / "regression-itk-short-datetime.tif";
+    expect_io_error([&] { io::read(date, {.channels = io::Channels::split}); }, date,
+                    "DateTime tag (306) holds 11 characters where TIFF fixes 19");
+  }
+
+  // ASCII tags of fixed length (DateTime) shorter than the specification's: refused before
+  // ITK's colour reader sees them (it read past libtiff's value); whole ones and grayscale
+  // files (gpix's own reader, which copies nothing of fixed length) still open.
+  void tiff_short_fixed_tags() {
+    QTemporaryDir dir;
+    const std::uint32_t w = 7, h = 5;
+    std::vector<std::uint8_t> rgb(w * h * 3);
+    for (std::size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<std::uint8_t>(i * 7);
+    auto write = [&](const fs::path& p, std::uint16_t spp, const char* date) {
+      TIFF* t = TIFFOpen(p.c_str(), "w");
+      QVERIFY(t);
+      TIFFSetField(t, TIFFTAG_IMAGEWIDTH, w);
+      TIFFSetField(t, TIFFTAG_IMAGELENGTH, h);
+      TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, 8);
+      TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, spp);
+      TIFFSetField(t, TIFFTAG_PHOTOMETRIC, spp == 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK);
+      TIFFSetField(t, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+      TIFFSetField(t, TIFFTAG_ROWSPERSTRIP, h);
+      TIFFSetField(t, TIFFTAG_DATETIME, date);
+      QCOMPARE(TIFFWriteEncodedStrip(t, 0, rgb.data(), static_cast<tmsize_t>(w * h * spp)),
+               static_cast<tmsize_t>(w * h * spp));
+      TIFFClose(t);
+    };
+    const auto short_rgb = in(dir, "short.tif");
+    write(short_rgb, 3, "2026:11:24");
+    expect_io_error([&] { io::read(short_rgb, {.channels = io::Channels::split}); }, short_rgb,
+                    "DateTime tag (306) holds 10 characters where TIFF fixes 19");
+    const auto whole = in(dir, "whole.tif");
+    write(whole, 3, "2026:11:24 10:00:00");
+    const io::Image img = io::read(whole, {.channels = io::Channels::split});
+    QCOMPARE(img.pixels.shape(), (Shape{3, h, w}));
+    const auto* got = reinterpret_cast<const std::uint8_t*>(img.pixels.data());
+    for (std::size_t c = 0; c < 3; ++c)
+      for (std::size_t i = 0; i < w * h; ++i) QCOMPARE(got[c * w * h + i], rgb[i * 3 + c]);
+    const auto gray = in(dir, "gray.tif");
+    write(gray, 1, "2026:11:24");
+    const io::Image g = io::read(gray);
+    QCOMPARE(g.pixels.shape(), (Shape{h, w}));
+    QVERIFY(std::memcmp(g.pixels.data(), rgb.data(), w * h) == 0);
   }
 
   // JPEG through gpix's libjpeg reader: the same pixels as ITK's reader on sound files (both

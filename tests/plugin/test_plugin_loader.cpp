@@ -1,7 +1,10 @@
 // The plugin loader: a valid plugin loads and initialises; wrong IID, wrong or missing API
 // version, a duplicate name, a missing file, a file that is no plugin and a plugin whose
 // dependency is missing are each refused with the reason, and the refused ones are never
-// instantiated. Also the real gpix plugin (docks, readers, writers).
+// instantiated; plugins in places other users can change are refused unless allowed, and one
+// that crashes in its constructor is refused by a trial load in gpix-plugin-probe. Also the
+// real gpix plugin (docks, readers, writers).
+#include <unistd.h>
 #include <QApplication>
 #include <QDir>
 #include <QFile>
@@ -147,6 +150,94 @@ class TestPluginLoader : public QObject {
     QVERIFY2(rs[0].reason.contains(QStringLiteral("does not exist")), qPrintable(rs[0].reason));
     QVERIFY(!rs[1].loaded);
     QVERIFY2(rs[1].reason.contains(QStringLiteral("not a Qt plugin")), qPrintable(rs[1].reason));
+  }
+
+  // A plugin that dies by SIGSEGV in its constructor: tried in gpix-plugin-probe first, so it
+  // is refused with the signal named, and the host (this test) and later plugins go on. The
+  // verdicts are kept by the file's SHA-256: a second loader decides without the helper.
+  void crashing_constructor_is_refused() {
+    const QString cache = tmp_.filePath(QStringLiteral("verdicts.ini"));
+    gpix::plugin::LoaderOptions o;
+    o.probe = QStringLiteral(GPIX_PLUGIN_PROBE);
+    o.verdict_cache = cache;
+    {
+      BasicHost host(default_device(), settings().release());
+      PluginLoader loader(o);
+      const PluginRecord crash = loader.load(QStringLiteral(GPIX_CRASHING_PLUGIN), host);
+      QVERIFY(!crash.loaded);
+      QVERIFY2(crash.reason.contains(QStringLiteral("crashed (SIGSEGV)")),
+               qPrintable(crash.reason));
+      QVERIFY(!instantiated("crashes_ctor"));  // never constructed in this process
+      const PluginRecord good = loader.load(plugin_file(QStringLiteral("good")), host);
+      QVERIFY2(good.loaded, qPrintable(good.reason));
+      // An exception in the constructor is reported by the helper in the same words.
+      const PluginRecord ctor = loader.load(plugin_file(QStringLiteral("throws_ctor")), host);
+      QVERIFY(!ctor.loaded);
+      QVERIFY2(ctor.reason.contains(QStringLiteral("its constructor failed: no licence")),
+               qPrintable(ctor.reason));
+    }
+    QSettings kept(cache, QSettings::IniFormat);
+    kept.beginGroup(QStringLiteral("verdicts"));
+    QCOMPARE(kept.childKeys().size(), 2);  // crash and good; not the exception
+    // The same files again, with a helper that does not exist: the kept verdicts decide.
+    o.probe = tmp_.filePath(QStringLiteral("no-such-probe"));
+    BasicHost host(default_device(), settings().release());
+    PluginLoader again(o);
+    const PluginRecord crash = again.load(QStringLiteral(GPIX_CRASHING_PLUGIN), host);
+    QVERIFY2(crash.reason.contains(QStringLiteral("crashed (SIGSEGV)")), qPrintable(crash.reason));
+    const PluginRecord good = again.load(plugin_file(QStringLiteral("good_again")), host);
+    QVERIFY2(good.reason.contains(QStringLiteral("no-such-probe is missing")),
+             qPrintable(good.reason));  // no verdict for this file: the missing helper refuses
+  }
+
+  // Plugins from places other users can change are refused before anything of them is read,
+  // with the place and the permission named; allow_untrusted loads them.
+  void untrusted_locations_are_refused() {
+    QTemporaryDir dir;
+    const QString folder = dir.filePath(QStringLiteral("plugins"));
+    QVERIFY(QDir().mkpath(folder));
+    const QString file = folder + QStringLiteral("/libgood_copy.so");
+    QVERIFY(QFile::copy(plugin_file(QStringLiteral("good")), file));
+    auto load = [&](bool allow) {
+      gpix::plugin::LoaderOptions o;
+      o.allow_untrusted = allow;
+      BasicHost host(default_device(), settings().release());
+      PluginLoader loader(o);
+      return loader.load(file, host);
+    };
+    const auto rwx = QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner | QFile::ReadGroup |
+                     QFile::ExeGroup | QFile::ReadOther | QFile::ExeOther;
+    QVERIFY(QFile::setPermissions(folder, rwx | QFile::WriteOther));  // 0757
+    PluginRecord r = load(false);
+    QVERIFY(!r.loaded);
+    QVERIFY2(r.reason.contains(QStringLiteral("not trusted: its folder ") + folder) &&
+                 r.reason.contains(QStringLiteral("writable by every user (mode 0757)")) &&
+                 r.reason.contains(QStringLiteral("--allow-untrusted-plugins")),
+             qPrintable(r.reason));
+    QVERIFY(PluginLoader::untrusted(dir.path()).isEmpty());  // its parent (/tmp: sticky) is fine
+    r = load(true);
+    QVERIFY2(r.loaded, qPrintable(r.reason));
+    QVERIFY(QFile::setPermissions(folder, rwx));
+    QVERIFY(QFile::setPermissions(
+        file, QFile::ReadOwner | QFile::WriteOwner | QFile::ReadOther | QFile::WriteOther));
+    r = load(false);
+    QVERIFY2(r.reason.contains(QStringLiteral("the file is writable by every user (mode 0606)")),
+             qPrintable(r.reason));
+    QVERIFY(QFile::setPermissions(file, QFile::ReadOwner | QFile::WriteOwner | QFile::ReadOther));
+    QVERIFY2(PluginLoader::untrusted(file).isEmpty(), qPrintable(PluginLoader::untrusted(file)));
+    // A link from a trusted place to the untrusted folder is judged by where it leads.
+    QVERIFY(QFile::setPermissions(folder, rwx | QFile::WriteOther));
+    const QString link = dir.filePath(QStringLiteral("libgood_link.so"));
+    QVERIFY(QFile::link(file, link));
+    QVERIFY2(PluginLoader::untrusted(link).contains(folder),
+             qPrintable(PluginLoader::untrusted(link)));
+    QVERIFY(QFile::setPermissions(folder, rwx));
+    // Another user's file: only root can make one here.
+    if (geteuid() == 0) {
+      QVERIFY(chown(QFile::encodeName(file).constData(), 65534, 65534) == 0);
+      QVERIFY2(PluginLoader::untrusted(file).contains(QStringLiteral("the file belongs to")),
+               qPrintable(PluginLoader::untrusted(file)));
+    }
   }
 
   void search_paths_include_env_and_app_dir() {

@@ -1,9 +1,12 @@
 #pragma once
-// Finds, checks and loads gpix plugins. The manifest (IID, apiVersion, name) is read from the
-// library with QPluginLoader::metaData() before anything is instantiated; a plugin that does not
-// fit is listed with the reason and never loaded.
+// Finds, checks and loads gpix plugins. Nothing of a plugin's code runs in the host before it
+// passes, in order: where it lies (owner and permissions of the file and its folders), its
+// manifest (IID, apiVersion, name, read with QPluginLoader::metaData() without loading code),
+// and a trial load in a child process (gpix-plugin-probe). A plugin that does not pass is
+// listed with the reason and never loaded.
 #include <QJsonObject>
 #include <QList>
+#include <QMap>
 #include <QPluginLoader>
 #include <QString>
 #include <QStringList>
@@ -24,9 +27,28 @@ struct PluginRecord {
   QJsonObject manifest;  // the MetaData object
 };
 
+// How careful the loader is before a plugin's code runs in the host.
+struct LoaderOptions {
+  // Load plugins from untrusted places too (see PluginLoader::untrusted). gpix-viewer sets it
+  // for --allow-untrusted-plugins or GPIX_PLUGIN_ALLOW_UNTRUSTED=1; nothing else does.
+  bool allow_untrusted = false;
+  // The trial-load helper (gpix-plugin-probe): a plugin whose file's SHA-256 has no verdict
+  // yet is first loaded and constructed in a child process, so that one that crashes (SIGSEGV,
+  // abort) or hangs there is refused instead of taking the host down. Empty: no trial (the
+  // constructor runs in the host at once; exceptions are still caught). A helper that is named
+  // but missing refuses every plugin with that reason.
+  QString probe;
+  // The file (an INI file) where verdicts are kept, by SHA-256 of the plugin file; empty: kept
+  // for this loader only. Both "loads" and "crashed" are kept: a plugin is tried once per
+  // content.
+  QString verdict_cache;
+  int probe_timeout_ms = 30000;  // a trial that takes longer is a hang
+};
+
 class PluginLoader {
  public:
   PluginLoader();
+  explicit PluginLoader(LoaderOptions options);
   ~PluginLoader();
   PluginLoader(const PluginLoader&) = delete;
   PluginLoader& operator=(const PluginLoader&) = delete;
@@ -36,12 +58,26 @@ class PluginLoader {
   // (QStandardPaths::AppDataLocation + "/plugins").
   static QStringList default_search_paths(const QString& app_dir);
 
+  // Why a plugin file may not be trusted, or empty when it may: the file and every folder
+  // above it (symbolic links resolved) must belong to this user or to root, and none may be
+  // writable by every user (a folder with the sticky bit, such as /tmp, is fine: others cannot
+  // replace what is in it). Reads the file system only.
+  static QString untrusted(const QString& file);
+
+  // The helper beside the application (QCoreApplication::applicationDirPath()), where builds
+  // and installs put it.
+  static QString default_probe();
+  // QStandardPaths::CacheLocation + "/plugin-verdicts.ini".
+  static QString default_verdict_cache();
+
   // Checks a library's manifest without loading its code. The record says loaded=false; an
   // empty reason means it would be accepted.
   static PluginRecord inspect(const QString& file);
 
-  // inspect(), then instantiate and call Plugin::initialize(host). A plugin whose name is
-  // already loaded is refused (the first one found wins).
+  // The trust check (unless options allow untrusted plugins), inspect(), the trial load in a
+  // child (when options name a probe and no verdict is cached), then instantiate and call
+  // Plugin::initialize(host). A plugin whose name is already loaded is refused (the first one
+  // found wins). Every refusal says why in the record.
   PluginRecord load(const QString& file, HostContext& host);
 
   // Loads every library in the given folders (files are loaded directly; a missing path is
@@ -49,8 +85,16 @@ class PluginLoader {
   QList<PluginRecord> load_all(const QStringList& paths, HostContext& host);
 
   const QList<PluginRecord>& records() const { return records_; }
+  const LoaderOptions& options() const { return options_; }
+  // For the plugins loaded after this call.
+  void set_options(LoaderOptions options) { options_ = std::move(options); }
 
  private:
+  // Empty when the trial load passed (or none is asked for), otherwise why the plugin is refused.
+  QString trial(const QString& path);
+
+  LoaderOptions options_;
+  QMap<QByteArray, QString> verdicts_;  // by SHA-256, when options keep no verdict file
   QList<PluginRecord> records_;
   std::vector<std::unique_ptr<QPluginLoader>> loaders_;  // kept: plugin code stays mapped
 };
