@@ -56,7 +56,7 @@ case "$stage" in
     cd "$build"
     # GPIX_TESTS=REGEX runs only the matching suites.
     OCL_ICD_VENDORS=/tmp/nv-icd GPIX_REQUIRE_CUDA=1 timeout 520 ctest -j6 --timeout 400 ${GPIX_TESTS:+-R "$GPIX_TESTS"} \
-      -E "install|io_|qimage|ui_|plugin|two_devices|cuda_loader_(missing|no_device|stub|old|partial|fake)" \
+      -E "install|package|median_networks|io_|qimage|ui_|plugin|two_devices|cuda_loader_(missing|no_device|stub|old|partial|fake)" \
       --output-on-failure > "$out/ctest.txt" 2>&1
     grep -E "tests passed|Failed|\*\*\*|FAIL!|Timeout" "$out/ctest.txt" | head -80
     tail -5 "$out/ctest.txt"
