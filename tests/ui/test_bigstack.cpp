@@ -39,6 +39,7 @@
 #include "support/devices.h"
 #include "support/process.h"
 #include "support/random.h"
+#include "viewer_wait.h"
 
 using namespace gpix;
 
@@ -504,7 +505,7 @@ json.dump({'min': mn, 'max': mx, 'mean': total / (d * h * w), 'depth': d, 'heigh
     io::write(pc.toStdString(), HostArray::from(test::random_values<float>(cs.elements()), cs));
     QCOMPARE(open_and_wait(w.get(), {pc}).size(), 1);
     const QString session = tmp_.filePath(QStringLiteral("work.gpix.json"));
-    QVERIFY2(w->save_session(session), qPrintable(w->last_error()));
+    QVERIFY2(save_session_and_wait(w.get(), session), qPrintable(w->last_error()));
     auto w2 = make();
     w2->show();
     QVERIFY(QTest::qWaitForWindowExposed(w2.get()));

@@ -112,7 +112,9 @@ RoiPanel::RoiPanel(Workspace& host, RoiOverlay* overlay, QWidget* parent)
       const Layer l = host_.layer(layer);
       if (l.valid() && l.shape().ndim() == 3) {
         r->plane = overlay_->new_plane();
-        overlay_->update_roi(layer, *r);
+        overlay_->edit_roi(layer, *r,
+                           on ? tr("Put ROI %1 on all slices").arg(r->id)
+                              : tr("Put ROI %1 on slice %2").arg(r->id).arg(r->plane));
       }
     }
   });
@@ -394,7 +396,7 @@ void RoiPanel::delete_selected() {
   const int layer = overlay_->roi_layer();
   int id = overlay_->selected();
   if (id == 0 && overlay_->rois(layer).size() == 1) id = overlay_->rois(layer).first().id;
-  if (id != 0) overlay_->remove_roi(layer, id);
+  if (id != 0) overlay_->delete_roi(layer, id);
 }
 
 void RoiPanel::export_csv(const QString& path) {
