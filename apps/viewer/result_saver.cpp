@@ -8,6 +8,7 @@
 
 #include "background.h"
 #include "gpix/error.h"
+#include "gpix/ui/thread_priority.h"
 #include "session.h"
 #include "viewer_host.h"
 
@@ -26,7 +27,9 @@ bool same_pixels(const gpix::ui::Layer& a, const gpix::ui::Layer& b) {
 
 }  // namespace
 
-ResultSaver::ResultSaver(ViewerHost& host, QObject* parent) : QObject(parent), host_(host) {}
+ResultSaver::ResultSaver(ViewerHost& host, QObject* parent) : QObject(parent), host_(host) {
+  pool_.setMaxThreadCount(1);
+}
 
 bool ResultSaver::start(const QString& folder) {
   if (busy_) return false;
@@ -80,8 +83,9 @@ void ResultSaver::next() {
                   }});
   }
   in_background(
-      this,
+      this, pool_,
       [folder = folder_, stem, tries]() -> QString {
+        gpix::ui::lower_this_thread_priority();
         if (!QDir().mkpath(folder))
           throw gpix::IoError("cannot make the folder " + folder.toStdString(),
                               folder.toStdString());

@@ -9,6 +9,7 @@
 #include <QObject>
 #include <QString>
 #include <QStringList>
+#include <QThreadPool>
 
 class ViewerHost;
 
@@ -37,6 +38,9 @@ class ResultSaver : public QObject {
   void next();
 
   ViewerHost& host_;
+  // One thread at a lowered priority (thread_priority.h); its destructor waits for a write
+  // under way, whose result then goes nowhere.
+  QThreadPool pool_;
   bool busy_ = false;
   QString folder_;
   QList<Job> jobs_;

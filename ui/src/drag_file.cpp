@@ -8,6 +8,7 @@
 
 #include "async.h"
 #include "gpix/error.h"
+#include "gpix/ui/thread_priority.h"
 
 namespace gpix::ui {
 
@@ -22,6 +23,7 @@ bool same_pixels(const Layer& a, const Layer& b) {
 }  // namespace
 
 DragFiles::DragFiles(Workspace& host, QObject* parent) : QObject(parent), host_(host) {
+  pool_.setMaxThreadCount(1);
   connect(&host_, &Workspace::layer_removed, this, &DragFiles::drop);
 }
 
@@ -94,8 +96,9 @@ void DragFiles::prepare(int id) {
   }
   entries_.insert(id, e);
   detail::run_async(
-      this, *QThreadPool::globalInstance(),
+      this, pool_,
       [folder, tries, reasons]() mutable {
+        lower_this_thread_priority();
         if (!QDir().mkpath(folder))
           throw gpix::IoError("cannot make the folder " + folder.toStdString(),
                               folder.toStdString());

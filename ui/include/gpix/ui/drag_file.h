@@ -18,6 +18,7 @@
 #include <QObject>
 #include <QString>
 #include <QTemporaryDir>
+#include <QThreadPool>
 
 #include "gpix/ui/workspace.h"
 
@@ -55,6 +56,9 @@ class DragFiles : public QObject {
 
   Workspace& host_;
   QTemporaryDir dir_;
+  // One thread at a lowered priority (thread_priority.h); declared after dir_ so that it is
+  // destroyed (waiting for a write under way) before the folder goes.
+  QThreadPool pool_;
   QHash<int, Entry> entries_;
   quint64 serial_ = 0;
 };
