@@ -192,6 +192,12 @@ MainWindow::MainWindow(QSettings* settings, QWidget* parent) : QMainWindow(paren
       host_->show_status(tr("Results saved"));
     }
     emit results_saved(error);
+    if (close_when_saved_) {
+      close_when_saved_ = false;
+      if (error.isEmpty())
+        QMetaObject::invokeMethod(
+            this, [this] { close(); }, Qt::QueuedConnection);
+    }
   });
   connect(host_, &gpix::plugin::HostContext::device_changed, this, [this] {
     host_->settings().setValue(QStringLiteral("device"),
@@ -615,8 +621,10 @@ void MainWindow::save_settings() {
 
 void MainWindow::closeEvent(QCloseEvent* e) {
   if (saving_results()) {
-    // A Save chosen before is still writing: the window closes when it is done.
+    // Results are being written (a Save chosen before, or a session's): the window closes when
+    // they are, and stays when they could not be.
     e->ignore();
+    close_when_saved_ = true;
     host_->show_status(tr("Still saving the results; the window closes when they are written"), 0);
     return;
   }

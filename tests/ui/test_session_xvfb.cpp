@@ -5,8 +5,9 @@
 //   still open; a session whose channels no longer fit its file says so and opens the rest;
 // - saving a session with a 64x512x512 float32 result, the quit prompt's Save of that result,
 //   and writing the drag-out file of it all run off the GUI thread: the longest event-loop
-//   stall while each runs stays under 50 ms (a 200 ms block on the GUI thread is the control
-//   that shows the meter can fail); what was written is read back and compared;
+//   stall while each runs stays under 50 ms (plus the idle window's own pauses where those
+//   exceed 25 ms: a loaded shared CPU, as in test_ui_viewer) (a 200 ms block on the GUI thread is
+//   the control that shows the meter can fail); what was written is read back and compared;
 // - a quit whose Save fails leaves the window open and the result unsaved.
 #include <QApplication>
 #include <QCheckBox>
@@ -56,6 +57,21 @@ bool use_until(MainWindow& w, Done done, int timeout_ms) {
     QTest::qWait(20);
   }
   return true;
+}
+
+// The stall limit: 50 ms, plus what the machine alone gives when the idle window already
+// pauses for more than 25 ms (a loaded shared CPU), as test_ui_viewer's reading test allows.
+double stall_limit(MainWindow& w) {
+  StallMeter idle;
+  idle.start();
+  QElapsedTimer t;
+  t.start();
+  use_until(
+      w, [&] { return t.elapsed() > 600; }, 1000);
+  idle.stop();
+  qInfo("idle window: longest event-loop stall %.1f ms over %d ticks", idle.worst_ms(),
+        idle.ticks());
+  return 50.0 + (idle.worst_ms() > 25.0 ? idle.worst_ms() : 0.0);
 }
 
 }  // namespace
@@ -240,15 +256,8 @@ class TestSessionXvfb : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!w->view()->busy(), 120000);  // first frame and contrast shown
     const QString session = dir.filePath(QStringLiteral("big.gpix.json"));
     QSignalSpy saved(w.get(), &MainWindow::session_saved);
+    const double limit = stall_limit(*w);
     StallMeter meter;
-    // For the log: what this machine gives when nothing is saved.
-    meter.start();
-    QElapsedTimer idle;
-    idle.start();
-    use_until(
-        *w, [&] { return idle.elapsed() > 600; }, 1000);
-    meter.stop();
-    qInfo("idle: longest event-loop stall %.1f ms over %d ticks", meter.worst_ms(), meter.ticks());
     meter.start();
     QElapsedTimer took;
     took.start();
@@ -266,8 +275,10 @@ class TestSessionXvfb : public QObject {
         "until 500 ms after that %.1f ms (ending %.0f ms after the start) over %d ticks",
         saved_after, meter.worst_ms(), meter.worst_end_ms(), meter.ticks());
     QCOMPARE(saved.first().at(1).toString(), QString());
-    QVERIFY2(meter.worst_ms() < 50.0,
-             qPrintable(QStringLiteral("the event loop stalled for %1 ms").arg(meter.worst_ms())));
+    QVERIFY2(meter.worst_ms() < limit,
+             qPrintable(QStringLiteral("the event loop stalled for %1 ms (limit %2 ms)")
+                            .arg(meter.worst_ms())
+                            .arg(limit)));
     const QString file = w->host().layer(id).source;
     QCOMPARE(QFileInfo(file).absolutePath(), dir.filePath(QStringLiteral("big_data")));
     QVERIFY(same_bytes(read_back(file), HostArray::from(values, Shape{64, 512, 512})));
@@ -308,6 +319,7 @@ class TestSessionXvfb : public QObject {
     w->set_prompts_for_testing([](const QStringList&) { return int(QMessageBox::Save); },
                                [folder] { return folder; });
     results.clear();
+    const double limit = stall_limit(*w);
     StallMeter meter;
     meter.start();
     QVERIFY(!w->close());  // not yet: it closes when the result is written
@@ -320,8 +332,10 @@ class TestSessionXvfb : public QObject {
           meter.worst_ms());
     QCOMPARE(results.size(), 1);
     QCOMPARE(results.first().first().toString(), QString());
-    QVERIFY2(meter.worst_ms() < 50.0,
-             qPrintable(QStringLiteral("the event loop stalled for %1 ms").arg(meter.worst_ms())));
+    QVERIFY2(meter.worst_ms() < limit,
+             qPrintable(QStringLiteral("the event loop stalled for %1 ms (limit %2 ms)")
+                            .arg(meter.worst_ms())
+                            .arg(limit)));
     const QString file = w->host().layer(id).source;
     QCOMPARE(QFileInfo(file).absolutePath(), folder);
     QVERIFY(same_bytes(read_back(file), HostArray::from(values, Shape{64, 512, 512})));
@@ -334,6 +348,7 @@ class TestSessionXvfb : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!w->view()->busy(), 120000);
     ui::DragFiles* files = w->layer_list()->drag_files();
     QSignalSpy prepared(files, &ui::DragFiles::prepared);
+    const double limit = stall_limit(*w);
     StallMeter meter;
     meter.start();
     // What a press on the layer in the list does.
@@ -350,8 +365,10 @@ class TestSessionXvfb : public QObject {
     meter.stop();
     qInfo("drag file of a 64x512x512 float32 layer written; longest event-loop stall %.1f ms",
           meter.worst_ms());
-    QVERIFY2(meter.worst_ms() < 50.0,
-             qPrintable(QStringLiteral("the event loop stalled for %1 ms").arg(meter.worst_ms())));
+    QVERIFY2(meter.worst_ms() < limit,
+             qPrintable(QStringLiteral("the event loop stalled for %1 ms (limit %2 ms)")
+                            .arg(meter.worst_ms())
+                            .arg(limit)));
     const QString path = prepared.first().at(1).toString();
     QVERIFY2(!path.isEmpty(), qPrintable(prepared.first().at(2).toString()));
     std::unique_ptr<QMimeData> mime(w->layer_list()->mime_for(id, &why));
