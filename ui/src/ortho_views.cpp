@@ -370,7 +370,7 @@ void OrthoViews::read_side_planes(const Layer& l) {
         }
         read_y_ = y;
         read_x_ = x;
-        pass_->finish(token, tr("xz and yz planes read from the file (y %1, x %2)").arg(y).arg(x));
+        pass_->finish(token, tr("xz and yz planes read from the file"));
         request(Plane::xz);
         request(Plane::yz);
       });
@@ -436,9 +436,10 @@ void OrthoViews::layout_panes() {
   panes_[at(Plane::xz)]->setGeometry(4, 4 + hy + kGap, wx, dz);
   info_->setGeometry(4 + wx + kGap + 4, 4 + hy + kGap, std::max(10, width() - wx - kGap - 12),
                      std::max(10, height() - hy - kGap - 8));
-  // The file-backed pass's line: along the bottom, over whatever is there (the xz pane of a
-  // thin stack), readable on the dark background.
-  pass_->setGeometry(4, height() - 34, std::max(10, width() - 8), 30);
+  // The file-backed pass's line: at the bottom of the corner beside xz, under the point.
+  const int ix = 4 + wx + kGap + 4;
+  pass_->setGeometry(ix, std::max(4 + hy + kGap + 40, height() - 44),
+                     std::max(10, width() - ix - 4), 40);
   pass_->raise();
 }
 
