@@ -111,6 +111,9 @@ const Case kCases[] = {
     {"f32", Shape{23, 131, 97}, DType::f32, 512ull << 10, 17, 64, 95},
 };
 
+// A 2D image (rows are its slabs) for ROI statistics.
+const Shape k2d{1001, 777};
+
 // Three ROIs over an image of (h, w): a rectangle, an ellipse and a concave polygon whose
 // vertices are not on pixel edges.
 std::map<QString, Roi> rois_for(std::size_t h, std::size_t w) {
@@ -261,13 +264,42 @@ class TestStackPasses : public QObject {
                       {QStringLiteral("x"), int(c.x)},
                       {QStringLiteral("rois"), names}});
     }
+    {
+      // A 2D float32 image whose slabs are rows, for the ROI statistics.
+      QJsonArray names;
+      for (const auto& [name, roi] : rois_for(k2d.height(), k2d.width())) {
+        QFile f(tmp_.filePath(QStringLiteral("f32_2d_%1.mask").arg(name)));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(full_mask(roi, k2d.height(), k2d.width()));
+        names.append(name);
+      }
+      spec.append(
+          QJsonObject{{QStringLiteral("name"), QStringLiteral("f32_2d")},
+                      {QStringLiteral("shape"), QJsonArray{int(k2d.height()), int(k2d.width())}},
+                      {QStringLiteral("rois"), names}});
+    }
     const QString script = QStringLiteral(R"(
 import json, os, sys, numpy as np, tifffile
 out, spec = sys.argv[1], json.loads(sys.argv[2])
 res = {}
 for c in spec:
-    name, (d, h, w) = c['name'], c['shape']
     rng = np.random.default_rng(16)
+    if len(c['shape']) == 2:
+        h, w = c['shape']
+        a = rng.normal(100, 30, (h, w)).astype(np.float32)
+        path = os.path.join(out, c['name'] + '.tif')
+        tifffile.imwrite(path, a)
+        a = tifffile.imread(path)
+        r = {}
+        for roi in c['rois']:
+            m = np.fromfile(os.path.join(out, '%s_%s.mask' % (c['name'], roi)), np.uint8).reshape(h, w) > 0
+            v = a[m].astype(np.float64)
+            r[roi] = {'pixels': int(m.sum()), 'count': int(v.size), 'min': float(v.min()),
+                      'max': float(v.max()), 'sum': float(v.sum()), 'mean': float(v.mean()),
+                      'std': float(v.std())}
+        res[c['name']] = r
+        continue
+    name, (d, h, w) = c['name'], c['shape']
     if name == 'u16':
         # A light-sheet-like stack: gamma noise, a bright blob that moves with z, a gradient.
         yy, xx = np.mgrid[0:h, 0:w]
@@ -404,6 +436,24 @@ json.dump(res, open(os.path.join(out, 'ref.json'), 'w'))
     // A side plane through another point reads the file again.
     QVERIFY(!ui::stack_side_planes(file, c.y / 2, c.x, nullptr, count).cached);
     QVERIFY(slabs > 0);
+  }
+
+  // A file-backed 2D image: the rows of each ROI's box, slab by slab, against numpy.
+  void roi_statistics_of_a_2d_image() {
+    ui::LargeStackPolicy p;
+    p.slab_budget_bytes = 256ull << 10;  // 84 rows a slab
+    ui::set_large_stack_policy(p);
+    const auto file = TiffStackFile::open_file(tmp_.filePath(QStringLiteral("f32_2d.tif")));
+    QCOMPARE(file->shape(), k2d);
+    const QJsonObject want = ref_.value(QStringLiteral("f32_2d")).toObject();
+    for (const auto& [name, roi] : rois_for(k2d.height(), k2d.width())) {
+      std::size_t slabs = 0;
+      const ui::RoiStats got = ui::stack_roi_stats(file, roi, default_device(), nullptr,
+                                                   [&](std::size_t, std::size_t n) { slabs = n; });
+      QVERIFY2(slabs >= 3, qPrintable(name + QStringLiteral(" %1").arg(slabs)));
+      QCOMPARE(got.planes, 1);
+      compare_stats(got, want.value(name).toObject(), name + QStringLiteral(" (2D)"));
+    }
   }
 
   // Cancel between two slabs: Cancelled, and nothing is cached (the next call reads again).

@@ -243,8 +243,8 @@ void RoiPanel::refresh() {
 void RoiPanel::measure_file(const Layer& l, const QList<Roi>& rois, quint64 req) {
   measuring_ = true;
   status_->setText(tr("Measuring…"));
-  bool whole = false;  // an all-slices ROI reads the whole file
-  for (const Roi& r : rois) whole = whole || (r.plane < 0 && l.shape().ndim() == 3);
+  bool whole = false;                                      // an all-slices ROI reads the whole file
+  for (const Roi& r : rois) whole = whole || r.plane < 0;  // 2D: the rows of its box
   const auto token =
       pass_->start(whole ? tr("ROI statistics over every slice") : tr("ROI statistics"));
   struct Result {

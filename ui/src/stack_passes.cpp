@@ -228,14 +228,12 @@ RoiStats stack_roi_stats(const std::shared_ptr<const StackFile>& file, const Roi
                          const SlabProgress& progress, bool* cached) {
   check_file(file, "ROI statistics");
   if (cached) *cached = false;
-  if (file->shape().ndim() != 3) {
-    throw InvalidArgument("ROI statistics of the file-backed 2D image '" +
-                          file->path().toStdString() + "' (" + file->shape().str() +
-                          ") are not computed: its slabs are rows; crop it to a layer in "
-                          "memory first");
-  }
   const Shape& s = file->shape();
-  if (roi.plane >= 0) {
+  if (s.ndim() != 2 && s.ndim() != 3) {
+    throw InvalidArgument("ROI statistics need a 2D or 3D image; '" + file->path().toStdString() +
+                          "' is " + s.str());
+  }
+  if (roi.plane >= 0 && s.ndim() == 3) {
     // One slice: that plane alone (through the plane cache), measured as a one-slice stack.
     if (std::size_t(roi.plane) >= s.depth()) {
       throw InvalidArgument("ROI statistics: the ROI lies on slice " + std::to_string(roi.plane) +
@@ -259,20 +257,52 @@ RoiStats stack_roi_stats(const std::shared_ptr<const StackFile>& file, const Roi
   }
   RoiMerge m;
   RoiStats out;
-  bool first = true;
-  for_each_slab(*file, cancel, progress, "the ROI statistics",
-                [&](std::size_t, std::size_t, const HostArray& slab) {
-                  const RoiStats r = measure_roi(Array::push(slab, device), roi);
-                  if (first) {
-                    out = r;  // pixels and planes per slab, scaled below
-                    out.pixels = 0;
-                    out.planes = 0;
-                    first = false;
-                  }
-                  out.pixels += r.pixels;
-                  out.planes += r.planes;
-                  m.add(r);
-                });
+  if (s.ndim() == 2) {
+    // A 2D image's slabs are rows: only the rows of the ROI's box are read, each slab measured
+    // with the ROI moved up by its first row (whole rows: the same pixels are inside).
+    out.planes = 1;
+    const QRect box = roi_box(roi, int(s.width()), int(s.height()));
+    if (roi.kind == RoiKind::line) {
+      throw InvalidArgument(
+          "ROI statistics take a rectangle, ellipse or polygon; a line has no area (use its "
+          "profile)");
+    }
+    const std::size_t first = box.isEmpty() ? 0 : std::size_t(box.y());
+    const std::size_t last = box.isEmpty() ? 0 : std::size_t(box.y() + box.height());
+    const std::size_t step = planes_per_slab(*file), total = (last - first + step - 1) / step;
+    const std::unique_ptr<SlabSource> src = total ? file->open() : nullptr;
+    HostArray buffer;
+    for (std::size_t t = 0; t < total; ++t) {
+      check_cancel(cancel, "the ROI statistics");
+      const std::size_t from = first + t * step, to = std::min(last, from + step);
+      if (!buffer.valid() || buffer.shape()[0] != to - from) {
+        buffer = HostArray::empty(with_planes(s, to - from), file->dtype());
+      }
+      src->read(from, to, buffer.data());
+      Roi moved = roi;
+      moved.points.translate(0, -double(from));
+      const RoiStats r = measure_roi(Array::push(buffer, device), moved);
+      out.pixels += r.pixels;
+      m.add(r);
+      if (progress) progress(t + 1, total);
+    }
+    check_cancel(cancel, "the ROI statistics");
+  }
+  bool first = s.ndim() == 3;
+  if (first)
+    for_each_slab(*file, cancel, progress, "the ROI statistics",
+                  [&](std::size_t, std::size_t, const HostArray& slab) {
+                    const RoiStats r = measure_roi(Array::push(slab, device), roi);
+                    if (first) {
+                      out = r;  // pixels and planes per slab, scaled below
+                      out.pixels = 0;
+                      out.planes = 0;
+                      first = false;
+                    }
+                    out.pixels += r.pixels;
+                    out.planes += r.planes;
+                    m.add(r);
+                  });
   out.count = m.count;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   out.mean = m.count ? m.mean : nan;

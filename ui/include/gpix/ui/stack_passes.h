@@ -47,11 +47,10 @@ StackHistogram stack_histogram(const std::shared_ptr<const StackFile>& file,
                                const std::atomic<bool>* cancel = nullptr,
                                const SlabProgress& progress = {});
 
-// measure_roi's numbers for a ROI over a file-backed 3D stack: the ROI's slice read alone, or
-// every slab of an all-slices ROI measured on `device` and merged (pixels, count, min, max and
-// sum exactly as one measurement gives them; mean and std within rounding). Throws
-// InvalidArgument for a 2D file-backed image (its rows are its slabs) and what measure_roi
-// throws.
+// measure_roi's numbers for a ROI over a file-backed stack: on a 3D stack the ROI's slice read
+// alone, or every slab of an all-slices ROI measured on `device` and merged (pixels, count,
+// min, max and sum exactly as one measurement gives them; mean and std within rounding); on a
+// 2D image the rows of the ROI's box, slab by slab. Throws what measure_roi throws.
 RoiStats stack_roi_stats(const std::shared_ptr<const StackFile>& file, const Roi& roi,
                          const gpix::Device& device, const std::atomic<bool>* cancel = nullptr,
                          const SlabProgress& progress = {}, bool* cached = nullptr);
