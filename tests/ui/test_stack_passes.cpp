@@ -610,18 +610,22 @@ json.dump(res, open(os.path.join(out, 'ref.json'), 'w'))
     QVERIFY(words(ortho->frame(Plane::xz)) == words(xz));
   }
 
-  // Cancel in the Histogram dock mid-way: no histogram, "cancelled", nothing cached; Retry
-  // reads the file and shows numpy's counts.
+  // The Histogram dock reads the file once it is shown; Cancel mid-way: no histogram,
+  // "cancelled", nothing cached; Retry reads the file and shows numpy's counts.
   void cancel_in_the_dock() {
     const Case& c = kCases[0];
     use_budget(c);
     const auto file = TiffStackFile::open_file(file_of(c), 40);  // 40 ms a slab
     ui::HistogramPanel hist(*host_);
     hist.resize(400, 400);
+    const std::uint64_t before = ui::stack_pass_cache_bytes();
+    // A hidden dock does not read the file; showing it does.
+    host_->set_current_layer(add_file_layer(c, file));
+    QTest::qWait(300);
+    QVERIFY(!hist.busy());
+    QVERIFY(pass_text(&hist).isEmpty());
     hist.show();
     QVERIFY(QTest::qWaitForWindowExposed(&hist));
-    const std::uint64_t before = ui::stack_pass_cache_bytes();
-    host_->set_current_layer(add_file_layer(c, file));
     // In the middle of the pass: "slab N of 64" (the range pass and the counts, 32 slabs each).
     const auto slab = [&] {
       const QRegularExpressionMatch m =

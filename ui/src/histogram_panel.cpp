@@ -419,9 +419,15 @@ void HistogramPanel::request_histogram() {
       });
 }
 
+void HistogramPanel::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  request_histogram();  // a file-backed layer's pass waited for this
+}
+
 void HistogramPanel::request_file_histogram(const Layer& l) {
   // Display changes (limits, gamma) come as layer changes too: the file's histogram stays.
   if (file_.lock() == l.file) return;
+  if (!isVisible()) return;  // showEvent asks again
   file_ = l.file;
   array_ = {};
   host_data_ = {};

@@ -126,8 +126,14 @@ bool MipView::file_backed() const {
   return host_.layer(layer_).file_backed();
 }
 
+void MipView::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  request();  // a file-backed stack's pass waited for this
+}
+
 void MipView::read_projection(const Layer& l) {
-  if (proj_token_) return;  // one pass per layer; it renders when it lands
+  if (proj_token_) return;   // one pass per layer; it renders when it lands
+  if (!isVisible()) return;  // a hidden window must not read the file; showEvent asks again
   const auto token = pass_->start(tr("Maximum over z"));
   proj_token_ = token;
   detail::run_async(

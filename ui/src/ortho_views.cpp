@@ -337,8 +337,15 @@ void OrthoViews::request(Plane p) {
       });
 }
 
+void OrthoViews::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  request(Plane::xz);  // a file-backed stack's pass waited for this
+  request(Plane::yz);
+}
+
 void OrthoViews::read_side_planes(const Layer& l) {
   if (side_token_ && pass_file_ == l.file.get() && pass_y_ == y_ && pass_x_ == x_) return;
+  if (!isVisible()) return;  // a hidden window must not read the file; showEvent asks again
   // A newer point: the pass for the old one stops at its next slab (start() cancels it).
   pass_y_ = y_;
   pass_x_ = x_;

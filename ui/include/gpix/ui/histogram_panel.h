@@ -85,6 +85,11 @@ class HistogramPanel : public QWidget {
   void auto_limits();
   void split_channels();
 
+ protected:
+  // A file-backed layer's histogram is read only while the dock is seen (a hidden dock must not
+  // read a 200 GB file in the background); showing it asks again.
+  void showEvent(QShowEvent*) override;
+
  private:
   void show_layer(int id);
   void refresh_controls();

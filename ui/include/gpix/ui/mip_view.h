@@ -71,6 +71,8 @@ class MipView : public QWidget {
   void mouseDoubleClickEvent(QMouseEvent*) override;
   void wheelEvent(QWheelEvent*) override;
   void resizeEvent(QResizeEvent*) override;
+  // A file-backed stack's projection is read only while the view is seen.
+  void showEvent(QShowEvent*) override;
 
  private:
   void pick_layer();

@@ -83,6 +83,8 @@ class OrthoViews : public QWidget {
 
  protected:
   void resizeEvent(QResizeEvent*) override;
+  // A file-backed stack's side planes are read only while the views are seen.
+  void showEvent(QShowEvent*) override;
 
  private:
   friend class OrthoPane;
