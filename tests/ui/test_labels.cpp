@@ -507,7 +507,7 @@ class TestLabels : public QObject {
     const QStringList lines = csv.trimmed().split(QLatin1Char('\n'));
     QCOMPARE(lines.size(), model->rowCount() + 1);
     QStringList head;
-    for (const auto& c : model->table().columns) head << QString::fromStdString(c);
+    for (const auto& c : model->table().columns()) head << QString::fromStdString(c);
     QCOMPARE(lines.first(), head.join(QLatin1Char(',')));
     for (int r = 0; r < model->rowCount(); ++r) {
       const QStringList cells = lines[r + 1].split(QLatin1Char(','));

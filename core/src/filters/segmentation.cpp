@@ -626,7 +626,7 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
   // in their own widths), by label_stats_table; they are not zeroed first.
   // (With the table's allocator: huge pages for the buffers of a million labels.)
   using Buffer = std::vector<std::byte, detail::ForOverwriteAllocator<std::byte>>;
-  const Buffer a(area.bytes()), nan_flags(nans.bytes()), kmin(mins.bytes()), kmax(maxs.bytes()),
+  Buffer a(area.bytes()), nan_flags(nans.bytes()), kmin(mins.bytes()), kmax(maxs.bytes()),
       sum(sums.bytes());
   std::vector<Event> pulls;
   {
