@@ -49,29 +49,39 @@ void parallel_for(std::size_t n, unsigned threads, const std::function<void(std:
 }
 
 // Plane z is one of 61 random planes, picked by z: cheap to make, never constant along z.
+// planes() hands out memory, as a source of planes already in memory does (a HostArray or a
+// mapped file), so the run measures the transfers rather than a generator: the 61 planes are
+// followed by copies of the first `span` of them, so that any run of up to `span` planes from
+// any z is contiguous.
 class GeneratedSource final : public gpix::SlabSource {
  public:
-  GeneratedSource(std::size_t planes, std::size_t h, std::size_t w)
-      : shape_{planes, h, w}, plane_(h * w), pattern_(61 * h * w) {
+  GeneratedSource(std::size_t planes, std::size_t h, std::size_t w, std::size_t span)
+      : shape_{planes, h, w}, plane_(h * w), pattern_((61 + span) * h * w) {
     std::uint32_t state = 987654321u;
-    for (float& x : pattern_) {
+    for (std::size_t i = 0; i < 61 * plane_; ++i) {
       state = state * 1664525u + 1013904223u;
-      x = static_cast<float>(state >> 8) * (1.0f / 16777216.0f);
+      pattern_[i] = static_cast<float>(state >> 8) * (1.0f / 16777216.0f);
     }
+    for (std::size_t i = 61 * plane_; i < pattern_.size(); ++i) {
+      pattern_[i] = pattern_[i % (61 * plane_)];
+    }
+    span_ = span;
   }
   gpix::Shape shape() const override { return shape_; }
   gpix::DType dtype() const override { return gpix::DType::f32; }
   void read(std::size_t from, std::size_t to, std::byte* dst) override {
-    parallel_for(to - from, 8, [&](std::size_t i) {
-      const std::size_t z = from + i;
-      std::memcpy(dst + i * plane_ * 4, pattern_.data() + (z * 7 % 61) * plane_, plane_ * 4);
-    });
+    std::memcpy(dst, planes(from), (to - from) * plane_ * 4);
   }
+  const std::byte* planes(std::size_t from) const override {
+    return reinterpret_cast<const std::byte*>(pattern_.data() + (from % 61) * plane_);
+  }
+  std::size_t span() const { return span_; }
 
  private:
   gpix::Shape shape_;
   std::size_t plane_;
   std::vector<float> pattern_;
+  std::size_t span_ = 0;
 };
 
 // Keeps one 64-bit checksum per output plane.
@@ -81,8 +91,10 @@ class ChecksumSink final : public gpix::SlabSink {
     plane_bytes_ = shape.elements() / shape[0] * gpix::size_of(dtype);
     sums_.assign(shape[0], 0);
   }
+  // Every 8th plane (the run's speed, not the checksum's, is measured): 12 GB of a 96 GB run.
   void write(std::size_t from, std::size_t to, const std::byte* src) override {
     parallel_for(to - from, 8, [&](std::size_t i) {
+      if ((from + i) % 8 != 0) return;
       const auto* w = reinterpret_cast<const std::uint64_t*>(src + i * plane_bytes_);
       std::uint64_t a = 0, b = 0;
       for (std::size_t k = 0; k < plane_bytes_ / 8; ++k) {
@@ -102,15 +114,18 @@ class ChecksumSink final : public gpix::SlabSink {
 int beyond(const std::vector<gpix::Device>& devs, double gb, double budget_mb,
            std::size_t workers) {
   const std::size_t planes = static_cast<std::size_t>(gb * 1e9 / (1024.0 * 1024.0 * 4.0));
-  GeneratedSource src(planes, 1024, 1024);
+  // Room for the largest slab the budget allows, halos included (20 bytes a pixel at least).
+  const auto span = static_cast<std::size_t>(budget_mb * 1e6 / (1024.0 * 1024.0 * 20.0)) + 64;
+  GeneratedSource src(planes, 1024, 1024, span);
   const double bytes = static_cast<double>(planes) * 1024 * 1024 * 4;
   std::uint64_t total = 0;
   for (const auto& d : devs) total += d.info().global_memory;
   std::printf("generated volume %s float32, %.1f GB (devices' memory %.1f GB); budget %.0f MB\n",
               src.shape().str().c_str(), bytes / 1e9, static_cast<double>(total) / 1e9, budget_mb);
-  // The pinned PCIe rates: slabs travel from the workers' pinned buffers.
+  // The pageable PCIe rates: slabs are pushed from the source's memory and pulled through the
+  // workers' pinned buffers.
   const gpix::Shape probe{64, 1024, 1024};
-  gpix::HostArray ph = gpix::HostArray::pinned(probe, gpix::DType::f32, devs[0]);
+  gpix::HostArray ph = gpix::HostArray::empty(probe, gpix::DType::f32);
   std::memset(ph.data(), 0, ph.bytes());
   gpix::Array pa = gpix::Array::empty(probe, gpix::DType::f32, devs[0]);
   double push_s = 1e9, pull_s = 1e9;
@@ -120,7 +135,8 @@ int beyond(const std::vector<gpix::Device>& devs, double gb, double budget_mb,
   }
   const double push_gbps = static_cast<double>(ph.bytes()) / push_s / 1e9;
   const double pull_gbps = static_cast<double>(ph.bytes()) / pull_s / 1e9;
-  std::printf("pinned push %.1f GB/s, pull %.1f GB/s (256 MB, best of 5)\n", push_gbps, pull_gbps);
+  std::printf("pageable push %.1f GB/s, pull %.1f GB/s (256 MB, best of 5)\n", push_gbps,
+              pull_gbps);
   const std::pair<const char*, gpix::Params> cases[] = {
       {"gaussian_blur", {{"sigma_x", 2.0}, {"sigma_y", 2.0}, {"sigma_z", 2.0}}},
       {"median_box", {{"radius_x", 1.0}, {"radius_y", 1.0}, {"radius_z", 1.0}}}};
@@ -243,7 +259,14 @@ int main(int argc, char** argv) {
         o.report = &rep;
         // The first run writes a fresh output (first-touch page faults included); the repeats
         // reuse it through TiledOptions::output.
-        gpix::HostArray out = gpix::run_tiled(c.filter, in, c.params, o);
+        gpix::HostArray out;
+        try {
+          out = gpix::run_tiled(c.filter, in, c.params, o);
+        } catch (const gpix::InvalidArgument& e) {
+          // More workers than the budget holds slabs for: say so, go on with the next case.
+          std::printf("%-14s %7zu skipped: %s\n", c.filter, w, e.what());
+          continue;
+        }
         const double fresh = rep.seconds;
         o.output = &out;
         double best = 1e9;

@@ -116,6 +116,7 @@ class TestKernelBundle : public QObject {
     QProcess p;
     p.start(GPIX_PREBUILD_PATH,
             {"--out", out, "--archs", "90", "--ptx", "90", "--only", "fill.kernel", "--jobs", "2"});
+    QVERIFY2(p.waitForStarted(), "cannot start " GPIX_PREBUILD_PATH);
     QVERIFY(p.waitForFinished(120000));
     QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
     const auto b = KernelBundle::open(out.toStdString(), &why);
