@@ -214,10 +214,10 @@ StackHistogram stack_histogram(const std::shared_ptr<const StackFile>& file, con
   o.progress = slab_progress(progress);
   const Table t = run_tiled("histogram", inputs, nullptr, params, o);
   StackHistogram h;
-  if (!t.rows.empty()) {
-    h.min = t.rows.front()[0];
-    h.max = t.rows.back()[1];
-    for (const auto& row : t.rows) h.counts.push_back(std::uint64_t(row[2]));
+  if (!t.empty()) {
+    h.min = t(0, 0);
+    h.max = t(t.size() - 1, 1);
+    for (double c : t.column("count")) h.counts.push_back(std::uint64_t(c));
   }
   PassCache::get().put(file, key, h, h.counts.size() * 8 + 64);
   return h;
