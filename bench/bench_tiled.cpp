@@ -35,6 +35,25 @@ double seconds_of(const std::function<void()>& f) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The PCIe rates in this run, GB/s: one 256 MB pageable push and pull, as the slabs travel
+// (best of 5).
+std::pair<double, double> pageable_rates(const gpix::Device& device) {
+  const gpix::Shape probe{64, 1024, 1024};
+  gpix::HostArray ph = gpix::HostArray::empty(probe, gpix::DType::f32);
+  std::memset(ph.data(), 0, ph.bytes());
+  gpix::Array pa = gpix::Array::empty(probe, gpix::DType::f32, device);
+  double push_s = 1e9, pull_s = 1e9;
+  for (int r = 0; r < 5; ++r) {
+    push_s = std::min(push_s, seconds_of([&] { pa.write(ph); }));
+    pull_s = std::min(pull_s, seconds_of([&] { pa.read(ph); }));
+  }
+  const double push_gbps = static_cast<double>(ph.bytes()) / push_s / 1e9;
+  const double pull_gbps = static_cast<double>(ph.bytes()) / pull_s / 1e9;
+  std::printf("pageable push %.1f GB/s, pull %.1f GB/s (256 MB, best of 5)\n", push_gbps,
+              pull_gbps);
+  return {push_gbps, pull_gbps};
+}
+
 // Runs f(i) for i in [0, n) on up to `threads` threads: the generated source and the checking
 // sink must keep up with PCIe (one core copies ~10 GB/s).
 void parallel_for(std::size_t n, unsigned threads, const std::function<void(std::size_t)>& f) {
@@ -122,21 +141,8 @@ int beyond(const std::vector<gpix::Device>& devs, double gb, double budget_mb,
   for (const auto& d : devs) total += d.info().global_memory;
   std::printf("generated volume %s float32, %.1f GB (devices' memory %.1f GB); budget %.0f MB\n",
               src.shape().str().c_str(), bytes / 1e9, static_cast<double>(total) / 1e9, budget_mb);
-  // The pageable PCIe rates: slabs are pushed from the source's memory and pulled through the
-  // workers' pinned buffers.
-  const gpix::Shape probe{64, 1024, 1024};
-  gpix::HostArray ph = gpix::HostArray::empty(probe, gpix::DType::f32);
-  std::memset(ph.data(), 0, ph.bytes());
-  gpix::Array pa = gpix::Array::empty(probe, gpix::DType::f32, devs[0]);
-  double push_s = 1e9, pull_s = 1e9;
-  for (int r = 0; r < 5; ++r) {
-    push_s = std::min(push_s, seconds_of([&] { pa.write(ph); }));
-    pull_s = std::min(pull_s, seconds_of([&] { pa.read(ph); }));
-  }
-  const double push_gbps = static_cast<double>(ph.bytes()) / push_s / 1e9;
-  const double pull_gbps = static_cast<double>(ph.bytes()) / pull_s / 1e9;
-  std::printf("pageable push %.1f GB/s, pull %.1f GB/s (256 MB, best of 5)\n", push_gbps,
-              pull_gbps);
+  // Slabs are pushed from the source's memory and pulled through the workers' pinned buffers.
+  const auto [push_gbps, pull_gbps] = pageable_rates(devs[0]);
   const std::pair<const char*, gpix::Params> cases[] = {
       {"gaussian_blur", {{"sigma_x", 2.0}, {"sigma_y", 2.0}, {"sigma_z", 2.0}}},
       {"median_box", {{"radius_x", 1.0}, {"radius_y", 1.0}, {"radius_z", 1.0}}}};
@@ -223,20 +229,7 @@ int main(int argc, char** argv) {
     std::printf("volume %s float32, %.2f GB; budget %.0f MB per device\n", shape.str().c_str(),
                 bytes / 1e9, budget_mb);
 
-    // The PCIe rates in this run: one 256 MB pageable push and pull, as the slabs travel.
-    const gpix::Shape probe{64, 1024, 1024};
-    gpix::HostArray ph = gpix::HostArray::empty(probe, gpix::DType::f32);
-    std::memset(ph.data(), 0, ph.bytes());
-    gpix::Array pa = gpix::Array::empty(probe, gpix::DType::f32, devs[0]);
-    double push_s = 1e9, pull_s = 1e9;
-    for (int r = 0; r < 5; ++r) {
-      push_s = std::min(push_s, seconds_of([&] { pa.write(ph); }));
-      pull_s = std::min(pull_s, seconds_of([&] { pa.read(ph); }));
-    }
-    const double push_gbps = static_cast<double>(ph.bytes()) / push_s / 1e9;
-    const double pull_gbps = static_cast<double>(ph.bytes()) / pull_s / 1e9;
-    std::printf("pageable push %.1f GB/s, pull %.1f GB/s (256 MB, best of 5)\n", push_gbps,
-                pull_gbps);
+    const auto [push_gbps, pull_gbps] = pageable_rates(devs[0]);
 
     struct Case {
       const char* filter;
