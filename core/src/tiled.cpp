@@ -238,9 +238,15 @@ class TiledRun {
     report_.slabs = tiles_;
   }
 
+  // Called without mutex_ held (workers, pullers, folds).
   void check_cancel() const {
     if (options_.cancel && options_.cancel->load()) {
-      throw Cancelled(who_ + " was cancelled after " + std::to_string(done_) + " of " +
+      std::size_t done = 0;
+      {
+        std::lock_guard lock(mutex_);  // pullers count done_ under it
+        done = done_;
+      }
+      throw Cancelled(who_ + " was cancelled after " + std::to_string(done) + " of " +
                       std::to_string(units_) + " slabs");
     }
   }
@@ -477,6 +483,9 @@ class TiledRun {
   // Pulls a finished slab's interior into the sink; false when an earlier slab failed.
   bool finish_slab(const Finished& f, std::size_t device_index, const Device& device,
                    SlabBuffer& out_buffer, double& pull_s, double& write_s) {
+    // A slab filtered while the cancel came is not pulled: the run ends with Cancelled (the
+    // puller's error) at the slab the caller saw last in its progress.
+    check_cancel();
     const bool writes = f.r.valid();
     const std::size_t ob = writes ? plane_ * size_of(f.r.dtype()) : 0;
     if (writes) {
@@ -618,8 +627,8 @@ class TiledRun {
   std::size_t planes_ = 0, plane_ = 0, halo_ = 0, slab_ = 0, tiles_ = 0, in_plane_bytes_ = 0;
   std::function<Array(std::span<const Array>, std::size_t z0)> slab_fn_;
 
-  std::mutex mutex_;       // what follows, and the report
-  std::mutex read_mutex_;  // one SlabSource::read at a time
+  mutable std::mutex mutex_;  // what follows, and the report
+  std::mutex read_mutex_;     // one SlabSource::read at a time
   std::size_t next_ = 0, done_ = 0, units_ = 0;
   bool started_ = false;
   DType out_dtype_ = DType::u8;
