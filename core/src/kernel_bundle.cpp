@@ -89,7 +89,7 @@ std::shared_ptr<const KernelBundle> KernelBundle::open(const std::string& path, 
   if (sum != stable_hash(std::string_view(index).substr(0, index_bytes - 8))) {
     return fail("has a corrupt index (checksum)");
   }
-  auto b = std::shared_ptr<KernelBundle>(new KernelBundle());
+  auto b = std::make_shared<KernelBundle>();
   b->path_ = path;
   Reader r{index};
   std::uint64_t count = 0, note_len = 0;
