@@ -76,6 +76,18 @@ std::function<void(double)> slab_progress(const SlabProgress& progress) {
   };
 }
 
+// A pass of core's tiled folds over a file: one device, the large-stack slab budget, cancel
+// and slab progress.
+TiledOptions file_pass_options(const Device& device, const std::atomic<bool>* cancel,
+                               const SlabProgress& progress) {
+  TiledOptions o;
+  o.devices = {device};
+  o.budget_bytes = large_stack_policy().slab_budget_bytes;
+  o.cancel = cancel;
+  o.progress = slab_progress(progress);
+  return o;
+}
+
 // Results of passes over whole files, per file, least recently used out first. Entries hold
 // the file weakly: a StackFile that is gone (and a new one at its address) never matches.
 class PassCache {
@@ -207,11 +219,7 @@ StackHistogram stack_histogram(const std::shared_ptr<const StackFile>& file, con
   }
   const std::unique_ptr<SlabSource> src = file->open();
   SlabSource* const inputs[] = {src.get()};
-  TiledOptions o;
-  o.devices = {device};
-  o.budget_bytes = large_stack_policy().slab_budget_bytes;
-  o.cancel = cancel;
-  o.progress = slab_progress(progress);
+  const TiledOptions o = file_pass_options(device, cancel, progress);
   const Table t = run_tiled("histogram", inputs, nullptr, params, o);
   StackHistogram h;
   if (!t.empty()) {
@@ -368,11 +376,7 @@ StackProjection stack_max_projection(const std::shared_ptr<const StackFile>& fil
   if (auto hit = PassCache::get().find<HostArray>(file, "max z")) return {*hit, true};
   const std::unique_ptr<SlabSource> src = file->open();
   SlabSource* const inputs[] = {src.get()};
-  TiledOptions o;
-  o.devices = {device};
-  o.budget_bytes = large_stack_policy().slab_budget_bytes;
-  o.cancel = cancel;
-  o.progress = slab_progress(progress);
+  const TiledOptions o = file_pass_options(device, cancel, progress);
   HostArraySink sink;
   run_tiled("maximum_z_projection", inputs, &sink, {}, o);
   const Shape& s = file->shape();
