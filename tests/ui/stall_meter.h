@@ -2,6 +2,7 @@
 // The longest gap between turns of the event loop while it is being watched: a 5 ms precise
 // timer whose ticks should come every 5 ms; anything that holds the GUI thread delays them.
 #include <QElapsedTimer>
+#include <QGuiApplication>
 #include <QObject>
 #include <QTimer>
 #include <algorithm>
@@ -43,3 +44,13 @@ class StallMeter : public QObject {
   qint64 worst_end_ = 0;
   int ticks_ = 0;
 };
+
+// Empty under a real X display; else why a stall test cannot run here (offscreen Qt paints
+// nothing and turns its event loop differently, so its stalls say nothing of a real window).
+inline QString needs_x_display() {
+  if (QGuiApplication::platformName() == QLatin1String("xcb")) return {};
+  return QStringLiteral(
+             "this test needs a real X display (platform xcb, found '%1'): run it "
+             "under xvfb-run")
+      .arg(QGuiApplication::platformName());
+}

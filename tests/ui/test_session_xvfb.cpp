@@ -104,11 +104,7 @@ class TestSessionXvfb : public QObject {
 
  private slots:
   void initTestCase() {
-    if (QGuiApplication::platformName() != QLatin1String("xcb")) {
-      QFAIL(qPrintable(QStringLiteral("this test needs a real X display (platform xcb, found "
-                                      "'%1'): run it under xvfb-run")
-                           .arg(QGuiApplication::platformName())));
-    }
+    if (const QString why = needs_x_display(); !why.isEmpty()) QFAIL(qPrintable(why));
   }
 
   void composite_and_gamma_round_trip() {

@@ -53,11 +53,7 @@ class TestStall : public QObject {
 
  private slots:
   void initTestCase() {
-    if (QGuiApplication::platformName() != QLatin1String("xcb")) {
-      QFAIL(qPrintable(QStringLiteral("this test needs a real X display (platform xcb, found "
-                                      "'%1'): run it under xvfb-run")
-                           .arg(QGuiApplication::platformName())));
-    }
+    if (const QString why = needs_x_display(); !why.isEmpty()) QFAIL(qPrintable(why));
   }
 
   void long_filter_never_blocks_and_cancel_adds_nothing() {
