@@ -54,6 +54,17 @@ std::pair<double, double> pageable_rates(const gpix::Device& device) {
   return {push_gbps, pull_gbps};
 }
 
+// A tiled run over devs with a budget of budget_mb per device, reporting into rep.
+gpix::TiledOptions options(const std::vector<gpix::Device>& devs, double budget_mb,
+                           std::size_t workers, gpix::TiledReport& rep) {
+  gpix::TiledOptions o;
+  o.devices = devs;
+  o.budget_bytes = static_cast<std::uint64_t>(budget_mb * 1e6);
+  o.workers_per_device = workers;
+  o.report = &rep;
+  return o;
+}
+
 // Runs f(i) for i in [0, n) on up to `threads` threads: the generated source and the checking
 // sink must keep up with PCIe (one core copies ~10 GB/s).
 void parallel_for(std::size_t n, unsigned threads, const std::function<void(std::size_t)>& f) {
@@ -149,12 +160,8 @@ int beyond(const std::vector<gpix::Device>& devs, double gb, double budget_mb,
   for (const auto& [filter, params] : cases) {
     std::vector<std::uint64_t> first;
     for (double b : {budget_mb, budget_mb * 0.6}) {
-      gpix::TiledOptions o;
-      o.devices = devs;
-      o.budget_bytes = static_cast<std::uint64_t>(b * 1e6);
-      o.workers_per_device = workers;
       gpix::TiledReport rep;
-      o.report = &rep;
+      gpix::TiledOptions o = options(devs, b, workers, rep);
       ChecksumSink sink;
       gpix::SlabSource* in[] = {&src};
       gpix::run_tiled(filter, in, &sink, params, o);
@@ -244,12 +251,8 @@ int main(int argc, char** argv) {
     bool checked = false;
     for (const Case& c : cases) {
       for (std::size_t w : workers) {
-        gpix::TiledOptions o;
-        o.devices = devs;
-        o.budget_bytes = static_cast<std::uint64_t>(budget_mb * 1e6);
-        o.workers_per_device = w;
         gpix::TiledReport rep;
-        o.report = &rep;
+        gpix::TiledOptions o = options(devs, budget_mb, w, rep);
         // The first run writes a fresh output (first-touch page faults included); the repeats
         // reuse it through TiledOptions::output.
         gpix::HostArray out;
