@@ -251,6 +251,13 @@ class TiledRun {
     }
   }
 
+  // The first plane of a slab loading [l0, l1) that must come from the host, where the
+  // worker's previous slab (none: `no_prev`) holds planes [p0, p1) on the device.
+  static std::size_t first_host_plane(std::size_t l0, std::size_t l1, bool no_prev, std::size_t p0,
+                                      std::size_t p1) {
+    return !no_prev && l0 >= p0 && l0 < p1 ? std::min(p1, l1) : l0;
+  }
+
   // A slab's planes [l0, l1) of every input as arrays on `device`, read through `buffers`
   // where a source is not in memory.
   // `prev` (planes [p0, p1) of every input, on `device`) is the worker's previous slab: where
@@ -263,8 +270,8 @@ class TiledRun {
                           std::size_t p1 = 0) {
     auto& dev = detail::Access::impl(device);
     const Shape slab_shape = with_planes(shape_, l1 - l0);
-    const bool reuse = !prev.empty() && l0 >= p0 && l0 < p1;
-    const std::size_t h0 = reuse ? std::min(p1, l1) : l0;  // the first plane read from the host
+    const std::size_t h0 = first_host_plane(l0, l1, prev.empty(), p0, p1);
+    const bool reuse = h0 > l0;
     std::vector<std::size_t> dims(shape_.dims().begin(), shape_.dims().end());
     std::vector<std::size_t> prev_dims = dims;
     dims[0] = l1 - l0;
@@ -364,8 +371,7 @@ class TiledRun {
         check_cancel();
         const auto [z0, z1, l0, l1] = slab_planes(t, slab_, planes_, halo_);
         dims[0] = l1 - l0;
-        const std::size_t pushed_from =
-            !prev.empty() && l0 >= prev_l0 && l0 < prev_l1 ? std::min(prev_l1, l1) : l0;
+        const std::size_t pushed_from = first_host_plane(l0, l1, prev.empty(), prev_l0, prev_l1);
         std::vector<Array> arrays =
             push(l0, l1, device, in_buffers, read_s, push_s, prev, prev_l0, prev_l1);
         // Freed before the filter runs: the budget counts one slab's inputs beside its output
