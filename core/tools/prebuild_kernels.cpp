@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/cuda_programs.h"
 #include "backend/cuda/nvrtc.h"
 #include "gpix/error.h"
 #include "kernel_bundle.h"
@@ -156,14 +157,10 @@ int main(int argc, char** argv) {
           const int a = std::atoi(j.target.c_str() + (ptx ? 8 : 3));
           std::vector<char> image =
               ptx ? nvrtc->compile_ptx(src, j.defines, a) : nvrtc->compile(src, j.defines, a);
-          // The binary exactly as the disk cache stores it (cuda_programs.h), so the device
-          // loads a bundle entry through the same load() as a disk-cache file.
-          std::vector<char> bin(16 + image.size(), '\0');
-          std::copy_n("GPIXCUDA", 8, bin.begin());
-          bin[8] = ptx ? 'P' : 'C';
-          std::copy(image.begin(), image.end(), bin.begin() + 16);
+          // The binary exactly as the disk cache stores it, so the device loads a bundle
+          // entry through the same load() as a disk-cache file.
           entries[first_new + i] = {j.target + "|" + detail::program_key(src, j.defines),
-                                    std::move(bin)};
+                                    detail::cuda::tagged_binary(image, ptx)};
         } catch (const CompileError& e) {
           std::lock_guard lock(err_mutex);
           if (first_error.empty()) first_error = std::string(e.what()) + "\n" + e.log();

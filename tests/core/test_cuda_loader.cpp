@@ -578,10 +578,7 @@ class TestCudaLoader : public QObject {
       const auto& src = detail::program("fill.kernel");
       const std::string key = detail::program_key(src, {});
       const std::vector<char> image = nvrtc->compile(src, {}, 90);
-      std::vector<char> bin(16 + image.size(), '\0');
-      std::copy_n("GPIXCUDA", 8, bin.begin());
-      bin[8] = 'C';
-      std::copy(image.begin(), image.end(), bin.begin() + 16);
+      const std::vector<char> bin = detail::cuda::tagged_binary(image, false);
       // The fake is compute capability 9.0: an sm_80 cubin is of another major, never used.
       // sm_90's entry is last in the file, where the damage below goes.
       detail::write_kernel_bundle(path, "test", {{"sm_80|" + key, bin}, {"sm_90|" + key, bin}});

@@ -55,6 +55,16 @@ struct Target {
 constexpr char kBinaryMagic[8] = {'G', 'P', 'I', 'X', 'C', 'U', 'D', 'A'};
 constexpr std::size_t kBinaryHeader = 16;  // magic, kind byte, padding: keeps the image aligned
 
+// An image (cubin, or NUL-terminated PTX) behind that header: what the disk cache stores and
+// the prebuilt bundle holds, and what CudaDevice::load() reads back.
+inline std::vector<char> tagged_binary(const std::vector<char>& image, bool ptx) {
+  std::vector<char> out(kBinaryHeader + image.size(), '\0');
+  std::memcpy(out.data(), kBinaryMagic, sizeof kBinaryMagic);
+  out[sizeof kBinaryMagic] = ptx ? 'P' : 'C';
+  if (!image.empty()) std::memcpy(out.data() + kBinaryHeader, image.data(), image.size());
+  return out;
+}
+
 // A loaded module; hands out its kernels and, for the disk cache, its image.
 class CuProgram final : public DeviceImpl::Program {
  public:
@@ -87,13 +97,7 @@ class CuProgram final : public DeviceImpl::Program {
 
   // The loaded image (cubin, or NUL-terminated PTX) behind a tag saying which, for the disk
   // cache; load() reads it back.
-  std::vector<char> binary() const override {
-    std::vector<char> out(kBinaryHeader + binary_.size(), '\0');
-    std::memcpy(out.data(), kBinaryMagic, sizeof kBinaryMagic);
-    out[sizeof kBinaryMagic] = ptx_ ? 'P' : 'C';
-    if (!binary_.empty()) std::memcpy(out.data() + kBinaryHeader, binary_.data(), binary_.size());
-    return out;
-  }
+  std::vector<char> binary() const override { return tagged_binary(binary_, ptx_); }
 
  private:
   std::vector<char> binary_;
