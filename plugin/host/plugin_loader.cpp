@@ -18,6 +18,7 @@
 #include <cstring>
 #include <exception>
 
+#include "gpix/device.h"
 #include "gpix/version.h"
 
 namespace gpix::plugin {
@@ -94,7 +95,7 @@ QString PluginLoader::default_verdict_cache() {
   return dir.isEmpty() ? QString() : dir + QStringLiteral("/plugin-verdicts.ini");
 }
 
-QString PluginLoader::trial(const QString& path) {
+QString PluginLoader::trial(const QString& path, HostContext& host) {
   if (options_.probe.isEmpty()) return {};
   const QByteArray hash = file_hash(path);
   if (hash.isEmpty()) return QStringLiteral("the file cannot be read");
@@ -116,19 +117,43 @@ QString PluginLoader::trial(const QString& path) {
   env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
   probe.setProcessEnvironment(env);
   probe.setProcessChannelMode(QProcess::SeparateChannels);
-  probe.start(options_.probe, {path});
+  // What the plugin would meet in this host: its device and (a copy of) its settings.
+  QStringList args;
+  const gpix::Device device = host.device();
+  if (device.valid()) args << QStringLiteral("--device") << QString::fromStdString(device.label());
+  if (const QString s = host.settings().fileName(); !s.isEmpty()) {
+    args << QStringLiteral("--settings") << s;
+  }
+  args << path;
+  probe.start(options_.probe, args);
   if (!probe.waitForStarted()) {
     return QStringLiteral("the trial-load helper %1 did not start: %2")
         .arg(options_.probe, probe.errorString());
   }
-  if (!probe.waitForFinished(options_.probe_timeout_ms)) {
+  const bool finished = probe.waitForFinished(options_.probe_timeout_ms);
+  if (!finished) {
     probe.kill();
     probe.waitForFinished();
+  }
+  // The helper reports "stage NAME" before each stage and "refused REASON" at the end.
+  QString stage = QStringLiteral("constructor");
+  QString refused;
+  for (const QString& line :
+       QString::fromUtf8(probe.readAllStandardOutput()).split(QLatin1Char('\n'))) {
+    if (line.startsWith(QLatin1String("stage "))) stage = line.mid(6).trimmed();
+    if (line.startsWith(QLatin1String("refused "))) refused = line.mid(8).trimmed();
+  }
+  const QString where = stage == QLatin1String("initialize") ? QStringLiteral("in its initialize()")
+                        : stage == QLatin1String("paint")
+                            ? QStringLiteral("while its docks were painted")
+                            : QStringLiteral("in its constructor or static initialisers");
+  if (!finished) {
     // Not kept: a slow machine is not the plugin's fault.
     return QStringLiteral(
-               "loading it in a trial process did not finish within %1 s (its "
-               "constructor may hang); gpix did not load it")
-        .arg(options_.probe_timeout_ms / 1000.0);
+               "a trial process that loaded it did not finish within %1 s (it may hang %2); "
+               "gpix did not load it")
+        .arg(options_.probe_timeout_ms / 1000.0)
+        .arg(where);
   }
   QString verdict;
   if (probe.exitStatus() == QProcess::CrashExit) {
@@ -136,21 +161,21 @@ QString PluginLoader::trial(const QString& path) {
     const int sig = probe.exitCode();
     const char* name = sig > 0 ? sigabbrev_np(sig) : nullptr;
     verdict = QStringLiteral(
-                  "it crashed (%1) while a trial process loaded it, in its "
-                  "constructor or static initialisers; gpix did not load it "
+                  "it crashed (%1) %2 while a trial process loaded it; gpix did not load it "
                   "(the verdict is kept until the file changes)")
                   .arg(name ? QStringLiteral("SIG") + QLatin1String(name)
-                            : QStringLiteral("signal %1").arg(sig));
+                            : QStringLiteral("signal %1").arg(sig),
+                       where);
   } else if (probe.exitCode() == 0) {
     verdict = kLoads;
   } else {
     // Refused for a reason the helper names (an exception, a missing library): not kept, so
     // that a plugin whose environment is mended loads next time.
-    const QString said = QString::fromUtf8(probe.readAllStandardOutput()).trimmed();
-    return said.isEmpty() ? QStringLiteral("the trial load failed (exit status %1): %2")
-                                .arg(probe.exitCode())
-                                .arg(QString::fromLocal8Bit(probe.readAllStandardError()).trimmed())
-                          : said;
+    return refused.isEmpty()
+               ? QStringLiteral("the trial load failed (exit status %1): %2")
+                     .arg(probe.exitCode())
+                     .arg(QString::fromLocal8Bit(probe.readAllStandardError()).trimmed())
+               : refused;
   }
   if (kept) {
     kept->setValue(QStringLiteral("verdicts/") + key, verdict);
@@ -238,7 +263,7 @@ PluginRecord PluginLoader::load(const QString& file, HostContext& host) {
       }
     }
   }
-  if (r.reason.isEmpty()) r.reason = trial(r.path);
+  if (r.reason.isEmpty()) r.reason = trial(r.path, host);
   if (r.reason.isEmpty()) {
     auto loader = std::make_unique<QPluginLoader>(r.path);
     QObject* object = nullptr;
@@ -266,6 +291,8 @@ PluginRecord PluginLoader::load(const QString& file, HostContext& host) {
         loaders_.push_back(std::move(loader));
       } catch (const std::exception& e) {
         r.reason = QStringLiteral("initialize() failed: ") + QString::fromUtf8(e.what());
+      } catch (...) {
+        r.reason = QStringLiteral("initialize() failed with an unknown exception");
       }
     }
   }

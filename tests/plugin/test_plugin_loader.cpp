@@ -10,6 +10,7 @@
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonObject>
+#include <QProcess>
 #include <QSettings>
 #include <QTemporaryDir>
 #include <QTest>
@@ -84,7 +85,7 @@ class TestPluginLoader : public QObject {
     BasicHost host(default_device(), settings().release());
     PluginLoader loader;
     const QList<PluginRecord> rs = loader.load_all({QStringLiteral(GPIX_TEST_PLUGIN_DIR)}, host);
-    QCOMPARE(rs.size(), 8);
+    QCOMPARE(rs.size(), 9);
 
     const PluginRecord good = find(rs, QStringLiteral("good.so"));
     QVERIFY2(good.loaded, qPrintable(good.reason));
@@ -132,7 +133,12 @@ class TestPluginLoader : public QObject {
     QVERIFY(!init.loaded);
     QVERIFY2(init.reason.contains(QStringLiteral("its device is busy")), qPrintable(init.reason));
     QVERIFY(!has_reader(host, QStringLiteral("throws_init")));
-    QCOMPARE(loader.records().size(), 8);
+    // Not a std::exception (throw 42): still the plugin's failure, not the host's end.
+    const PluginRecord any = find(rs, QStringLiteral("throws_int_init"));
+    QVERIFY(!any.loaded);
+    QVERIFY2(any.reason.contains(QStringLiteral("initialize() failed with an unknown exception")),
+             qPrintable(any.reason));
+    QCOMPARE(loader.records().size(), 9);
   }
 
   void missing_and_foreign_files() {
@@ -188,6 +194,78 @@ class TestPluginLoader : public QObject {
     const PluginRecord good = again.load(plugin_file(QStringLiteral("good_again")), host);
     QVERIFY2(good.reason.contains(QStringLiteral("no-such-probe is missing")),
              qPrintable(good.reason));  // no verdict for this file: the missing helper refuses
+  }
+
+  // Plugins that crash or throw in initialize(), or crash when their dock is first painted:
+  // the trial process meets them first (with this host's device and a copy of its settings),
+  // so each is refused with the signal (or the message) and the stage, none runs in this
+  // process, and the host and a good plugin loaded after them go on working.
+  void crashing_initialize_is_refused() {
+    gpix::plugin::LoaderOptions o;
+    o.probe = QStringLiteral(GPIX_PLUGIN_PROBE);
+    BasicHost host(default_device(), settings().release());
+    host.settings().setValue(QStringLiteral("kept"), 7);
+    host.settings().sync();
+    PluginLoader loader(o);
+    const struct {
+      const char* file;
+      const char* name;
+      const char* signal;
+      const char* stage;
+    } cases[] = {
+        {GPIX_CRASHING_INIT_PLUGIN, "crashes_init", "SIGSEGV", "in its initialize()"},
+        {GPIX_ABORTING_INIT_PLUGIN, "aborts_init", "SIGABRT", "in its initialize()"},
+        {GPIX_CRASHING_PAINT_PLUGIN, "crashes_paint", "SIGSEGV", "while its docks were painted"},
+    };
+    for (const auto& c : cases) {
+      const PluginRecord r = loader.load(QString::fromUtf8(c.file), host);
+      QVERIFY(!r.loaded);
+      const QString want = QStringLiteral("it crashed (%1) %2 while a trial process loaded it")
+                               .arg(QLatin1String(c.signal), QLatin1String(c.stage));
+      QVERIFY2(r.reason.contains(want), qPrintable(r.name + QStringLiteral(": ") + r.reason));
+      QVERIFY(!instantiated(c.name));  // never constructed in this process
+    }
+    // Exceptions in initialize(), reported by the helper with the message.
+    const PluginRecord init = loader.load(plugin_file(QStringLiteral("throws_init")), host);
+    QVERIFY(!init.loaded);
+    QVERIFY2(init.reason == QStringLiteral("initialize() failed: its device is busy"),
+             qPrintable(init.reason));
+    const PluginRecord any = loader.load(plugin_file(QStringLiteral("throws_int_init")), host);
+    QVERIFY2(any.reason == QStringLiteral("initialize() failed with an unknown exception"),
+             qPrintable(any.reason));
+    QVERIFY(!has_reader(host, QStringLiteral("crashes_init")));
+    QVERIFY(host.docks().isEmpty());
+
+    // The host goes on: a good plugin passes the same trial, loads, and its reader works; the
+    // settings the trial's copy was made from are as they were.
+    const PluginRecord good = loader.load(plugin_file(QStringLiteral("good")), host);
+    QVERIFY2(good.loaded, qPrintable(good.reason));
+    QVERIFY(has_reader(host, QStringLiteral("good")));
+    const QString data = tmp_.filePath(QStringLiteral("x.good"));
+    QFile f(data);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.close();
+    QVERIFY(host.open_file(data).isEmpty());  // the test reader gives no layers
+    QCOMPARE(host.settings().value(QStringLiteral("kept")).toInt(), 7);
+    QCOMPARE(loader.records().size(), 6);
+  }
+
+  // The helper's report channel is its own: what a plugin prints cannot pose as a verdict.
+  void probe_report_is_not_the_plugins_stdout() {
+    const QString out = tmp_.filePath(QStringLiteral("probe.out"));
+    QProcess p;
+    p.setStandardOutputFile(out);
+    p.setProcessEnvironment([] {
+      QProcessEnvironment e = QProcessEnvironment::systemEnvironment();
+      e.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+      return e;
+    }());
+    p.start(QStringLiteral(GPIX_PLUGIN_PROBE), {QStringLiteral(GPIX_CRASHING_INIT_PLUGIN)});
+    QVERIFY(p.waitForFinished(30000));
+    QCOMPARE(p.exitStatus(), QProcess::CrashExit);
+    QFile f(out);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QCOMPARE(f.readAll(), QByteArray("stage constructor\nstage initialize\n"));
   }
 
   // Plugins from places other users can change are refused before anything of them is read,

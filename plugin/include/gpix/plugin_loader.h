@@ -33,10 +33,12 @@ struct LoaderOptions {
   // for --allow-untrusted-plugins or GPIX_PLUGIN_ALLOW_UNTRUSTED=1; nothing else does.
   bool allow_untrusted = false;
   // The trial-load helper (gpix-plugin-probe): a plugin whose file's SHA-256 has no verdict
-  // yet is first loaded and constructed in a child process, so that one that crashes (SIGSEGV,
-  // abort) or hangs there is refused instead of taking the host down. Empty: no trial (the
-  // constructor runs in the host at once; exceptions are still caught). A helper that is named
-  // but missing refuses every plugin with that reason.
+  // yet first goes through what the host does with it before trusting it, in a child process:
+  // loaded, constructed, initialize() on a BasicHost with the host's device and a copy of its
+  // settings, its docks painted once. One that crashes there (SIGSEGV, abort) or hangs is
+  // refused with the signal and the stage instead of taking the host down; one that throws,
+  // with its message. Empty: no trial (the plugin runs in the host at once; exceptions are
+  // still caught). A helper that is named but missing refuses every plugin with that reason.
   QString probe;
   // The file (an INI file) where verdicts are kept, by SHA-256 of the plugin file; empty: kept
   // for this loader only. Both "loads" and "crashed" are kept: a plugin is tried once per
@@ -91,7 +93,7 @@ class PluginLoader {
 
  private:
   // Empty when the trial load passed (or none is asked for), otherwise why the plugin is refused.
-  QString trial(const QString& path);
+  QString trial(const QString& path, HostContext& host);
 
   LoaderOptions options_;
   QMap<QByteArray, QString> verdicts_;  // by SHA-256, when options keep no verdict file
