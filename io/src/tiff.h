@@ -187,8 +187,10 @@ std::string check_tiff_capacity(const std::string& file);
 // to it): the ASCII tags whose length the TIFF specification fixes (DateTime: 20 bytes with
 // its NUL) must hold that many. ITK 5.2's ReadTIFFTags copies the fixed length from libtiff's
 // value, which libtiff sizes by the string it found, so a short DateTime made it read past the
-// buffer (an ASan heap overflow, fuzz_read_tiff). Empty when the tags are whole or gpix's own
-// reader takes the file; otherwise which tag is short and how to mend it.
+// buffer (an ASan heap overflow, fuzz_read_tiff). Also no directory entry's values may lie
+// beyond the end of the file: ITK's bundled libtiff allocates what an entry claims first (a
+// 1.6 GB ASCII tag in an 868-byte file, fuzz_read_tiff). Empty when the tags are whole or gpix's
+// own reader takes the file; otherwise which tag is wrong and (for a short one) how to mend it.
 std::string check_tiff_tags(const std::string& file);
 
 // The libtiff reader and writer (every gpix dtype, 2D, or 3D as one page per z slice).

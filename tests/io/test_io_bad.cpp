@@ -268,6 +268,12 @@ class TestIoBad : public QObject {
     const auto date = corpus / "tiff" / "regression-itk-short-datetime.tif";
     expect_io_error([&] { io::read(date, {.channels = io::Channels::split}); }, date,
                     "DateTime tag (306) holds 11 characters where TIFF fixes 19");
+    // 868 bytes with a tag claiming 1.6 GB of ASCII beyond the end: ITK's bundled libtiff
+    // allocated it (5-12 s under ASan, a timeout in the long fuzz run) before failing.
+    const auto tag = corpus / "tiff" / "regression-itk-tag-claims-1.6gb.tif";
+    expect_io_error([&] { io::read(tag, {.channels = io::Channels::split}); }, tag,
+                    "page 0's tag 16896 claims 1634552064 values (1634552064 x 1 bytes) at "
+                    "offset 1028285799, beyond the end of this 868-byte file");
   }
 
   // ASCII tags of fixed length (DateTime) shorter than the specification's: refused before
