@@ -14,7 +14,7 @@ mkdir -p "$dest/gpu-libs"
 copy() { mkdir -p "$dest/$(dirname "$1")"; cp -a "$build/$1" "$dest/$1"; }
 cd "$build"
 # The viewer and the GUI/IO suites need Qt widgets and ITK IO: they are tested here, not there.
-for f in bin/gpix bin/gpu_check bin/cross_backend bin/bench_* tests/test_* tests/*.so core/libgpix_core.so* io/libgpix_io.so*; do
+for f in bin/gpix bin/gpu_check bin/cross_backend bin/bench_* tests/test_* tests/*.so core/libgpix_core.so* core/gpix/cuda-kernels.bin core/gpix-prebuild-kernels io/libgpix_io.so*; do
   case "$f" in tests/test_ui_* | tests/test_plugin_* | tests/test_io_* | tests/test_qimage) continue ;; esac
   [ -e "$f" ] && [ ! -d "$f" ] && copy "$f"
 done

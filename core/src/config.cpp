@@ -80,6 +80,7 @@ Config Config::from(const std::function<const char*(const char*)>& get) {
   c.cuda_library = text(get("GPIX_CUDA_LIBRARY"));
   c.nvrtc_path = text(get("GPIX_NVRTC_PATH"));
   c.cuda_path = text(get("CUDA_PATH"));
+  c.kernel_bundle = text(get("GPIX_KERNEL_BUNDLE"));
   return c;
 }
 

@@ -45,6 +45,9 @@ struct Config {
   std::string cuda_library;  // GPIX_CUDA_LIBRARY: the driver library to open instead of libcuda
   std::string nvrtc_path;    // GPIX_NVRTC_PATH: the NVRTC library to try first
   std::string cuda_path;     // CUDA_PATH: a toolkit folder to search for NVRTC
+  // GPIX_KERNEL_BUNDLE: the prebuilt kernel bundle to use instead of the one next to
+  // libgpix_core; "off" for none (kernel_bundle.h).
+  std::string kernel_bundle;
 
   // Whether the named driver workaround is switched off.
   bool workaround_disabled(std::string_view name) const;

@@ -72,7 +72,8 @@ void execute(std::string_view source, std::string_view entry, std::vector<std::s
 
 ProgramCacheStats program_cache_stats(const Device& device) {
   const auto c = detail::Access::impl(device).cache_counters();
-  return {c.memory_hits, c.disk_hits, c.compiles, c.disk_rejected, c.disk_writes};
+  return {c.memory_hits, c.disk_hits,     c.compiles,         c.disk_rejected,
+          c.disk_writes, c.prebuilt_hits, c.prebuilt_rejected};
 }
 
 void clear_memory_program_cache(const Device& device) {

@@ -4,13 +4,16 @@
 // program several times; GPIX_TEST_CUDA_EXPECT says which case it sets up (see
 // tests/CMakeLists.txt). Also: CUDA error names and checks, and the CUDA RAII owners' logic.
 #include <dlfcn.h>
+#include <QFile>
 #include <QTemporaryDir>
 #include <QTest>
 #include <cstdlib>
 #include <thread>
 
 #include "backend/cuda/cuda_handles.h"
+#include "backend/cuda/cuda_programs.h"
 #include "backend/cuda/driver.h"
+#include "backend/cuda/nvrtc.h"
 #include "config.h"
 #include "detail.h"
 #include "gpix/dlpack.h"
@@ -18,6 +21,7 @@
 #include "gpix/memory.h"
 #include "gpix/queue.h"
 #include "gpix/svm.h"
+#include "kernel_bundle.h"
 #include "programs.h"
 #include "support/random.h"
 #include "support/shared_buffer.h"
@@ -544,6 +548,9 @@ class TestCudaLoader : public QObject {
       detail::ScopedConfig scoped_cache;
       detail::config_for_testing().cache_dir = dir.path().toStdString();
       detail::config_for_testing().no_disk_cache = false;
+      // The build's own prebuilt bundle (which has sm_90, the fake's architecture, where the
+      // build was configured for it) would answer before the disk cache.
+      detail::config_for_testing().kernel_bundle = "off";
       auto& impl = detail::Access::impl(dev);
       impl.clear_memory_cache();
       const auto c0 = impl.cache_counters();
@@ -559,6 +566,81 @@ class TestCudaLoader : public QObject {
       Array a = Array::create(Shape{3, 5}, DType::u64, dev);
       a.fill(std::uint64_t{0x0123456789abcdefULL});  // the kernel from the cache runs
       for (std::uint64_t v : a.pull_as<std::uint64_t>()) QCOMPARE(v, 0x0123456789abcdefULL);
+    }
+
+    // The prebuilt kernel bundle: a program in it loads without NVRTC and without the disk
+    // cache; a corrupt entry or a foreign file is a miss, compiled as before.
+    {
+      const detail::Nvrtc* nvrtc = detail::Nvrtc::get();
+      if (!nvrtc) QSKIP("no NVRTC to make the bundle with");
+      QTemporaryDir dir;
+      const std::string path = dir.path().toStdString() + "/cuda-kernels.bin";
+      const auto& src = detail::program("fill.kernel");
+      const std::string key = detail::program_key(src, {});
+      const std::vector<char> image = nvrtc->compile(src, {}, 90);
+      std::vector<char> bin(16 + image.size(), '\0');
+      std::copy_n("GPIXCUDA", 8, bin.begin());
+      bin[8] = 'C';
+      std::copy(image.begin(), image.end(), bin.begin() + 16);
+      // The fake is compute capability 9.0: an sm_80 cubin is of another major, never used.
+      // sm_90's entry is last in the file, where the damage below goes.
+      detail::write_kernel_bundle(path, "test", {{"sm_80|" + key, bin}, {"sm_90|" + key, bin}});
+
+      detail::ScopedConfig scoped;
+      detail::config_for_testing().no_disk_cache = true;
+      detail::config_for_testing().kernel_bundle = path;
+      auto& impl = detail::Access::impl(dev);
+      auto run_fill = [&] {
+        impl.clear_memory_cache();
+        (void)impl.kernel(src, "fill_u64", {});
+      };
+      auto c0 = impl.cache_counters();
+      run_fill();
+      auto c1 = impl.cache_counters();
+      QCOMPARE(c1.prebuilt_hits, c0.prebuilt_hits + 1);
+      QCOMPARE(c1.compiles, c0.compiles);
+      QCOMPARE(program_cache_stats(dev).prebuilt_hits, c1.prebuilt_hits);
+      Array a = Array::create(Shape{4, 3}, DType::u64, dev);
+      a.fill(std::uint64_t{42});  // the kernel from the bundle runs
+      for (std::uint64_t v : a.pull_as<std::uint64_t>()) QCOMPARE(v, std::uint64_t{42});
+
+      // One byte of the cubin flipped: the checksum refuses it, the program compiles.
+      {
+        QFile f(QString::fromStdString(path));
+        QVERIFY(f.open(QIODevice::ReadWrite));
+        QByteArray all = f.readAll();
+        const qsizetype at = all.size() - 100;
+        all[at] = static_cast<char>(all[at] ^ 0x5a);
+        f.seek(0);
+        f.write(all);
+      }
+      // The bundle is reopened when its configured path changes.
+      detail::config_for_testing().kernel_bundle = "off";
+      QVERIFY(!detail::KernelBundle::process_bundle());
+      detail::config_for_testing().kernel_bundle = path;
+      run_fill();
+      auto c2 = impl.cache_counters();
+      QCOMPARE(c2.prebuilt_hits, c1.prebuilt_hits);
+      QCOMPARE(c2.prebuilt_rejected, c1.prebuilt_rejected + 1);
+      QCOMPARE(c2.compiles, c1.compiles + 1);
+
+      // Not a bundle at all: ignored.
+      {
+        QFile f(QString::fromStdString(path));
+        QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        f.write("GPIXKB01 but nothing else");
+      }
+      detail::config_for_testing().kernel_bundle = "off";
+      (void)detail::KernelBundle::process_bundle();
+      detail::config_for_testing().kernel_bundle = path;
+      std::string why;
+      QVERIFY(!detail::KernelBundle::open(path, &why));
+      QVERIFY2(why.find("truncated") != std::string::npos, why.c_str());
+      run_fill();
+      auto c3 = impl.cache_counters();
+      QCOMPARE(c3.prebuilt_hits, c2.prebuilt_hits);
+      QCOMPARE(c3.compiles, c2.compiles + 1);
+      impl.clear_memory_cache();
     }
 
     // Memory report and managed memory (never more than is free).

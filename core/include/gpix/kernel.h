@@ -43,6 +43,8 @@ struct ProgramCacheStats {
   std::uint64_t compiles = 0;       // programs compiled from source
   std::uint64_t disk_rejected = 0;  // corrupt, truncated or foreign cache files ignored
   std::uint64_t disk_writes = 0;
+  std::uint64_t prebuilt_hits = 0;      // programs loaded from the bundle shipped with gpix
+  std::uint64_t prebuilt_rejected = 0;  // bundle entries the driver or checksum refused
 };
 ProgramCacheStats program_cache_stats(const Device& device);
 // Forgets the programs built in this process (the disk cache stays): for tests and for

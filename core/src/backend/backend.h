@@ -399,6 +399,7 @@ class DeviceImpl {
 
   struct CacheCounters {
     std::uint64_t memory_hits = 0, disk_hits = 0, compiles = 0, disk_rejected = 0, disk_writes = 0;
+    std::uint64_t prebuilt_hits = 0, prebuilt_rejected = 0;
   };
   CacheCounters cache_counters();
   // Drops the in-memory programs (kernels handed out before stay valid until the device dies
@@ -463,6 +464,13 @@ class DeviceImpl {
   // A program from a binary that binary() produced on this device and driver; nullptr when
   // the backend rejects it (it is then rebuilt from source) or has no binaries.
   virtual std::unique_ptr<Program> load(const std::vector<char>& /*binary*/) { return nullptr; }
+  // A program from the prebuilt kernel bundle (kernel_bundle.h) for the in-memory cache's
+  // key; nullptr where the bundle has none for this device (or the driver rejects it: *rejected
+  // is then set). Only CUDA has prebuilt programs: OpenCL binaries belong to one driver.
+  virtual std::unique_ptr<Program> load_prebuilt(const std::string& /*program_key*/,
+                                                 bool* /*rejected*/) {
+    return nullptr;
+  }
 
  private:
   // The checks of the front (front.cpp); messages name the device and what was asked.

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "kernel_bundle.h"
 #include "program_cache.h"
 #include "run_phase.h"
 
@@ -15,8 +16,7 @@ namespace gpix::detail {
 
 const Kernel& DeviceImpl::kernel(const ProgramSource& src, std::string_view name,
                                  const Defines& defines) {
-  std::string key = src.hash;
-  for (const auto& [k, v] : defines) key += ";" + k + "=" + v;
+  const std::string key = program_key(src, defines);
   std::shared_ptr<ProgramEntry> entry;
   std::promise<void> built;  // set by this thread where it makes the entry
   bool mine = false;
@@ -41,15 +41,20 @@ const Kernel& DeviceImpl::kernel(const ProgramSource& src, std::string_view name
       const std::string disk_key = std::string(gpix::name(info_.backend)) + "|" + info_.name + "|" +
                                    info_.compute_capability + "|" + info_.api_version + "|" +
                                    info_.driver_version + "|" + key;
-      bool rejected = false;
-      std::unique_ptr<Program> program;
+      bool rejected = false, prebuilt_rejected = false;
+      // The prebuilt bundle first: it ships with the library, so it is right for this build's
+      // sources by construction (its keys hold their hashes), and it needs no disk write.
+      std::unique_ptr<Program> program = load_prebuilt(key, &prebuilt_rejected);
+      const bool prebuilt_hit = program != nullptr;
       bool disk_hit = false;
-      if (auto bin = cache_load(disk_key, &rejected)) {
-        program = load(*bin);
-        if (program) {
-          disk_hit = true;
-        } else {
-          rejected = true;
+      if (!program) {
+        if (auto bin = cache_load(disk_key, &rejected)) {
+          program = load(*bin);
+          if (program) {
+            disk_hit = true;
+          } else {
+            rejected = true;
+          }
         }
       }
       bool compiled = false, stored = false;
@@ -62,6 +67,8 @@ const Kernel& DeviceImpl::kernel(const ProgramSource& src, std::string_view name
       }
       {
         std::lock_guard lock(cache_mutex_);
+        counters_.prebuilt_hits += prebuilt_hit ? 1 : 0;
+        counters_.prebuilt_rejected += prebuilt_rejected ? 1 : 0;
         counters_.disk_hits += disk_hit ? 1 : 0;
         counters_.disk_rejected += rejected ? 1 : 0;
         counters_.compiles += compiled ? 1 : 0;

@@ -145,6 +145,7 @@ class CudaDevice final : public DeviceImpl {
 
  protected:
   std::unique_ptr<Program> load(const std::vector<char>& bin) override;
+  std::unique_ptr<Program> load_prebuilt(const std::string& program_key, bool* rejected) override;
 
   std::unique_ptr<Program> build(const ProgramSource& src, const Defines& defines) override;
 

@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "backend/cuda/cuda_device.h"
+#include "kernel_bundle.h"
 
 namespace gpix::detail::cuda {
 
@@ -147,6 +148,18 @@ BackendDevices enumerate_cuda() {
                       (module_version.empty() ? std::string() : " " + module_version) + ", NVRTC " +
                       nvrtc->version() + ", " + std::to_string(out.devices.size()) +
                       " usable device(s)";
+  // Whether first calls load prebuilt kernels or compile: users see it in `gpix devices` and
+  // the devices panel, so a slow first filter is never a mystery.
+  if (!out.devices.empty()) {
+    const auto bundle = KernelBundle::process_bundle();
+    std::string prebuilt;
+    if (bundle) {
+      for (const auto& t : bundle->targets()) prebuilt += (prebuilt.empty() ? "" : " ") + t;
+    }
+    out.status.detail += prebuilt.empty()
+                             ? "; no prebuilt kernels (each program compiles on first use)"
+                             : "; prebuilt kernels: " + prebuilt;
+  }
   for (const auto& p : problems) out.status.detail += "; " + p;
   return out;
 }

@@ -1,4 +1,5 @@
 #include "backend/cuda/cuda_device.h"
+#include "kernel_bundle.h"
 
 namespace gpix::detail::cuda {
 
@@ -18,6 +19,49 @@ std::unique_ptr<CudaDevice::Program> CudaDevice::load(const std::vector<char>& b
   if (r != CUDA_SUCCESS && is_load_failure(r)) return nullptr;  // rebuilt from source
   check(r, "loading a cached program on '" + info().name + "'");
   return std::make_unique<CuProgram>(ctx_, cuda::Module(m), std::move(image), kind == 'P');
+}
+
+std::vector<std::string> prebuilt_targets(int arch, const std::vector<std::string>& present) {
+  // A cubin for this exact architecture; else one for an older minor of the same major (SASS
+  // runs on later minors of its major: an sm_80 cubin on an 8.6 card); else PTX for the
+  // newest architecture at or below this one, which the driver finishes.
+  std::vector<std::string> out{"sm_" + std::to_string(arch)};
+  for (int minor = arch % 10 - 1; minor >= 0; --minor) {
+    out.push_back("sm_" + std::to_string(arch / 10 * 10 + minor));
+  }
+  int best_ptx = 0;
+  for (const auto& t : present) {
+    if (t.rfind("compute_", 0) == 0) {
+      const int a = std::atoi(t.c_str() + 8);
+      if (a <= arch) best_ptx = std::max(best_ptx, a);
+    }
+  }
+  if (best_ptx > 0) out.push_back("compute_" + std::to_string(best_ptx));
+  return out;
+}
+
+std::unique_ptr<CudaDevice::Program> CudaDevice::load_prebuilt(const std::string& program_key,
+                                                               bool* rejected) {
+  const auto bundle = KernelBundle::process_bundle();
+  if (!bundle) return nullptr;
+  // The device's own architecture, even where NVRTC is too old for it (target_ then says
+  // PTX for an older one): a bundle made by a newer toolkit may have its cubin.
+  const std::string& cc = info().compute_capability;  // "9.0"
+  const auto dot = cc.find('.');
+  if (dot == std::string::npos) return nullptr;
+  const int arch = std::atoi(cc.c_str()) * 10 + std::atoi(cc.c_str() + dot + 1);
+  for (const auto& target : prebuilt_targets(arch, bundle->targets())) {
+    const std::string key = target + "|" + program_key;
+    if (!bundle->contains(key)) continue;
+    auto bin = bundle->find(key);
+    auto program = bin ? load(*bin) : nullptr;
+    if (program) return program;
+    // A checksum failure, or a driver older than the toolkit that made the bundle: compile
+    // from source as without a bundle (counted, and `gpix devices` shows the bundle).
+    *rejected = true;
+    return nullptr;
+  }
+  return nullptr;
 }
 
 std::unique_ptr<CudaDevice::Program> CudaDevice::build(const ProgramSource& src,

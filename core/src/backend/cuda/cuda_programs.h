@@ -106,4 +106,9 @@ class CuProgram final : public DeviceImpl::Program {
 // architecture NVRTC has that the device can run (the driver compiles it the rest of the way).
 bool choose_target(const Nvrtc& nvrtc, int arch, Target& t, std::string& why);
 
+// The prebuilt bundle's targets a device of architecture arch (e.g. 86) can load, best first:
+// its own cubin, cubins of older minors of its major, then the newest PTX at or below it
+// among those present.
+std::vector<std::string> prebuilt_targets(int arch, const std::vector<std::string>& present);
+
 }  // namespace gpix::detail::cuda
