@@ -23,8 +23,8 @@ gpix::Array make_input(FuzzedDataProvider& in, const gpix::Shape& shape, gpix::D
     case 1: {  // a padded array: rows and planes longer than the image
       std::vector<std::size_t> padded(shape.dims().begin(), shape.dims().end());
       for (auto& d : padded) d += in.ConsumeIntegralInRange<std::size_t>(0, 3);
-      gpix::Array a = gpix::Array::padded(shape, gpix::Shape{std::span<const std::size_t>(padded)},
-                                          t);
+      gpix::Array a =
+          gpix::Array::padded(shape, gpix::Shape{std::span<const std::size_t>(padded)}, t);
       a.write(h);
       return a;
     }
@@ -36,9 +36,8 @@ gpix::Array make_input(FuzzedDataProvider& in, const gpix::Shape& shape, gpix::D
         d += o + in.ConsumeIntegralInRange<std::size_t>(0, 2);
       }
       gpix::Array whole = gpix::Array::create(gpix::Shape{std::span<const std::size_t>(big)}, t);
-      gpix::Array v =
-          whole.view(gpix::Region{origin, std::vector<std::size_t>(shape.dims().begin(),
-                                                                   shape.dims().end())});
+      gpix::Array v = whole.view(
+          gpix::Region{origin, std::vector<std::size_t>(shape.dims().begin(), shape.dims().end())});
       v.write(h);
       return v;
     }
@@ -50,6 +49,15 @@ gpix::Array make_input(FuzzedDataProvider& in, const gpix::Shape& shape, gpix::D
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  // Parameters inside their ranges may ask for gigabytes (resample by 1e4 per axis); gpix's own
+  // memory limit turns that into its typed OutOfMemory, the contract, before the request
+  // reaches the fuzzer's 2 GB RSS limit (which stopped the first long run: an "oom" that was
+  // no bug).
+  static const bool limited = [] {
+    gpix::set_memory_limit(gpix::default_device(), std::uint64_t{512} << 20);
+    return true;
+  }();
+  (void)limited;
   FuzzedDataProvider in(data, size);
   const auto& all = gpix::filters();
   const gpix::FilterInfo& f = all[in.ConsumeIntegralInRange<std::size_t>(0, all.size() - 1)];
@@ -62,9 +70,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const gpix::ParamSpec& p : f.params) {
     if (in.ConsumeBool()) continue;  // the default
     if (p.type == gpix::ParamType::choice) {
-      params[p.name] = in.ConsumeBool() && !p.choices.empty()
-                           ? p.choices[in.ConsumeIntegralInRange<std::size_t>(0, p.choices.size() - 1)]
-                           : in.ConsumeRandomLengthString(12);
+      params[p.name] =
+          in.ConsumeBool() && !p.choices.empty()
+              ? p.choices[in.ConsumeIntegralInRange<std::size_t>(0, p.choices.size() - 1)]
+              : in.ConsumeRandomLengthString(12);
     } else if (in.ConsumeBool()) {  // inside the range, as the GUI offers it
       params[p.name] = p.min + (p.max - p.min) * in.ConsumeProbability<double>();
     } else {  // anything: NaN, infinities, huge, negative
