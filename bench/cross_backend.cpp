@@ -106,9 +106,13 @@ int main(int argc, char** argv) {
             if (k == 0) {
               ref_table = r.table;
             } else {
-              for (std::size_t i = 0; i < r.table.rows.size() && ok; ++i) {
-                for (std::size_t j = 0; j < r.table.rows[i].size(); ++j) {
-                  const double p = ref_table.rows.at(i).at(j), q = r.table.rows[i][j];
+              if (r.table.size() != ref_table.size() || r.table.columns() != ref_table.columns()) {
+                ok = false;
+                detail = "table shape differs on [" + std::to_string(devs[k].info().index) + "]";
+              }
+              for (std::size_t i = 0; i < r.table.size() && ok; ++i) {
+                for (std::size_t j = 0; j < r.table.width(); ++j) {
+                  const double p = ref_table(i, j), q = r.table(i, j);
                   if (!(std::isnan(p) && std::isnan(q)) &&
                       std::fabs(p - q) > 1e-4 * std::max(std::fabs(p), 1.0)) {
                     ok = false;

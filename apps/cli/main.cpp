@@ -422,7 +422,7 @@ std::uint64_t parse_bytes(const QString& text) {
 int put_table(const QCommandLineParser& p, const FilterInfo& f, const Table& table,
               const QString* output) {
   QStringList cols;
-  for (const auto& c : table.columns) cols << qs(c);
+  for (const auto& c : table.columns()) cols << qs(c);
   if (output) {
     QFile out(*output);
     if (!out.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
@@ -431,9 +431,9 @@ int put_table(const QCommandLineParser& p, const FilterInfo& f, const Table& tab
           output->toStdString());
     }
     QString csv = cols.join(",") + "\n";
-    for (const auto& row : table.rows) {
+    for (std::size_t r = 0; r < table.size(); ++r) {
       QStringList v;
-      for (double x : row) v << qs(Scalar(x).str());
+      for (double x : table.row(r)) v << qs(Scalar(x).str());
       csv += v.join(",") + "\n";
     }
     out.write(csv.toUtf8());
@@ -441,10 +441,11 @@ int put_table(const QCommandLineParser& p, const FilterInfo& f, const Table& tab
   }
   if (p.isSet("json")) {
     QJsonArray rows;
-    for (const auto& row : table.rows) {
+    for (std::size_t r = 0; r < table.size(); ++r) {
+      const Table::Row row = table.row(r);
       QJsonObject o;
-      for (std::size_t i = 0; i < row.size() && i < table.columns.size(); ++i) {
-        o[qs(table.columns[i])] =
+      for (std::size_t i = 0; i < row.size(); ++i) {
+        o[qs(table.columns()[i])] =
             std::isfinite(row[i]) ? QJsonValue(row[i]) : QJsonValue(qs(Scalar(row[i]).str()));
       }
       rows.append(o);
@@ -454,9 +455,9 @@ int put_table(const QCommandLineParser& p, const FilterInfo& f, const Table& tab
     return 0;
   }
   print(cols.join("\t") + "\n");
-  for (const auto& row : table.rows) {
+  for (std::size_t r = 0; r < table.size(); ++r) {
     QStringList v;
-    for (double x : row) v << qs(Scalar(x).str());
+    for (double x : table.row(r)) v << qs(Scalar(x).str());
     print(v.join("\t") + "\n");
   }
   return 0;

@@ -8,13 +8,13 @@
 #include <memory>
 #include <utility>
 
-// Runs work() on Qt's global pool and then done(result, error) on context's thread; not at all
-// when context was destroyed meanwhile. error is the message of what work() threw (empty when
-// it returned); result is then default-constructed.
+// Runs work() on `pool` (Qt's global pool without it) and then done(result, error) on context's
+// thread; not at all when context was destroyed meanwhile. error is the message of what work()
+// threw (empty when it returned); result is then default-constructed.
 template <class Work, class Done>
-void in_background(QObject* context, Work work, Done done) {
+void in_background(QObject* context, QThreadPool& pool, Work work, Done done) {
   using T = decltype(work());
-  QThreadPool::globalInstance()->start(
+  pool.start(
       [ctx = QPointer<QObject>(context), work = std::move(work), done = std::move(done)]() mutable {
         auto result = std::make_shared<T>();
         QString error;
@@ -33,4 +33,9 @@ void in_background(QObject* context, Work work, Done done) {
             },
             Qt::QueuedConnection);
       });
+}
+
+template <class Work, class Done>
+void in_background(QObject* context, Work work, Done done) {
+  in_background(context, *QThreadPool::globalInstance(), std::move(work), std::move(done));
 }

@@ -77,6 +77,8 @@ MainWindow::MainWindow(QSettings* settings, QWidget* parent) : QMainWindow(paren
   setAcceptDrops(true);
   setDockNestingEnabled(true);
   host_ = new ViewerHost(this, startup_device(*settings), settings);
+  // Plugins' opens (File > Open sample) take the reader thread too.
+  host_->set_opener([this](const QStringList& paths) { open_files(paths); });
 
   auto* central = new QWidget;
   auto* v = new QVBoxLayout(central);
@@ -161,6 +163,42 @@ MainWindow::MainWindow(QSettings* settings, QWidget* parent) : QMainWindow(paren
   read_row->addWidget(cancel);
   read_box_->hide();
   statusBar()->addPermanentWidget(read_box_);
+  // Results being written (a session's, the quit prompt's Save), one layer after another.
+  saver_ = new ResultSaver(*host_, this);
+  save_box_ = new QWidget;
+  auto* save_row = new QHBoxLayout(save_box_);
+  save_row->setContentsMargins(0, 0, 0, 0);
+  save_label_ = new QLabel;
+  save_label_->setObjectName(QStringLiteral("save_label"));
+  auto* save_bar = new QProgressBar;
+  save_bar->setMaximumWidth(120);
+  save_row->addWidget(save_label_);
+  save_row->addWidget(save_bar);
+  save_box_->hide();
+  statusBar()->addPermanentWidget(save_box_);
+  connect(saver_, &ResultSaver::progress, this,
+          [this, save_bar](int index, int total, const QString& name) {
+            save_label_->setText(tr("Saving %1 (%2 of %3)…").arg(name).arg(index + 1).arg(total));
+            save_bar->setRange(0, total);
+            save_bar->setValue(index);
+            save_box_->show();
+          });
+  connect(saver_, &ResultSaver::finished, this, [this](const QString& error) {
+    save_box_->hide();
+    if (!error.isEmpty()) {
+      last_error_ = error;
+      host_->show_status(error, 0);
+    } else {
+      host_->show_status(tr("Results saved"));
+    }
+    emit results_saved(error);
+    if (close_when_saved_) {
+      close_when_saved_ = false;
+      if (error.isEmpty())
+        QMetaObject::invokeMethod(
+            this, [this] { close(); }, Qt::QueuedConnection);
+    }
+  });
   connect(host_, &gpix::plugin::HostContext::device_changed, this, [this] {
     host_->settings().setValue(QStringLiteral("device"),
                                QString::fromStdString(host_->device().label()));
@@ -582,12 +620,27 @@ void MainWindow::save_settings() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {
-  if (!confirm_discard(tr("quitting"))) {
+  if (saving_results()) {
+    // Results are being written (a Save chosen before, or a session's): the window closes when
+    // they are, and stays when they could not be.
     e->ignore();
+    close_when_saved_ = true;
+    host_->show_status(tr("Still saving the results; the window closes when they are written"), 0);
     return;
   }
-  save_settings();
-  QMainWindow::closeEvent(e);
+  // With Save the results are written in the background while the window keeps working; it
+  // closes once they are all written (close() asks again, and finds none unsaved), and stays
+  // open, saying why, when one could not be written.
+  switch (confirm_discard(tr("quitting"), [this] { close(); })) {
+    case Discard::go_on:
+      save_settings();
+      QMainWindow::closeEvent(e);
+      return;
+    case Discard::stop:
+    case Discard::saving:
+      e->ignore();
+      return;
+  }
 }
 
 QStringList MainWindow::unsaved_layers() const {
@@ -600,51 +653,16 @@ QStringList MainWindow::unsaved_layers() const {
 }
 
 bool MainWindow::save_unsaved(const QString& folder) {
-  if (!QDir().mkpath(folder)) {
-    last_error_ = tr("Cannot make the folder %1").arg(folder);
-    host_->show_status(last_error_, 0);
-    return false;
-  }
-  QStringList errors;
-  for (int id : host_->layer_ids()) {
-    gpix::ui::Layer l = host_->layer(id);
-    if (!l.source.isEmpty() || l.metadata.value(QStringLiteral("preview")).toBool()) continue;
-    const QString stem = QDir(folder).filePath(session::file_stem(l.name));
-    // TIFF where its writer takes the layer, else NRRD (every dtype), else any format.
-    QStringList suffixes = {QStringLiteral(".tif"), QStringLiteral(".nrrd")};
-    for (const gpix::ui::SaveFormat& f : host_->save_formats()) suffixes << f.suffix;
-    suffixes.removeDuplicates();
-    QStringList why;
-    QString saved;
-    for (const QString& suffix : suffixes) {
-      QString path = stem + suffix;
-      for (int i = 2; QFileInfo::exists(path); ++i)
-        path = stem + QStringLiteral("_%1").arg(i) + suffix;
-      if (!host_->writer_for(path)) continue;
-      try {
-        host_->save_layer(id, path);
-        saved = path;
-        break;
-      } catch (const std::exception& e) {
-        why << QString::fromUtf8(e.what());
-      }
-    }
-    if (saved.isEmpty()) {
-      errors << tr("'%1': %2")
-                    .arg(l.name,
-                         why.isEmpty() ? tr("no format takes it") : why.join(QStringLiteral("; ")));
-      continue;
-    }
-    l.source = saved;
-    l.metadata.insert(QStringLiteral("index_in_file"), 0);
-    host_->replace_layer(id, l);
-  }
-  if (!errors.isEmpty()) {
-    last_error_ = tr("Not saved: %1").arg(errors.join(QStringLiteral("; ")));
+  if (!saver_->start(folder)) {
+    last_error_ = tr("Results are being saved already; wait until they are written");
     host_->show_status(last_error_, 0);
     return false;
   }
   return true;
+}
+
+bool MainWindow::saving_results() const {
+  return saver_->busy();
 }
 
 void MainWindow::set_prompts_for_testing(std::function<int(const QStringList&)> ask,
@@ -653,9 +671,10 @@ void MainWindow::set_prompts_for_testing(std::function<int(const QStringList&)> 
   ask_folder_ = std::move(folder);
 }
 
-bool MainWindow::confirm_discard(const QString& action) {
+MainWindow::Discard MainWindow::confirm_discard(const QString& action,
+                                                std::function<void()> after_save) {
   const QStringList unsaved = unsaved_layers();
-  if (unsaved.isEmpty()) return true;
+  if (unsaved.isEmpty()) return Discard::go_on;
   int answer = QMessageBox::Cancel;
   if (ask_unsaved_) {
     answer = ask_unsaved_(unsaved);
@@ -670,15 +689,32 @@ bool MainWindow::confirm_discard(const QString& action) {
     box.setDefaultButton(QMessageBox::Save);
     answer = box.exec();
   }
-  if (answer == QMessageBox::Discard) return true;
-  if (answer != QMessageBox::Save) return false;
+  if (answer == QMessageBox::Discard) return Discard::go_on;
+  if (answer != QMessageBox::Save) return Discard::stop;
   const QString folder = ask_folder_
                              ? ask_folder_()
                              : QFileDialog::getExistingDirectory(
                                    this, tr("Save the results into"),
                                    host_->settings().value(QStringLiteral("last_dir")).toString());
-  if (folder.isEmpty()) return false;
-  return save_unsaved(folder);
+  if (folder.isEmpty() || !save_unsaved(folder)) return Discard::stop;
+  // Once written, what was asked goes on; on an error the window says why and stays as it is.
+  auto* once = new QObject(this);
+  connect(this, &MainWindow::results_saved, once,
+          [this, once, action, after_save = std::move(after_save)](const QString& error) {
+            once->deleteLater();
+            if (error.isEmpty()) {
+              if (after_save) after_save();
+              return;
+            }
+            if (ask_unsaved_) return;  // tests read last_error()
+            auto* box = new QMessageBox(
+                QMessageBox::Warning, tr("Unsaved results"),
+                tr("Not everything could be saved, so %1 did not go on:\n\n%2").arg(action, error),
+                QMessageBox::Ok, this);
+            box->setAttribute(Qt::WA_DeleteOnClose);
+            box->open();  // not exec(): no nested event loop
+          });
+  return Discard::saving;
 }
 
 void MainWindow::clear_workspace() {
@@ -690,40 +726,90 @@ void MainWindow::clear_workspace() {
   host_->workflow().clear();
 }
 
-bool MainWindow::save_session(const QString& path) {
+void MainWindow::save_session(const QString& path) {
+  if (saving_session_ || saving_results()) {
+    // Reported from the event loop like every outcome of save_session.
+    const QString error = tr("A session or results are being saved; wait until they are written");
+    QMetaObject::invokeMethod(
+        this, [this, path, error] { session_failed(path, error); }, Qt::QueuedConnection);
+    return;
+  }
+  saving_session_ = true;
+  if (unsaved_layers().isEmpty()) {
+    QMetaObject::invokeMethod(
+        this, [this, path] { write_session_file(path); }, Qt::QueuedConnection);
+    return;
+  }
   const QFileInfo info(path);
-  if (!unsaved_layers().isEmpty() &&
-      !save_unsaved(info.absoluteDir().filePath(info.baseName() + QStringLiteral("_data")))) {
-    return false;
-  }
-  try {
-    const QByteArray json =
-        QJsonDocument(session::to_json(*host_, path, [this](int id) {
-          // The layer's ROIs (roi.h's JSON), where it has any.
-          QJsonArray rois;
-          for (const gpix::ui::Roi& r : rois_->rois(id)) rois.append(r.to_json());
-          return rois.isEmpty() ? QJsonObject{} : QJsonObject{{QStringLiteral("rois"), rois}};
-        })).toJson(QJsonDocument::Indented);
-    QSaveFile f(path);
-    if (!f.open(QIODevice::WriteOnly) || f.write(json) != json.size() || !f.commit()) {
-      last_error_ = tr("Cannot write the session %1: %2").arg(path, f.errorString());
-      host_->show_status(last_error_, 0);
-      return false;
+  auto* once = new QObject(this);
+  connect(this, &MainWindow::results_saved, once, [this, once, path](const QString& error) {
+    once->deleteLater();
+    if (!error.isEmpty()) {
+      session_failed(path, error);
+      return;
     }
+    write_session_file(path);
+  });
+  save_unsaved(info.absoluteDir().filePath(info.baseName() + QStringLiteral("_data")));
+}
+
+void MainWindow::session_failed(const QString& path, const QString& error) {
+  saving_session_ = false;
+  last_error_ = error;
+  host_->show_status(last_error_, 0);
+  emit session_saved(path, error);
+}
+
+void MainWindow::write_session_file(const QString& path) {
+  // The JSON is made here (it reads the layers), the file written on a worker.
+  QByteArray json;
+  try {
+    json = QJsonDocument(session::to_json(*host_, path, [this](int id) {
+             // The layer's ROIs (roi.h's JSON), where it has any.
+             QJsonArray rois;
+             for (const gpix::ui::Roi& r : rois_->rois(id)) rois.append(r.to_json());
+             return rois.isEmpty() ? QJsonObject{} : QJsonObject{{QStringLiteral("rois"), rois}};
+           })).toJson(QJsonDocument::Indented);
   } catch (const std::exception& e) {
-    last_error_ = QString::fromUtf8(e.what());
-    host_->show_status(last_error_, 0);
-    return false;
+    session_failed(path, QString::fromUtf8(e.what()));
+    return;
   }
-  session_path_ = path;
-  last_error_.clear();
-  add_recent(path);
-  host_->show_status(tr("Session saved to %1").arg(path));
-  return true;
+  host_->show_status(tr("Writing the session %1…").arg(QFileInfo(path).fileName()), 0);
+  in_background(
+      this,
+      [path, json] {
+        QSaveFile f(path);
+        if (!f.open(QIODevice::WriteOnly) || f.write(json) != json.size() || !f.commit()) {
+          throw gpix::IoError(QObject::tr("Cannot write the session %1: %2")
+                                  .arg(path, f.errorString())
+                                  .toStdString(),
+                              path.toStdString());
+        }
+        return true;
+      },
+      [this, path](bool, const QString& error) {
+        if (!error.isEmpty()) {
+          session_failed(path, error);
+          return;
+        }
+        saving_session_ = false;
+        session_path_ = path;
+        last_error_.clear();
+        add_recent(path);
+        host_->show_status(tr("Session saved to %1").arg(path));
+        emit session_saved(path, {});
+      });
 }
 
 bool MainWindow::open_session(const QString& path) {
-  if (!confirm_discard(tr("opening a session"))) return false;
+  switch (confirm_discard(tr("opening a session"), [this, path] { open_session(path); })) {
+    case Discard::go_on:
+      break;
+    case Discard::stop:
+      return false;
+    case Discard::saving:
+      return true;  // it opens once the results are written
+  }
   struct Read {
     QJsonObject root;
     session::Preread files;
@@ -824,7 +910,15 @@ void MainWindow::save_session_dialog(bool ask_name) {
                                         tr("gpix sessions (*.gpix.json *.json)"));
     if (path.isEmpty()) return;
   }
-  if (!save_session(path)) QMessageBox::warning(this, tr("Session"), last_error_);
+  auto* once = new QObject(this);
+  connect(this, &MainWindow::session_saved, once, [this, once](const QString&, const QString& e) {
+    once->deleteLater();
+    if (e.isEmpty()) return;
+    auto* box = new QMessageBox(QMessageBox::Warning, tr("Session"), e, QMessageBox::Ok, this);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open();
+  });
+  save_session(path);
 }
 
 void MainWindow::show_quick_start() {

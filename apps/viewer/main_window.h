@@ -20,6 +20,7 @@
 #include "gpix/ui/roi_overlay.h"
 #include "gpix/ui/roi_panel.h"
 #include "help_dialogs.h"
+#include "result_saver.h"
 #include "session.h"
 #include "viewer_host.h"
 
@@ -65,15 +66,20 @@ class MainWindow : public QMainWindow {
   void show_plugins_dialog();
 
   // --- sessions (session.h) ---
-  // Writes the session; filter results without a file are saved first into
-  // <session name>_data/ beside it. False (and last_error()) when something could not be
-  // written.
-  bool save_session(const QString& path);
+  // Writes the session and returns at once; session_saved() tells how it went. Filter results
+  // without a file are first written into <session name>_data/ beside it (ResultSaver, off the
+  // GUI thread, with their progress in the status bar), then the session file, also off the
+  // GUI thread. Errors go to session_saved(), last_error() and the status bar; a result that
+  // could not be written stays unsaved and no session file is written.
+  void save_session(const QString& path);
+  // Whether a session (or the results it needs) is being written.
+  bool saving_session() const { return saving_session_; }
   // Replaces the layers, undo history and workflow with the session's. Returns at once (false
   // only when the user kept unsaved results: Cancel): the session and its files are read off
   // the GUI thread, and session_opened() tells how it went. Missing or unreadable files are
   // named in last_error() (and the status bar); the other layers open. A session that cannot
-  // be read leaves the work as it was (session_opened(false)).
+  // be read leaves the work as it was (session_opened(false)). When the user chose to save
+  // unsaved results first, they are written off the GUI thread and the session opens after.
   bool open_session(const QString& path);
   // Whether a session is being read.
   bool opening_session() const { return opening_session_; }
@@ -83,11 +89,16 @@ class MainWindow : public QMainWindow {
   // Names of the layers that exist only in memory (filter results never saved; previews are
   // not results).
   QStringList unsaved_layers() const;
-  // Saves each unsaved layer into `folder` (TIFF, else NRRD, else the first format that takes
-  // it) and makes that file its source. False (and last_error()) when one could not be saved.
+  // Writes each unsaved layer into `folder` off the GUI thread (ResultSaver) and returns at
+  // once; results_saved() follows. False when a write of results is already under way.
   bool save_unsaved(const QString& folder);
-  // Asks Save / Discard / Cancel when there are unsaved results; true when it may go on.
-  bool confirm_discard(const QString& action);
+  bool saving_results() const;
+  // Asks Save / Discard / Cancel when there are unsaved results. go_on: nothing unsaved or
+  // Discard; stop: Cancel (or no folder chosen); saving: Save, and the results are being
+  // written in the background: `after_save` runs once all are written (on an error the
+  // window says why and after_save does not run: nothing is lost).
+  enum class Discard { go_on, stop, saving };
+  Discard confirm_discard(const QString& action, std::function<void()> after_save);
   // Tests answer the prompts instead of a person: `ask` gets the unsaved layer names and
   // returns QMessageBox::Save, Discard or Cancel; `folder` returns where to save them.
   void set_prompts_for_testing(std::function<int(const QStringList&)> ask,
@@ -105,6 +116,10 @@ class MainWindow : public QMainWindow {
   void session_opened(bool ok);
   // After save_layer_as: the error, empty when the file was written.
   void layer_saved(int id, const QString& path, const QString& error);
+  // After save_session: the error, empty when the session (and its results) were written.
+  void session_saved(const QString& path, const QString& error);
+  // After save_unsaved (and the quit prompt's Save): the error, empty when all were written.
+  void results_saved(const QString& error);
 
  public:
   // Saves a layer off the GUI thread (a pull from the device, a file-backed layer streamed plane
@@ -130,6 +145,8 @@ class MainWindow : public QMainWindow {
   void save_session_dialog(bool ask_name);
   void clear_workspace();
   void finish_session_open(const QString& path, const session::Opened& opened);
+  void write_session_file(const QString& path);
+  void session_failed(const QString& path, const QString& error);
   void restore_rois(int id, const QJsonObject& layer, QStringList& errors);
   void read_next();
   void read_done(const QString& path, QList<gpix::plugin::Layer> layers, const QString& error);
@@ -175,5 +192,10 @@ class MainWindow : public QMainWindow {
   QWidget* read_box_ = nullptr;
   QLabel* read_label_ = nullptr;
   bool opening_session_ = false;
+  bool saving_session_ = false;
+  bool close_when_saved_ = false;  // Quit while results were being written
+  ResultSaver* saver_ = nullptr;
+  QWidget* save_box_ = nullptr;  // "Saving NAME (i of n)…" in the status bar
+  QLabel* save_label_ = nullptr;
   int saves_ = 0;
 };

@@ -12,6 +12,7 @@
 #include "gpix/error.h"
 #include "gpix/ui/layer_commands.h"
 #include "gpix/ui/workflow.h"
+#include "session_display.h"
 
 namespace session {
 
@@ -60,6 +61,8 @@ QJsonObject to_json(gpix::plugin::BasicHost& host, const QString& session_path,
         {QStringLiteral("colormap"), l.colormap},
         {QStringLiteral("contrast"), QJsonArray{l.contrast_min, l.contrast_max}},
     };
+    const QJsonObject display = display_to_json(l);  // gamma, a composite's channels
+    for (auto it = display.begin(); it != display.end(); ++it) layer.insert(it.key(), it.value());
     if (extra) {
       const QJsonObject more = extra(id);
       for (auto it = more.begin(); it != more.end(); ++it) layer.insert(it.key(), it.value());
@@ -202,6 +205,8 @@ Opened open(gpix::plugin::BasicHost& host, const QJsonObject& root, const QStrin
       l.contrast_min = c[0].toDouble();
       l.contrast_max = c[1].toDouble();
     }
+    if (const QString why = display_from_json(o, l); !why.isEmpty())
+      out.errors << QObject::tr("layer '%1': %2").arg(l.name, why);
     l.metadata.insert(QStringLiteral("index_in_file"), index);
     host.replace_layer(id, l);
     if (restore) restore(id, o);

@@ -1,7 +1,8 @@
 #pragma once
 // Sessions: the layers by file reference (with their names and display settings), the current
-// layer and the workflow, as JSON ("format": "gpix-session", "version": 1). Paths are stored
-// relative to the session file where they lie below its folder, so that a folder of data and
+// layer and the workflow, as JSON ("format": "gpix-session", "version": 2; version 2 added
+// gamma and a composite's channels, session_display.h, and reads version 1 as before). Paths are
+// stored relative to the session file where they lie below its folder, so that a folder of data and
 // its session can move together. Layers without a file (filter results) are written beside
 // the session first (<session name>_data/<layer>.<suffix>) by the caller's writer.
 #include <QHash>
@@ -15,7 +16,7 @@
 
 namespace session {
 
-inline constexpr int kVersion = 1;
+inline constexpr int kVersion = 2;
 
 // The session of the host's layers; every layer must have a source (a file or "sample...").
 // Throws gpix::InvalidArgument naming the first layer without one.

@@ -40,3 +40,11 @@ void ViewerHost::show_status(const QString& message, int timeout_ms) {
   BasicHost::show_status(message, timeout_ms);
   window_->statusBar()->showMessage(message, timeout_ms);
 }
+
+void ViewerHost::open_files_later(const QStringList& paths) {
+  if (opener_) {
+    opener_(paths);
+  } else {
+    BasicHost::open_files_later(paths);
+  }
+}

@@ -20,8 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "backend/backend.h"
 #include "backend/cuda/nvrtc.h"
-#include "gpix/device.h"
 #include "gpix/error.h"
 #include "kernel_bundle.h"
 #include "kernel_variants.h"
@@ -39,10 +39,11 @@ std::vector<int> parse_archs(const std::string& text) {
     if (item.empty()) continue;
     if (item == "none") continue;
     if (item == "native") {
-      for (const Device& d : devices()) {
-        const std::string& cc = d.info().compute_capability;
+      // CUDA only: the building machine's OpenCL platforms have nothing to say here.
+      for (const auto& d : detail::enumerate_cuda().devices) {
+        const std::string& cc = d->info().compute_capability;
         const auto dot = cc.find('.');
-        if (d.backend() == Backend::cuda && dot != std::string::npos) {
+        if (dot != std::string::npos) {
           out.push_back(std::atoi(cc.c_str()) * 10 + std::atoi(cc.c_str() + dot + 1));
         }
       }

@@ -28,13 +28,9 @@ void GpixPlugin::initialize(gpix::plugin::HostContext& host) {
     auto* a = new QAction(QString::fromStdString(name));
     const QString path = QStringLiteral("sample:") + QString::fromStdString(name);
     gpix::plugin::HostContext* h = &host;
-    QObject::connect(a, &QAction::triggered, &host, [h, path] {
-      try {
-        h->open_file(path);
-      } catch (const std::exception& e) {
-        h->show_status(QString::fromUtf8(e.what()), 0);
-      }
-    });
+    // The host's background path: making the sample and pushing it to the device never run
+    // on the GUI thread.
+    QObject::connect(a, &QAction::triggered, &host, [h, path] { h->open_files_later({path}); });
     host.add_menu_action(QStringLiteral("File/Open sample"), a);
   }
 }

@@ -1,10 +1,21 @@
 #include <QChar>
+#include <exception>
 
 #include "gpix/plugin_api.h"
 
 namespace gpix::plugin {
 
 HostContext::~HostContext() = default;
+
+void HostContext::open_files_later(const QStringList& paths) {
+  for (const QString& path : paths) {
+    try {
+      open_file(path);
+    } catch (const std::exception& e) {
+      show_status(QString::fromUtf8(e.what()), 0);
+    }
+  }
+}
 
 QList<gpix::ui::SaveFormat> HostContext::save_formats() const {
   QList<gpix::ui::SaveFormat> formats;

@@ -65,9 +65,11 @@ std::string bytes_of(const HostArray& h) {
 
 std::string bytes_of(const Table& t) {
   std::string s;
-  for (const auto& c : t.columns) s += c + ";";
-  for (const auto& row : t.rows)
+  for (const auto& c : t.columns()) s += c + ";";
+  for (std::size_t r = 0; r < t.size(); ++r) {
+    const std::vector<double> row = t.row(r).values();
     s.append(reinterpret_cast<const char*>(row.data()), row.size() * 8);
+  }
   return s;
 }
 

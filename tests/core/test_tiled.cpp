@@ -248,17 +248,17 @@ void check_fold(const FilterInfo& f, const std::vector<Device>& devices) {
       QCOMPARE(src.planes_read, s[0] * report.passes);
       if (f.output == OutputKind::table) {
         QVERIFY2(!sink.started, where);
-        QCOMPARE(table.columns, whole.table.columns);
-        QCOMPARE(table.rows.size(), whole.table.rows.size());
+        QCOMPARE(table.columns(), whole.table.columns());
+        QCOMPARE(table.size(), whole.table.size());
         // Float sums and means, and every standard deviation (float64 moments), are float64
         // sums grouped by slab here and by work-group there.
         const bool rounded =
             f.name == "std_of_all_pixels" ||
             (is_float(t) && (f.name == "sum_of_all_pixels" || f.name == "mean_of_all_pixels"));
         const double mag = magnitude_sum(h);
-        for (std::size_t r = 0; r < table.rows.size(); ++r) {
-          for (std::size_t c = 0; c < table.rows[r].size(); ++c) {
-            const double a = table.rows[r][c], b = whole.table.rows[r][c];
+        for (std::size_t r = 0; r < table.size(); ++r) {
+          for (std::size_t c = 0; c < table.width(); ++c) {
+            const double a = table(r, c), b = whole.table(r, c);
             if (!rounded) {
               QVERIFY2(std::memcmp(&a, &b, sizeof a) == 0,
                        where + ": " + QByteArray::number(a, 'g', 17) + " vs whole " +
@@ -555,7 +555,7 @@ class TestTiled : public QObject {
         const Table t = run_tiled("mean_box", in, &sink, p, o);
         const QByteArray where = QByteArray::fromStdString(s.str()) + " workers " +
                                  QByteArray::number(qulonglong(workers));
-        QVERIFY2(t.columns.empty(), where);
+        QVERIFY2(t.columns().empty(), where);
         QVERIFY2(sink.finished && sink.in_order && sink.next == s[0], where);
         QVERIFY2(same_bytes(sink.out, whole.array), where);
         QCOMPARE(src.seen.size(), s[0]);

@@ -153,9 +153,9 @@ std::map<std::string, TypedCall> typed_calls() {
         [](X x) {
           const Histogram h = histogram(x[0], 7, -10, 30);
           Result r;
-          r.table.columns = {"bin_start", "bin_end", "count"};
+          r.table = Table({"bin_start", "bin_end", "count"});
           for (std::size_t i = 0; i < h.counts.size(); ++i)
-            r.table.rows.push_back({h.edges[i], h.edges[i + 1], double(h.counts[i])});
+            r.table.push_back({h.edges[i], h.edges[i + 1], double(h.counts[i])});
           return r;
         }}},
       {"maximum_of_all_pixels",
@@ -196,11 +196,10 @@ bool same_result(const Result& a, const Result& b) {
     return x.shape() == y.shape() && x.dtype() == y.dtype() &&
            std::memcmp(x.data(), y.data(), x.bytes()) == 0;
   }
-  if (a.table.columns != b.table.columns || a.table.rows.size() != b.table.rows.size())
-    return false;
-  for (std::size_t i = 0; i < a.table.rows.size(); ++i) {
-    for (std::size_t j = 0; j < a.table.rows[i].size(); ++j) {
-      const double x = a.table.rows[i][j], y = b.table.rows[i][j];
+  if (a.table.columns() != b.table.columns() || a.table.size() != b.table.size()) return false;
+  for (std::size_t i = 0; i < a.table.size(); ++i) {
+    for (std::size_t j = 0; j < a.table.width(); ++j) {
+      const double x = a.table(i, j), y = b.table(i, j);
       if (!(x == y || (std::isnan(x) && std::isnan(y)))) return false;
     }
   }

@@ -502,10 +502,10 @@ void reduction_check(const char* fname, const char* column, const Device& dev, D
     const Array a = input(v, s, dev);
     const Result r = run(fname, a);
     QVERIFY(r.is_table());
-    QCOMPARE(r.table.columns, std::vector<std::string>{column});
-    QCOMPARE(r.table.rows.size(), std::size_t(1));
+    QCOMPARE(r.table.columns(), std::vector<std::string>{column});
+    QCOMPARE(r.table.size(), std::size_t(1));
     const auto [e, tol] = pick(host_stats(v));
-    check_value(r.table.rows[0][0], e, tol, where(fname, t, s));
+    check_value(r.table(0, 0), e, tol, where(fname, t, s));
   });
 }
 
@@ -591,8 +591,8 @@ void histogram_check(const Device& dev, const std::vector<T>& v, const Shape& s,
   const Array a = input(v, s, dev);
   const Result r =
       run("histogram", a, {{"n_bins", double(bins)}, {"minimum", lo}, {"maximum", hi}});
-  QCOMPARE(r.table.columns, (std::vector<std::string>{"bin_start", "bin_end", "count"}));
-  QCOMPARE(r.table.rows.size(), std::size_t(bins));
+  QCOMPARE(r.table.columns(), (std::vector<std::string>{"bin_start", "bin_end", "count"}));
+  QCOMPARE(r.table.size(), std::size_t(bins));
   if (lo == 0 && hi == 0) {
     const HostStats h = host_stats(v);
     lo = h.min;
@@ -611,7 +611,7 @@ void histogram_check(const Device& dev, const std::vector<T>& v, const Shape& s,
   }
   const auto expect = dbl ? histogram_ref<T, double>(v, e) : histogram_ref<T, float>(v, e);
   for (int i = 0; i < bins; ++i) {
-    const auto& row = r.table.rows[std::size_t(i)];
+    const auto& row = r.table.row(std::size_t(i)).values();
     QVERIFY2(row[0] == e[std::size_t(i)] && row[1] == e[std::size_t(i) + 1], w);
     if (row[2] != double(expect[std::size_t(i)])) {
       QFAIL((w + " bin " + QByteArray::number(i) + ": got " + QByteArray::number(row[2]) +
@@ -664,9 +664,9 @@ class TestGeometry : public QObject {
   void reductions_all_nan() {
     for (const Device& d : test_devices()) {
       const Array a = input(std::vector<float>(37, NAN), Shape{37}, d);
-      QVERIFY(std::isnan(run("minimum_of_all_pixels", a).table.rows[0][0]));
-      QVERIFY(std::isnan(run("maximum_of_all_pixels", a).table.rows[0][0]));
-      QCOMPARE(run("sum_of_all_pixels", a).table.rows[0][0], 0.0);
+      QVERIFY(std::isnan(run("minimum_of_all_pixels", a).table(0, 0)));
+      QVERIFY(std::isnan(run("maximum_of_all_pixels", a).table(0, 0)));
+      QCOMPARE(run("sum_of_all_pixels", a).table(0, 0), 0.0);
       QVERIFY(std::isnan(mean_of_all_pixels(a)));
       QVERIFY(std::isnan(std_of_all_pixels(a)));
       QVERIFY_THROWS_EXCEPTION(InvalidArgument, histogram(a, 4));

@@ -60,11 +60,10 @@ bool same_bytes(const HostArray& a, const HostArray& b) {
 }
 
 bool same_table(const Table& a, const Table& b) {
-  if (a.columns != b.columns || a.rows.size() != b.rows.size()) return false;
-  for (std::size_t i = 0; i < a.rows.size(); ++i) {
-    if (a.rows[i].size() != b.rows[i].size()) return false;
-    for (std::size_t j = 0; j < a.rows[i].size(); ++j) {
-      const double x = a.rows[i][j], y = b.rows[i][j];
+  if (a.columns() != b.columns() || a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    for (std::size_t j = 0; j < a.width(); ++j) {
+      const double x = a(i, j), y = b(i, j);
       if (!(x == y || (std::isnan(x) && std::isnan(y)))) return false;
     }
   }

@@ -693,10 +693,10 @@ GPIX_REFERENCE("label_statistics") {
       labels = input(l, shape, device);
     });
     const Table tab = label_statistics(labels, img);
-    QCOMPARE(tab.columns.size(), std::size_t(5));
-    QCOMPARE(tab.columns[2], std::string("mean_intensity"));
+    QCOMPARE(tab.columns().size(), std::size_t(5));
+    QCOMPARE(tab.columns()[2], std::string("mean_intensity"));
     const std::uint32_t rows = *std::max_element(lab.begin(), lab.end());
-    QCOMPARE(tab.rows.size(), std::size_t(rows));
+    QCOMPARE(tab.size(), std::size_t(rows));
     const bool exact_sum = !std::is_floating_point_v<T> && sizeof(T) <= 4;
     const double rel = exact_sum                                               ? 1e-15
                        : (std::is_same_v<T, float> && !device.supports_fp64()) ? 1e-5
@@ -716,7 +716,7 @@ GPIX_REFERENCE("label_statistics") {
         sum += static_cast<long double>(host[i]);
         vmax_abs = std::max(vmax_abs, std::fabs(static_cast<long double>(host[i])));
       }
-      const auto& row = tab.rows[l - 1];
+      const auto& row = tab.row(l - 1).values();
       const QByteArray w =
           at("label_statistics", dtype, shape,
              ("label " + std::to_string(l) + " labels " + std::string(gpix::name(lt))).c_str());
@@ -874,7 +874,7 @@ class TestSegmentation : public QObject {
         host[lab.size() / 2 + 17] = std::numeric_limits<float>::quiet_NaN();
         const Table t = label_statistics(input(lab, s, dev), input(host, s, dev));
         const std::uint32_t rows = *std::max_element(lab.begin(), lab.end());
-        QCOMPARE(t.rows.size(), std::size_t(rows));
+        QCOMPARE(t.size(), std::size_t(rows));
         for (std::uint32_t l = 1; l <= rows; ++l) {
           double sum = 0, mn = 0, mx = 0;
           std::size_t area = 0;
@@ -888,7 +888,7 @@ class TestSegmentation : public QObject {
             sum += v;
             ++area;
           }
-          const auto& r = t.rows[l - 1];
+          const auto& r = t.row(l - 1).values();
           const QByteArray w =
               QByteArray::fromStdString(dev.name() + " " + s.str() + " label " + std::to_string(l));
           QVERIFY2(r[1] == double(area), w);

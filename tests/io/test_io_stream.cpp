@@ -402,8 +402,7 @@ class TestIoStream : public QObject {
     TiledOptions o;
     o.budget_bytes = 2 * 2 * 4 * 17 * 13 * 3;
     const Table t = run_tiled("maximum_of_all_pixels", inputs, nullptr, {}, o);
-    QCOMPARE(t.rows.at(0).at(0),
-             run("maximum_of_all_pixels", Array::push(h, dev)).table.rows[0][0]);
+    QCOMPARE(t(0, 0), run("maximum_of_all_pixels", Array::push(h, dev)).table(0, 0));
   }
 
   // connected_components from a TIFF into TIFF and NRRD files, slab by slab, labels joined

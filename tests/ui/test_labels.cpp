@@ -164,11 +164,12 @@ void check_table(const Table& t, const HostArray& labels, const HostArray& inten
   }
   for (const char* c : {"mean_intensity", "min_intensity", "max_intensity"})
     want_cols.emplace_back(c);
-  QCOMPARE(t.columns, want_cols);
+  QCOMPARE(t.columns(), want_cols);
   const auto ref = reference(labels, intensity);
-  QCOMPARE(t.rows.size(), ref.size());
+  QCOMPARE(t.size(), ref.size());
   const int nd = stack ? 3 : 2;
-  for (const std::vector<double>& row : t.rows) {
+  for (std::size_t tr = 0; tr < t.size(); ++tr) {
+    const std::vector<double> row = t.row(tr).values();
     const auto it = ref.find(std::uint64_t(row[0]));
     QVERIFY2(it != ref.end(),
              qPrintable(QStringLiteral("label %1 is not in the image").arg(row[0])));
@@ -477,25 +478,24 @@ class TestLabels : public QObject {
     if (QTest::currentTestFailed()) return;
     // measure_labels itself gives the same, in id order.
     const Table direct = ui::measure_labels(lab, intensity);
-    QCOMPARE(direct.rows, model->table().rows);
-    for (std::size_t r = 1; r < direct.rows.size(); ++r)
-      QVERIFY(direct.rows[r - 1][0] < direct.rows[r][0]);
+    QVERIFY(direct == model->table());
+    for (std::size_t r = 1; r < direct.size(); ++r) QVERIFY(direct(r - 1, 0) < direct(r, 0));
 
     // Sorting: every column, both ways; the rows stay whole.
     for (int c = 0; c < model->columnCount(); ++c) {
       for (Qt::SortOrder order : {Qt::DescendingOrder, Qt::AscendingOrder}) {
         panel.table()->sortByColumn(c, order);
         const Table& t = model->table();
-        QCOMPARE(t.rows.size(), direct.rows.size());
-        for (std::size_t r = 1; r < t.rows.size(); ++r) {
-          const double a = t.rows[r - 1][std::size_t(c)], b = t.rows[r][std::size_t(c)];
+        QCOMPARE(t.size(), direct.size());
+        for (std::size_t r = 1; r < t.size(); ++r) {
+          const double a = t(r - 1, std::size_t(c)), b = t(r, std::size_t(c));
           QVERIFY(order == Qt::AscendingOrder ? a <= b : a >= b);
         }
         check_table(t, lab.pull(), inten_host);
         if (QTest::currentTestFailed()) return;
         // What the view shows is the model's order.
         QCOMPARE(panel.table()->model()->index(0, c).data(Qt::UserRole).toDouble(),
-                 t.rows[0][std::size_t(c)]);
+                 t(0, std::size_t(c)));
       }
     }
     panel.table()->sortByColumn(
@@ -507,7 +507,7 @@ class TestLabels : public QObject {
     const QStringList lines = csv.trimmed().split(QLatin1Char('\n'));
     QCOMPARE(lines.size(), model->rowCount() + 1);
     QStringList head;
-    for (const auto& c : model->table().columns) head << QString::fromStdString(c);
+    for (const auto& c : model->table().columns()) head << QString::fromStdString(c);
     QCOMPARE(lines.first(), head.join(QLatin1Char(',')));
     for (int r = 0; r < model->rowCount(); ++r) {
       const QStringList cells = lines[r + 1].split(QLatin1Char(','));
@@ -551,11 +551,11 @@ class TestLabels : public QObject {
     v[1199] = 3;
     const Array lab = Array::push(v, Shape{30, 40});
     const Table t = ui::measure_labels(lab);
-    QCOMPARE(t.columns.size(), std::size_t(8));
-    QCOMPARE(t.rows.size(), std::size_t(2));
-    QCOMPARE(t.rows[0], (std::vector<double>{3, 1, 39, 29, 39, 39, 29, 29}));
-    QCOMPARE(t.rows[1][0], 7.0);
-    QCOMPARE(t.rows[1][1], 40.0);
+    QCOMPARE(t.columns().size(), std::size_t(8));
+    QCOMPARE(t.size(), std::size_t(2));
+    QCOMPARE(t.row(0).values(), (std::vector<double>{3, 1, 39, 29, 39, 39, 29, 29}));
+    QCOMPARE(t(1, 0), 7.0);
+    QCOMPARE(t(1, 1), 40.0);
     ui::LabelPanel panel(host());
     QSignalSpy measured(&panel, &ui::LabelPanel::measured);
     add(QStringLiteral("other shape"), Array::push(blobs(Shape{8, 8}, 1), default_device()), false);

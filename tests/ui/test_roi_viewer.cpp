@@ -16,6 +16,7 @@
 #include <QToolBar>
 
 #include "main_window.h"
+#include "viewer_wait.h"
 
 using gpix::ui::Roi;
 using gpix::ui::RoiKind;
@@ -107,7 +108,7 @@ class TestRoiViewer : public QObject {
       w->roi_overlay()->add_roi(id, e);
       w->roi_overlay()->add_roi(id, p);
       want = w->roi_overlay()->rois(id);
-      QVERIFY2(w->save_session(session), qPrintable(w->last_error()));
+      QVERIFY2(save_session_and_wait(w.get(), session), qPrintable(w->last_error()));
     }
     auto w2 = make(QStringLiteral("c.ini"));
     // The session is read off the GUI thread; session_opened says when its layers (and their

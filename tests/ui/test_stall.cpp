@@ -22,39 +22,12 @@
 #include "gpix/memory.h"
 #include "gpix/ui/filter_panel.h"
 #include "main_window.h"
+#include "stall_meter.h"
 #include "support/random.h"
 
 using namespace gpix;
 
 namespace {
-
-// The longest gap between turns of the event loop while it is being watched.
-class StallMeter : public QObject {
- public:
-  StallMeter() {
-    timer_.setTimerType(Qt::PreciseTimer);
-    timer_.setInterval(5);
-    connect(&timer_, &QTimer::timeout, this, [this] {
-      const qint64 now = clock_.nsecsElapsed();
-      if (last_ >= 0) worst_ = std::max(worst_, now - last_);
-      last_ = now;
-    });
-  }
-  void start() {
-    worst_ = 0;
-    last_ = -1;
-    clock_.start();
-    timer_.start();
-  }
-  void stop() { timer_.stop(); }
-  double worst_ms() const { return double(worst_) / 1e6; }
-
- private:
-  QTimer timer_;
-  QElapsedTimer clock_;
-  qint64 last_ = -1;
-  qint64 worst_ = 0;
-};
 
 // Lets the event loop run for `ms` while acting as a user: the slice slider moves and the
 // cursor travels over the image (pixel readout) every 40 ms.

@@ -45,6 +45,7 @@
 #include "help_dialogs.h"
 #include "main_window.h"
 #include "support/random.h"
+#include "viewer_wait.h"
 
 using namespace gpix;
 
@@ -503,7 +504,7 @@ class TestViewer : public QObject {
     QCOMPARE(w->unsaved_layers(), QStringList{w->host().layer(result).name});
     QTRY_VERIFY_WITH_TIMEOUT(!w->view()->busy(), 30000);  // automatic contrast arrived
     const QString session = dir.filePath(QStringLiteral("work.gpix.json"));
-    QVERIFY2(w->save_session(session), qPrintable(w->last_error()));
+    QVERIFY2(save_session_and_wait(w.get(), session), qPrintable(w->last_error()));
     QVERIFY(w->unsaved_layers().isEmpty());
     QCOMPARE(QFileInfo(w->host().layer(result).source).absolutePath(),
              dir.filePath(QStringLiteral("work_data")));
@@ -561,7 +562,7 @@ class TestViewer : public QObject {
     {
       auto w = make();
       QCOMPARE(open_and_wait(w.get(), {pa, pb}).size(), 2);
-      QVERIFY2(w->save_session(session), qPrintable(w->last_error()));
+      QVERIFY2(save_session_and_wait(w.get(), session), qPrintable(w->last_error()));
     }
     QVERIFY(QFile::remove(pb));
     auto w = make();
@@ -622,7 +623,14 @@ class TestViewer : public QObject {
         },
         [folder] { return folder; });
     const HostArray want = w->host().layer(result).array.pull();
-    QVERIFY(w->close());
+    // The results are written in the background: the window stays until they are, then closes.
+    QSignalSpy written(w.get(), &MainWindow::results_saved);
+    QVERIFY(!w->close());
+    QVERIFY(w->saving_results());
+    QVERIFY(w->isVisible());
+    QVERIFY(written.wait(60000));
+    QCOMPARE(written.first().first().toString(), QString());
+    QTRY_VERIFY(!w->isVisible());
     QCOMPARE(asked, 2);
     const QString saved = w->host().layer(result).source;
     QCOMPARE(QFileInfo(saved).absolutePath(), folder);

@@ -746,6 +746,11 @@ class TestWidgets : public QObject {
     for (auto [id, want, suffix] :
          {std::tuple{a, h16, s2}, std::tuple{b, f3, s3}, std::tuple{c, u32, s3}}) {
       QString why;
+      // The file is written in the background before a drag can carry it.
+      QSignalSpy prepared(list.drag_files(), &ui::DragFiles::prepared);
+      QVERIFY(!list.mime_for(id, &why));
+      QVERIFY(list.drag_files()->preparing(id));
+      QVERIFY(prepared.wait(30000));
       std::unique_ptr<QMimeData> mime(list.mime_for(id, &why));
       QVERIFY2(mime, qPrintable(why));
       QCOMPARE(mime->urls().size(), 1);

@@ -1,5 +1,6 @@
 #include "gpix/ui/composite.h"
 
+#include <QColor>
 #include <QImage>
 #include <QObject>
 #include <QUndoStack>
@@ -41,6 +42,28 @@ QRgb default_channel_colour(int index, int count, bool rgb) {
   static const QRgb fluo[] = {qRgb(0, 255, 0),   qRgb(255, 0, 255), qRgb(0, 255, 255),
                               qRgb(255, 255, 0), qRgb(255, 0, 0),   qRgb(0, 0, 255)};
   return index < 6 ? fluo[index] : qRgb(200, 200, 200);
+}
+
+QString channels_text(const Layer& layer) {
+  if (!layer.composite()) return {};
+  static const std::pair<QRgb, const char*> names[] = {
+      {qRgb(255, 0, 0), "red"},       {qRgb(0, 255, 0), "green"},   {qRgb(0, 0, 255), "blue"},
+      {qRgb(255, 0, 255), "magenta"}, {qRgb(0, 255, 255), "cyan"},  {qRgb(255, 255, 0), "yellow"},
+      {qRgb(255, 255, 255), "white"}, {qRgb(200, 200, 200), "grey"}};
+  QStringList parts;
+  for (const Channel& c : layer.channels) {
+    const QRgb rgb = c.colour | 0xff000000u;
+    QString colour = QColor(rgb).name();
+    for (const auto& [value, name] : names) {
+      if (value == rgb) colour = QObject::tr(name);
+    }
+    if (!c.visible) colour += QObject::tr(", hidden");
+    parts << QStringLiteral("<span style=\"color:%1\">\u25a0</span> %2 (%3)")
+                 .arg(QColor(rgb).name(), c.name.toHtmlEscaped(), colour);
+  }
+  const int n = int(layer.channels.size());
+  return (n == 1 ? QObject::tr("1 channel: ") : QObject::tr("%1 channels: ").arg(n)) +
+         parts.join(QStringLiteral(", "));
 }
 
 void make_composite(Layer& layer, bool rgb) {

@@ -691,11 +691,11 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
   if (o.result.is_table() && !o.file) {
     const gpix::Table& t = o.result.table;
     QStringList cols;
-    for (const auto& c : t.columns) cols << qs(c);
+    for (const auto& c : t.columns()) cols << qs(c);
     QString text = cols.join(QStringLiteral("\t"));
-    for (const auto& row : t.rows) {
+    for (std::size_t r = 0; r < t.size(); ++r) {
       QStringList cells;
-      for (double d : row) cells << QString::number(d, 'g', 8);
+      for (double d : t.row(r)) cells << QString::number(d, 'g', 8);
       text += QLatin1Char('\n') + cells.join(QStringLiteral("\t"));
     }
     error_->setText(text);

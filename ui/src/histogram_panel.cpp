@@ -21,6 +21,8 @@
 #include "gpix/ui/composite.h"
 #include "gpix/ui/layer_commands.h"
 #include "gpix/ui/render.h"
+#include "gpix/ui/stack_passes.h"
+#include "pass_bar.h"
 
 namespace gpix::ui {
 
@@ -204,6 +206,8 @@ HistogramPanel::HistogramPanel(Workspace& host, QWidget* parent) : QWidget(paren
   plot_->setObjectName(QStringLiteral("histogram_plot"));
   plot_->setToolTip(tr("Drag the white handles to set the contrast limits"));
   v->addWidget(plot_, 1);
+  pass_ = new detail::PassBar;
+  v->addWidget(pass_);
   limits_ = new QLabel;
   limits_->setObjectName(QStringLiteral("histogram_limits"));
   v->addWidget(limits_);
@@ -246,6 +250,10 @@ HistogramPanel::HistogramPanel(Workspace& host, QWidget* parent) : QWidget(paren
   note->setWordWrap(true);
   v->addWidget(note);
   connect(split_, &QPushButton::clicked, this, &HistogramPanel::split_channels);
+  connect(pass_, &detail::PassBar::retry, this, [this] {
+    file_.reset();
+    request_histogram();
+  });
 
   connect(plot_, &HistogramWidget::limits_dragged, this,
           [this](double lo, double hi) { apply(lo, hi, gamma_->value(), tr("contrast")); });
@@ -310,7 +318,10 @@ void HistogramPanel::show_layer(int id) {
   layer_ = host_.has_layer(id) ? id : -1;
   array_ = {};
   host_data_ = {};
+  file_.reset();
   histogram_channel_ = -2;
+  if (pass_->running()) pass_->cancel();
+  pass_->hide();
   updating_ = true;
   channel_->clear();
   const Layer l = host_.layer(layer_);
@@ -368,14 +379,7 @@ void HistogramPanel::request_histogram() {
   const Layer l = host_.layer(layer_);
   if (!l.valid()) return;
   if (l.file_backed()) {
-    // Its histogram is a pass over the whole file; the card's statistics make that pass.
-    array_ = {};
-    host_data_ = {};
-    histogram_channel_ = -2;
-    plot_->clear_histogram();
-    host_.show_status(tr("No histogram of the file-backed layer '%1' (it would read the whole "
-                         "file): use Edit > Auto contrast (Ctrl+A) for the plane on screen")
-                          .arg(l.name));
+    request_file_histogram(l);
     return;
   }
   const int c = channel();
@@ -412,6 +416,49 @@ void HistogramPanel::request_histogram() {
           return;
         }
         plot_->set_histogram(out.value->counts, out.value->min, out.value->max);
+      });
+}
+
+void HistogramPanel::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  request_histogram();  // a file-backed layer's pass waited for this
+}
+
+void HistogramPanel::request_file_histogram(const Layer& l) {
+  // Display changes (limits, gamma) come as layer changes too: the file's histogram stays.
+  if (file_.lock() == l.file) return;
+  if (!isVisible()) return;  // showEvent asks again
+  file_ = l.file;
+  array_ = {};
+  host_data_ = {};
+  histogram_channel_ = -1;
+  plot_->clear_histogram();
+  const quint64 req = ++request_;
+  ++pending_;
+  const auto token = pass_->start(tr("Histogram of the whole stack"));
+  detail::run_async(
+      this, detail::long_pool(),
+      [file = l.file, dev = host_.device(), token]() {
+        return stack_histogram(file, dev, kBins, &token->cancel,
+                               detail::PassToken::progress_of(token));
+      },
+      [this, req, token](const detail::Outcome<StackHistogram>& out) {
+        --pending_;
+        if (req != request_) return;  // another layer since (its pass was cancelled)
+        if (!out.value) {
+          // Cancel said so already; Retry reads the file again.
+          if (!token->cancel) pass_->finish(token, tr("No histogram: %1").arg(out.error), true);
+          return;
+        }
+        if (out.value->counts.empty()) {
+          plot_->clear_histogram();
+        } else {
+          plot_->set_histogram(out.value->counts, out.value->min, out.value->max);
+        }
+        pass_->finish(token, out.value->cached
+                                 ? tr("Histogram of the whole stack, from the cache (the file "
+                                      "was not read again)")
+                                 : tr("Histogram of the whole stack, read from the file"));
       });
 }
 

@@ -14,7 +14,10 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <span>
 #include <stdexcept>
+#include <vector>
 
 #include "async.h"
 #include "gpix/ui/image_view.h"
@@ -55,36 +58,36 @@ bool same_data(const Layer& a, const Layer& b) {
 void LabelTableModel::set_table(gpix::Table table) {
   beginResetModel();
   table_ = std::move(table);
-  if (sort_column_ >= int(table_.columns.size())) sort_column_ = 0;
+  if (sort_column_ >= int(table_.width())) sort_column_ = 0;
   sort_rows();
   endResetModel();
 }
 
 int LabelTableModel::column(const QString& name) const {
-  for (std::size_t c = 0; c < table_.columns.size(); ++c) {
-    if (QString::fromStdString(table_.columns[c]) == name) return int(c);
+  for (std::size_t c = 0; c < table_.width(); ++c) {
+    if (QString::fromStdString(table_.columns()[c]) == name) return int(c);
   }
   return -1;
 }
 
 int LabelTableModel::row_of(double label) const {
-  for (std::size_t r = 0; r < table_.rows.size(); ++r) {
-    if (table_.rows[r][0] == label) return int(r);
-  }
-  return -1;
+  if (table_.width() == 0) return -1;
+  const std::span<const double> labels = table_.column(0);
+  const auto it = std::find(labels.begin(), labels.end(), label);
+  return it == labels.end() ? -1 : int(it - labels.begin());
 }
 
 double LabelTableModel::value(int row, int column) const {
   if (row < 0 || column < 0 || row >= rowCount() || column >= columnCount()) return std::nan("");
-  return table_.rows[std::size_t(row)][std::size_t(column)];
+  return table_(std::size_t(row), std::size_t(column));
 }
 
 int LabelTableModel::rowCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : int(table_.rows.size());
+  return parent.isValid() ? 0 : int(table_.size());
 }
 
 int LabelTableModel::columnCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : int(table_.columns.size());
+  return parent.isValid() ? 0 : int(table_.width());
 }
 
 QVariant LabelTableModel::data(const QModelIndex& index, int role) const {
@@ -100,7 +103,7 @@ QVariant LabelTableModel::headerData(int section, Qt::Orientation orientation, i
   if (role != Qt::DisplayRole) return {};
   if (orientation == Qt::Vertical) return section + 1;
   if (section < 0 || section >= columnCount()) return {};
-  return QString::fromStdString(table_.columns[std::size_t(section)]);
+  return QString::fromStdString(table_.columns()[std::size_t(section)]);
 }
 
 void LabelTableModel::sort(int column, Qt::SortOrder order) {
@@ -122,14 +125,18 @@ void LabelTableModel::sort(int column, Qt::SortOrder order) {
 }
 
 void LabelTableModel::sort_rows() {
-  const auto c = std::size_t(sort_column_);
+  if (table_.width() == 0) return;
+  // Sorted as a permutation of the sort column, then every column gathered once.
+  const std::span<const double> key = table_.column(std::size_t(sort_column_));
   const bool ascending = order_ == Qt::AscendingOrder;
-  std::stable_sort(table_.rows.begin(), table_.rows.end(),
-                   [c, ascending](const std::vector<double>& a, const std::vector<double>& b) {
-                     const double x = a[c], y = b[c];
-                     if (std::isnan(x) || std::isnan(y)) return !std::isnan(x) && std::isnan(y);
-                     return ascending ? x < y : x > y;
-                   });
+  std::vector<std::size_t> order(table_.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [key, ascending](std::size_t a, std::size_t b) {
+    const double x = key[a], y = key[b];
+    if (std::isnan(x) || std::isnan(y)) return !std::isnan(x) && std::isnan(y);
+    return ascending ? x < y : x > y;
+  });
+  table_ = table_.select(order);
 }
 
 // ---- LabelPanel

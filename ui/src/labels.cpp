@@ -67,30 +67,40 @@ Table measure_labels(const Array& labels, const Array& intensity) {
   const bool with_intensity = intensity.valid();
   const Table values = with_intensity ? label_statistics(labels, intensity) : Table{};
 
-  Table t;
   const char* axis_names[] = {"x", "y", "z"};
-  t.columns = {"label", nd == 3 ? "volume" : "area"};
-  for (int a = 0; a < nd; ++a) t.columns.push_back(std::string("centroid_") + axis_names[a]);
+  std::vector<std::string> columns = {"label", nd == 3 ? "volume" : "area"};
+  for (int a = 0; a < nd; ++a) columns.push_back(std::string("centroid_") + axis_names[a]);
   for (int a = 0; a < nd; ++a) {
-    t.columns.push_back(std::string(axis_names[a]) + "_min");
-    t.columns.push_back(std::string(axis_names[a]) + "_max");
+    columns.push_back(std::string(axis_names[a]) + "_min");
+    columns.push_back(std::string(axis_names[a]) + "_max");
   }
   if (with_intensity) {
     for (const char* c : {"mean_intensity", "min_intensity", "max_intensity"})
-      t.columns.emplace_back(c);
+      columns.emplace_back(c);
   }
-  // label_statistics' columns: label, area, mean, min, max; one row per id 1..max.
-  const std::vector<std::vector<double>>& rows = axes[0].rows;
-  for (std::size_t r = 0; r < rows.size(); ++r) {
-    if (rows[r][1] == 0) continue;  // an id the image does not hold
-    std::vector<double> row = {rows[r][0], rows[r][1]};
-    for (int a = 0; a < nd; ++a) row.push_back(axes[std::size_t(a)].rows[r][2]);
-    for (int a = 0; a < nd; ++a) {
-      row.push_back(axes[std::size_t(a)].rows[r][3]);
-      row.push_back(axes[std::size_t(a)].rows[r][4]);
-    }
-    if (with_intensity) row.insert(row.end(), values.rows[r].begin() + 2, values.rows[r].end());
-    t.rows.push_back(std::move(row));
+  // label_statistics' columns: label, area, mean, min, max; one row per id 1..max. Only the
+  // ids the image holds are kept, each column gathered in one pass.
+  const std::span<const double> area = axes[0].column(1);
+  std::vector<std::size_t> held;
+  held.reserve(area.size());
+  for (std::size_t r = 0; r < area.size(); ++r) {
+    if (area[r] != 0) held.push_back(r);
+  }
+  Table t = Table::for_overwrite(std::move(columns), held.size());
+  std::size_t out = 0;
+  const auto gather = [&](std::span<const double> from) {
+    const std::span<double> to = t.column(out++);
+    for (std::size_t i = 0; i < held.size(); ++i) to[i] = from[held[i]];
+  };
+  gather(axes[0].column(0));
+  gather(area);
+  for (int a = 0; a < nd; ++a) gather(axes[std::size_t(a)].column(2));
+  for (int a = 0; a < nd; ++a) {
+    gather(axes[std::size_t(a)].column(3));
+    gather(axes[std::size_t(a)].column(4));
+  }
+  if (with_intensity) {
+    for (std::size_t c = 2; c < 5; ++c) gather(values.column(c));
   }
   return t;
 }
@@ -110,11 +120,11 @@ Array label_outline(const Array& plane) {
 QString to_csv(const Table& table) {
   QStringList lines;
   QStringList head;
-  for (const std::string& c : table.columns) head << QString::fromStdString(c);
+  for (const std::string& c : table.columns()) head << QString::fromStdString(c);
   lines << head.join(QLatin1Char(','));
-  for (const std::vector<double>& row : table.rows) {
+  for (std::size_t r = 0; r < table.size(); ++r) {
     QStringList cells;
-    for (double v : row) cells << csv_number(v);
+    for (double v : table.row(r)) cells << csv_number(v);
     lines << cells.join(QLatin1Char(','));
   }
   return lines.join(QLatin1Char('\n')) + QLatin1Char('\n');

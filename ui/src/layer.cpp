@@ -10,11 +10,18 @@ QString display_unit(const QString& unit) {
 }
 
 QString spacing_text(const Layer& layer) {
+  std::vector<double> sp = layer.spacing_or_default();
+  int ndim = layer.valid() ? layer.shape().ndim() : 0;
+  // A composite's first axis holds its channels, which have no spacing (channels_text()).
+  if (layer.composite() && ndim == 3) {
+    sp.erase(sp.begin());
+    ndim = 2;
+  }
   QStringList parts;
-  for (double s : layer.spacing_or_default()) parts << QString::number(s, 'g', 6);
-  const QString axes = layer.shape().ndim() == 3   ? QStringLiteral(" (z, y, x)")
-                       : layer.shape().ndim() == 2 ? QStringLiteral(" (y, x)")
-                                                   : QString();
+  for (double s : sp) parts << QString::number(s, 'g', 6);
+  const QString axes = ndim == 3   ? QStringLiteral(" (z, y, x)")
+                       : ndim == 2 ? QStringLiteral(" (y, x)")
+                                   : QString();
   return parts.join(QStringLiteral(" \u00d7 ")) + QLatin1Char(' ') + display_unit(layer.unit) +
          (layer.calibrated() ? axes : axes + QStringLiteral(", not calibrated"));
 }

@@ -10,6 +10,7 @@
 #include "gpix/error.h"
 #include "gpix/filters/reductions.h"
 #include "gpix/stats.h"
+#include "gpix/ui/composite.h"
 
 namespace gpix::ui {
 
@@ -39,10 +40,10 @@ LayerCard::LayerCard(Workspace& host, QWidget* parent) : QWidget(parent), host_(
   auto* v = new QVBoxLayout(this);
   auto* form = new QFormLayout;
   const std::pair<const char*, QString> rows[] = {
-      {"name", tr("Layer")},     {"shape", tr("Shape")},   {"dtype", tr("Type")},
-      {"size", tr("Size")},      {"min", tr("Min")},       {"max", tr("Max")},
-      {"mean", tr("Mean")},      {"device", tr("Device")}, {"kind", tr("Memory")},
-      {"spacing", tr("Spacing")}};
+      {"name", tr("Layer")},      {"shape", tr("Shape")},      {"dtype", tr("Type")},
+      {"size", tr("Size")},       {"min", tr("Min")},          {"max", tr("Max")},
+      {"mean", tr("Mean")},       {"device", tr("Device")},    {"kind", tr("Memory")},
+      {"spacing", tr("Spacing")}, {"channels", tr("Channels")}};
   for (const auto& [key, label] : rows) {
     auto* l = new QLabel;
     l->setObjectName(QStringLiteral("card_") + QLatin1String(key));
@@ -51,6 +52,9 @@ LayerCard::LayerCard(Workspace& host, QWidget* parent) : QWidget(parent), host_(
     form->addRow(label, l);
     fields_.insert(QLatin1String(key), l);
   }
+  form_ = form;
+  fields_["channels"]->setTextFormat(Qt::RichText);  // colour squares
+  form_->setRowVisible(fields_["channels"], false);
   v->addLayout(form);
   hist_ = new Histogram;
   hist_->setMinimumHeight(50);
@@ -141,6 +145,7 @@ void LayerCard::refresh() {
     l->setToolTip({});
   }
   hist_->set_counts({});
+  form_->setRowVisible(fields_["channels"], false);
   error_->hide();
   ++request_;
   const int id = host_.current_layer();
@@ -148,6 +153,9 @@ void LayerCard::refresh() {
   const Layer layer = host_.layer(id);
   fields_["name"]->setText(layer.name);
   fields_["spacing"]->setText(spacing_text(layer));
+  // A composite's first axis is its channels: said here, not as a spacing.
+  fields_["channels"]->setText(channels_text(layer));
+  form_->setRowVisible(fields_["channels"], layer.composite());
   const gpix::Array a = layer.array;
   if (layer.file_backed()) {
     show_file(layer);

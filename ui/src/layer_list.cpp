@@ -4,11 +4,11 @@
 #include <QDoubleSpinBox>
 #include <QDrag>
 #include <QFormLayout>
+#include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QMimeData>
 #include <QMouseEvent>
 #include <QPushButton>
-#include <QRegularExpression>
 #include <QSlider>
 #include <QUndoStack>
 #include <QUrl>
@@ -23,27 +23,48 @@
 
 namespace gpix::ui {
 
-// A QListWidget whose drag carries the layer as a file.
+// A QListWidget whose drag carries the layer as a file. The file is written in the background
+// from the press on (DragFiles); a drag that begins before it exists starts when it does, if
+// the button is still held.
 class LayerListWidget : public QListWidget {
  public:
   LayerListWidget(LayerList* owner) : owner_(owner) {
     setDragEnabled(true);
     setDragDropMode(QAbstractItemView::DragOnly);
   }
+  // Starts the drag of layer id with its written file; false (and the status line says why)
+  // when the file is not there.
+  bool drag(int id) {
+    QString why;
+    QMimeData* mime = owner_->mime_for(id, &why);
+    if (!mime) return false;
+    auto* d = new QDrag(this);
+    d->setMimeData(mime);
+    d->exec(Qt::CopyAction);
+    return true;
+  }
 
  protected:
+  void mousePressEvent(QMouseEvent* e) override {
+    if (e->button() == Qt::LeftButton) {
+      if (QListWidgetItem* item = itemAt(e->position().toPoint()))
+        owner_->drag_files_->prepare(item->data(Qt::UserRole).toInt());
+    }
+    QListWidget::mousePressEvent(e);
+  }
   void startDrag(Qt::DropActions) override {
     QListWidgetItem* item = currentItem();
     if (!item) return;
-    QString why;
-    QMimeData* mime = owner_->mime_for(item->data(Qt::UserRole).toInt(), &why);
-    if (!mime) {
+    const int id = item->data(Qt::UserRole).toInt();
+    if (drag(id)) return;
+    const QString why = owner_->drag_files_->error(id);
+    if (!why.isEmpty() && !owner_->drag_files_->preparing(id)) {
       owner_->host_.show_status(tr("Cannot drag this layer out: %1").arg(why));
       return;
     }
-    auto* drag = new QDrag(this);
-    drag->setMimeData(mime);
-    drag->exec(Qt::CopyAction);
+    owner_->pending_drag_ = id;
+    owner_->host_.show_status(
+        tr("Writing '%1' for the drag… (keep the button held)").arg(item->text()), 0);
   }
 
  private:
@@ -53,6 +74,19 @@ class LayerListWidget : public QListWidget {
 LayerList::LayerList(Workspace& host, QWidget* parent) : QWidget(parent), host_(host) {
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(4, 4, 4, 4);
+  drag_files_ = new DragFiles(host_, this);
+  connect(drag_files_, &DragFiles::prepared, this,
+          [this](int id, const QString& path, const QString& error) {
+            if (id != pending_drag_) return;
+            pending_drag_ = -1;
+            if (path.isEmpty()) {
+              host_.show_status(tr("Cannot drag this layer out: %1").arg(error));
+              return;
+            }
+            // A drag asked for while the file was written goes on if the button is still held.
+            host_.show_status(tr("'%1' is ready to drag").arg(host_.layer(id).name));
+            if (QGuiApplication::mouseButtons() & Qt::LeftButton) list_->drag(id);
+          });
   list_ = new LayerListWidget(this);
   list_->setObjectName(QStringLiteral("layer_list"));
   v->addWidget(list_, 1);
@@ -258,34 +292,21 @@ void LayerList::auto_contrast_current(int slice) {
 }
 
 QMimeData* LayerList::mime_for(int id, QString* why) {
-  const Layer l = host_.layer(id);
-  if (!l.valid()) {
+  if (!host_.layer(id).valid()) {
     if (why) *why = tr("no such layer");
     return nullptr;
   }
-  if (!drag_dir_.isValid()) {
-    if (why) *why = tr("no temporary folder: %1").arg(drag_dir_.errorString());
+  const QString path = drag_files_->ready(id);
+  if (path.isEmpty()) {
+    if (!drag_files_->preparing(id)) drag_files_->prepare(id);
+    if (why) {
+      *why = drag_files_->preparing(id) ? tr("its file is being written") : drag_files_->error(id);
+    }
     return nullptr;
   }
-  QString base = l.name;
-  base.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9_.-]+")), QStringLiteral("_"));
-  QStringList reasons;
-  // The newest format first: the one save_layer() picks for its suffix.
-  const QList<SaveFormat> formats = host_.save_formats();
-  for (auto it = formats.rbegin(); it != formats.rend(); ++it) {
-    const QString path = drag_dir_.filePath(base + it->suffix);
-    try {
-      host_.save_layer(id, path);
-      auto* mime = new QMimeData;
-      mime->setUrls({QUrl::fromLocalFile(path)});
-      return mime;
-    } catch (const gpix::Error& e) {
-      reasons << it->name + QStringLiteral(": ") + QString::fromStdString(e.what());
-    }
-  }
-  if (why)
-    *why = reasons.isEmpty() ? tr("no writer is registered") : reasons.join(QStringLiteral("; "));
-  return nullptr;
+  auto* mime = new QMimeData;
+  mime->setUrls({QUrl::fromLocalFile(path)});
+  return mime;
 }
 
 }  // namespace gpix::ui

@@ -10,6 +10,8 @@
 
 #include "async.h"
 #include "gpix/ui/render.h"
+#include "gpix/ui/stack_passes.h"
+#include "pass_bar.h"
 
 namespace gpix::ui {
 
@@ -29,6 +31,16 @@ MipView::MipView(Workspace& host, QWidget* parent) : QWidget(parent), host_(host
   setAttribute(Qt::WA_OpaquePaintEvent);
   setFocusPolicy(Qt::StrongFocus);
   setCursor(Qt::OpenHandCursor);
+  pass_ = new detail::PassBar(this);
+  QPalette pal = pass_->palette();
+  pal.setColor(QPalette::WindowText, QColor(220, 220, 225));
+  pass_->setPalette(pal);
+  connect(pass_, &detail::PassBar::retry, this, [this] {
+    projection_file_.reset();
+    failed_ = 0;
+    error_.clear();
+    invalidate();
+  });
   connect(&host_, &Workspace::layer_added, this, &MipView::pick_layer);
   connect(&host_, &Workspace::layer_removed, this, &MipView::pick_layer);
   connect(&host_, &Workspace::current_layer_changed, this, &MipView::pick_layer);
@@ -61,6 +73,10 @@ void MipView::pick_layer() {
   layer_ = id;
   image_ = QImage();
   error_.clear();
+  if (proj_token_) pass_->cancel();  // the old stack's projection: nobody will see it
+  proj_token_.reset();
+  if (!projection_.valid()) projection_file_.reset();
+  pass_->hide();
   if (id >= 0) fit();  // a new stack fits, whatever the last one's zoom was
   invalidate();
 }
@@ -71,8 +87,8 @@ MipOptions MipView::camera() const {
   if (!l.valid() || l.shape().ndim() != 3) return o;
   const std::vector<double> sp = l.spacing_or_default();
   o.spacing = {sp[0], sp[1], sp[2]};
-  o.yaw = yaw_;
-  o.pitch = pitch_;
+  o.yaw = file_backed() ? 0 : yaw_;  // a file-backed stack's projection is seen from the top
+  o.pitch = file_backed() ? 0 : pitch_;
   double dpr = devicePixelRatioF();
   if (dragging_) {
     // Fewer rays while turning: half the resolution, or less where the last frame says this
@@ -103,22 +119,76 @@ void MipView::invalidate() {
 }
 
 bool MipView::busy() const {
-  return pending_ || (layer_ >= 0 && shown_ != wanted_ && failed_ != wanted_);
+  return pending_ || proj_token_ || (layer_ >= 0 && shown_ != wanted_ && failed_ != wanted_);
+}
+
+bool MipView::file_backed() const {
+  return host_.layer(layer_).file_backed();
+}
+
+void MipView::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  request();  // a file-backed stack's pass waited for this
+}
+
+void MipView::read_projection(const Layer& l) {
+  if (proj_token_) return;   // one pass per layer; it renders when it lands
+  if (!isVisible()) return;  // a hidden window must not read the file; showEvent asks again
+  const auto token = pass_->start(tr("Maximum over z"));
+  proj_token_ = token;
+  detail::run_async(
+      this, detail::long_pool(),
+      [file = l.file, dev = host_.device(), token]() {
+        return stack_max_projection(file, dev, &token->cancel,
+                                    detail::PassToken::progress_of(token));
+      },
+      [this, token,
+       file = std::weak_ptr<const StackFile>(l.file)](const detail::Outcome<StackProjection>& out) {
+        if (token != proj_token_) return;  // another layer since
+        proj_token_.reset();
+        if (!out.value) {
+          projection_ = {};
+          projection_file_ = file;
+          failed_ = wanted_;
+          error_ = token->cancel ? tr("The projection was cancelled: Retry reads the file again")
+                                 : out.error;
+          if (!token->cancel) pass_->finish(token, tr("Maximum over z: %1").arg(out.error), true);
+          update();
+          return;
+        }
+        projection_ = out.value->image;
+        projection_file_ = file;
+        pass_->finish(token, out.value->cached
+                                 ? tr("Maximum over z, from the cache (the file was not read "
+                                      "again)")
+                                 : tr("Maximum over z, read from the file"));
+        request();
+      });
 }
 
 void MipView::request() {
   if (shown_ == wanted_ || pending_ || failed_ == wanted_) return;
   const Layer l = host_.layer(layer_);
   if (!l.valid() || l.shape().ndim() != 3 || !l.has_contrast()) return;
+  gpix::HostArray projection;
   if (l.file_backed()) {
-    error_ = tr("'%1' is file-backed: the 3D view projects a stack on the device (run "
-                "maximum_z_projection on it, or load a crop)")
-                 .arg(l.name);
-    failed_ = wanted_;
-    update();
-    return;
-  }
-  if (!l.array.valid()) {
+    if (projection_file_.lock() == l.file && !projection_.valid()) {
+      // Its pass was cancelled or failed: camera and contrast changes do not read the file
+      // again; Retry (or choosing the layer again) does.
+      failed_ = wanted_;
+      update();
+      return;
+    }
+    if (projection_file_.lock() != l.file) {
+      read_projection(l);
+      return;
+    }
+    projection = projection_;
+    // Shown again after another layer (pick_layer hid the bar): the projection was kept.
+    if (pass_->isHidden()) {
+      pass_->note(tr("Maximum over z, from the cache (the file was not read again)"));
+    }
+  } else if (!l.array.valid()) {
     error_ = tr("'%1' is not on the device (%2): the 3D view projects on the device")
                  .arg(l.name, QString::fromStdString(host_.device().label()));
     failed_ = wanted_;
@@ -135,12 +205,18 @@ void MipView::request() {
   };
   detail::run_async(
       this,
-      [a = l.array, cam, o, req, latest = latest_]() {
+      [a = l.array, projection, dev = host_.device(), cam, o, req, latest = latest_]() {
         Frame f;
         // A newer camera exists: skip this one, the newest follows at once.
         if (latest->load() != req) return f;
         const auto start = std::chrono::steady_clock::now();
-        f.image = gpix::ui::render(render_mip(a, cam), o);
+        // A file-backed stack: its projection as a one-slice volume, seen from the top (the
+        // same zoom and framing as a stack in memory).
+        const gpix::Array volume =
+            a.valid() ? a
+                      : gpix::Array::push(projection, dev)
+                            .reshape(gpix::Shape{1, projection.shape()[0], projection.shape()[1]});
+        f.image = gpix::ui::render(render_mip(volume, cam), o);
         f.us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
                    .count();
         return f;
@@ -165,6 +241,7 @@ void MipView::request() {
 }
 
 void MipView::set_angles(double yaw, double pitch) {
+  if (file_backed()) yaw = pitch = 0;  // seen from the top only (see the header)
   // Yaw wraps; pitch stops at straight up and down, so "up" on screen keeps its meaning.
   yaw = std::remainder(yaw, 360.0);
   pitch = std::clamp(pitch, -90.0, 90.0);
@@ -218,11 +295,18 @@ void MipView::paintEvent(QPaintEvent*) {
     p.drawText(rect(), Qt::AlignCenter, tr("The 3D view needs a 3D layer (a stack)"));
     return;
   }
-  p.drawText(text, Qt::AlignLeft | Qt::AlignTop,
-             tr("%1\nyaw %2°  pitch %3°   drag to turn, wheel to zoom, double-click to reset")
-                 .arg(host_.layer(layer_).name)
-                 .arg(yaw_, 0, 'f', 0)
-                 .arg(pitch_, 0, 'f', 0));
+  if (file_backed()) {
+    p.drawText(text, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap,
+               tr("%1\nfile-backed: the maximum over z, seen from the top (turning needs the "
+                  "stack in memory); wheel to zoom")
+                   .arg(host_.layer(layer_).name));
+  } else {
+    p.drawText(text, Qt::AlignLeft | Qt::AlignTop,
+               tr("%1\nyaw %2°  pitch %3°   drag to turn, wheel to zoom, double-click to reset")
+                   .arg(host_.layer(layer_).name)
+                   .arg(yaw_, 0, 'f', 0)
+                   .arg(pitch_, 0, 'f', 0));
+  }
   if (!error_.isEmpty()) {
     p.drawText(text, Qt::AlignLeft | Qt::AlignBottom | Qt::TextWordWrap, error_);
   } else if (busy()) {
@@ -261,6 +345,7 @@ void MipView::wheelEvent(QWheelEvent* e) {
 }
 
 void MipView::resizeEvent(QResizeEvent*) {
+  pass_->setGeometry(8, height() - 58, std::max(10, width() - 16), 30);
   if (!user_zoom_) {
     fit();  // follows the window until the user zooms
   } else {

@@ -12,6 +12,8 @@
 #include "async.h"
 #include "gpix/error.h"
 #include "gpix/filters/geometry.h"
+#include "gpix/ui/stack_passes.h"
+#include "pass_bar.h"
 
 namespace gpix::ui {
 
@@ -173,6 +175,11 @@ OrthoViews::OrthoViews(Workspace& host, QWidget* parent) : QWidget(parent), host
   info_->setObjectName(QStringLiteral("ortho_info"));
   info_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
   info_->setWordWrap(true);
+  pass_ = new detail::PassBar(this);
+  connect(pass_, &detail::PassBar::retry, this, [this] {
+    invalidate(Plane::xz);
+    invalidate(Plane::yz);
+  });
   connect(&host_, &Workspace::layer_added, this, &OrthoViews::pick_layer);
   connect(&host_, &Workspace::layer_removed, this, &OrthoViews::pick_layer);
   connect(&host_, &Workspace::current_layer_changed, this, &OrthoViews::pick_layer);
@@ -209,7 +216,7 @@ bool OrthoViews::busy() const {
   for (const State& s : state_) {
     if (s.pending || (layer_ >= 0 && s.shown != s.wanted && s.failed != s.wanted)) return true;
   }
-  return false;
+  return side_token_ != nullptr;
 }
 
 void OrthoViews::pick_layer() {
@@ -229,6 +236,11 @@ void OrthoViews::pick_layer() {
   if (id == layer_) return;
   layer_ = id;
   for (State& s : state_) s.image = QImage();
+  if (side_token_) pass_->cancel();  // the old stack's pass: nobody will see it
+  side_token_.reset();
+  pass_file_ = nullptr;
+  read_y_ = read_x_ = -1;
+  pass_->hide();
   if (id >= 0) {
     // A new stack starts at its centre, or keeps the cursor where it fits.
     const Shape s = host_.layer(id).shape();
@@ -265,6 +277,21 @@ void OrthoViews::request(Plane p) {
   if (!l.has_contrast()) return;  // the image view computes it; layer_changed follows
   const RenderOptions o{0, l.contrast_min, l.contrast_max, l.colormap,
                         l.outline && canonical_colormap(l.colormap) == QLatin1String("labels")};
+  HostArray side;  // a file-backed stack's xz or yz plane, from the pass's cache
+  if (l.file_backed() && p != Plane::xy) {
+    const auto index = std::size_t(index_of(p));
+    side = cached_side_plane(l.file, p == Plane::xz, index);
+    if (!side.valid()) {
+      read_side_planes(l);  // request() again once it is read
+      return;
+    }
+    if (!side_token_ && int(index) != (p == Plane::xz ? read_y_ : read_x_)) {
+      pass_->note(tr("%1 at %2 %3: from the cache (the file was not read again)")
+                      .arg(QLatin1String(plane_name(p)))
+                      .arg(QLatin1String(p == Plane::xz ? "y" : "x"))
+                      .arg(index));
+    }
+  }
   const quint64 req = s.wanted;
   s.pending = req;
   struct Result {
@@ -275,20 +302,18 @@ void OrthoViews::request(Plane p) {
   detail::run_async(
       this,
       [a = l.array, h = l.array.valid() ? HostArray{} : l.host, file = l.file, dev = host_.device(),
-       p, index = index_of(p), o, req, latest = s.latest]() {
+       p, index = index_of(p), o, req, latest = s.latest, side]() {
         Result r;
         if (latest->load() != req) {  // superseded before it started: nobody would see it
           r.skipped = true;
           return r;
         }
+        if (side.valid()) {
+          r.image = gpix::ui::render(side, dev, o, &r.pulled);
+          return r;
+        }
         if (!a.valid() && !h.valid() && file) {
-          // A file-backed stack is read plane by plane: xy is one plane, xz and yz would read
-          // the whole file.
-          if (p != Plane::xy) {
-            throw InvalidArgument(std::string("the ") + plane_name(p) +
-                                  " plane of a file-backed stack would read the whole file; "
-                                  "only xy is shown (load a crop of it for all three)");
-          }
+          // A file-backed stack's xy plane is one plane of the file.
           r.image = gpix::ui::render(file->plane(std::size_t(index)), dev, o, &r.pulled);
           return r;
         }
@@ -309,6 +334,52 @@ void OrthoViews::request(Plane p) {
           emit frame_ready(p);
         }
         if (st.shown != st.wanted) request(p);
+      });
+}
+
+void OrthoViews::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  request(Plane::xz);  // a file-backed stack's pass waited for this
+  request(Plane::yz);
+}
+
+void OrthoViews::read_side_planes(const Layer& l) {
+  if (side_token_ && pass_file_ == l.file.get() && pass_y_ == y_ && pass_x_ == x_) return;
+  if (!isVisible()) return;  // a hidden window must not read the file; showEvent asks again
+  // A newer point: the pass for the old one stops at its next slab (start() cancels it).
+  pass_y_ = y_;
+  pass_x_ = x_;
+  pass_file_ = l.file.get();
+  const auto token = pass_->start(tr("xz and yz planes (y %1, x %2)").arg(y_).arg(x_));
+  side_token_ = token;
+  const int y = y_, x = x_;
+  detail::run_async(
+      this, detail::long_pool(),
+      [file = l.file, y, x, token]() {
+        stack_side_planes(file, std::size_t(y), std::size_t(x), &token->cancel,
+                          detail::PassToken::progress_of(token));
+        return true;
+      },
+      [this, token, y, x](const detail::Outcome<bool>& out) {
+        if (token != side_token_) return;  // a newer pass replaced it
+        side_token_.reset();
+        pass_file_ = nullptr;
+        if (!out.value) {
+          // Cancelled or failed: the side panes keep what they showed and wait for a new point
+          // (or Retry).
+          for (Plane p : {Plane::xz, Plane::yz}) state_[at(p)].failed = state_[at(p)].wanted;
+          if (!token->cancel) {
+            pass_->finish(token, tr("xz and yz planes: %1").arg(out.error), true);
+            host_.show_status(tr("Orthogonal views: %1").arg(out.error));
+          }
+          for (OrthoPane* pane : panes_) pane->update();
+          return;
+        }
+        read_y_ = y;
+        read_x_ = x;
+        pass_->finish(token, tr("xz and yz planes read from the file"));
+        request(Plane::xz);
+        request(Plane::yz);
       });
 }
 
@@ -355,6 +426,7 @@ void OrthoViews::layout_panes() {
   for (OrthoPane* p : panes_) p->setVisible(shown);
   if (!shown) {
     info_->setGeometry(rect().adjusted(12, 12, -12, -12));
+    pass_->hide();
     return;
   }
   // Physical extents: one screen scale for all three panes keeps shared axes aligned.
@@ -371,6 +443,11 @@ void OrthoViews::layout_panes() {
   panes_[at(Plane::xz)]->setGeometry(4, 4 + hy + kGap, wx, dz);
   info_->setGeometry(4 + wx + kGap + 4, 4 + hy + kGap, std::max(10, width() - wx - kGap - 12),
                      std::max(10, height() - hy - kGap - 8));
+  // The file-backed pass's line: at the bottom of the corner beside xz, under the point.
+  const int ix = 4 + wx + kGap + 4;
+  pass_->setGeometry(ix, std::max(4 + hy + kGap + 40, height() - 44),
+                     std::max(10, width() - ix - 4), 40);
+  pass_->raise();
 }
 
 void OrthoViews::update_info() {

@@ -5,10 +5,12 @@
 #include <QMouseEvent>
 #include <QPainter>
 #include <QPainterPath>
+#include <QUndoStack>
 #include <algorithm>
 #include <cmath>
 
 #include "gpix/ui/image_view.h"
+#include "gpix/ui/roi_commands.h"
 
 namespace gpix::ui {
 namespace {
@@ -82,9 +84,17 @@ RoiOverlay::RoiOverlay(Workspace& host, ImageView* view)
     select(0);
     update();
   });
+  // Layer ids are never reused, so a layer that comes back under its id (its removal undone)
+  // is the one whose ROIs were kept.
   connect(&host_, &Workspace::layer_removed, this, [this](int id) {
-    if (rois_.remove(id)) emit rois_changed(id);
+    if (rois_.contains(id)) {
+      removed_.insert(id, rois_.take(id));
+      emit rois_changed(id);
+    }
     update();
+  });
+  connect(&host_, &Workspace::layer_added, this, [this](int id) {
+    if (removed_.contains(id)) set_rois(id, removed_.take(id));
   });
 }
 
@@ -154,6 +164,24 @@ std::optional<Roi> RoiOverlay::roi(int layer, int id) const {
   return std::nullopt;
 }
 
+void RoiOverlay::commit(int layer, const QList<Roi>& before, int roi, const QString& text) {
+  const QList<Roi> after = rois_.value(layer);
+  if (after == before) return;  // a click that moved nothing
+  host_.undo_stack()->push(new RoiCommand(this, layer, before, after, roi, text));
+}
+
+void RoiOverlay::delete_roi(int layer, int id) {
+  const QList<Roi> before = rois(layer);
+  remove_roi(layer, id);
+  commit(layer, before, id, tr("Delete ROI %1").arg(id));
+}
+
+void RoiOverlay::edit_roi(int layer, const Roi& roi, const QString& what) {
+  const QList<Roi> before = rois(layer);
+  update_roi(layer, roi);
+  commit(layer, before, roi.id, what);
+}
+
 void RoiOverlay::select(int id) {
   if (id == selected_) return;
   selected_ = id;
@@ -210,6 +238,14 @@ void RoiOverlay::cancel_drawing() {
   update();
 }
 
+void RoiOverlay::add_drawn(const Roi& r) {
+  const int layer = roi_layer();
+  const QList<Roi> before = rois(layer);
+  const int id = add_roi(layer, r);
+  select(id);
+  commit(layer, before, id, tr("Draw %1 ROI %2").arg(kind_name(r.kind)).arg(id));
+}
+
 void RoiOverlay::finish_polygon() {
   if (!drawing_ || drawing_->kind != RoiKind::polygon) return;
   Roi r = *drawing_;
@@ -220,7 +256,7 @@ void RoiOverlay::finish_polygon() {
     if (pts.isEmpty() || QLineF(pts.last(), p).length() > 1e-9) pts << p;
   }
   r.points = pts;
-  if (r.points.size() >= 3 && roi_layer() >= 0) select(add_roi(roi_layer(), r));
+  if (r.points.size() >= 3 && roi_layer() >= 0) add_drawn(r);
   update();
 }
 
@@ -232,22 +268,22 @@ std::optional<RoiOverlay::Grab> RoiOverlay::grab_at(QPointF w) const {
   };
   if (line_) {
     for (int i = 0; i < 2; ++i) {
-      if (near(line_->points[i])) return Grab{0, true, i, ip, line_->points};
+      if (near(line_->points[i])) return Grab{0, true, i, ip, line_->points, {}};
     }
     if (distance_to_segment(w, widget_pos(line_->points[0]), widget_pos(line_->points[1])) <=
         kHandle)
-      return Grab{0, true, -1, ip, line_->points};
+      return Grab{0, true, -1, ip, line_->points, {}};
   }
   const QList<Roi> list = rois_.value(roi_layer());
   // Handles of the selected ROI first, then the topmost ROI under the cursor.
   for (const Roi& r : list) {
     if (r.id != selected_ || !visible_here(r)) continue;
     for (int i = 0; i < r.points.size(); ++i) {
-      if (near(r.points[i])) return Grab{r.id, false, i, ip, r.points};
+      if (near(r.points[i])) return Grab{r.id, false, i, ip, r.points, {}};
     }
   }
   for (auto it = list.rbegin(); it != list.rend(); ++it) {
-    if (visible_here(*it) && it->contains(ip)) return Grab{it->id, false, -1, ip, it->points};
+    if (visible_here(*it) && it->contains(ip)) return Grab{it->id, false, -1, ip, it->points, {}};
   }
   return std::nullopt;
 }
@@ -285,6 +321,7 @@ void RoiOverlay::mousePressEvent(QMouseEvent* e) {
   switch (tool_) {
     case Tool::pointer:
       grab_ = grab_at(e->position());
+      if (grab_) grab_->before = rois(roi_layer());
       if (!grab_) {
         select(0);
         e->ignore();  // the view pans and picks
@@ -345,7 +382,13 @@ void RoiOverlay::mouseReleaseEvent(QMouseEvent* e) {
     return;
   }
   if (grab_) {
+    const Grab g = *grab_;
     grab_.reset();
+    // The whole drag is one step.
+    if (!g.line) {
+      commit(roi_layer(), g.before, g.roi,
+             g.handle >= 0 ? tr("Reshape ROI %1").arg(g.roi) : tr("Move ROI %1").arg(g.roi));
+    }
     return;
   }
   if (!drawing_ || drawing_->kind == RoiKind::polygon) {
@@ -359,7 +402,7 @@ void RoiOverlay::mouseReleaseEvent(QMouseEvent* e) {
   if (r.kind == RoiKind::line) {
     set_line(r.points[0], r.points[1]);
   } else if (r.bounds().width() >= 1 && r.bounds().height() >= 1 && roi_layer() >= 0) {
-    select(add_roi(roi_layer(), r));
+    add_drawn(r);
   }
   update();
 }
@@ -401,7 +444,7 @@ bool RoiOverlay::eventFilter(QObject* watched, QEvent* event) {
     return true;
   }
   if (removes) {
-    remove_roi(roi_layer(), selected_);
+    delete_roi(roi_layer(), selected_);
     return true;
   }
   if (deselects) {

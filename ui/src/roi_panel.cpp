@@ -19,7 +19,9 @@
 #include "async.h"
 #include "gpix/ui/render.h"
 #include "gpix/ui/roi_overlay.h"
+#include "gpix/ui/stack_passes.h"
 #include "gpix/ui/workflow.h"
+#include "pass_bar.h"
 
 namespace gpix::ui {
 namespace {
@@ -99,6 +101,9 @@ RoiPanel::RoiPanel(Workspace& host, RoiOverlay* overlay, QWidget* parent)
   row->addWidget(delete_);
   row->addWidget(export_);
   v->addLayout(row);
+  pass_ = new detail::PassBar;
+  v->addWidget(pass_);
+  connect(pass_, &detail::PassBar::retry, this, &RoiPanel::refresh);
 
   connect(crop_, &QPushButton::clicked, this, [this] { crop(); });
   connect(delete_, &QPushButton::clicked, this, &RoiPanel::delete_selected);
@@ -112,7 +117,9 @@ RoiPanel::RoiPanel(Workspace& host, RoiOverlay* overlay, QWidget* parent)
       const Layer l = host_.layer(layer);
       if (l.valid() && l.shape().ndim() == 3) {
         r->plane = overlay_->new_plane();
-        overlay_->update_roi(layer, *r);
+        overlay_->edit_roi(layer, *r,
+                           on ? tr("Put ROI %1 on all slices").arg(r->id)
+                              : tr("Put ROI %1 on slice %2").arg(r->id).arg(r->plane));
       }
     }
   });
@@ -162,8 +169,9 @@ void RoiPanel::on_layer_changed(int id) {
   if (id != layer_) return;
   const Layer l = host_.layer(id);
   // Display settings (contrast, colour map) do not change what is measured.
-  const bool same = l.array.valid() ? l.array.same_memory(measured_.array)
-                                    : l.host.data() == measured_.host.data();
+  const bool same = l.array.valid()
+                        ? l.array.same_memory(measured_.array)
+                        : l.host.data() == measured_.host.data() && l.file == measured_.file;
   if (!same || l.spacing != measured_.spacing || l.unit != measured_.unit) refresh();
 }
 
@@ -185,20 +193,11 @@ void RoiPanel::refresh() {
     return;
   }
   if (l.file_backed()) {
-    // Its pixels stay in the file; ROI statistics read pixels in memory or on the device.
-    measured_ = l;
-    rois_ = rois;
-    stats_.clear();
-    errors_.clear();
-    for (qsizetype i = 0; i < rois.size(); ++i)
-      errors_ << tr("'%1' is file-backed: ROI statistics need a layer in memory (crop or "
-                    "project it first)")
-                     .arg(l.name);
-    measuring_ = false;
-    show_table();
-    emit measured();
+    measure_file(l, rois, req);
     return;
   }
+  if (pass_->running()) pass_->cancel();
+  pass_->hide();
   measuring_ = true;
   status_->setText(tr("Measuring…"));
   struct Result {
@@ -238,6 +237,79 @@ void RoiPanel::refresh() {
         if (!out.value) {
           for (qsizetype i = 0; i < rois.size(); ++i) errors_ << out.error;
         }
+        show_table();
+        emit measured();
+      });
+}
+
+void RoiPanel::measure_file(const Layer& l, const QList<Roi>& rois, quint64 req) {
+  measuring_ = true;
+  status_->setText(tr("Measuring…"));
+  bool whole = false;                                      // an all-slices ROI reads the whole file
+  for (const Roi& r : rois) whole = whole || r.plane < 0;  // 2D: the rows of its box
+  const auto token =
+      pass_->start(whole ? tr("ROI statistics over every slice") : tr("ROI statistics"));
+  struct Result {
+    std::vector<RoiStats> stats;
+    QStringList errors;
+    int cached = 0;  // ROIs whose numbers came from the cache
+    bool skipped = false;
+  };
+  // A pass over the whole file takes the long passes' thread; a slice's plane is a display read.
+  detail::run_async(
+      this, whole ? detail::long_pool() : detail::display_pool(),
+      [file = l.file, dev = host_.device(), rois, req, latest = latest_, token]() {
+        Result r;
+        if (latest->load() != req) {
+          r.skipped = true;
+          return r;
+        }
+        for (const Roi& roi : rois) {
+          if (token->cancel) throw Cancelled("the ROI statistics were cancelled");
+          try {
+            bool cached = false;
+            r.stats.push_back(stack_roi_stats(file, roi, dev, &token->cancel,
+                                              detail::PassToken::progress_of(token), &cached));
+            r.cached += cached ? 1 : 0;
+            r.errors << QString();
+          } catch (const Cancelled&) {
+            throw;  // nothing half-made: no table at all
+          } catch (const std::exception& e) {
+            r.stats.push_back(RoiStats{});
+            r.errors << QString::fromUtf8(e.what());
+          }
+        }
+        return r;
+      },
+      [this, req, l, rois, token](const detail::Outcome<Result>& out) {
+        if (req != request_) return;  // superseded (its pass was cancelled)
+        measuring_ = false;
+        if (out.value && out.value->skipped) return;
+        if (!out.value && token->cancel) {
+          // Cancelled: the table keeps no half-measured numbers.
+          measured_ = Layer{};
+          rois_ = rois;
+          stats_.assign(std::size_t(rois.size()), RoiStats{});
+          errors_.clear();
+          for (qsizetype i = 0; i < rois.size(); ++i) errors_ << tr("cancelled");
+          show_table();
+          emit measured();
+          return;
+        }
+        measured_ = l;
+        rois_ = rois;
+        stats_ = out.value ? out.value->stats : std::vector<RoiStats>(std::size_t(rois.size()));
+        errors_ = out.value ? out.value->errors : QStringList();
+        if (!out.value) {
+          for (qsizetype i = 0; i < rois.size(); ++i) errors_ << out.error;
+        }
+        const int cached = out.value ? out.value->cached : 0;
+        pass_->finish(
+            token,
+            !out.value ? tr("ROI statistics: %1").arg(out.error)
+            : cached ? tr("%n ROI(s) from the cache (the file was not read again)", nullptr, cached)
+                     : QString(),
+            !out.value);
         show_table();
         emit measured();
       });
@@ -394,7 +466,7 @@ void RoiPanel::delete_selected() {
   const int layer = overlay_->roi_layer();
   int id = overlay_->selected();
   if (id == 0 && overlay_->rois(layer).size() == 1) id = overlay_->rois(layer).first().id;
-  if (id != 0) overlay_->remove_roi(layer, id);
+  if (id != 0) overlay_->delete_roi(layer, id);
 }
 
 void RoiPanel::export_csv(const QString& path) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gpix/array.h"
+#include "gpix/table.h"  // table results (reductions, histograms, label statistics)
 
 namespace gpix {
 
@@ -89,12 +90,6 @@ struct FilterInfo {
 // A parameter value as given: numbers for integer/real/boolean, text for choice.
 using ParamValue = std::variant<double, std::string>;
 using Params = std::map<std::string, ParamValue, std::less<>>;
-
-// A table result (reductions, histograms, label statistics): named columns, rows of values.
-struct Table {
-  std::vector<std::string> columns;
-  std::vector<std::vector<double>> rows;
-};
 
 // A filter's result: an array (image, labels, binary) or a table.
 struct Result {

@@ -24,8 +24,7 @@ namespace {
 
 Result row(const std::string& column, double value) {
   Result r;
-  r.table.columns = {column};
-  r.table.rows = {{value}};
+  r.table = Table({column}, {{value}});
   return r;
 }
 
@@ -249,9 +248,14 @@ Histogram histogram_impl(const Array& a, long long nbins, double lo, double hi,
 
 Result histogram_table(const Histogram& h) {
   Result r;
-  r.table.columns = {"bin_start", "bin_end", "count"};
-  for (std::size_t i = 0; i < h.counts.size(); ++i) {
-    r.table.rows.push_back({h.edges[i], h.edges[i + 1], static_cast<double>(h.counts[i])});
+  const std::size_t n = h.counts.size();
+  r.table = Table::for_overwrite({"bin_start", "bin_end", "count"}, n);
+  const std::span<double> start = r.table.column(0), end = r.table.column(1),
+                          count = r.table.column(2);
+  for (std::size_t i = 0; i < n; ++i) {
+    start[i] = h.edges[i];
+    end[i] = h.edges[i + 1];
+    count[i] = static_cast<double>(h.counts[i]);
   }
   return r;
 }

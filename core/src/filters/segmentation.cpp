@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "filters/components.h"
+#include "filters/label_stats_table.h"
 #include "filters/launch.h"
 #include "filters/registry.h"
 #include "filters/shared.h"
@@ -554,27 +555,6 @@ Array voronoi_otsu(const Array& in, double spot_sigma, double outline_sigma, con
 // ------------------------------------------------------------------ label statistics
 constexpr double kMaxStatLabel = 16777216;  // rows in the table
 
-template <class T>
-double decode_key(std::uint64_t key, int key_bits, int key_mode) {
-  const std::uint64_t sign = key_bits == 64 ? (1ull << 63) : (1ull << 31);
-  if (key_mode == 0) return static_cast<double>(static_cast<T>(key));
-  if (key_mode == 1) {
-    const std::uint64_t u = key ^ sign;
-    if (key_bits == 64) return static_cast<double>(static_cast<std::int64_t>(u));
-    return static_cast<double>(static_cast<std::int32_t>(static_cast<std::uint32_t>(u)));
-  }
-  const std::uint64_t bits = (key & sign) ? (key ^ sign) : ~key;
-  if (key_bits == 64) {
-    double d;
-    std::memcpy(&d, &bits, sizeof d);
-    return d;
-  }
-  const auto b32 = static_cast<std::uint32_t>(bits);
-  float f;
-  std::memcpy(&f, &b32, sizeof f);
-  return f;
-}
-
 Table label_stats(const Array& labels, const Array& image, const RunOptions& o) {
   const std::string what = "label_statistics";
   if (is_float(labels.dtype())) {
@@ -593,10 +573,8 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
                           " the largest is " +
                           ls.max.str() + " (relabel_sequential makes them 1..n)");
   }
-  Table t;
-  t.columns = {"label", "area", "mean_intensity", "min_intensity", "max_intensity"};
   const auto rows = static_cast<std::size_t>(ls.max.as_double());
-  if (rows == 0) return t;
+  if (rows == 0) return detail::label_stats_table({});
   checkpoint(o, 0.2, what);
   const bool fp64 = image.device().supports_fp64();
   const DType vt = image.dtype();
@@ -644,69 +622,46 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
   checkpoint(o, 0.8, what);
   // The five columns come back in one round trip: queued pulls, one wait. Blocking pulls one
   // after another cost a host-device synchronisation each, most of the call on a 2048^2
-  // image (bench/RESULTS.md, issue 17).
-  std::vector<std::uint32_t> a(rows), nan_flags(rows), s32, a32, b32;
-  std::vector<std::uint64_t> kmin(rows), kmax(rows), s64;
+  // image (bench/RESULTS.md, issue 17). The buffers are read once, as pulled (keys and sums
+  // in their own widths), by label_stats_table; they are not zeroed first.
+  // (With the table's allocator: huge pages for the buffers of a million labels.)
+  using Buffer = std::vector<std::byte, detail::ForOverwriteAllocator<std::byte>>;
+  Buffer a(area.bytes()), nan_flags(nans.bytes()), kmin(mins.bytes()), kmax(maxs.bytes()),
+      sum(sums.bytes());
   std::vector<Event> pulls;
-  const auto pull_into = [&](const Array& src, void* dst) {
-    pulls.push_back(pull_async(src, dst, src.bytes()));
-  };
-  pull_into(area, a.data());
-  pull_into(nans, nan_flags.data());
-  if (key_t == DType::u64) {
-    pull_into(mins, kmin.data());
-    pull_into(maxs, kmax.data());
-  } else {
-    a32.resize(rows);
-    b32.resize(rows);
-    pull_into(mins, a32.data());
-    pull_into(maxs, b32.data());
-  }
-  if (sum_t == DType::u64) {
-    s64.resize(rows * reps);
-    pull_into(sums, s64.data());
-  } else {
-    s32.resize(rows * reps);
-    pull_into(sums, s32.data());
-  }
-  for (Event& e : pulls) e.wait();
-  if (key_t != DType::u64) {
-    std::copy(a32.begin(), a32.end(), kmin.begin());
-    std::copy(b32.begin(), b32.end(), kmax.begin());
-  }
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  t.rows.reserve(rows);
-  visit_dtype(vt, [&](auto zero) {
-    using T = decltype(zero);
-    for (std::size_t r = 0; r < rows; ++r) {
-      const double cnt = a[r];
-      double sum = 0;
-      if (k.sum_mode == 0) {
-        // Exact: the slots' 64-bit two's-complement sums add up modulo 2^64 like one sum.
-        std::uint64_t total = 0;
-        for (std::size_t j = 0; j < reps; ++j) total += s64[r * reps + j];
-        sum = is_signed(vt) ? static_cast<double>(static_cast<std::int64_t>(total))
-                            : static_cast<double>(total);
-      } else if (k.sum_mode == 1) {
-        for (std::size_t j = 0; j < reps; ++j) {
-          float f;
-          std::memcpy(&f, &s32[r * reps + j], sizeof f);
-          sum += f;
-        }
-      } else {
-        for (std::size_t j = 0; j < reps; ++j) {
-          double d;
-          std::memcpy(&d, &s64[r * reps + j], sizeof d);
-          sum += d;
+  {
+    // Should a pull fail to start or finish, the others finish before their buffers go.
+    struct FinishPulls {
+      std::vector<Event>& events;
+      ~FinishPulls() {
+        for (const Event& e : events) {
+          try {
+            e.wait();
+          } catch (...) {  // NOLINT(bugprone-empty-catch): the first error is already thrown
+          }
         }
       }
-      const bool none = a[r] == 0 || nan_flags[r] != 0;
-      t.rows.push_back({static_cast<double>(r + 1), cnt, none ? nan : sum / cnt,
-                        none ? nan : decode_key<T>(kmin[r], k.key_bits, k.key_mode),
-                        none ? nan : decode_key<T>(kmax[r], k.key_bits, k.key_mode)});
-    }
-  });
-  return t;
+    } finish{pulls};
+    pulls.push_back(pull_async(area, a.data(), area.bytes()));
+    pulls.push_back(pull_async(nans, nan_flags.data(), nans.bytes()));
+    pulls.push_back(pull_async(mins, kmin.data(), mins.bytes()));
+    pulls.push_back(pull_async(maxs, kmax.data(), maxs.bytes()));
+    pulls.push_back(pull_async(sums, sum.data(), sums.bytes()));
+    for (const Event& e : pulls) e.wait();  // errors of the pulls themselves propagate here
+  }
+  detail::LabelStatsBuffers b;
+  b.rows = rows;
+  b.reps = reps;
+  b.value_dtype = vt;
+  b.key_bits = k.key_bits;
+  b.key_mode = k.key_mode;
+  b.sum_mode = k.sum_mode;
+  b.area = reinterpret_cast<const std::uint32_t*>(a.data());
+  b.nan_flags = reinterpret_cast<const std::uint32_t*>(nan_flags.data());
+  b.mins = kmin.data();
+  b.maxs = kmax.data();
+  b.sums = sum.data();
+  return detail::label_stats_table(b);
 }
 
 InputSpec binary_input(std::string name = "input") {

@@ -56,7 +56,7 @@ class BasicHost : public HostContext {
   // as save_layer does) and returns the call that pulls the layer's pixels (or streams a
   // file-backed layer) and writes the file; it may run on any thread and uses nothing of the
   // host.
-  std::function<void()> save_call(int id, const QString& path) const;
+  std::function<void()> save_call(int id, const QString& path) const override;
   // The reader/writer that would handle path, or nullptr.
   const Reader* reader_for(const QString& path) const;
   const Writer* writer_for(const QString& path) const;

@@ -77,6 +77,12 @@ class HostContext : public gpix::ui::Workspace {
   // Opens a file with its reader; returns the new layer ids.
   // Throws gpix::IoError when no reader matches (naming the patterns that exist) or reading fails.
   virtual QList<int> open_file(const QString& path) = 0;
+  // Opens files the host's way and returns at once: what a plugin's menu action should call
+  // (open_file blocks its caller on the disk and the device). A window host reads them off the
+  // GUI thread and adds their layers when they are read (gpix-viewer: its File > Open path,
+  // with progress and Cancel); this default calls open_file for each and reports a failure in
+  // the status line.
+  virtual void open_files_later(const QStringList& paths);
   // The writers as the widgets see them: each one's name and its first pattern's suffix.
   QList<gpix::ui::SaveFormat> save_formats() const override;
 

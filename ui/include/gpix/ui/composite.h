@@ -35,6 +35,11 @@ QImage render_composite(const gpix::Array& array, const std::vector<Channel>& ch
 QImage render_composite(const gpix::HostArray& host, const gpix::Device& device,
                         const std::vector<Channel>& channels, std::size_t* pulled = nullptr);
 
+// A composite's channels for people, as rich text: "3 channels: ■ C1 (green), ■ C2 (magenta),
+// ■ C3 (cyan, hidden)", each square in the channel's colour; the colour's name where it is one
+// of the default colours, else its #rrggbb. Empty for a layer that is not a composite.
+QString channels_text(const Layer& layer);
+
 // Plane `c` of a (C, y, x) array as a contiguous (y, x) array on its device (a copy).
 gpix::Array channel_plane(const gpix::Array& array, std::size_t c);
 

@@ -2,9 +2,11 @@
 // The interactive histogram: the current layer's (or a composite channel's) histogram computed
 // on the device, two handles dragged with the mouse that set the contrast limits live, gamma,
 // a log scale and automatic (percentile) limits; for composites also the channel's colour and
-// visibility. Every change is a LayerDisplayCommand (a drag is one undo step).
+// visibility. Every change is a LayerDisplayCommand (a drag is one undo step). A file-backed
+// layer's histogram is a pass over its file in slabs, with progress and Cancel, kept per file.
 #include <QWidget>
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -20,6 +22,10 @@ class QPushButton;
 class QSlider;
 
 namespace gpix::ui {
+
+namespace detail {
+class PassBar;
+}
 
 // Bars over a value range with two vertical handles at the limits. Dragging a handle (or the
 // nearest one to a press inside the plot) moves it; limits_dragged is emitted on every move.
@@ -79,10 +85,16 @@ class HistogramPanel : public QWidget {
   void auto_limits();
   void split_channels();
 
+ protected:
+  // A file-backed layer's histogram is read only while the dock is seen (a hidden dock must not
+  // read a 200 GB file in the background); showing it asks again.
+  void showEvent(QShowEvent*) override;
+
  private:
   void show_layer(int id);
   void refresh_controls();
   void request_histogram();
+  void request_file_histogram(const Layer& l);
   // Pushes the display change (one merged undo step per kind in a row).
   void apply(double low, double high, double gamma, const QString& what);
 
@@ -92,6 +104,10 @@ class HistogramPanel : public QWidget {
   // does not recompute it.
   gpix::Array array_;
   gpix::HostArray host_data_;
+  // A file-backed layer's file: its histogram is a pass over the file (stack_passes.h), shown
+  // with its progress and Cancel in pass_.
+  std::weak_ptr<StackFile> file_;
+  detail::PassBar* pass_ = nullptr;
   int histogram_channel_ = -2;
   quint64 request_ = 0;
   int pending_ = 0;

@@ -106,7 +106,8 @@ struct Layer {
 
 // A unit as people read it ("µm" for "um"); "px" for none.
 QString display_unit(const QString& unit);
-// "1.5 × 0.2 × 0.2 µm (z, y, x)", or "1 × 1 px (not calibrated)" without a unit.
+// "1.5 × 0.2 × 0.2 µm (z, y, x)", or "1 × 1 px (not calibrated)" without a unit. Spatial axes
+// only: a composite's channel axis is left out (channels_text() in composite.h says it).
 QString spacing_text(const Layer& layer);
 
 // Gives `result` (a filter's output) the calibration of `input` on the axes it keeps

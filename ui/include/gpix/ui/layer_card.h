@@ -3,6 +3,7 @@
 // kind (gpix::card, computed on the device) and a small histogram (gpix::histogram, kBins bins
 // between min and max). The statistics are computed off the GUI thread: the fields show "…"
 // until refreshed() says they arrived.
+#include <QFormLayout>
 #include <QLabel>
 #include <QMap>
 #include <QTimer>
@@ -40,8 +41,9 @@ class LayerCard : public QWidget {
   // Stops a statistics pass over a file-backed stack at its next slab.
   ~LayerCard() override;
   // The shown value of a field: "name", "shape", "dtype", "size", "min", "max", "mean",
-  // "device", "kind", "spacing" (per axis with the unit, spacing_text()); empty when no layer
-  // is shown.
+  // "device", "kind", "spacing" (per spatial axis with the unit, spacing_text()), "channels"
+  // (a composite's count, names and colours as rich text, channels_text(); its row is hidden
+  // for other layers); empty when no layer is shown.
   QString value(const QString& key) const;
   const Histogram* histogram() const { return hist_; }
   static constexpr int kBins = 64;
@@ -59,6 +61,7 @@ class LayerCard : public QWidget {
   void show_file(const Layer& layer);
 
   Workspace& host_;
+  QFormLayout* form_ = nullptr;
   QMap<QString, QLabel*> fields_;
   QTimer* stats_timer_ = nullptr;       // updates the pass's percentage
   std::weak_ptr<StackFile> stats_for_;  // the file whose pass this card waits for

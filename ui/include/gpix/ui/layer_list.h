@@ -2,11 +2,12 @@
 // The layer list: top layer first, a checkbox for visibility, names edited in place, and for
 // the current layer its opacity, colour map and contrast limits (with auto-contrast by
 // percentiles), order buttons, and dragging a layer out as a file (written by a registered
-// writer into a temporary folder). Every change is an undo step (gpix/ui/layer_commands.h).
+// writer into a temporary folder before the drag starts, off the GUI thread: drag_file.h). Every
+// change is an undo step (gpix/ui/layer_commands.h).
 #include <QListWidget>
-#include <QTemporaryDir>
 #include <QWidget>
 
+#include "gpix/ui/drag_file.h"
 #include "gpix/ui/workspace.h"
 
 class QSlider;
@@ -24,10 +25,12 @@ class LayerList : public QWidget {
  public:
   explicit LayerList(Workspace& host, QWidget* parent = nullptr);
   QListWidget* list() const;
-  // Writes the layer to a temporary file with the first writer that takes it (a 2D u8/u16
-  // layer as PNG where a PNG writer exists, else the others in turn) and returns a QMimeData
-  // with its file URL; nullptr (and the reason in *why) when no writer could.
+  // A QMimeData with the URL of the layer's drag file (drag_file.h: written in the background
+  // with the newest writer that takes it) when that file is written for the layer as it is;
+  // otherwise nullptr, the reason in *why, and the write is started (see drag_files()).
   QMimeData* mime_for(int id, QString* why = nullptr);
+  // The files layers are dragged out as: written when a layer is pressed in the list.
+  DragFiles* drag_files() const { return drag_files_; }
   // Sets the current layer's limits from its 0.5 and 99.5 percentiles (of the shown slice),
   // computed on the device in the background (gpix::ui::auto_contrast); the layer changes when
   // they arrive.
@@ -49,7 +52,8 @@ class LayerList : public QWidget {
   QDoubleSpinBox* low_ = nullptr;
   QDoubleSpinBox* high_ = nullptr;
   QPushButton* auto_ = nullptr;
-  QTemporaryDir drag_dir_;
+  DragFiles* drag_files_ = nullptr;
+  int pending_drag_ = -1;  // a layer dragged before its file was written
   bool updating_ = false;
   bool contrast_pending_ = false;  // an automatic contrast is being computed
   friend class LayerListWidget;

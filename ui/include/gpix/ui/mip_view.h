@@ -10,6 +10,10 @@
 // fast drag never builds a queue. While the mouse button is held frames are rendered at half
 // resolution, or lower where the last frame shows that the device needs it to keep up (down
 // to an eighth), and at full resolution once the button is released.
+// A file-backed stack is shown from the top: its maximum over z, computed by core's tiled
+// maximum_z_projection from the file in slabs (stack_max_projection, on the long passes'
+// thread, with progress and Cancel at the bottom of the view) and kept per file; zoom works,
+// turning does not (the rays of a turned view cross every slab in another order).
 #include <QImage>
 #include <QPointF>
 #include <QWidget>
@@ -21,6 +25,11 @@
 #include "gpix/ui/workspace.h"
 
 namespace gpix::ui {
+
+namespace detail {
+class PassBar;
+struct PassToken;
+}  // namespace detail
 
 class MipView : public QWidget {
   Q_OBJECT
@@ -62,12 +71,17 @@ class MipView : public QWidget {
   void mouseDoubleClickEvent(QMouseEvent*) override;
   void wheelEvent(QWheelEvent*) override;
   void resizeEvent(QResizeEvent*) override;
+  // A file-backed stack's projection is read only while the view is seen.
+  void showEvent(QShowEvent*) override;
 
  private:
   void pick_layer();
   void invalidate();
   void request();
   void apply_zoom(double zoom);
+  bool file_backed() const;
+  // Reads a file-backed stack's projection (unless it is under way), then renders.
+  void read_projection(const Layer& l);
   gpix::MipOptions camera() const;
 
   Workspace& host_;
@@ -83,6 +97,10 @@ class MipView : public QWidget {
   int rendered_ = 0, requested_ = 0;
   double us_per_pixel_ = 0;  // the last frame's cost: sets the resolution while dragging
   QString error_;
+  detail::PassBar* pass_ = nullptr;
+  std::shared_ptr<detail::PassToken> proj_token_;   // the projection pass under way
+  gpix::HostArray projection_;                      // a file-backed stack's maximum over z
+  std::weak_ptr<const StackFile> projection_file_;  // whose it is
 };
 
 }  // namespace gpix::ui

@@ -10,6 +10,11 @@
 // and transpose for yz: never a pull of the volume), coloured by gpix::render_rgba and only
 // its RGBA read back, on the display threads (as ImageView's frames). While a plane is on its
 // way the pane keeps the previous one; requests made meanwhile are merged into one.
+// A file-backed stack's xz and yz planes are gathered from its file in one pass of slabs
+// (stack_side_planes: one row and one column of every plane) on the long passes' thread, with
+// progress and Cancel under the panes; they are kept per file, so going back to a row or column
+// read before shows at once (the bar says it came from the cache). A newer cursor cancels a
+// pass under way.
 #include <QImage>
 #include <QWidget>
 #include <array>
@@ -25,6 +30,11 @@
 class QLabel;
 
 namespace gpix::ui {
+
+namespace detail {
+class PassBar;
+struct PassToken;
+}  // namespace detail
 
 // The planes through the cursor (x, y, z). xy: rows y, columns x; xz: rows z, columns x;
 // yz: rows y, columns z.
@@ -73,6 +83,8 @@ class OrthoViews : public QWidget {
 
  protected:
   void resizeEvent(QResizeEvent*) override;
+  // A file-backed stack's side planes are read only while the views are seen.
+  void showEvent(QShowEvent*) override;
 
  private:
   friend class OrthoPane;
@@ -90,6 +102,8 @@ class OrthoViews : public QWidget {
   // The cursor from a pane's image position (column, row), for clicks and drags.
   void pane_pressed(Plane p, int column, int row);
   void pane_wheel(Plane p, int steps);
+  // A file-backed stack's side planes through (y_, x_): read from the file unless cached.
+  void read_side_planes(const Layer& l);
   int index_of(Plane p) const;
 
   Workspace& host_;
@@ -100,6 +114,12 @@ class OrthoViews : public QWidget {
   std::array<OrthoPane*, 3> panes_{};
   QLabel* info_ = nullptr;
   std::size_t pulled_ = 0;
+  detail::PassBar* pass_ = nullptr;
+  // The side-plane pass under way (null: none), its point and file; the point last read.
+  std::shared_ptr<detail::PassToken> side_token_;
+  int pass_y_ = -1, pass_x_ = -1;
+  const void* pass_file_ = nullptr;
+  int read_y_ = -1, read_x_ = -1;
 };
 
 }  // namespace gpix::ui

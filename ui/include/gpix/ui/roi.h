@@ -35,6 +35,7 @@ struct Roi {
   int id = 0;  // 1, 2, ... per layer: "ROI 2"
 
   QRectF bounds() const { return points.boundingRect(); }
+  bool operator==(const Roi&) const = default;
   // Whether image point p is inside the shape (lines: never).
   bool contains(QPointF p) const;
   QJsonObject to_json() const;

@@ -13,6 +13,11 @@
 // slice it was drawn on and is shown there only, unless "all slices" is on when it is drawn
 // (or set later), in which case it covers every slice (its statistics and crops the whole
 // stack). Everything here runs on the GUI thread and touches no device.
+//
+// What a user does to ROIs (drawing, dragging, deleting, the panel's "All slices") is an undo
+// step on the workspace's undo stack (roi_commands.h), one per gesture; add_roi, set_rois,
+// update_roi and remove_roi change the ROIs directly (sessions, the undo steps themselves).
+// A removed layer's ROIs are kept while its removal can be undone, and come back with it.
 #include <QActionGroup>
 #include <QHash>
 #include <QList>
@@ -52,6 +57,9 @@ class RoiOverlay : public QWidget {
   void update_roi(int layer, const Roi& roi);
   void remove_roi(int layer, int id);
   std::optional<Roi> roi(int layer, int id) const;
+  // The same as one undo step each (what the tools and the ROI panel call).
+  void delete_roi(int layer, int id);
+  void edit_roi(int layer, const Roi& roi, const QString& what);
   // Every layer's ROIs (sessions).
   const QHash<int, QList<Roi>>& all_rois() const { return rois_; }
 
@@ -102,10 +110,15 @@ class RoiOverlay : public QWidget {
     int handle = -1;    // point index dragged, -1: the whole shape moves
     QPointF start;      // image position of the press
     QPolygonF points;   // the shape's points at the press
+    QList<Roi> before;  // the layer's ROIs at the press, for the undo step
   };
+  // Pushes the undo step from `before` to the layer's ROIs now, when they differ.
+  void commit(int layer, const QList<Roi>& before, int roi, const QString& text);
   bool visible_here(const Roi& r) const;
   std::optional<Grab> grab_at(QPointF widget_pos) const;
   void finish_polygon();
+  // Adds a ROI the user drew, selects it and records the undo step.
+  void add_drawn(const Roi& r);
   void apply_grab(QPointF image_pos);
   void draw_roi(QPainter& p, const Roi& r, bool selected) const;
 
@@ -114,6 +127,7 @@ class RoiOverlay : public QWidget {
   QActionGroup* tools_;
   Tool tool_ = Tool::pointer;
   QHash<int, QList<Roi>> rois_;
+  QHash<int, QList<Roi>> removed_;  // the ROIs of removed layers, by the layer's id
   int selected_ = 0;
   bool all_planes_ = false;
   std::optional<Roi> line_;

@@ -6,6 +6,8 @@
 //
 // Measurements, crops and the CSV write run in the background (detail::run_async): the GUI
 // thread never waits. A newer measurement supersedes an older one; only the newest is shown.
+// On a file-backed layer a ROI on one slice reads that plane, an all-slices ROI the whole file
+// in slabs (stack_roi_stats), with progress and Cancel; such results are kept per file.
 #include <QString>
 #include <QWidget>
 #include <atomic>
@@ -24,6 +26,9 @@ class QTableWidget;
 namespace gpix::ui {
 
 class RoiOverlay;
+namespace detail {
+class PassBar;
+}
 
 class RoiPanel : public QWidget {
   Q_OBJECT
@@ -64,6 +69,7 @@ class RoiPanel : public QWidget {
  private:
   void show_table();
   void on_layer_changed(int id);
+  void measure_file(const Layer& l, const QList<Roi>& rois, quint64 req);
 
   Workspace& host_;
   RoiOverlay* overlay_;
@@ -80,6 +86,7 @@ class RoiPanel : public QWidget {
   QList<Roi> rois_;
   std::vector<RoiStats> stats_;
   QStringList errors_;
+  detail::PassBar* pass_ = nullptr;  // a file-backed layer's pass: progress, Cancel
   bool measuring_ = false;
   bool cropping_ = false;
   bool updating_ = false;

@@ -6,6 +6,7 @@
 #include <QList>
 #include <QObject>
 #include <QString>
+#include <functional>
 #include <memory>
 
 #include "gpix/device.h"
@@ -71,6 +72,10 @@ class Workspace : public QObject {
   // for an unknown id, gpix::IoError when no format takes the path (naming those that exist) or
   // writing fails.
   virtual void save_layer(int id, const QString& path) = 0;
+  // save_layer in two halves, for writes off the GUI thread: finds the format (throws as
+  // save_layer does) and returns the call that pulls the layer's pixels and writes the file; it
+  // may run on any thread and touches nothing of the workspace.
+  virtual std::function<void()> save_call(int id, const QString& path) const = 0;
 
   // --- services ---
   virtual std::shared_ptr<Task> begin_task(const QString& title) = 0;

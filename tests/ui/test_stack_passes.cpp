@@ -1,0 +1,656 @@
+// Whole-stack tools on file-backed layers (issues 16 and 18): the histogram, ROI statistics,
+// the xz/yz planes and the maximum over z of a TIFF stack read from its file in slabs, against
+// numpy and tifffile on the same file:
+//  - a 64 x 512 x 512 uint16 stack (32 MiB, slabs of 8 MB: 32 slabs for core's folds, 4 for the
+//    host passes) and an odd 23 x 131 x 97 float32 one (slabs of 512 kB: 12 and 3);
+//  - histogram bins, ROI statistics (rectangle, ellipse, polygon; on one slice and on all),
+//    the xz and yz planes byte for byte, the maximum over z byte for byte;
+//  - a second request comes from the cache, and the widgets say so;
+//  - Cancel in the middle leaves no result and nothing cached;
+//  - the widgets (Histogram dock, ROI panel, orthogonal views, 3D view) on a file-backed layer,
+//    and the longest pause of the event loop while all of them read the file (< 50 ms).
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QHBoxLayout>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSettings>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QThread>
+#include <QTimer>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "gpix/basic_host.h"
+#include "gpix/error.h"
+#include "gpix/filters/reductions.h"
+#include "gpix/slab_files.h"
+#include "gpix/ui/histogram_panel.h"
+#include "gpix/ui/image_view.h"
+#include "gpix/ui/mip_view.h"
+#include "gpix/ui/ortho_views.h"
+#include "gpix/ui/render.h"
+#include "gpix/ui/roi_overlay.h"
+#include "gpix/ui/roi_panel.h"
+#include "gpix/ui/stack_passes.h"
+#include "support/process.h"
+#include "ui/image_words.h"
+
+using namespace gpix;
+using gpix::plugin::BasicHost;
+using gpix::test::words;
+using gpix::ui::Plane;
+using gpix::ui::Roi;
+using gpix::ui::RoiKind;
+
+namespace {
+
+// A source that takes its time: a slow disk, so that Cancel lands in the middle of a pass (the
+// test's 32 MiB file is read from the page cache in well under a second).
+class SlowSource final : public SlabSource {
+ public:
+  SlowSource(std::unique_ptr<SlabSource> in, int ms) : in_(std::move(in)), ms_(ms) {}
+  Shape shape() const override { return in_->shape(); }
+  DType dtype() const override { return in_->dtype(); }
+  void read(std::size_t from, std::size_t to, std::byte* dst) override {
+    QThread::msleep(static_cast<unsigned long>(ms_));
+    in_->read(from, to, dst);
+  }
+
+ private:
+  std::unique_ptr<SlabSource> in_;
+  int ms_;
+};
+
+// A TIFF read plane by plane through gpix_io, as the gpix plugin's reader makes it.
+class TiffStackFile final : public ui::StackFile {
+ public:
+  explicit TiffStackFile(const QString& path, const io::FileSlabSource& src, int delay_ms = 0)
+      : StackFile(path, QStringLiteral("TIFF"), src.shape(), src.dtype()), delay_ms_(delay_ms) {}
+  static std::shared_ptr<TiffStackFile> open_file(const QString& path, int delay_ms = 0) {
+    auto src = io::open_slabs(path.toStdString());
+    if (!src) throw IoError("cannot stream " + path.toStdString(), path.toStdString());
+    return std::make_shared<TiffStackFile>(path, *src, delay_ms);
+  }
+  std::unique_ptr<SlabSource> open() const override {
+    std::unique_ptr<SlabSource> src = io::open_slabs(path().toStdString());
+    if (delay_ms_ > 0) return std::make_unique<SlowSource>(std::move(src), delay_ms_);
+    return src;
+  }
+  std::unique_ptr<SlabSink> create(const QString&, const std::vector<double>&,
+                                   const std::vector<double>&, const QString&,
+                                   bool) const override {
+    throw InvalidArgument("not needed here");
+  }
+  std::shared_ptr<StackFile> open_result(const QString&) const override {
+    throw InvalidArgument("not needed here");
+  }
+
+ private:
+  int delay_ms_ = 0;
+};
+
+struct Case {
+  const char* name;
+  Shape shape;
+  DType dtype;
+  std::uint64_t budget;  // slab budget
+  int slice;             // the slice of the one-slice ROIs
+  std::size_t y, x;      // the side planes' point
+};
+
+const Case kCases[] = {
+    {"u16", Shape{64, 512, 512}, DType::u16, 8ull << 20, 41, 300, 123},
+    {"f32", Shape{23, 131, 97}, DType::f32, 512ull << 10, 17, 64, 95},
+};
+
+// A 2D image (rows are its slabs) for ROI statistics.
+const Shape k2d{1001, 777};
+
+// Three ROIs over an image of (h, w): a rectangle, an ellipse and a concave polygon whose
+// vertices are not on pixel edges.
+std::map<QString, Roi> rois_for(std::size_t h, std::size_t w) {
+  const double W = double(w), H = double(h);
+  Roi rect, ell, poly;
+  rect.kind = RoiKind::rectangle;
+  rect.points = QPolygonF({QPointF(std::round(W * 0.1), std::round(H * 0.2)),
+                           QPointF(std::round(W * 0.55), std::round(H * 0.7))});
+  ell.kind = RoiKind::ellipse;
+  ell.points = QPolygonF({QPointF(std::round(W * 0.3), std::round(H * 0.25)),
+                          QPointF(std::round(W * 0.9), std::round(H * 0.8))});
+  poly.kind = RoiKind::polygon;
+  poly.points = QPolygonF({QPointF(W * 0.05 + 0.3, H * 0.1 + 0.7), QPointF(W * 0.8 + 0.2, H * 0.15),
+                           QPointF(W * 0.5 + 0.4, H * 0.45 + 0.1), QPointF(W * 0.9, H * 0.9 + 0.3),
+                           QPointF(W * 0.15 + 0.6, H * 0.85)});
+  return {{QStringLiteral("rectangle"), rect},
+          {QStringLiteral("ellipse"), ell},
+          {QStringLiteral("polygon"), poly}};
+}
+
+// The ROI's pixels over the whole (h, w) image, one byte each (the viewer's own mask rule,
+// tested against a plain reference in test_ui_roi), for numpy.
+QByteArray full_mask(const Roi& roi, std::size_t h, std::size_t w) {
+  QByteArray out(qsizetype(h * w), '\0');
+  const QRect box = ui::roi_box(roi, int(w), int(h));
+  const std::vector<std::uint8_t> m = ui::roi_mask(roi, box);
+  for (int y = 0; y < box.height(); ++y)
+    for (int x = 0; x < box.width(); ++x)
+      out[qsizetype(std::size_t(box.y() + y) * w + std::size_t(box.x() + x))] =
+          char(m[std::size_t(y * box.width() + x)]);
+  return out;
+}
+
+HostArray read_raw(const QString& path, const Shape& s, DType t) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  const QByteArray b = f.readAll();
+  HostArray h = HostArray::empty(s, t);
+  if (std::size_t(b.size()) != h.bytes()) return {};
+  std::memcpy(h.data(), b.constData(), h.bytes());
+  return h;
+}
+
+bool same_bytes(const HostArray& a, const HostArray& b) {
+  return a.valid() && b.valid() && a.bytes() == b.bytes() &&
+         std::memcmp(a.data(), b.data(), a.bytes()) == 0;
+}
+
+bool close(double got, double want, double rel) {
+  if (std::isnan(want)) return std::isnan(got);
+  return std::abs(got - want) <= rel * std::max(1.0, std::abs(want));
+}
+
+// The longest gap between turns of the event loop, ticking every 5 ms.
+struct StallMeter {
+  QElapsedTimer tick;
+  qint64 worst = 0;
+  QTimer timer;
+  StallMeter() {
+    timer.setTimerType(Qt::PreciseTimer);
+    QObject::connect(&timer, &QTimer::timeout, [this] { worst = std::max(worst, tick.restart()); });
+    timer.start(5);
+    tick.start();
+  }
+};
+
+QString pass_text(QWidget* w) {
+  auto* l = w->findChild<QLabel*>(QStringLiteral("pass_text"));
+  return l ? l->text() : QString();
+}
+
+}  // namespace
+
+class TestStackPasses : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+  QJsonObject ref_;  // what numpy says, per case
+  std::unique_ptr<BasicHost> host_;
+
+  QString file_of(const Case& c) const {
+    return tmp_.filePath(QStringLiteral("%1.tif").arg(QLatin1String(c.name)));
+  }
+  QJsonObject ref(const Case& c) const { return ref_.value(QLatin1String(c.name)).toObject(); }
+  void use_budget(const Case& c) {
+    ui::LargeStackPolicy p;
+    p.slab_budget_bytes = c.budget;
+    ui::set_large_stack_policy(p);
+  }
+  std::shared_ptr<ui::StackFile> open(const Case& c) {
+    use_budget(c);
+    return TiffStackFile::open_file(file_of(c));
+  }
+  int add_file_layer(const Case& c, std::shared_ptr<ui::StackFile> file) {
+    ui::Layer l;
+    l.name = QLatin1String(c.name);
+    l.file = std::move(file);
+    const QJsonObject r = ref(c);
+    l.contrast_min = r.value(QStringLiteral("min")).toDouble();
+    l.contrast_max = r.value(QStringLiteral("max")).toDouble();
+    return host_->add_layer(l);
+  }
+  std::vector<std::uint64_t> numpy_counts(const Case& c) const {
+    std::vector<std::uint64_t> out;
+    for (const auto v : ref(c).value(QStringLiteral("hist")).toArray())
+      out.push_back(std::uint64_t(v.toDouble()));
+    return out;
+  }
+  void compare_stats(const ui::RoiStats& got, const QJsonObject& want, const QString& what) {
+    QVERIFY2(got.pixels == std::uint64_t(want.value(QStringLiteral("pixels")).toDouble()),
+             qPrintable(what + QStringLiteral(" pixels %1").arg(got.pixels)));
+    QVERIFY2(got.count == std::uint64_t(want.value(QStringLiteral("count")).toDouble()),
+             qPrintable(what));
+    QVERIFY2(got.min == want.value(QStringLiteral("min")).toDouble(),
+             qPrintable(what + QStringLiteral(" min %1").arg(got.min)));
+    QVERIFY2(got.max == want.value(QStringLiteral("max")).toDouble(),
+             qPrintable(what + QStringLiteral(" max %1").arg(got.max)));
+    QVERIFY2(close(got.sum, want.value(QStringLiteral("sum")).toDouble(), 1e-9),
+             qPrintable(what + QStringLiteral(" sum %1 vs %2")
+                                   .arg(got.sum, 0, 'g', 17)
+                                   .arg(want.value(QStringLiteral("sum")).toDouble(), 0, 'g', 17)));
+    QVERIFY2(close(got.mean, want.value(QStringLiteral("mean")).toDouble(), 1e-9),
+             qPrintable(what + QStringLiteral(" mean %1").arg(got.mean, 0, 'g', 17)));
+    QVERIFY2(close(got.std, want.value(QStringLiteral("std")).toDouble(), 1e-6),
+             qPrintable(what + QStringLiteral(" std %1 vs %2")
+                                   .arg(got.std, 0, 'g', 17)
+                                   .arg(want.value(QStringLiteral("std")).toDouble(), 0, 'g', 17)));
+  }
+
+ private slots:
+  void initTestCase() {
+    // The masks of the ROIs, for numpy; then the stacks, written by tifffile, and numpy's
+    // numbers of them.
+    QJsonArray spec;
+    for (const Case& c : kCases) {
+      const std::size_t h = c.shape.height(), w = c.shape.width();
+      QJsonArray names;
+      for (const auto& [name, roi] : rois_for(h, w)) {
+        QFile f(tmp_.filePath(QStringLiteral("%1_%2.mask").arg(QLatin1String(c.name), name)));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(full_mask(roi, h, w));
+        names.append(name);
+      }
+      spec.append(
+          QJsonObject{{QStringLiteral("name"), QLatin1String(c.name)},
+                      {QStringLiteral("shape"), QJsonArray{int(c.shape.depth()), int(h), int(w)}},
+                      {QStringLiteral("slice"), c.slice},
+                      {QStringLiteral("y"), int(c.y)},
+                      {QStringLiteral("x"), int(c.x)},
+                      {QStringLiteral("rois"), names}});
+    }
+    {
+      // A 2D float32 image whose slabs are rows, for the ROI statistics.
+      QJsonArray names;
+      for (const auto& [name, roi] : rois_for(k2d.height(), k2d.width())) {
+        QFile f(tmp_.filePath(QStringLiteral("f32_2d_%1.mask").arg(name)));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(full_mask(roi, k2d.height(), k2d.width()));
+        names.append(name);
+      }
+      spec.append(
+          QJsonObject{{QStringLiteral("name"), QStringLiteral("f32_2d")},
+                      {QStringLiteral("shape"), QJsonArray{int(k2d.height()), int(k2d.width())}},
+                      {QStringLiteral("rois"), names}});
+    }
+    const QString script = QStringLiteral(R"(
+import json, os, sys, numpy as np, tifffile
+out, spec = sys.argv[1], json.loads(sys.argv[2])
+res = {}
+for c in spec:
+    rng = np.random.default_rng(16)
+    if len(c['shape']) == 2:
+        h, w = c['shape']
+        a = rng.normal(100, 30, (h, w)).astype(np.float32)
+        path = os.path.join(out, c['name'] + '.tif')
+        tifffile.imwrite(path, a)
+        a = tifffile.imread(path)
+        r = {}
+        for roi in c['rois']:
+            m = np.fromfile(os.path.join(out, '%s_%s.mask' % (c['name'], roi)), np.uint8).reshape(h, w) > 0
+            v = a[m].astype(np.float64)
+            r[roi] = {'pixels': int(m.sum()), 'count': int(v.size), 'min': float(v.min()),
+                      'max': float(v.max()), 'sum': float(v.sum()), 'mean': float(v.mean()),
+                      'std': float(v.std())}
+        res[c['name']] = r
+        continue
+    name, (d, h, w) = c['name'], c['shape']
+    if name == 'u16':
+        # A light-sheet-like stack: gamma noise, a bright blob that moves with z, a gradient.
+        yy, xx = np.mgrid[0:h, 0:w]
+        planes = []
+        for z in range(d):
+            cy, cx = h * (0.3 + 0.4 * z / d), w * (0.7 - 0.4 * z / d)
+            blob = 20000 * np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / (2 * 40.0 ** 2))
+            p = rng.gamma(2.0, 300.0, (h, w)) + blob + xx * 3 + z * 50
+            planes.append(np.clip(p, 0, 65535).astype(np.uint16))
+        a = np.stack(planes)
+    else:
+        a = rng.normal(100, 30, (d, h, w)).astype(np.float32)
+    path = os.path.join(out, name + '.tif')
+    tifffile.imwrite(path, a)
+    a = tifffile.imread(path)
+    mn, mx = float(a.min()), float(a.max())
+    counts, _ = np.histogram(a, bins=256, range=(mn, mx))
+    r = {'min': mn, 'max': mx, 'hist': [int(v) for v in counts]}
+    for roi in c['rois']:
+        m = np.fromfile(os.path.join(out, '%s_%s.mask' % (name, roi)), np.uint8).reshape(h, w) > 0
+        for key, v, planes in (('slice', a[c['slice']][m], 1), ('all', a[:, m], d)):
+            v = v.astype(np.float64).ravel()
+            r['%s %s' % (roi, key)] = {'pixels': int(m.sum()) * planes, 'count': int(v.size),
+                'min': float(v.min()), 'max': float(v.max()), 'sum': float(v.sum()),
+                'mean': float(v.mean()), 'std': float(v.std())}
+    np.ascontiguousarray(a[:, c['y'], :]).tofile(os.path.join(out, name + '.xz'))
+    np.ascontiguousarray(a[:, :, c['x']].T).tofile(os.path.join(out, name + '.yz'))
+    a.max(axis=0).tofile(os.path.join(out, name + '.mip'))
+    res[name] = r
+json.dump(res, open(os.path.join(out, 'ref.json'), 'w'))
+)");
+    const auto r =
+        test::run_process(QStringLiteral("/usr/bin/python3"),
+                          {QStringLiteral("-c"), script, tmp_.path(),
+                           QString::fromUtf8(QJsonDocument(spec).toJson(QJsonDocument::Compact))},
+                          {.timeout_ms = 300000, .merge_channels = true});
+    if (r.code != 0) QSKIP(qPrintable("no numpy/tifffile: " + QString::fromUtf8(r.out)));
+    QFile j(tmp_.filePath(QStringLiteral("ref.json")));
+    QVERIFY(j.open(QIODevice::ReadOnly));
+    ref_ = QJsonDocument::fromJson(j.readAll()).object();
+  }
+
+  void init() {
+    ui::clear_stack_pass_cache();
+    host_ = std::make_unique<BasicHost>(
+        default_device(),
+        new QSettings(tmp_.filePath(QStringLiteral("t.ini")), QSettings::IniFormat));
+  }
+  void cleanup() {
+    host_.reset();
+    ui::set_large_stack_policy({});
+  }
+
+  // Each pass's numbers against numpy's on the same file, read in several slabs.
+  void numbers_match_numpy_data() {
+    QTest::addColumn<int>("index");
+    for (int i = 0; i < int(std::size(kCases)); ++i) QTest::newRow(kCases[i].name) << i;
+  }
+  void numbers_match_numpy() {
+    QFETCH(int, index);
+    const Case& c = kCases[index];
+    const auto file = open(c);
+    QCOMPARE(file->shape(), c.shape);
+    QCOMPARE(file->dtype(), c.dtype);
+    const Device dev = default_device();
+    std::size_t slabs = 0;
+    const auto count = [&](std::size_t, std::size_t n) { slabs = n; };
+
+    // Histogram: core's tiled fold over the stack's range (the card's statistics first, as
+    // the viewer has them), against numpy.histogram over [min, max] and against core's
+    // whole-array histogram of the same pixels.
+    const ui::StackStats st = file->stats(dev);
+    QCOMPARE(st.min, ref(c).value(QStringLiteral("min")).toDouble());
+    QCOMPARE(st.max, ref(c).value(QStringLiteral("max")).toDouble());
+    const ui::StackHistogram h = ui::stack_histogram(file, dev, 256, nullptr, count);
+    QVERIFY2(slabs >= 8, qPrintable(QString::number(slabs)));
+    QVERIFY(!h.cached);
+    QCOMPARE(h.min, st.min);
+    QCOMPARE(h.max, st.max);
+    HostArray whole = HostArray::empty(c.shape, c.dtype);
+    file->open()->read(0, file->planes(), whole.data());
+    QCOMPARE(h.counts, histogram(Array::push(whole, dev), 256, st.min, st.max).counts);
+    QCOMPARE(h.counts, numpy_counts(c));
+
+    // ROI statistics, one slice (that plane only) and all slices (every slab).
+    for (const auto& [name, roi0] : rois_for(c.shape.height(), c.shape.width())) {
+      Roi roi = roi0;
+      roi.plane = c.slice;
+      slabs = 0;
+      compare_stats(ui::stack_roi_stats(file, roi, dev, nullptr, count),
+                    ref(c).value(name + QStringLiteral(" slice")).toObject(),
+                    name + QStringLiteral(" on slice"));
+      QCOMPARE(slabs, std::size_t(1));  // one plane read
+      roi.plane = -1;
+      bool cached = true;
+      const ui::RoiStats all = ui::stack_roi_stats(file, roi, dev, nullptr, count, &cached);
+      QVERIFY(!cached);
+      QVERIFY2(slabs >= 3, qPrintable(QString::number(slabs)));
+      compare_stats(all, ref(c).value(name + QStringLiteral(" all")).toObject(),
+                    name + QStringLiteral(" on all slices"));
+      QCOMPARE(all.planes, int(c.shape.depth()));
+    }
+
+    // The side planes and the maximum over z, byte for byte.
+    const std::size_t nz = c.shape.depth(), ny = c.shape.height(), nx = c.shape.width();
+    const QString base = tmp_.filePath(QLatin1String(c.name));
+    const ui::SidePlanes sp = ui::stack_side_planes(file, c.y, c.x, nullptr, count);
+    QVERIFY(!sp.cached);
+    QVERIFY2(same_bytes(sp.xz, read_raw(base + QStringLiteral(".xz"), Shape{nz, nx}, c.dtype)),
+             "xz");
+    QVERIFY2(same_bytes(sp.yz, read_raw(base + QStringLiteral(".yz"), Shape{ny, nz}, c.dtype)),
+             "yz");
+    QCOMPARE(sp.xz.shape(), (Shape{nz, nx}));
+    QCOMPARE(sp.yz.shape(), (Shape{ny, nz}));
+    slabs = 0;
+    const ui::StackProjection mip = ui::stack_max_projection(file, dev, nullptr, count);
+    QVERIFY(!mip.cached);
+    QVERIFY2(slabs >= 8, qPrintable(QString::number(slabs)));
+    QCOMPARE(mip.image.shape(), (Shape{ny, nx}));
+    QVERIFY2(same_bytes(mip.image, read_raw(base + QStringLiteral(".mip"), Shape{ny, nx}, c.dtype)),
+             "maximum over z");
+
+    // Asked again: from the cache, without reading (no progress at all).
+    slabs = 0;
+    QVERIFY(ui::stack_histogram(file, dev, 256, nullptr, count).cached);
+    QVERIFY(ui::stack_side_planes(file, c.y, c.x, nullptr, count).cached);
+    QVERIFY(ui::stack_max_projection(file, dev, nullptr, count).cached);
+    Roi roi = rois_for(ny, nx).at(QStringLiteral("ellipse"));
+    bool cached = false;
+    ui::stack_roi_stats(file, roi, dev, nullptr, count, &cached);
+    QVERIFY(cached);
+    QCOMPARE(slabs, std::size_t(0));
+    QVERIFY(ui::stack_pass_cache_bytes() <= ui::stack_pass_cache_limit());
+    // A side plane through another point reads the file again.
+    QVERIFY(!ui::stack_side_planes(file, c.y / 2, c.x, nullptr, count).cached);
+    QVERIFY(slabs > 0);
+  }
+
+  // A file-backed 2D image: the rows of each ROI's box, slab by slab, against numpy.
+  void roi_statistics_of_a_2d_image() {
+    ui::LargeStackPolicy p;
+    p.slab_budget_bytes = 256ull << 10;  // 84 rows a slab
+    ui::set_large_stack_policy(p);
+    const auto file = TiffStackFile::open_file(tmp_.filePath(QStringLiteral("f32_2d.tif")));
+    QCOMPARE(file->shape(), k2d);
+    const QJsonObject want = ref_.value(QStringLiteral("f32_2d")).toObject();
+    for (const auto& [name, roi] : rois_for(k2d.height(), k2d.width())) {
+      std::size_t slabs = 0;
+      const ui::RoiStats got = ui::stack_roi_stats(file, roi, default_device(), nullptr,
+                                                   [&](std::size_t, std::size_t n) { slabs = n; });
+      QVERIFY2(slabs >= 3, qPrintable(name + QStringLiteral(" %1").arg(slabs)));
+      QCOMPARE(got.planes, 1);
+      compare_stats(got, want.value(name).toObject(), name + QStringLiteral(" (2D)"));
+    }
+  }
+
+  // Cancel between two slabs: Cancelled, and nothing is cached (the next call reads again).
+  void cancel_leaves_nothing() {
+    const Case& c = kCases[0];
+    const auto file = open(c);
+    const Device dev = default_device();
+    std::atomic<bool> cancel{false};
+    std::size_t seen = 0;
+    const auto stop_at_3 = [&](std::size_t done, std::size_t) {
+      seen = done;
+      if (done == 3) cancel = true;
+    };
+    const std::uint64_t before = ui::stack_pass_cache_bytes();
+    QVERIFY_THROWS_EXCEPTION(Cancelled, ui::stack_histogram(file, dev, 256, &cancel, stop_at_3));
+    QCOMPARE(seen, std::size_t(3));
+    cancel = false;
+    QVERIFY_THROWS_EXCEPTION(Cancelled, ui::stack_max_projection(file, dev, &cancel, stop_at_3));
+    cancel = false;
+    QVERIFY_THROWS_EXCEPTION(Cancelled, ui::stack_side_planes(file, 1, 2, &cancel, stop_at_3));
+    QVERIFY(!ui::cached_side_plane(file, true, 1).valid());
+    cancel = false;
+    Roi roi = rois_for(c.shape.height(), c.shape.width()).at(QStringLiteral("polygon"));
+    QVERIFY_THROWS_EXCEPTION(
+        Cancelled, ui::stack_roi_stats(file, roi, dev, &cancel, [&](std::size_t d, std::size_t) {
+          if (d == 2) cancel = true;
+        }));
+    QCOMPARE(ui::stack_pass_cache_bytes(), before);
+    std::size_t slabs = 0;
+    const auto count = [&](std::size_t, std::size_t n) { slabs = n; };
+    QVERIFY(!ui::stack_histogram(file, dev, 256, nullptr, count).cached);
+    QVERIFY(slabs > 0);
+  }
+
+  // The dock, the panel and both views on a file-backed layer, against numpy; the second time
+  // from the cache, said in the widget; the event loop keeps turning while they read.
+  void widgets_on_a_file_backed_stack() {
+    const Case& c = kCases[0];
+    use_budget(c);
+    // 20 ms a slab, as a disk would take: the passes last seconds, not the page cache's blink.
+    const auto file = TiffStackFile::open_file(file_of(c), 20);
+    const std::size_t ny = c.shape.height(), nx = c.shape.width(), nz = c.shape.depth();
+    const QString base = tmp_.filePath(QLatin1String(c.name));
+    QWidget window;
+    auto* row = new QHBoxLayout(&window);
+    auto* view = new ui::ImageView(*host_);
+    auto* overlay = new ui::RoiOverlay(*host_, view);
+    auto* roi_panel = new ui::RoiPanel(*host_, overlay);
+    auto* hist = new ui::HistogramPanel(*host_);
+    auto* ortho = new ui::OrthoViews(*host_);
+    auto* mip = new ui::MipView(*host_);
+    row->addWidget(view);
+    row->addWidget(roi_panel);
+    row->addWidget(hist);
+    row->addWidget(ortho);
+    window.resize(1900, 700);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    mip->resize(int(nx), int(ny));  // one screen pixel per voxel at zoom 1
+    mip->show();
+    QVERIFY(QTest::qWaitForWindowExposed(mip));
+
+    StallMeter meter;
+    const int id = add_file_layer(c, file);
+    host_->set_current_layer(id);
+    mip->set_zoom(1);
+    ortho->set_cursor(int(c.x), int(c.y), c.slice);
+    Roi all = rois_for(ny, nx).at(QStringLiteral("polygon"));
+    all.plane = -1;
+    overlay->add_roi(id, all);
+    QElapsedTimer clock;
+    clock.start();
+    QTRY_VERIFY_WITH_TIMEOUT(
+        !hist->busy() && !roi_panel->busy() && !ortho->busy() && !mip->busy() && !view->busy(),
+        300000);
+    const qint64 worst = meter.worst;
+    qInfo(
+        "four passes over the %s file-backed stack took %lld ms; longest event-loop pause %lld ms",
+        c.shape.str().c_str(), clock.elapsed(), worst);
+    QVERIFY2(worst < 50, qPrintable(QString::number(worst)));
+
+    // Histogram dock.
+    QCOMPARE(hist->histogram()->counts(), numpy_counts(c));
+    QVERIFY2(pass_text(hist).contains(QStringLiteral("read from the file")),
+             qPrintable(pass_text(hist)));
+    // ROI panel.
+    QCOMPARE(roi_panel->stats().size(), std::size_t(1));
+    QVERIFY2(roi_panel->errors().value(0).isEmpty(), qPrintable(roi_panel->errors().value(0)));
+    compare_stats(roi_panel->stats()[0], ref(c).value(QStringLiteral("polygon all")).toObject(),
+                  QStringLiteral("panel"));
+    // Orthogonal views: the side panes are numpy's planes, coloured as the view colours.
+    const ui::RenderOptions o{0, host_->layer(id).contrast_min, host_->layer(id).contrast_max,
+                              QStringLiteral("gray"), false};
+    QCOMPARE(ortho->cursor_y(), int(c.y));
+    const QImage xz = ui::render(read_raw(base + QStringLiteral(".xz"), Shape{nz, nx}, c.dtype),
+                                 default_device(), o);
+    const QImage yz = ui::render(read_raw(base + QStringLiteral(".yz"), Shape{ny, nz}, c.dtype),
+                                 default_device(), o);
+    QVERIFY(words(ortho->frame(Plane::xz)) == words(xz));
+    QVERIFY(words(ortho->frame(Plane::yz)) == words(yz));
+    QVERIFY2(pass_text(ortho).contains(QStringLiteral("read from the file")),
+             qPrintable(pass_text(ortho)));
+    // 3D view: the maximum over z, one pixel per voxel.
+    const QImage top = ui::render(read_raw(base + QStringLiteral(".mip"), Shape{ny, nx}, c.dtype),
+                                  default_device(), o);
+    QCOMPARE(mip->frame().size(), top.size());
+    QVERIFY(words(mip->frame()) == words(top));
+    QCOMPARE(mip->yaw(), 0.0);
+    mip->set_angles(30, 20);  // file-backed: seen from the top only
+    QCOMPARE(mip->yaw(), 0.0);
+
+    if (qEnvironmentVariableIsSet("GPIX_SCREENSHOT_DIR")) {
+      const QString dir = qEnvironmentVariable("GPIX_SCREENSHOT_DIR");
+      // The two views side by side, as the docs show them.
+      QWidget shot;
+      auto* both = new QHBoxLayout(&shot);
+      ortho->setParent(nullptr);
+      mip->setParent(nullptr);
+      both->addWidget(ortho, 3);
+      both->addWidget(mip, 2);
+      shot.resize(1400, 620);
+      shot.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&shot));
+      mip->fit();
+      QTRY_VERIFY_WITH_TIMEOUT(!ortho->busy() && !mip->busy(), 60000);
+      QTest::qWait(300);
+      shot.grab().save(QDir(dir).filePath(QStringLiteral("file_backed_views.png")));
+      window.grab().save(QDir(dir).filePath(QStringLiteral("file_backed_tools.png")));
+      return;  // the widgets moved; the rest runs without a screenshot folder
+    }
+
+    // Another layer and back: every result from the cache, and each widget says so.
+    ui::Layer other;
+    other.name = QStringLiteral("other");
+    other.array = Array::push(std::vector<float>(2 * 8 * 8, 1.0f), Shape{2, 8, 8});
+    other.contrast_min = 0;
+    other.contrast_max = 2;
+    const int o_id = host_->add_layer(other);
+    host_->set_current_layer(o_id);
+    QTRY_VERIFY_WITH_TIMEOUT(!hist->busy() && !mip->busy() && !ortho->busy(), 60000);
+    host_->set_current_layer(id);
+    QTRY_VERIFY_WITH_TIMEOUT(!hist->busy() && !mip->busy() && !ortho->busy(), 60000);
+    QVERIFY2(pass_text(hist).contains(QStringLiteral("from the cache")),
+             qPrintable(pass_text(hist)));
+    QVERIFY2(pass_text(mip).contains(QStringLiteral("from the cache")), qPrintable(pass_text(mip)));
+    QCOMPARE(hist->histogram()->counts(), numpy_counts(c));
+    // The side panes through the same point again come from the cache.
+    ortho->set_cursor(int(c.x) + 1, int(c.y) + 1, c.slice);
+    QTRY_VERIFY_WITH_TIMEOUT(!ortho->busy(), 120000);
+    ortho->set_cursor(int(c.x), int(c.y), c.slice);
+    QTRY_VERIFY_WITH_TIMEOUT(!ortho->busy(), 60000);
+    QVERIFY2(pass_text(ortho).contains(QStringLiteral("from the cache")),
+             qPrintable(pass_text(ortho)));
+    QVERIFY(words(ortho->frame(Plane::xz)) == words(xz));
+  }
+
+  // The Histogram dock reads the file once it is shown; Cancel mid-way: no histogram,
+  // "cancelled", nothing cached; Retry reads the file and shows numpy's counts.
+  void cancel_in_the_dock() {
+    const Case& c = kCases[0];
+    use_budget(c);
+    const auto file = TiffStackFile::open_file(file_of(c), 40);  // 40 ms a slab
+    ui::HistogramPanel hist(*host_);
+    hist.resize(400, 400);
+    const std::uint64_t before = ui::stack_pass_cache_bytes();
+    // A hidden dock does not read the file; showing it does.
+    host_->set_current_layer(add_file_layer(c, file));
+    QTest::qWait(300);
+    QVERIFY(!hist.busy());
+    QVERIFY(pass_text(&hist).isEmpty());
+    hist.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&hist));
+    // In the middle of the pass: "slab N of 64" (the range pass and the counts, 32 slabs each).
+    const auto slab = [&] {
+      const QRegularExpressionMatch m =
+          QRegularExpression(QStringLiteral("slab (\\d+) of 64")).match(pass_text(&hist));
+      return m.hasMatch() ? m.captured(1).toInt() : 0;
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(slab() >= 2 && slab() < 40, 60000);
+    auto* cancel = hist.findChild<QPushButton*>(QStringLiteral("pass_cancel"));
+    QVERIFY(cancel && cancel->isVisible());
+    QElapsedTimer stopping;
+    stopping.start();
+    QTest::mouseClick(cancel, Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!hist.busy(), 60000);
+    // It stopped after the slab in flight, not at the end of the pass (64 slabs of 40 ms).
+    QVERIFY2(stopping.elapsed() < 1500, qPrintable(QString::number(stopping.elapsed())));
+    QVERIFY2(pass_text(&hist).contains(QStringLiteral("cancelled")), qPrintable(pass_text(&hist)));
+    QVERIFY(hist.histogram()->counts().empty());
+    QCOMPARE(ui::stack_pass_cache_bytes(), before);
+    auto* retry = hist.findChild<QPushButton*>(QStringLiteral("pass_retry"));
+    QVERIFY(retry && retry->isVisible());
+    QTest::mouseClick(retry, Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!hist.busy(), 300000);
+    QCOMPARE(hist.histogram()->counts(), numpy_counts(c));
+  }
+};
+
+QTEST_MAIN(TestStackPasses)
+#include "test_stack_passes.moc"
