@@ -1,41 +1,64 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (ASan + UBSan, build-fuzz/) and runs each for
-# SECONDS (default 30) from the seed corpora in fuzz/corpus/, with a 10 s bound on any one
-# input (a slower read is a finding, as a hang would be) and 2 GB of memory.
+# Builds the libFuzzer targets and runs each for SECONDS (default 30) from the seed corpora in
+# fuzz/corpus/ (every seed runs first, then new inputs until the time is up), with a 10 s
+# bound on any one input (a slower read is a finding, as a hang would be; 120 s for the API
+# target, which compiles kernels) and 2 GB of memory.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
-# New inputs go to build-fuzz/corpus/, never into the repository's seeds; findings
-# (crash-*, timeout-*, oom-*) to build-fuzz/findings/, and the script fails on any.
+# The targets live in the sanitizer build (build-asan/, GPIX_FUZZ=ON: ASan, UBSan and GCC's
+# comparison tracing), the same build scripts/sanitize.sh runs the suites from, so that CI
+# compiles core and IO under the sanitizers once. GPIX_FUZZ_BUILD names another folder.
+# New inputs go to BUILD/fuzz-corpus/, never into the repository's seeds; findings (crash-*,
+# timeout-*, oom-*) to BUILD/findings/, and the script fails on any.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
-cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DGPIX_FUZZ=ON -DGPIX_WITH_UI=OFF -DGPIX_WITH_APPS=OFF -DGPIX_BUILD_TESTS=OFF \
-  -DGPIX_BUILD_BENCH=OFF -DGPIX_WITH_CUDA=OFF >/dev/null
+build=${GPIX_FUZZ_BUILD:-build-asan}
+launcher=()
+# The compile options of scripts/sanitize.sh (see there): one build folder for both.
+san_opt=${GPIX_SANITIZE_OPT:--O1 -g1 -DNDEBUG}
+san_werror=${GPIX_SANITIZE_WERROR:-OFF}
+if command -v ccache >/dev/null && [ "${GPIX_CCACHE:-1}" != 0 ]; then
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(fuzz_read_tiff fuzz_read_png fuzz_read_jpeg fuzz_read_nrrd fuzz_read_mha
            fuzz_read_nii fuzz_read_niigz fuzz_raw fuzz_api)
 fi
-cmake --build build-fuzz --parallel "$(nproc)" --target "${targets[@]}"
+# GPIX_FUZZ_NO_BUILD=1: run what is built (scripts/sanitize.sh has just built it).
+if [ "${GPIX_FUZZ_NO_BUILD:-0}" != 1 ]; then
+  # The options of scripts/sanitize.sh's build: one configuration, one set of objects.
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPIX_FUZZ=ON \
+    -DGPIX_WERROR=$san_werror -DGPIX_WITH_CUDA=OFF -DGPIX_BUILD_BENCH=OFF "${launcher[@]}" \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$san_opt" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$san_opt" >/dev/null
+  cmake --build "$build" --parallel "$(nproc)" --target "${targets[@]}"
+fi
 # PoCL's own allocations at exit are not gpix's (the API target runs kernels on it).
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-mkdir -p build-fuzz/findings
+mkdir -p "$build"/findings
 status=0
 for t in "${targets[@]}"; do
   seeds=fuzz/corpus/${t#fuzz_read_}
   [ "$t" = fuzz_raw ] && seeds=fuzz/corpus/raw
   [ "$t" = fuzz_api ] && seeds=fuzz/corpus/api
-  work=build-fuzz/corpus/$t
+  # The API target compiles each new kernel variant on PoCL (seconds each, more on busy cores):
+  # a compile is not a hang, so its bound is wider.
+  timeout=10
+  [ "$t" = fuzz_api ] && timeout=120
+  work=$build/fuzz-corpus/$t
   mkdir -p "$work"
-  echo "== $t: ${seconds}s from $seeds"
-  if ! build-fuzz/fuzz/"$t" "$work" "$seeds" -max_total_time="$seconds" -timeout=10 -use_value_profile=1 \
+  echo "== $t: ${seconds}s from $seeds ($(ls "$seeds" | wc -l) seeds, $(ls "$work" | wc -l) found before)"
+  start=$SECONDS
+  if ! "$build"/fuzz/"$t" "$work" "$seeds" -max_total_time="$seconds" -timeout=$timeout -use_value_profile=1 \
        -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
-       -artifact_prefix=build-fuzz/findings/"$t"- 2>build-fuzz/"$t".log; then
+       -artifact_prefix="$build"/findings/"$t"- 2>"$build"/"$t".log; then
     status=1
-    tail -40 build-fuzz/"$t".log
+    tail -40 "$build"/"$t".log
   fi
-  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" build-fuzz/"$t".log || true
+  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$build"/"$t".log || true
+  echo "== $t: $((SECONDS - start)) s"
 done
 exit $status

@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
-# The sanitizer stage: a build with AddressSanitizer and UndefinedBehaviorSanitizer (GCC,
-# build-asan/) of the suites of the layers named in GPIX_SANITIZE_LAYERS (default: core io plugin
-# ui), run with a subset of dtypes, LeakSanitizer on the core suites, then a bounded libFuzzer
-# run of every fuzz target from its seeds (scripts/fuzz.sh, its own build-fuzz/).
+# The sanitizer stage: one build with AddressSanitizer and UndefinedBehaviorSanitizer (GCC,
+# build-asan/, GPIX_FUZZ=ON: GCC's comparison tracing too) of the suites of the layers named in
+# GPIX_SANITIZE_LAYERS (default: core io plugin ui) and of the libFuzzer targets; the suites run
+# with a subset of dtypes, LeakSanitizer on the core suites, then a bounded libFuzzer run of
+# every fuzz target over its seed corpus plus FUZZ_SECONDS of new inputs (scripts/fuzz.sh, on
+# the same build: core and IO are compiled once for both).
 #   scripts/sanitize.sh [FUZZ_SECONDS]     (default 20 per target; 0 skips fuzzing)
 #   scripts/sanitize.sh tsan               ThreadSanitizer (build-tsan/, core only) on the
 #                                          concurrency suites; PoCL's own reports are
 #                                          suppressed by name in scripts/tsan.supp
-# CI (scripts/test.sh) runs the subset that fits its budget: core and io, no fuzzing.
+# CI (scripts/test.sh) runs all of it, with 5 s of new fuzz inputs per target.
 # The figures and what each part costs: docs/RELIABILITY.md, "Sanitizers".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 launcher=()
+# Sanitizer builds: -O1 (AddressSanitizer's own advice) and line tables only (-g1: file and
+# line in every report): half the compile time of -O2 -g for a heavy source (measured:
+# docs/RELIABILITY.md, "CI"). Warnings do not fail them (GPIX_SANITIZE_WERROR=ON makes them):
+# the release build with -Werror is the warnings gate, and GCC warns differently at -O1.
+# The same in sanitize.sh and fuzz.sh: one build folder.
+san_opt=${GPIX_SANITIZE_OPT:--O1 -g1 -DNDEBUG}
+san_werror=${GPIX_SANITIZE_WERROR:-OFF}
 if command -v ccache >/dev/null && [ "${GPIX_CCACHE:-1}" != 0 ]; then
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
@@ -22,8 +31,9 @@ if [ "${1:-}" = tsan ]; then
   # two devices, the staging copy threads, concurrent compiles in the program cache, and tiled
   # runs with several workers on one and on two devices.
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPIX_SANITIZE_THREAD=ON \
-    -DGPIX_WERROR=ON -DGPIX_WITH_CUDA=OFF -DGPIX_BUILD_BENCH=OFF -DGPIX_WITH_IO=OFF \
-    -DGPIX_WITH_UI=OFF -DGPIX_WITH_APPS=OFF "${launcher[@]}" >/dev/null
+    -DGPIX_WERROR=$san_werror -DGPIX_WITH_CUDA=OFF -DGPIX_BUILD_BENCH=OFF -DGPIX_WITH_IO=OFF \
+    -DGPIX_WITH_UI=OFF -DGPIX_WITH_APPS=OFF "${launcher[@]}" \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$san_opt" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$san_opt" >/dev/null
   cmake --build build-tsan --parallel "$(nproc)" --target test_core_stress test_core_copy_threads \
     test_kernel_cache test_core_tiled
   cd build-tsan
@@ -63,8 +73,15 @@ if [ "${1:-}" = tsan ]; then
 fi
 
 fuzz_seconds=${1:-20}
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPIX_SANITIZE=ON \
-  -DGPIX_WERROR=ON -DGPIX_WITH_CUDA=OFF -DGPIX_BUILD_BENCH=OFF "${launcher[@]}" >/dev/null
+# The options of scripts/fuzz.sh's build (GPIX_FUZZ implies GPIX_SANITIZE): one configuration.
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPIX_FUZZ=ON \
+  -DGPIX_WERROR=$san_werror -DGPIX_WITH_CUDA=OFF -DGPIX_BUILD_BENCH=OFF "${launcher[@]}" \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$san_opt" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$san_opt" >/dev/null
+fuzz_targets=()
+if [ "$fuzz_seconds" != 0 ]; then
+  fuzz_targets=(fuzz_read_tiff fuzz_read_png fuzz_read_jpeg fuzz_read_nrrd fuzz_read_mha
+                fuzz_read_nii fuzz_read_niigz fuzz_raw fuzz_api)
+fi
 
 # The suites, by layer. Left out for time: the filter and kernel suites (every filter x dtype x
 # layout compiles and runs PoCL kernels, an hour under ASan), test_core_tiled, test_ui_display,
@@ -88,7 +105,8 @@ done
 extra=()
 [[ " ${layers[*]} " == *" io "* ]] && extra+=(gpix_cli)
 [[ " ${layers[*]} " == *" plugin "* || " ${layers[*]} " == *" ui "* ]] && extra+=(gpix_cli gpix_plugin)
-cmake --build build-asan --parallel "$(nproc)" --target "${suites[@]}" "${extra[@]}"
+cmake --build build-asan --parallel "$(nproc)" --target "${suites[@]}" "${extra[@]}" \
+  "${fuzz_targets[@]}"
 
 regex() {
   local IFS='|'
@@ -117,4 +135,6 @@ if ((${#others[@]})); then
     ctest --output-on-failure --parallel "$(nproc)" -R "$(regex "${others[@]}")"
 fi
 cd ..
-if [ "$fuzz_seconds" != 0 ]; then scripts/fuzz.sh "$fuzz_seconds"; fi
+if [ "$fuzz_seconds" != 0 ]; then
+  GPIX_FUZZ_NO_BUILD=1 GPIX_FUZZ_BUILD=build-asan scripts/fuzz.sh "$fuzz_seconds" "${fuzz_targets[@]}"
+fi
