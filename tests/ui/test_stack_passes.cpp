@@ -7,6 +7,9 @@
 //    the xz and yz planes byte for byte, the maximum over z byte for byte;
 //  - a second request comes from the cache, and the widgets say so;
 //  - Cancel in the middle leaves no result and nothing cached;
+//  - the turning 3D view's block-maximum copy of an odd 37 x 129 x 211 stack against a plain
+//    block maximum, the view turned to yaw 90 against render_mip of that copy, no second read
+//    of the file when it turns on, and Cancel/Retry of the copy;
 //  - the widgets (Histogram dock, ROI panel, orthogonal views, 3D view) on a file-backed layer,
 //    and the longest pause of the event loop while all of them read the file (< 50 ms).
 #include <QDir>
@@ -24,6 +27,7 @@
 #include <QTest>
 #include <QThread>
 #include <QTimer>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -31,6 +35,7 @@
 #include "gpix/basic_host.h"
 #include "gpix/error.h"
 #include "gpix/filters/reductions.h"
+#include "gpix/io.h"
 #include "gpix/slab_files.h"
 #include "gpix/ui/histogram_panel.h"
 #include "gpix/ui/image_view.h"
@@ -80,6 +85,7 @@ class TiffStackFile final : public ui::StackFile {
     return std::make_shared<TiffStackFile>(path, *src, delay_ms);
   }
   std::unique_ptr<SlabSource> open() const override {
+    ++opens_;
     std::unique_ptr<SlabSource> src = io::open_slabs(path().toStdString());
     if (delay_ms_ > 0) return std::make_unique<SlowSource>(std::move(src), delay_ms_);
     return src;
@@ -92,9 +98,12 @@ class TiffStackFile final : public ui::StackFile {
   std::shared_ptr<StackFile> open_result(const QString&) const override {
     throw InvalidArgument("not needed here");
   }
+  // Passes over the file so far (each opens it once).
+  int opens() const { return opens_; }
 
  private:
   int delay_ms_ = 0;
+  mutable std::atomic<int> opens_{0};
 };
 
 struct Case {
@@ -179,6 +188,41 @@ struct StallMeter {
     tick.start();
   }
 };
+
+// An odd-shaped uint16 stack: noise up to 999 and, every few hundred voxels, one bright voxel
+// (a point a block mean would wash out and a block maximum keeps).
+HostArray odd_stack(const Shape& s) {
+  HostArray a = HostArray::empty(s, DType::u16);
+  auto* p = reinterpret_cast<std::uint16_t*>(a.data());
+  std::uint32_t r = 16;
+  for (std::size_t i = 0; i < a.elements(); ++i) {
+    r = r * 1664525u + 1013904223u;
+    p[i] = std::uint16_t((r >> 8) % 1000);
+    if ((r >> 4) % 397 == 0) p[i] = std::uint16_t(20000 + (r >> 16) % 40000);
+  }
+  return a;
+}
+
+// The plain reference of stack_block_max: each output voxel loops over its block (clipped at
+// the far edges), as numpy's a[z0:z0+f, y0:y0+f, x0:x0+f].max() would.
+HostArray block_max_reference(const HostArray& a, std::size_t f) {
+  const std::size_t d = a.shape()[0], h = a.shape()[1], w = a.shape()[2];
+  const std::size_t od = (d + f - 1) / f, oh = (h + f - 1) / f, ow = (w + f - 1) / f;
+  HostArray out = HostArray::empty(Shape{od, oh, ow}, DType::u16);
+  const auto* in = reinterpret_cast<const std::uint16_t*>(a.data());
+  auto* o = reinterpret_cast<std::uint16_t*>(out.data());
+  for (std::size_t bz = 0; bz < od; ++bz)
+    for (std::size_t by = 0; by < oh; ++by)
+      for (std::size_t bx = 0; bx < ow; ++bx) {
+        std::uint16_t m = 0;
+        for (std::size_t z = bz * f; z < std::min(d, bz * f + f); ++z)
+          for (std::size_t y = by * f; y < std::min(h, by * f + f); ++y)
+            for (std::size_t x = bx * f; x < std::min(w, bx * f + f); ++x)
+              m = std::max(m, in[(z * h + y) * w + x]);
+        o[(bz * oh + by) * ow + bx] = m;
+      }
+  return out;
+}
 
 QString pass_text(QWidget* w) {
   auto* l = w->findChild<QLabel*>(QStringLiteral("pass_text"));
@@ -562,8 +606,12 @@ json.dump(res, open(os.path.join(out, 'ref.json'), 'w'))
     QCOMPARE(mip->frame().size(), top.size());
     QVERIFY(words(mip->frame()) == words(top));
     QCOMPARE(mip->yaw(), 0.0);
-    mip->set_angles(30, 20);  // file-backed: seen from the top only
-    QCOMPARE(mip->yaw(), 0.0);
+    // Turned: from the block copy, which is the whole stack here (32 MiB fits the bound).
+    mip->set_angles(30, 20);
+    QCOMPARE(mip->yaw(), 30.0);
+    QTRY_VERIFY_WITH_TIMEOUT(!mip->busy() && mip->volume_factor() == 1, 120000);
+    mip->set_angles(0, 0);
+    QTRY_VERIFY_WITH_TIMEOUT(!mip->busy(), 120000);
 
     if (qEnvironmentVariableIsSet("GPIX_SCREENSHOT_DIR")) {
       const QString dir = qEnvironmentVariable("GPIX_SCREENSHOT_DIR");
@@ -582,6 +630,14 @@ json.dump(res, open(os.path.join(out, 'ref.json'), 'w'))
       QTest::qWait(300);
       shot.grab().save(QDir(dir).filePath(QStringLiteral("file_backed_views.png")));
       window.grab().save(QDir(dir).filePath(QStringLiteral("file_backed_tools.png")));
+      // Turned, from a copy at half the resolution (a 4 MiB bound for the 32 MiB stack).
+      ui::LargeStackPolicy p = ui::large_stack_policy();
+      p.volume_bytes = 4ull << 20;
+      ui::set_large_stack_policy(p);
+      mip->set_angles(35, 25);
+      QTRY_VERIFY_WITH_TIMEOUT(!mip->busy() && mip->volume_factor() == 2, 120000);
+      QTest::qWait(300);
+      shot.grab().save(QDir(dir).filePath(QStringLiteral("file_backed_turned.png")));
       return;  // the widgets moved; the rest runs without a screenshot folder
     }
 
@@ -608,6 +664,149 @@ json.dump(res, open(os.path.join(out, 'ref.json'), 'w'))
     QVERIFY2(pass_text(ortho).contains(QStringLiteral("from the cache")),
              qPrintable(pass_text(ortho)));
     QVERIFY(words(ortho->frame(Plane::xz)) == words(xz));
+  }
+
+  // The turning 3D view of a file-backed stack (issue 16): the block copy against a plain block
+  // maximum, the factor against the bound, Cancel, the cache, and the view turned to yaw 90
+  // against render_mip of the reference copy; turning again does not read the file.
+  void turning_a_file_backed_stack() {
+    const Shape shape{37, 129, 211};
+    const QString path = tmp_.filePath(QStringLiteral("odd_turn.tif"));
+    const HostArray data = odd_stack(shape);
+    io::write(path.toStdString(), data);
+    ui::LargeStackPolicy p;
+    // 15 planes a slab: 3 slabs, and blocks of 4 planes straddle them (the device's folds need
+    // about 760 kB for one plane of this stack).
+    p.slab_budget_bytes = 800ull << 10;
+    p.volume_bytes = 64ull << 10;  // 2 MB of stack into 64 kB: f = 4
+    ui::set_large_stack_policy(p);
+    const auto file = TiffStackFile::open_file(path);
+    const Device dev = default_device();
+
+    // The factor: the smallest that fits (f = 3 takes 13 * 43 * 71 * 2 = 79378 bytes).
+    QCOMPARE(ui::block_max_factor(shape, DType::u16, 64ull << 10), std::size_t(4));
+    QCOMPARE(ui::block_max_factor(shape, DType::u16, 79378), std::size_t(3));
+    QCOMPARE(ui::block_max_factor(shape, DType::u16, data.bytes()), std::size_t(1));
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument, ui::block_max_factor(shape, DType::u16, 1));
+
+    // Cancel in the middle: Cancelled and nothing cached.
+    std::atomic<bool> cancel{false};
+    const std::uint64_t before = ui::stack_pass_cache_bytes();
+    QVERIFY_THROWS_EXCEPTION(
+        Cancelled, ui::stack_block_max(file, 64ull << 10, &cancel, [&](std::size_t d, std::size_t) {
+          if (d == 2) cancel = true;
+        }));
+    QCOMPARE(ui::stack_pass_cache_bytes(), before);
+
+    // The copy against the reference, read in 3 slabs; then from the cache without reading.
+    const HostArray want = block_max_reference(data, 4);
+    std::size_t slabs = 0;
+    const auto count = [&](std::size_t, std::size_t n) { slabs = n; };
+    const ui::StackVolume v = ui::stack_block_max(file, 64ull << 10, nullptr, count);
+    QVERIFY(!v.cached);
+    QCOMPARE(slabs, std::size_t(3));
+    QCOMPARE(v.factor, std::size_t(4));
+    QCOMPARE(v.volume.shape(), (Shape{10, 33, 53}));
+    QVERIFY2(same_bytes(v.volume, want), "block maximum");
+    slabs = 0;
+    QVERIFY(ui::stack_block_max(file, 64ull << 10, nullptr, count).cached);
+    QCOMPARE(slabs, std::size_t(0));
+    // f = 1: the stack itself.
+    QVERIFY2(same_bytes(ui::stack_block_max(file, data.bytes()).volume, data), "f = 1");
+
+    // The view: from the top the exact maximum over z; turned, the copy.
+    ui::clear_stack_pass_cache();
+    ui::MipView mip(*host_);
+    mip.resize(300, 260);
+    mip.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&mip));
+    ui::Layer l;
+    l.name = QStringLiteral("odd");
+    l.file = file;
+    l.contrast_min = 0;
+    l.contrast_max = 30000;
+    const int odd_id = host_->add_layer(l);
+    host_->set_current_layer(odd_id);
+    QTRY_VERIFY2_WITH_TIMEOUT(!mip.busy() && !mip.frame().isNull(), qPrintable(pass_text(&mip)),
+                              120000);
+    QCOMPARE(mip.volume_factor(), std::size_t(0));
+    QCOMPARE(mip.frame_camera().spacing[0], 1.0);
+    const int opens_top = file->opens();
+    mip.set_angles(90, 0);
+    QCOMPARE(mip.yaw(), 90.0);
+    QTRY_VERIFY_WITH_TIMEOUT(!mip.busy(), 120000);
+    QCOMPARE(file->opens(), opens_top + 1);  // one pass for the copy
+    QCOMPARE(mip.volume_factor(), std::size_t(4));
+    const MipOptions cam = mip.frame_camera();
+    QCOMPARE(cam.yaw, 90.0);
+    QCOMPARE(cam.spacing[0], 4.0);
+    QCOMPARE(cam.spacing[2], 4.0);
+    const ui::RenderOptions o{0, 0, 30000, QStringLiteral("gray"), false};
+    const QImage side = ui::render(render_mip(Array::push(want, dev), cam), o);
+    QCOMPARE(mip.frame().size(), side.size());
+    QVERIFY(words(mip.frame()) == words(side));
+    QVERIFY2(pass_text(&mip).contains(QStringLiteral("1/4 resolution")) &&
+                 pass_text(&mip).contains(QStringLiteral("read from the file")),
+             qPrintable(pass_text(&mip)));
+    QVERIFY2(mip.toolTip().contains(QStringLiteral("1/4-resolution copy (maximum of 4 x 4 x 4")),
+             qPrintable(mip.toolTip()));
+    // Turning on renders from the copy on the device: the file is not opened again.
+    const int frames = mip.frames_rendered();
+    mip.set_angles(45, 30);
+    QTRY_VERIFY_WITH_TIMEOUT(!mip.busy() && mip.frames_rendered() > frames, 120000);
+    QCOMPARE(mip.frame_camera().yaw, 45.0);
+    QCOMPARE(file->opens(), opens_top + 1);
+    // Another stack and back: the copy from the pass cache, said so, still no read.
+    ui::Layer other;
+    other.name = QStringLiteral("other");
+    other.array = Array::push(std::vector<float>(2 * 8 * 8, 1.0f), Shape{2, 8, 8});
+    other.contrast_min = 0;
+    other.contrast_max = 2;
+    const int o_id = host_->add_layer(other);
+    host_->set_current_layer(o_id);
+    QTRY_VERIFY_WITH_TIMEOUT(!mip.busy(), 60000);
+    host_->set_current_layer(odd_id);
+    mip.set_angles(90, 0);
+    QTRY_VERIFY_WITH_TIMEOUT(!mip.busy() && mip.volume_factor() == 4, 60000);
+    QCOMPARE(file->opens(), opens_top + 1);
+    QVERIFY2(pass_text(&mip).contains(QStringLiteral("from the cache")),
+             qPrintable(pass_text(&mip)));
+    QVERIFY(words(mip.frame()) == words(side));
+    // Back to the top: the exact maximum over z again.
+    mip.set_angles(0, 0);
+    QTRY_VERIFY_WITH_TIMEOUT(!mip.busy(), 60000);
+    QCOMPARE(mip.volume_factor(), std::size_t(0));
+    QCOMPARE(mip.frame_camera().spacing[0], 1.0);
+  }
+
+  // Cancel of the 3D view's copy: no copy, nothing cached, "cancelled"; Retry reads it.
+  void cancel_the_3d_copy() {
+    const Case& c = kCases[0];
+    ui::LargeStackPolicy p;
+    p.slab_budget_bytes = 2ull << 20;  // 4 planes a slab: 16 slabs
+    p.volume_bytes = 4ull << 20;       // 32 MiB into 4: f = 2
+    ui::set_large_stack_policy(p);
+    const auto file = TiffStackFile::open_file(file_of(c), 100);  // 100 ms a slab
+    ui::MipView mip(*host_);
+    mip.resize(300, 300);
+    mip.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&mip));
+    // Turned before the stack comes: its first pass is the copy's (no projection first).
+    mip.set_angles(90, 0);
+    const std::uint64_t before = ui::stack_pass_cache_bytes();
+    host_->set_current_layer(add_file_layer(c, file));
+    QTRY_VERIFY_WITH_TIMEOUT(pass_text(&mip).contains(QStringLiteral("3D copy")), 60000);
+    auto* cancel = mip.findChild<QPushButton*>(QStringLiteral("pass_cancel"));
+    QVERIFY(cancel && cancel->isVisible());
+    QTest::mouseClick(cancel, Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!mip.busy(), 60000);
+    QCOMPARE(mip.volume_factor(), std::size_t(0));
+    QCOMPARE(ui::stack_pass_cache_bytes(), before);
+    QVERIFY2(pass_text(&mip).contains(QStringLiteral("cancelled")), qPrintable(pass_text(&mip)));
+    auto* retry = mip.findChild<QPushButton*>(QStringLiteral("pass_retry"));
+    QVERIFY(retry && retry->isVisible());
+    QTest::mouseClick(retry, Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!mip.busy() && mip.volume_factor() == 2, 120000);
   }
 
   // The Histogram dock reads the file once it is shown; Cancel mid-way: no histogram,

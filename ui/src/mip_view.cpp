@@ -37,6 +37,7 @@ MipView::MipView(Workspace& host, QWidget* parent) : QWidget(parent), host_(host
   pass_->setPalette(pal);
   connect(pass_, &detail::PassBar::retry, this, [this] {
     projection_file_.reset();
+    volume_file_.reset();
     failed_ = 0;
     error_.clear();
     invalidate();
@@ -76,6 +77,12 @@ void MipView::pick_layer() {
   if (proj_token_) pass_->cancel();  // the old stack's projection: nobody will see it
   proj_token_.reset();
   if (!projection_.valid()) projection_file_.reset();
+  // The block copy lives on the device: another stack's is let go (the pass cache keeps the
+  // host copy, so coming back does not read the file again).
+  if (!volume_.valid() || id < 0 || host_.layer(id).file != volume_file_.lock()) {
+    volume_ = {};
+    volume_file_.reset();
+  }
   pass_->hide();
   if (id >= 0) fit();  // a new stack fits, whatever the last one's zoom was
   invalidate();
@@ -87,8 +94,8 @@ MipOptions MipView::camera() const {
   if (!l.valid() || l.shape().ndim() != 3) return o;
   const std::vector<double> sp = l.spacing_or_default();
   o.spacing = {sp[0], sp[1], sp[2]};
-  o.yaw = file_backed() ? 0 : yaw_;  // a file-backed stack's projection is seen from the top
-  o.pitch = file_backed() ? 0 : pitch_;
+  o.yaw = yaw_;
+  o.pitch = pitch_;
   double dpr = devicePixelRatioF();
   if (dragging_) {
     // Fewer rays while turning: half the resolution, or less where the last frame says this
@@ -131,8 +138,68 @@ void MipView::showEvent(QShowEvent* e) {
   request();  // a file-backed stack's pass waited for this
 }
 
+std::size_t MipView::volume_factor() const {
+  const Layer l = host_.layer(layer_);
+  if (!l.file_backed() || !turned() || !volume_.valid() || volume_file_.lock() != l.file) return 0;
+  return volume_factor_;
+}
+
+QString MipView::note() const {
+  const std::size_t f = volume_factor();
+  if (f == 0) return {};
+  if (f == 1) return tr("3D from the whole stack (it fits the 3D view's copy)");
+  return tr("3D from a 1/%1-resolution copy (maximum of %1 x %1 x %1 blocks); yaw 0, pitch 0 "
+            "shows the exact maximum over z")
+      .arg(f);
+}
+
+void MipView::read_volume(const Layer& l) {
+  if (proj_token_) return;  // one pass at a time; request() asks again when it lands
+  if (!isVisible()) return;
+  const auto token = pass_->start(tr("3D copy (maximum of blocks)"));
+  proj_token_ = token;
+  struct Copy {
+    gpix::Array volume;
+    std::size_t factor = 1;
+    bool cached = false;
+  };
+  detail::run_async(
+      this, detail::long_pool(),
+      [file = l.file, dev = host_.device(), token]() {
+        const StackVolume v = stack_block_max(file, stack_volume_bound(), &token->cancel,
+                                              detail::PassToken::progress_of(token));
+        // Pushed once here: turning renders from the device copy without moving it again.
+        return Copy{gpix::Array::push(v.volume, dev), v.factor, v.cached};
+      },
+      [this, token,
+       file = std::weak_ptr<const StackFile>(l.file)](const detail::Outcome<Copy>& out) {
+        if (token != proj_token_) return;  // another layer since
+        proj_token_.reset();
+        volume_file_ = file;
+        if (!out.value) {
+          volume_ = {};
+          failed_ = wanted_;
+          error_ = token->cancel ? tr("The 3D copy was cancelled: Retry reads the file again")
+                                 : out.error;
+          if (!token->cancel) pass_->finish(token, tr("3D copy: %1").arg(out.error), true);
+          update();
+          return;
+        }
+        volume_ = out.value->volume;
+        volume_factor_ = out.value->factor;
+        const QString what = out.value->factor == 1
+                                 ? tr("3D copy: the whole stack")
+                                 : tr("3D copy at 1/%1 resolution (maximum of %1 x %1 x %1 blocks)")
+                                       .arg(out.value->factor);
+        pass_->finish(token, out.value->cached
+                                 ? tr("%1, from the cache (the file was not read again)").arg(what)
+                                 : tr("%1, read from the file").arg(what));
+        request();
+      });
+}
+
 void MipView::read_projection(const Layer& l) {
-  if (proj_token_) return;   // one pass per layer; it renders when it lands
+  if (proj_token_) return;   // one pass at a time; request() asks again when it lands
   if (!isVisible()) return;  // a hidden window must not read the file; showEvent asks again
   const auto token = pass_->start(tr("Maximum over z"));
   proj_token_ = token;
@@ -158,6 +225,11 @@ void MipView::read_projection(const Layer& l) {
         }
         projection_ = out.value->image;
         projection_file_ = file;
+        if (turned()) {
+          // Turned while it read: the block copy's pass is next, its bar replaces this one.
+          request();
+          return;
+        }
         pass_->finish(token, out.value->cached
                                  ? tr("Maximum over z, from the cache (the file was not read "
                                       "again)")
@@ -171,7 +243,25 @@ void MipView::request() {
   const Layer l = host_.layer(layer_);
   if (!l.valid() || l.shape().ndim() != 3 || !l.has_contrast()) return;
   gpix::HostArray projection;
-  if (l.file_backed()) {
+  gpix::Array source = l.array;
+  double factor = 1;
+  if (l.file_backed() && turned()) {
+    if (volume_file_.lock() == l.file && !volume_.valid()) {
+      failed_ = wanted_;  // cancelled or failed: Retry reads the file again
+      update();
+      return;
+    }
+    // Another stack's copy, or one made under another bound (the policy changed): read again
+    // (from the pass cache where it holds that copy).
+    if (volume_file_.lock() != l.file ||
+        volume_factor_ !=
+            block_max_factor(l.file->shape(), l.file->dtype(), stack_volume_bound())) {
+      read_volume(l);
+      return;
+    }
+    source = volume_;
+    factor = double(volume_factor_);
+  } else if (l.file_backed()) {
     if (projection_file_.lock() == l.file && !projection_.valid()) {
       // Its pass was cancelled or failed: camera and contrast changes do not read the file
       // again; Retry (or choosing the layer again) does.
@@ -197,7 +287,11 @@ void MipView::request() {
   }
   const quint64 req = wanted_;
   pending_ = req;
-  const MipOptions cam = camera();
+  MipOptions cam = camera();
+  // The block copy's voxels are f voxels of the stack: the same physical volume, so the same
+  // framing and zoom. Its extent rounds up to whole blocks (at most f - 1 voxels more per axis,
+  // shifting the centre by under half a block).
+  for (double& sp : cam.spacing) sp *= factor;
   const RenderOptions o{0, l.contrast_min, l.contrast_max, l.colormap, false};
   struct Frame {
     QImage image;
@@ -205,13 +299,13 @@ void MipView::request() {
   };
   detail::run_async(
       this,
-      [a = l.array, projection, dev = host_.device(), cam, o, req, latest = latest_]() {
+      [a = source, projection, dev = host_.device(), cam, o, req, latest = latest_]() {
         Frame f;
         // A newer camera exists: skip this one, the newest follows at once.
         if (latest->load() != req) return f;
         const auto start = std::chrono::steady_clock::now();
-        // A file-backed stack: its projection as a one-slice volume, seen from the top (the
-        // same zoom and framing as a stack in memory).
+        // A file-backed stack from the top: its projection as a one-slice volume (the same zoom
+        // and framing as a stack in memory); turned, `a` is its block copy.
         const gpix::Array volume =
             a.valid() ? a
                       : gpix::Array::push(projection, dev)
@@ -233,6 +327,7 @@ void MipView::request() {
           shown_ = req;
           ++rendered_;
           error_.clear();
+          setToolTip(note());  // where a file-backed stack's turned frame comes from
           emit frame_ready();
         }
         update();
@@ -241,7 +336,6 @@ void MipView::request() {
 }
 
 void MipView::set_angles(double yaw, double pitch) {
-  if (file_backed()) yaw = pitch = 0;  // seen from the top only (see the header)
   // Yaw wraps; pitch stops at straight up and down, so "up" on screen keeps its meaning.
   yaw = std::remainder(yaw, 360.0);
   pitch = std::clamp(pitch, -90.0, 90.0);
@@ -295,11 +389,18 @@ void MipView::paintEvent(QPaintEvent*) {
     p.drawText(rect(), Qt::AlignCenter, tr("The 3D view needs a 3D layer (a stack)"));
     return;
   }
-  if (file_backed()) {
+  if (file_backed() && !turned()) {
     p.drawText(text, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap,
-               tr("%1\nfile-backed: the maximum over z, seen from the top (turning needs the "
-                  "stack in memory); wheel to zoom")
+               tr("%1\nfile-backed: the exact maximum over z; drag to turn (from a reduced copy), "
+                  "wheel to zoom")
                    .arg(host_.layer(layer_).name));
+  } else if (file_backed()) {
+    p.drawText(text, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap,
+               tr("%1\nyaw %2°  pitch %3°   %4")
+                   .arg(host_.layer(layer_).name)
+                   .arg(yaw_, 0, 'f', 0)
+                   .arg(pitch_, 0, 'f', 0)
+                   .arg(volume_factor() ? note() : tr("file-backed: reading the 3D copy")));
   } else {
     p.drawText(text, Qt::AlignLeft | Qt::AlignTop,
                tr("%1\nyaw %2°  pitch %3°   drag to turn, wheel to zoom, double-click to reset")

@@ -10,10 +10,15 @@
 // fast drag never builds a queue. While the mouse button is held frames are rendered at half
 // resolution, or lower where the last frame shows that the device needs it to keep up (down
 // to an eighth), and at full resolution once the button is released.
-// A file-backed stack is shown from the top: its maximum over z, computed by core's tiled
-// maximum_z_projection from the file in slabs (stack_max_projection, on the long passes'
-// thread, with progress and Cancel at the bottom of the view) and kept per file; zoom works,
-// turning does not (the rays of a turned view cross every slab in another order).
+// A file-backed stack (larger than memory) is seen from the top, at yaw = pitch = 0, through its
+// exact maximum over z, computed by core's tiled maximum_z_projection from the file in slabs
+// (stack_max_projection). Turned, it is seen through a reduced-resolution copy: the maximum of
+// blocks of f x f x f voxels, f the smallest that makes the copy fit stack_volume_bound()
+// (stack_block_max), rendered with the spacing times f so that its geometry is the stack's.
+// The copy takes one pass over the file the first time the view turns; turning further renders
+// from it (kept on the device) without reading the file again. Both passes run on the long
+// passes' thread, with progress and Cancel at the bottom of the view, and are kept per file in
+// the pass cache.
 #include <QImage>
 #include <QPointF>
 #include <QWidget>
@@ -51,6 +56,9 @@ class MipView : public QWidget {
   // renders few.
   int frames_rendered() const { return rendered_; }
   int frames_requested() const { return requested_; }
+  // A file-backed stack turned: f of the block copy the frames come from (1 for the stack
+  // itself), 0 when no copy is shown.
+  std::size_t volume_factor() const;
 
  public slots:
   void set_angles(double yaw, double pitch);
@@ -80,8 +88,13 @@ class MipView : public QWidget {
   void request();
   void apply_zoom(double zoom);
   bool file_backed() const;
-  // Reads a file-backed stack's projection (unless it is under way), then renders.
+  // Reads a file-backed stack's projection (unless a pass is under way), then renders.
   void read_projection(const Layer& l);
+  // Reads a file-backed stack's block copy for turned views (likewise).
+  void read_volume(const Layer& l);
+  // A file-backed stack seen turned: from the block copy, not the projection.
+  bool turned() const { return yaw_ != 0 || pitch_ != 0; }
+  QString note() const;
   gpix::MipOptions camera() const;
 
   Workspace& host_;
@@ -101,6 +114,9 @@ class MipView : public QWidget {
   std::shared_ptr<detail::PassToken> proj_token_;   // the projection pass under way
   gpix::HostArray projection_;                      // a file-backed stack's maximum over z
   std::weak_ptr<const StackFile> projection_file_;  // whose it is
+  gpix::Array volume_;                              // a file-backed stack's block copy
+  std::size_t volume_factor_ = 1;                   // its f
+  std::weak_ptr<const StackFile> volume_file_;      // whose it is
 };
 
 }  // namespace gpix::ui

@@ -35,6 +35,9 @@ struct LargeStackPolicy {
   // Device memory one slab of a tiled filter or statistics pass may take (0: run_tiled's
   // default, a quarter of the device).
   std::uint64_t slab_budget_bytes = 0;
+  // Host memory of the turned 3D view's reduced copy of a file-backed stack (0: half the
+  // stack passes' cache, see stack_volume_bound).
+  std::uint64_t volume_bytes = 0;
 };
 LargeStackPolicy large_stack_policy();
 // Thread-safe; a smaller cache drops planes at once.

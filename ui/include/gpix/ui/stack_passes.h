@@ -11,7 +11,9 @@
 //  - the xz and yz planes through (y, x) gather one row / one column of every plane, slab by
 //    slab, on the host (both planes from one pass);
 //  - the projection is core's tiled maximum_z_projection (each column's maximum carried from
-//    slab to slab on the device).
+//    slab to slab on the device);
+//  - the reduced volume (the turning 3D view's) is the maximum over blocks of f x f x f voxels,
+//    folded slab by slab on the host into a copy of bounded size.
 // Every function is blocking (disk and device): call it from a worker thread. `cancel` stops it
 // between slabs with gpix::Cancelled and leaves nothing cached; `progress` gets the slab just
 // done and the slabs of the whole pass. Results that took a pass over the whole file are kept
@@ -78,6 +80,28 @@ StackProjection stack_max_projection(const std::shared_ptr<const StackFile>& fil
                                      const gpix::Device& device,
                                      const std::atomic<bool>* cancel = nullptr,
                                      const SlabProgress& progress = {});
+
+struct StackVolume {
+  gpix::HostArray volume;  // (ceil(d/f), ceil(h/f), ceil(w/f)) in the stack's dtype
+  std::size_t factor = 1;  // f: the copy's voxel is f x f x f of the stack's
+  bool cached = false;
+};
+// The smallest f whose block copy of a (d, h, w) stack of `dtype` takes at most `bound_bytes`.
+std::size_t block_max_factor(const Shape& shape, DType dtype, std::uint64_t bound_bytes);
+// The bound the 3D view uses: the large-stack policy's volume_bytes, else half the pass cache,
+// so that the copy stays cached beside the other passes' results.
+std::uint64_t stack_volume_bound();
+// A reduced-resolution copy of a 3D stack for a maximum-intensity view: each voxel of the copy
+// is the maximum of one block of f x f x f voxels (f = block_max_factor(.., bound_bytes); the
+// last blocks along an axis are smaller where f does not divide it: their maximum is over the
+// voxels there are). NaN voxels are skipped (a block of NaN only is NaN), as render_mip skips
+// them. Block maxima, not means: a bright structure smaller than a block keeps its brightness in
+// a maximum-intensity view. f = 1 gives the stack itself. Cached per file and f.
+// Throws InvalidArgument for a stack that is not 3D or a bound smaller than one voxel.
+StackVolume stack_block_max(const std::shared_ptr<const StackFile>& file,
+                            std::uint64_t bound_bytes = stack_volume_bound(),
+                            const std::atomic<bool>* cancel = nullptr,
+                            const SlabProgress& progress = {});
 
 // Host bytes the cache holds and its bound; clear_stack_pass_cache forgets everything (tests).
 std::uint64_t stack_pass_cache_bytes();
