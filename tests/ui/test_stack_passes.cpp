@@ -10,6 +10,8 @@
 //  - the turning 3D view's block-maximum copy of an odd 37 x 129 x 211 stack against a plain
 //    block maximum, the view turned to yaw 90 against render_mip of that copy, no second read
 //    of the file when it turns on, and Cancel/Retry of the copy;
+//  - automatic contrast of a file-backed stack whose planes differ in range: the whole stack's
+//    percentiles (sorted in the test), from the layer list (Ctrl+A's call) and the dock;
 //  - the widgets (Histogram dock, ROI panel, orthogonal views, 3D view) on a file-backed layer,
 //    and the longest pause of the event loop while all of them read the file (< 50 ms).
 #include <QDir>
@@ -27,6 +29,7 @@
 #include <QTest>
 #include <QThread>
 #include <QTimer>
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -39,11 +42,14 @@
 #include "gpix/slab_files.h"
 #include "gpix/ui/histogram_panel.h"
 #include "gpix/ui/image_view.h"
+#include "gpix/ui/layer_commands.h"
+#include "gpix/ui/layer_list.h"
 #include "gpix/ui/mip_view.h"
 #include "gpix/ui/ortho_views.h"
 #include "gpix/ui/render.h"
 #include "gpix/ui/roi_overlay.h"
 #include "gpix/ui/roi_panel.h"
+#include "gpix/ui/stack_contrast.h"
 #include "gpix/ui/stack_passes.h"
 #include "support/process.h"
 #include "ui/image_words.h"
@@ -777,6 +783,88 @@ json.dump(res, open(os.path.join(out, 'ref.json'), 'w'))
     QTRY_VERIFY_WITH_TIMEOUT(!mip.busy(), 60000);
     QCOMPARE(mip.volume_factor(), std::size_t(0));
     QCOMPARE(mip.frame_camera().spacing[0], 1.0);
+  }
+
+  // Auto contrast of a file-backed stack: a dim plane 0 and a bright last plane. The limits are
+  // the whole stack's 0.5 and 99.5 percentiles (exact: the range is under kContrastBins), not
+  // plane 0's, whichever plane is on screen; the layer keeps its limits until they arrive.
+  void auto_contrast_of_a_file_backed_stack() {
+    const Shape shape{24, 300, 257};
+    HostArray data = HostArray::empty(shape, DType::u16);
+    auto* v = reinterpret_cast<std::uint16_t*>(data.data());
+    std::uint32_t r = 7;
+    const std::size_t plane = shape.height() * shape.width();
+    for (std::size_t i = 0; i < data.elements(); ++i) {
+      r = r * 1664525u + 1013904223u;
+      const std::size_t z = i / plane;
+      v[i] = std::uint16_t(z * 3600 / (shape.depth() - 1) + (r >> 8) % 300);  // 0..3899
+    }
+    const QString path = tmp_.filePath(QStringLiteral("ramp.tif"));
+    io::write(path.toStdString(), data);
+    ui::LargeStackPolicy p;
+    p.slab_budget_bytes = 3ull << 20;  // several slabs (4096 bins take 1.2 MB of partials)
+    ui::set_large_stack_policy(p);
+    const auto file = TiffStackFile::open_file(path, 30);  // 30 ms a slab
+    // The reference: ranks floor(p * (n - 1)) of the sorted pixels.
+    std::vector<std::uint16_t> sorted(v, v + data.elements());
+    std::sort(sorted.begin(), sorted.end());
+    const auto rank = [&](double pct) {
+      return double(sorted[std::size_t(pct / 100.0 * double(sorted.size() - 1))]);
+    };
+    const double lo = rank(0.5), hi = rank(99.5);
+    const Device dev = default_device();
+    // The same as a stack in memory gets, and not what plane 0 alone gives.
+    QCOMPARE(ui::auto_contrast(Array::push(data, dev), -1), std::make_pair(lo, hi));
+    QVERIFY(ui::auto_contrast(Array::push(data, dev), 0).second < hi / 4);
+    const ui::StackContrast direct = ui::stack_auto_contrast(file, dev);
+    QCOMPARE(direct.low, lo);
+    QCOMPARE(direct.high, hi);
+
+    // The layer list (what Edit > Auto contrast calls, with the slice on screen).
+    ui::clear_stack_pass_cache();
+    ui::LayerList list(*host_);
+    list.resize(300, 500);
+    list.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&list));
+    ui::Layer l;
+    l.name = QStringLiteral("ramp");
+    l.file = file;
+    l.contrast_min = 0;
+    l.contrast_max = 100;
+    const int id = host_->add_layer(l);
+    host_->set_current_layer(id);
+    list.auto_contrast_current(0);
+    // Not yet: the pass runs, the limits stay.
+    QCOMPARE(host_->layer(id).contrast_max, 100.0);
+    auto* bar = list.findChild<QWidget*>(QStringLiteral("contrast_pass_bar"));
+    QVERIFY(bar && bar->isVisible());
+    QVERIFY2(pass_text(bar).contains(QStringLiteral("Automatic contrast of the whole stack")),
+             qPrintable(pass_text(bar)));
+    QTRY_VERIFY_WITH_TIMEOUT(host_->layer(id).contrast_max != 100.0, 120000);
+    QCOMPARE(host_->layer(id).contrast_min, lo);
+    QCOMPARE(host_->layer(id).contrast_max, hi);
+    QVERIFY2(pass_text(bar).contains(QStringLiteral("read from the file")),
+             qPrintable(pass_text(bar)));
+
+    // The Histogram dock's Auto: the same limits, the histogram from the cache.
+    ui::LayerDisplay d = ui::LayerDisplay::of(host_->layer(id));
+    d.contrast_min = 5;
+    d.contrast_max = 50;
+    ui::set_layer_display(*host_, id, d, QStringLiteral("test"));
+    ui::HistogramPanel hist(*host_);
+    hist.resize(400, 500);
+    hist.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&hist));
+    QTRY_VERIFY_WITH_TIMEOUT(!hist.busy(), 120000);
+    auto* button = hist.findChild<QPushButton*>(QStringLiteral("histogram_auto"));
+    QVERIFY(button);
+    QTest::mouseClick(button, Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(host_->layer(id).contrast_max == hi, 120000);
+    QCOMPARE(host_->layer(id).contrast_min, lo);
+    auto* hist_bar = hist.findChild<QWidget*>(QStringLiteral("auto_pass_bar"));
+    QVERIFY(hist_bar);
+    QVERIFY2(pass_text(hist_bar).contains(QStringLiteral("from the cache")),
+             qPrintable(pass_text(hist_bar)));
   }
 
   // Cancel of the 3D view's copy: no copy, nothing cached, "cancelled"; Retry reads it.

@@ -23,6 +23,7 @@
 #include "gpix/ui/render.h"
 #include "gpix/ui/stack_passes.h"
 #include "pass_bar.h"
+#include "stack_contrast_job.h"
 
 namespace gpix::ui {
 
@@ -208,6 +209,9 @@ HistogramPanel::HistogramPanel(Workspace& host, QWidget* parent) : QWidget(paren
   v->addWidget(plot_, 1);
   pass_ = new detail::PassBar;
   v->addWidget(pass_);
+  auto_pass_ = new detail::PassBar;
+  auto_pass_->setObjectName(QStringLiteral("auto_pass_bar"));
+  v->addWidget(auto_pass_);
   limits_ = new QLabel;
   limits_->setObjectName(QStringLiteral("histogram_limits"));
   v->addWidget(limits_);
@@ -270,6 +274,7 @@ HistogramPanel::HistogramPanel(Workspace& host, QWidget* parent) : QWidget(paren
   });
   connect(log_, &QCheckBox::toggled, plot_, &HistogramWidget::set_log);
   connect(auto_, &QPushButton::clicked, this, &HistogramPanel::auto_limits);
+  connect(auto_pass_, &detail::PassBar::retry, this, &HistogramPanel::auto_limits);
   connect(channel_, &QComboBox::currentIndexChanged, this, [this] {
     if (updating_) return;
     refresh_controls();
@@ -484,14 +489,20 @@ void HistogramPanel::apply(double low, double high, double gamma, const QString&
 void HistogramPanel::auto_limits() {
   const Layer l = host_.layer(layer_);
   if (!l.valid()) return;
-  if (l.file_backed()) {
-    host_.show_status(tr("No automatic limits of the whole file-backed layer '%1' here: use "
-                         "Edit > Auto contrast (Ctrl+A) for the plane on screen")
-                          .arg(l.name));
-    return;
-  }
   const int c = channel();
   const int id = layer_;
+  if (l.file_backed()) {
+    ++pending_;
+    detail::start_stack_auto_contrast(
+        this, host_, id, auto_pass_,
+        [this, id](double lo, double hi) {
+          if (id != layer_) return;  // the user moved on
+          plot_->set_limits(lo, hi);
+          apply(lo, hi, gamma_->value(), tr("contrast"));
+        },
+        [this] { --pending_; });
+    return;
+  }
   ++pending_;
   detail::run_async(
       this,

@@ -20,6 +20,8 @@
 #include "gpix/error.h"
 #include "gpix/ui/layer_commands.h"
 #include "gpix/ui/render.h"
+#include "pass_bar.h"
+#include "stack_contrast_job.h"
 
 namespace gpix::ui {
 
@@ -125,6 +127,10 @@ LayerList::LayerList(Workspace& host, QWidget* parent) : QWidget(parent), host_(
   form->addRow(tr("Colour map"), colormap_);
   form->addRow(tr("Contrast"), limits);
   v->addLayout(form);
+  contrast_pass_ = new detail::PassBar;
+  contrast_pass_->setObjectName(QStringLiteral("contrast_pass_bar"));
+  v->addWidget(contrast_pass_);
+  connect(contrast_pass_, &detail::PassBar::retry, this, [this] { auto_contrast_current(); });
 
   connect(list_, &QListWidget::currentRowChanged, this, [this](int row) {
     if (updating_ || row < 0) return;
@@ -265,16 +271,28 @@ void LayerList::auto_contrast_current(int slice) {
   if (!l.valid() || contrast_pending_) return;  // one at a time, like the disabled button
   contrast_pending_ = true;
   auto_->setEnabled(false);
+  if (l.file_backed()) {
+    // The whole stack's percentiles, as a stack in memory gets from the Auto button, not the
+    // plane on screen's: a dim first plane must not clip the bright planes.
+    detail::start_stack_auto_contrast(
+        this, host_, id, contrast_pass_,
+        [this, id](double lo, double hi) {
+          LayerDisplay d = LayerDisplay::of(host_.layer(id));
+          d.contrast_min = lo;
+          d.contrast_max = hi;
+          set_layer_display(host_, id, d, tr("contrast (automatic)"));
+        },
+        [this] {
+          contrast_pending_ = false;
+          auto_->setEnabled(host_.layer(host_.current_layer()).valid());
+        });
+    return;
+  }
   // On the device, off the GUI thread: a running filter may hold the device for a while.
   detail::run_async(
       this,
-      [a = l.array, h = l.array.valid() ? gpix::HostArray{} : l.host, file = l.file,
-       dev = host_.device(), slice]() {
-        // A file-backed stack: the plane on screen (read through the plane cache).
-        if (!a.valid() && !h.valid() && file)
-          return auto_contrast(display_copy(file->plane(std::size_t(std::max(slice, 0))), dev), -1);
-        return auto_contrast(a.valid() ? a : display_copy(h, dev), slice);
-      },
+      [a = l.array, h = l.array.valid() ? gpix::HostArray{} : l.host, dev = host_.device(),
+       slice]() { return auto_contrast(a.valid() ? a : display_copy(h, dev), slice); },
       [this, id](const detail::Outcome<std::pair<double, double>>& out) {
         contrast_pending_ = false;
         auto_->setEnabled(host_.layer(host_.current_layer()).valid());

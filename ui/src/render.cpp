@@ -11,6 +11,7 @@
 #include "gpix/queue.h"
 #include "gpix/stats.h"
 #include "gpix/ui/labels.h"
+#include "gpix/ui/stack_contrast.h"
 
 namespace gpix::ui {
 namespace {
@@ -127,35 +128,10 @@ std::pair<double, double> auto_contrast(const Array& array, int slice, double lo
   const Stats st = gpix::stats(a);
   const double mn = st.min.as_double(), mx = st.max.as_double();
   if (st.count == 0 || !std::isfinite(mn) || !std::isfinite(mx)) return {0, 1};
-  // Widen a flat range so it maps; relative to the value, as +1 vanishes beyond 2^53.
-  const auto widen = [](double v) { return v + std::max(1.0, std::abs(v) * 1e-9); };
-  if (!(mx > mn)) return {mn, widen(mn)};
+  if (!(mx > mn)) return contrast_from_histogram({}, {}, mn, mx, false, 0, 100);  // flat: widened
   const Histogram h = gpix::histogram(a, kContrastBins, mn, mx);
-  std::uint64_t total = 0;
-  for (auto c : h.counts) total += c;
-  if (total == 0) return {mn, mx};
-  // The pixel of rank floor(p * (n - 1)) in sorted order, as the host percentiles did.
-  const auto bin_of = [&](double pct) {
-    const auto rank = static_cast<std::uint64_t>(std::clamp(pct / 100.0, 0.0, 1.0) *
-                                                 static_cast<double>(total - 1));
-    std::uint64_t seen = 0;
-    for (std::size_t i = 0; i < h.counts.size(); ++i) {
-      seen += h.counts[i];
-      if (seen > rank) return i;
-    }
-    return h.counts.size() - 1;
-  };
-  double lo = h.edges[bin_of(low_percent)];
-  double hi = h.edges[bin_of(high_percent) + 1];
-  if (!is_float(array.dtype())) {
-    // Whole values inside the bins: exact when a bin is narrower than one.
-    lo = std::ceil(lo);
-    hi = std::min(mx, std::floor(hi));
-  }
-  lo = std::clamp(lo, mn, mx);
-  hi = std::clamp(hi, mn, mx);
-  if (!(hi > lo)) hi = widen(lo);
-  return {lo, hi};
+  return contrast_from_histogram(h.counts, h.edges, mn, mx, !is_float(array.dtype()), low_percent,
+                                 high_percent);
 }
 
 double value_at(const HostArray& host, std::size_t z, std::size_t y, std::size_t x) {

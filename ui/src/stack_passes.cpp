@@ -227,8 +227,10 @@ StackHistogram stack_histogram(const std::shared_ptr<const StackFile>& file, con
     h.min = t(0, 0);
     h.max = t(t.size() - 1, 1);
     for (double c : t.column("count")) h.counts.push_back(std::uint64_t(c));
+    for (double e : t.column("bin_start")) h.edges.push_back(e);
+    h.edges.push_back(h.max);
   }
-  PassCache::get().put(file, key, h, h.counts.size() * 8 + 64);
+  PassCache::get().put(file, key, h, h.counts.size() * 16 + 64);
   return h;
 }
 

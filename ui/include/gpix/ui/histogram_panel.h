@@ -108,6 +108,9 @@ class HistogramPanel : public QWidget {
   // with its progress and Cancel in pass_.
   std::weak_ptr<StackFile> file_;
   detail::PassBar* pass_ = nullptr;
+  // Auto on a file-backed layer: the whole stack's percentiles, its own pass (the histogram's
+  // may be under way in pass_).
+  detail::PassBar* auto_pass_ = nullptr;
   int histogram_channel_ = -2;
   quint64 request_ = 0;
   int pending_ = 0;

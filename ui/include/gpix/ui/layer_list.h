@@ -19,6 +19,9 @@ class QMimeData;
 namespace gpix::ui {
 
 class LayerListWidget;
+namespace detail {
+class PassBar;
+}
 
 class LayerList : public QWidget {
   Q_OBJECT
@@ -33,7 +36,8 @@ class LayerList : public QWidget {
   DragFiles* drag_files() const { return drag_files_; }
   // Sets the current layer's limits from its 0.5 and 99.5 percentiles (of the shown slice),
   // computed on the device in the background (gpix::ui::auto_contrast); the layer changes when
-  // they arrive.
+  // they arrive. A file-backed layer's are the whole stack's, whatever the slice: one streamed
+  // pass over its file (stack_auto_contrast) with progress and Cancel under the controls.
   void auto_contrast_current(int slice = -1);
 
  public slots:
@@ -52,6 +56,7 @@ class LayerList : public QWidget {
   QDoubleSpinBox* low_ = nullptr;
   QDoubleSpinBox* high_ = nullptr;
   QPushButton* auto_ = nullptr;
+  detail::PassBar* contrast_pass_ = nullptr;  // a file-backed layer's automatic contrast
   DragFiles* drag_files_ = nullptr;
   int pending_drag_ = -1;  // a layer dragged before its file was written
   bool updating_ = false;

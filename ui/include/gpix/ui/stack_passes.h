@@ -39,6 +39,7 @@ using SlabProgress = std::function<void(std::size_t done, std::size_t total)>;
 struct StackHistogram {
   std::vector<std::uint64_t> counts;  // empty when the stack has no finite range (all NaN)
   double min = 0, max = 1;            // the first bin's start and the last bin's end
+  std::vector<double> edges;          // counts.size() + 1 bin edges, as the fold compared them
   bool cached = false;
 };
 // `bins` equal bins over the stack's [min, max] (max = min + 1 when they are equal), as
