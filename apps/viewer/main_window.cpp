@@ -620,9 +620,11 @@ void MainWindow::save_settings() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {
-  if (saving_results()) {
-    // Results are being written (a Save chosen before, or a session's): the window closes when
-    // they are, and stays when they could not be.
+  if (saving_results() || saving_session_) {
+    // Results or a session are being written (a Save chosen before, or Save session): the
+    // window closes when they are, and stays when they could not be. A session writes its
+    // results first and its JSON after, so closing when the results are done would end the
+    // process before the session file exists.
     e->ignore();
     close_when_saved_ = true;
     host_->show_status(tr("Still saving the results; the window closes when they are written"), 0);
@@ -771,6 +773,7 @@ void MainWindow::write_session_file(const QString& path) {
              return rois.isEmpty() ? QJsonObject{} : QJsonObject{{QStringLiteral("rois"), rois}};
            })).toJson(QJsonDocument::Indented);
   } catch (const std::exception& e) {
+    close_when_saved_ = false;  // not written: the window stays, saying why
     session_failed(path, QString::fromUtf8(e.what()));
     return;
   }
@@ -789,6 +792,7 @@ void MainWindow::write_session_file(const QString& path) {
       },
       [this, path](bool, const QString& error) {
         if (!error.isEmpty()) {
+          close_when_saved_ = false;  // not written: the window stays, saying why
           session_failed(path, error);
           return;
         }
@@ -798,6 +802,11 @@ void MainWindow::write_session_file(const QString& path) {
         add_recent(path);
         host_->show_status(tr("Session saved to %1").arg(path));
         emit session_saved(path, {});
+        if (close_when_saved_ && !saving_results()) {
+          close_when_saved_ = false;  // Quit was asked while it was written
+          QMetaObject::invokeMethod(
+              this, [this] { close(); }, Qt::QueuedConnection);
+        }
       });
 }
 

@@ -193,7 +193,7 @@ class MainWindow : public QMainWindow {
   QLabel* read_label_ = nullptr;
   bool opening_session_ = false;
   bool saving_session_ = false;
-  bool close_when_saved_ = false;  // Quit while results were being written
+  bool close_when_saved_ = false;  // Quit while results or a session were being written
   ResultSaver* saver_ = nullptr;
   QWidget* save_box_ = nullptr;  // "Saving NAME (i of n)…" in the status bar
   QLabel* save_label_ = nullptr;

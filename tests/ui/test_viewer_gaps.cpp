@@ -4,9 +4,17 @@
 //   each earlier state (shape, slice, id); a removed layer comes back with its ROIs;
 // - the layer card shows a composite's channels as channels (count, names, colours) and its
 //   spacing for the spatial axes only;
-// - File > Open sample reads the sample on the reader thread, not in the menu's handler.
+// - File > Open sample reads the sample on the reader thread, not in the menu's handler;
+// - Quit while a session is being saved (with a 64x512x512 float32 result written first, or
+//   with nothing but the session file) waits: the window closes only once the session file is
+//   written, and what was written is whole (the result read back equals the layer).
 #include <QAction>
 #include <QCheckBox>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QMenu>
 #include <QMenuBar>
@@ -16,8 +24,12 @@
 #include <QTest>
 #include <QTextDocument>
 #include <QUndoStack>
+#include <cstring>
 
 #include "gpix/ui/composite.h"
+#if GPIX_TEST_HAVE_IO
+#include "gpix/io.h"
+#endif
 #include "gpix/ui/layer_card.h"
 #include "gpix/ui/roi_panel.h"
 #include "main_window.h"
@@ -29,6 +41,29 @@ using ui::RoiKind;
 using Tool = ui::RoiOverlay::Tool;
 
 namespace {
+
+// Records, when the window hides, whether anything was still being written.
+class HideWatch : public QObject {
+ public:
+  HideWatch(MainWindow* w, QString session) : w_(w), session_(std::move(session)) {
+    w->installEventFilter(this);
+  }
+  bool hidden = false;
+  bool saving_at_hide = true;
+  bool session_at_hide = false;
+  bool eventFilter(QObject* o, QEvent* e) override {
+    if (o == w_ && e->type() == QEvent::Hide && !hidden) {
+      hidden = true;
+      saving_at_hide = w_->saving_session() || w_->saving_results();
+      session_at_hide = QFileInfo::exists(session_);
+    }
+    return false;
+  }
+
+ private:
+  MainWindow* w_;
+  QString session_;
+};
 
 QString plain(const QString& html) {
   QTextDocument d;
@@ -241,6 +276,71 @@ class TestViewerGaps : public QObject {
     const ui::Layer l = w->host().layer(w->host().layer_ids().first());
     QVERIFY(l.source.startsWith(QLatin1String("sample:")));
     QVERIFY2(l.array.valid() && l.array.device() == w->host().device(), "on the device");
+  }
+
+  // Quit right after Save session: the window stays until the session file is written (the
+  // unsaved result first, then the JSON), then closes by itself; nothing is half-written.
+  void quit_during_a_session_save_waits_for_it() {
+    QTemporaryDir dir;
+    auto w = make(QStringLiteral("q.ini"));
+    w->resize(900, 600);
+    w->show();
+    QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    const Shape shape{64, 512, 512};
+    const std::vector<float> values = test::random_values<float>(shape.elements());
+    ui::Layer l;
+    l.name = QStringLiteral("big result");
+    l.array = Array::push(HostArray::from(values, shape), w->host().device());
+    const int id = w->host().add_layer(l);
+    QTRY_VERIFY_WITH_TIMEOUT(!w->view()->busy(), 120000);
+    const QString session = dir.filePath(QStringLiteral("quit.gpix.json"));
+    QSignalSpy saved(w.get(), &MainWindow::session_saved);
+    HideWatch watch(w.get(), session);
+    w->save_session(session);
+    QVERIFY(w->saving_session());
+    QVERIFY(!w->close());  // the result and the session are being written: not yet
+    QVERIFY(w->isVisible());
+    QTRY_VERIFY_WITH_TIMEOUT(!w->isVisible(), 300000);
+    QVERIFY(watch.hidden);
+    QVERIFY2(!watch.saving_at_hide, "the window closed while the session was being written");
+    QVERIFY(watch.session_at_hide);
+    QCOMPARE(saved.size(), 1);
+    QCOMPARE(saved.first().at(1).toString(), QString());
+    QFile f(session);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QJsonParseError err;
+    const QJsonDocument doc = QJsonDocument::fromJson(f.readAll(), &err);
+    QVERIFY2(err.error == QJsonParseError::NoError && doc.isObject(),
+             qPrintable(err.errorString()));
+    const QString result = w->host().layer(id).source;
+    QCOMPARE(QFileInfo(result).absolutePath(), dir.filePath(QStringLiteral("quit_data")));
+#if GPIX_TEST_HAVE_IO
+    const HostArray back = io::read(result.toStdString()).pixels;
+    QCOMPARE(back.shape(), shape);
+    QVERIFY(std::memcmp(back.data(), values.data(), back.bytes()) == 0);
+#endif
+    // No temporary file left beside them (QSaveFile's, or a half-written result).
+    QCOMPARE(QDir(dir.path()).entryList(QDir::Files),
+             QStringList{QStringLiteral("quit.gpix.json")});
+    QCOMPARE(QDir(dir.filePath(QStringLiteral("quit_data"))).entryList(QDir::Files).size(), 1);
+
+    // Nothing unsaved: Save session writes the JSON alone; Quit at once still waits for it.
+    auto w2 = make(QStringLiteral("q2.ini"));
+    w2->show();
+    QVERIFY(QTest::qWaitForWindowExposed(w2.get()));
+    ui::Layer saved_layer;
+    saved_layer.name = QStringLiteral("from a file");
+    saved_layer.source = result;
+    saved_layer.array = Array::push(std::vector<float>(4 * 8 * 8, 1.0f), Shape{4, 8, 8});
+    w2->host().add_layer(saved_layer);
+    QVERIFY(w2->unsaved_layers().isEmpty());
+    const QString session2 = dir.filePath(QStringLiteral("quit2.gpix.json"));
+    HideWatch watch2(w2.get(), session2);
+    w2->save_session(session2);
+    QVERIFY(!w2->close());
+    QTRY_VERIFY_WITH_TIMEOUT(!w2->isVisible(), 60000);
+    QVERIFY2(!watch2.saving_at_hide, "the window closed while the session was being written");
+    QVERIFY(watch2.session_at_hide);
   }
 };
 
