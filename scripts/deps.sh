@@ -3,7 +3,8 @@
 # file for the Debian packages' dependencies, clang-tidy for scripts/tidy.sh).
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config qt6-base-dev qt6-base-dev-tools ocl-icd-opencl-dev
-          opencl-headers pocl-opencl-icd clinfo xvfb xauth libinsighttoolkit5-dev libdlpack-dev
+          opencl-headers pocl-opencl-icd clinfo xvfb xauth xdotool libinsighttoolkit5-dev
+          libdlpack-dev
           libtiff-dev python3-numpy python3-scipy python3-skimage python3-tifffile
           python3-matplotlib dpkg-dev file clang-tidy libclang-rt-14-dev libjpeg-dev)
 missing=()

@@ -8,18 +8,25 @@
 //   stall while each runs stays under 50 ms (plus the idle window's own pauses where those
 //   exceed 25 ms: a loaded shared CPU, as in test_ui_viewer) (a 200 ms block on the GUI thread is
 //   the control that shows the meter can fail); what was written is read back and compared;
-// - a quit whose Save fails leaves the window open and the result unsaved.
+// - a quit whose Save fails leaves the window open and the result unsaved;
+// - a real drag out: xdotool moves the X pointer (press on the layer in the list, move, release
+//   over another window of the same process), so Qt's own QDrag::exec runs its XDND loop; the
+//   drop target gets the file URL of a written TIFF whose pixels equal the layer's.
 #include <QApplication>
 #include <QCheckBox>
 #include <QDir>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QProcess>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QThread>
@@ -37,6 +44,27 @@
 using namespace gpix;
 
 namespace {
+
+// A window that takes file drops, as a file manager would, and keeps what it got.
+class DropTarget : public QWidget {
+ public:
+  DropTarget() { setAcceptDrops(true); }
+  QList<QUrl> urls;
+  int drops = 0;
+
+ protected:
+  void dragEnterEvent(QDragEnterEvent* e) override {
+    if (e->mimeData()->hasUrls()) e->acceptProposedAction();
+  }
+  void dragMoveEvent(QDragMoveEvent* e) override {
+    if (e->mimeData()->hasUrls()) e->acceptProposedAction();
+  }
+  void dropEvent(QDropEvent* e) override {
+    urls = e->mimeData()->urls();
+    ++drops;
+    e->acceptProposedAction();
+  }
+};
 
 bool same_bytes(const HostArray& a, const HostArray& b) {
   return a.shape() == b.shape() && a.dtype() == b.dtype() &&
@@ -380,6 +408,62 @@ class TestSessionXvfb : public QObject {
     l.name = QStringLiteral("renamed");
     w->host().replace_layer(id, l);
     QVERIFY(files->ready(id).isEmpty());
+  }
+
+  // The real drag: the X server's pointer, driven by xdotool while Qt runs QDrag::exec.
+  void drag_out_with_the_x_pointer() {
+    const QString xdotool = QStandardPaths::findExecutable(QStringLiteral("xdotool"));
+    if (xdotool.isEmpty()) QSKIP("xdotool is not installed (deps.sh installs it)");
+    auto w = make();
+    w->move(0, 0);
+    const Shape shape{3, 37, 41};
+    const auto values = test::random_values<std::uint16_t>(shape.elements());
+    ui::Layer l;
+    l.name = QStringLiteral("dragged");
+    l.array = Array::push(HostArray::from(values, shape), w->host().device());
+    const int id = w->host().add_layer(l);
+    QTRY_VERIFY_WITH_TIMEOUT(!w->view()->busy(), 120000);
+    DropTarget target;
+    target.setWindowTitle(QStringLiteral("drop here"));
+    target.resize(300, 300);
+    target.move(1250, 300);
+    target.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&target));
+    auto* list = w->layer_list()->list();
+    QListWidgetItem* item = list->item(0);
+    QVERIFY(item);
+    const QPoint from = list->viewport()->mapToGlobal(list->visualItemRect(item).center());
+    const QPoint to = target.mapToGlobal(target.rect().center());
+    // Press, move past the drag distance, travel to the target, hover, release: a user's drag,
+    // with pauses so that each X event is handled before the next (the file is written from
+    // the press on; the first moves wait for it).
+    QStringList args;
+    const auto move = [&](QPoint p) {
+      args << QStringLiteral("mousemove") << QString::number(p.x()) << QString::number(p.y())
+           << QStringLiteral("sleep") << QStringLiteral("0.15");
+    };
+    move(from);
+    args << QStringLiteral("mousedown") << QStringLiteral("1") << QStringLiteral("sleep")
+         << QStringLiteral("0.5");
+    for (int k = 1; k <= 4; ++k) move(from + QPoint(k * 8, k * 4));
+    for (int k = 1; k <= 8; ++k) move(from + (to - from) * k / 8);
+    move(to + QPoint(4, 4));
+    move(to);
+    args << QStringLiteral("mouseup") << QStringLiteral("1");
+    QProcess driver;
+    driver.start(xdotool, args);
+    QVERIFY2(driver.waitForStarted(10000), qPrintable(driver.errorString()));
+    // QDrag::exec's own loop runs inside this wait while the button is held.
+    QTRY_VERIFY_WITH_TIMEOUT(target.drops > 0 || driver.state() == QProcess::NotRunning, 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(target.drops > 0, 5000);
+    driver.waitForFinished(10000);
+    QCOMPARE(target.drops, 1);
+    QCOMPARE(target.urls.size(), 1);
+    QVERIFY(target.urls.first().isLocalFile());
+    const QString path = target.urls.first().toLocalFile();
+    QCOMPARE(path, w->layer_list()->drag_files()->ready(id));
+    QVERIFY2(path.endsWith(QLatin1String(".tif")), qPrintable(path));
+    QVERIFY(same_bytes(read_back(path), HostArray::from(values, shape)));
   }
 };
 
