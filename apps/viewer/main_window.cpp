@@ -548,6 +548,7 @@ void MainWindow::save_layer_as(int id, const QString& path) {
       [this, id, path](bool, const QString& error) {
         --saves_;
         if (!error.isEmpty()) {
+          close_when_saved_ = false;  // not written: the window stays, saying why
           last_error_ = error;
           host_->show_status(last_error_, 0);
           emit layer_saved(id, path, error);
@@ -563,7 +564,15 @@ void MainWindow::save_layer_as(int id, const QString& path) {
         add_recent(path);
         host_->show_status(tr("Saved %1").arg(path));
         emit layer_saved(id, path, {});
+        close_if_asked();
       });
+}
+
+void MainWindow::close_if_asked() {
+  if (!close_when_saved_ || saving_results() || saving_session_ || saves_ > 0) return;
+  close_when_saved_ = false;
+  QMetaObject::invokeMethod(
+      this, [this] { close(); }, Qt::QueuedConnection);
 }
 
 void MainWindow::show_plugins_dialog() {
@@ -620,11 +629,11 @@ void MainWindow::save_settings() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {
-  if (saving_results() || saving_session_) {
-    // Results or a session are being written (a Save chosen before, or Save session): the
-    // window closes when they are, and stays when they could not be. A session writes its
-    // results first and its JSON after, so closing when the results are done would end the
-    // process before the session file exists.
+  if (saving_results() || saving_session_ || saves_ > 0) {
+    // Results, a session or a layer (Save layer as) are being written: the window closes when
+    // they are, and stays when they could not be. A session writes its results first and its
+    // JSON after, so closing when the results are done would end the process before the
+    // session file exists.
     e->ignore();
     close_when_saved_ = true;
     host_->show_status(tr("Still saving the results; the window closes when they are written"), 0);
@@ -802,11 +811,7 @@ void MainWindow::write_session_file(const QString& path) {
         add_recent(path);
         host_->show_status(tr("Session saved to %1").arg(path));
         emit session_saved(path, {});
-        if (close_when_saved_ && !saving_results()) {
-          close_when_saved_ = false;  // Quit was asked while it was written
-          QMetaObject::invokeMethod(
-              this, [this] { close(); }, Qt::QueuedConnection);
-        }
+        close_if_asked();
       });
 }
 

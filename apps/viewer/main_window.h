@@ -147,6 +147,8 @@ class MainWindow : public QMainWindow {
   void finish_session_open(const QString& path, const session::Opened& opened);
   void write_session_file(const QString& path);
   void session_failed(const QString& path, const QString& error);
+  // Quit was asked while something was written: closes once nothing is (queued).
+  void close_if_asked();
   void restore_rois(int id, const QJsonObject& layer, QStringList& errors);
   void read_next();
   void read_done(const QString& path, QList<gpix::plugin::Layer> layers, const QString& error);

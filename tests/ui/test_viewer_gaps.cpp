@@ -6,8 +6,9 @@
 //   spacing for the spatial axes only;
 // - File > Open sample reads the sample on the reader thread, not in the menu's handler;
 // - Quit while a session is being saved (with a 64x512x512 float32 result written first, or
-//   with nothing but the session file) waits: the window closes only once the session file is
-//   written, and what was written is whole (the result read back equals the layer).
+//   with nothing but the session file), or while File > Save layer as writes a layer, waits:
+//   the window closes only once the file is written, and what was written is whole (read back,
+//   it equals the layer).
 #include <QAction>
 #include <QCheckBox>
 #include <QDir>
@@ -50,11 +51,11 @@ class HideWatch : public QObject {
   }
   bool hidden = false;
   bool saving_at_hide = true;
-  bool session_at_hide = false;
+  bool session_at_hide = false;  // the file watched existed
   bool eventFilter(QObject* o, QEvent* e) override {
     if (o == w_ && e->type() == QEvent::Hide && !hidden) {
       hidden = true;
-      saving_at_hide = w_->saving_session() || w_->saving_results();
+      saving_at_hide = w_->saving_session() || w_->saving_results() || w_->saves_running() > 0;
       session_at_hide = QFileInfo::exists(session_);
     }
     return false;
@@ -341,6 +342,34 @@ class TestViewerGaps : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!w2->isVisible(), 60000);
     QVERIFY2(!watch2.saving_at_hide, "the window closed while the session was being written");
     QVERIFY(watch2.session_at_hide);
+
+    // Save layer as of a layer that has a file (so Quit does not ask): Quit waits for the write.
+    auto w3 = make(QStringLiteral("q3.ini"));
+    w3->show();
+    QVERIFY(QTest::qWaitForWindowExposed(w3.get()));
+    ui::Layer big;
+    big.name = QStringLiteral("opened");
+    big.source = result;
+    big.array = Array::push(HostArray::from(values, shape), w3->host().device());
+    const int big_id = w3->host().add_layer(big);
+    QVERIFY(w3->unsaved_layers().isEmpty());
+    const QString copy = dir.filePath(QStringLiteral("copy.tif"));
+    QSignalSpy layer_saved(w3.get(), &MainWindow::layer_saved);
+    HideWatch watch3(w3.get(), copy);
+    w3->save_layer_as(big_id, copy);
+    QCOMPARE(w3->saves_running(), 1);
+    QVERIFY(!w3->close());
+    QVERIFY(w3->isVisible());
+    QTRY_VERIFY_WITH_TIMEOUT(!w3->isVisible(), 300000);
+    QVERIFY2(!watch3.saving_at_hide, "the window closed while the layer was being written");
+    QVERIFY(watch3.session_at_hide);
+    QCOMPARE(layer_saved.size(), 1);
+    QCOMPARE(layer_saved.first().at(2).toString(), QString());
+#if GPIX_TEST_HAVE_IO
+    const HostArray copied = io::read(copy.toStdString()).pixels;
+    QCOMPARE(copied.shape(), shape);
+    QVERIFY(std::memcmp(copied.data(), values.data(), copied.bytes()) == 0);
+#endif
   }
 };
 
