@@ -81,6 +81,7 @@ Config Config::from(const std::function<const char*(const char*)>& get) {
   c.nvrtc_path = text(get("GPIX_NVRTC_PATH"));
   c.cuda_path = text(get("CUDA_PATH"));
   c.kernel_bundle = text(get("GPIX_KERNEL_BUNDLE"));
+  c.program_unit = text(get("GPIX_PROGRAM_UNIT"));
   return c;
 }
 

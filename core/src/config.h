@@ -48,6 +48,10 @@ struct Config {
   // GPIX_KERNEL_BUNDLE: the prebuilt kernel bundle to use instead of the one next to
   // libgpix_core; "off" for none (kernel_bundle.h).
   std::string kernel_bundle;
+  // GPIX_PROGRAM_UNIT: "file" or "entry" overrides each backend's choice of building a kernel
+  // file as one program or one program per entry (DeviceImpl::programs_per_entry); empty:
+  // the backend's default.
+  std::string program_unit;
 
   // Whether the named driver workaround is switched off.
   bool workaround_disabled(std::string_view name) const;

@@ -19,6 +19,7 @@ const ProgramSource& program(std::string_view file) {
       p.name = std::string(f.name);
       p.text = std::string(dialect.data) + "\n#line 1\n" + std::string(f.data);
       p.hash = std::string(dialect.sha256.substr(0, 16)) + std::string(f.sha256.substr(0, 16));
+      p.splittable = true;
       m.emplace(p.name, std::move(p));
     }
     return m;

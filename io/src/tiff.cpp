@@ -898,7 +898,13 @@ std::uint64_t type_bytes(std::uint16_t type) {
 // an entry claims before it reads it: an 868-byte file with an unknown ASCII tag claiming
 // 1.6 GB took 5-12 s of page faults under ASan (a timeout in fuzz_read_tiff); the system's
 // libtiff, which gpix's reader uses, checks this itself.
-std::string check_tiff_entries(const std::string& file) {
+// ASCII entries whose bytes hold no NUL go to *unterminated (page, tag): libtiff ends the text
+// of the tags it knows, not of others, which ITK then reads with strlen past their end.
+struct AsciiEntry {
+  std::size_t page = 0;
+  std::uint64_t tag = 0, count = 0;
+};
+std::string check_tiff_entries(const std::string& file, std::vector<AsciiEntry>* unterminated) {
   std::ifstream in(file, std::ios::binary);
   if (!in) return {};
   in.seekg(0, std::ios::end);
@@ -937,22 +943,43 @@ std::string check_tiff_entries(const std::string& file) {
     const auto c = bytes(ifd, static_cast<std::size_t>(count_bytes));
     if (!c) break;  // libtiff reports a directory beyond the file
     const std::uint64_t n = num(c->data(), count_bytes);
+    // More entries than the rest of the file holds (a BigTIFF count near 2^64 also wrapped the
+    // size below round): libtiff reports the directory as truncated.
+    if (n > (size - ifd - static_cast<std::uint64_t>(count_bytes)) / entry_bytes) break;
     const auto entries = bytes(ifd + static_cast<std::uint64_t>(count_bytes),
                                static_cast<std::size_t>(n) * entry_bytes + inline_bytes * 2);
     if (!entries) break;
     for (std::uint64_t i = 0; i < n; ++i) {
       const unsigned char* e = entries->data() + i * static_cast<std::uint64_t>(entry_bytes);
       const auto tag = num(e, 2);
-      const auto per = type_bytes(static_cast<std::uint16_t>(num(e + 2, 2)));
+      const auto type = static_cast<std::uint16_t>(num(e + 2, 2));
+      const auto per = type_bytes(type);
       const std::uint64_t count = num(e + 4, big ? 8 : 4);
+      const unsigned char* value = e + (big ? 12 : 8);
+      if (type == 2 && count > 0 && count <= static_cast<std::uint64_t>(inline_bytes)) {
+        if (!std::memchr(value, 0, static_cast<std::size_t>(count))) {
+          unterminated->push_back({page, tag, count});
+        }
+      }
       if (per == 0 || count <= static_cast<std::uint64_t>(inline_bytes) / per) continue;
-      const std::uint64_t at = num(e + (big ? 12 : 8), inline_bytes);
+      const std::uint64_t at = num(value, inline_bytes);
       if (count > size / per || at > size - count * per) {
         return "page " + std::to_string(page) + "'s tag " + std::to_string(tag) + " claims " +
                std::to_string(count) + " values (" + std::to_string(count) + " x " +
                std::to_string(per) + " bytes) at offset " + std::to_string(at) +
                ", beyond the end of this " + std::to_string(size) +
                "-byte file (the file is corrupt or truncated)";
+      }
+      if (type == 2) {
+        // The text is in the file (checked above); look for its NUL a piece at a time.
+        bool ended = false;
+        for (std::uint64_t off = 0; off < count && !ended; off += 65536) {
+          const auto piece = bytes(
+              at + off, static_cast<std::size_t>(std::min<std::uint64_t>(65536, count - off)));
+          if (!piece) break;
+          ended = std::memchr(piece->data(), 0, piece->size()) != nullptr;
+        }
+        if (!ended) unterminated->push_back({page, tag, count});
       }
     }
     const auto next =
@@ -1017,9 +1044,23 @@ std::string check_tiff_capacity(const std::string& file) {
 std::string check_tiff_tags(const std::string& file) {
   const TiffPtr tiff = open_tiff(file, "r", false);
   if (tiff && gpix_reads(tiff.get())) return {};  // not ITK's: the system's libtiff checks this
-  if (std::string bad = check_tiff_entries(file); !bad.empty()) return bad;
+  std::vector<AsciiEntry> unterminated;
+  if (std::string bad = check_tiff_entries(file, &unterminated); !bad.empty()) return bad;
   if (!tiff) return {};  // ITK's reader says what is wrong
   TIFF* t = tiff.get();
+  for (const AsciiEntry& a : unterminated) {
+    // Tags libtiff knows as plain text (ImageDescription, Software, ...) get their NUL from
+    // libtiff; unknown and counted ones (an anonymous field) do not, and ITK's ReadTIFFTags
+    // takes every ASCII value as a C string (fuzz_read_tiff: a 1-byte tag, ASan
+    // heap-buffer-overflow in strlen).
+    const TIFFField* field = TIFFFieldWithTag(t, static_cast<ttag_t>(a.tag));
+    if (field && !TIFFFieldPassCount(field)) continue;
+    return "page " + std::to_string(a.page) + "'s tag " + std::to_string(a.tag) + " holds " +
+           std::to_string(a.count) +
+           " bytes of ASCII text without the NUL byte that ends TIFF text, and ITK's reader of "
+           "colour and palette TIFFs would read past it (the tag is corrupt: remove it, or end "
+           "its text with a NUL byte)";
+  }
   for (tdir_t d = 0;; ++d) {
     for (int i = 0, n = TIFFGetTagListCount(t); i < n; ++i) {
       const std::uint32_t tag = TIFFGetTagListEntry(t, i);

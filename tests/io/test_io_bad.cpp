@@ -274,6 +274,27 @@ class TestIoBad : public QObject {
     expect_io_error([&] { io::read(tag, {.channels = io::Channels::split}); }, tag,
                     "page 0's tag 16896 claims 1634552064 values (1634552064 x 1 bytes) at "
                     "offset 1028285799, beyond the end of this 868-byte file");
+    // A colour TIFF with an unknown ASCII tag whose text has no NUL: ITK's ReadTIFFTags ran
+    // strlen past libtiff's buffer (ASan, the long fuzz run of 2026-11-24).
+    const auto nul = corpus / "tiff" / "regression-itk-ascii-without-nul.tif";
+    expect_io_error([&] { io::read(nul, {.channels = io::Channels::split}); }, nul,
+                    "bytes of ASCII text without the NUL byte that ends TIFF text");
+  }
+
+  // A BigTIFF directory claiming 2^63 + 5 entries: their size wrapped to 116 bytes in gpix's own
+  // entry check, which then read past its buffer (UBSan in fuzz_read_png, whose mutations
+  // reached a TIFF header). Now the count is weighed against the file first.
+  void tiff_entry_count_wraps() {
+    QTemporaryDir dir;
+    const fs::path p = fs::path(dir.path().toStdString()) / "wrap.tif";
+    std::vector<unsigned char> b = {'I', 'I', 43, 0, 8, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0,
+                                    5,   0,   0,  0, 0, 0, 0, 0x80};
+    b.resize(200, 0);
+    {
+      std::ofstream out(p, std::ios::binary);
+      out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+    }
+    expect_io_error([&] { io::read(p, {.channels = io::Channels::split}); }, p, "");
   }
 
   // ASCII tags of fixed length (DateTime) shorter than the specification's: refused before

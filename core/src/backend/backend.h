@@ -169,6 +169,9 @@ struct ProgramSource {
   std::string name;  // for messages, e.g. "stats.kernel"
   std::string text;
   std::string hash;
+  // Whether a program of one entry may leave the file's other kernels out (kernel_entry.h):
+  // the catalog's kernels never call one another; a user's OpenCL kernel may call another.
+  bool splittable = false;
 };
 
 // A compiled program's entry point, owned by the device's program cache.
@@ -341,6 +344,12 @@ class DeviceImpl {
   // How many host threads may call into this device at once for one staged transfer (0: no
   // limit). A driver that is not safe with concurrent callers says 1.
   virtual unsigned max_transfer_threads() const { return 0; }
+  // Whether a kernel file is built as one program per entry (kernel_entry.h) rather than as
+  // one program: where the compiler's time grows with the kernels in a program and a filter
+  // needs one or two of them. GPIX_PROGRAM_UNIT (file / entry) overrides it; kernel() asks
+  // programs_per_entry(), which applies that.
+  virtual bool prefers_programs_per_entry() const { return false; }
+  bool programs_per_entry() const;
 
   // A push that host threads feed while a kernel on the device already takes it in (CUDA,
   // kernels/staging.kernel). `host` is page-locked memory from allocate_host(); its `bytes`

@@ -8,7 +8,9 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "config.h"
 #include "kernel_bundle.h"
+#include "kernel_entry.h"
 #include "program_cache.h"
 #include "run_phase.h"
 
@@ -16,7 +18,11 @@ namespace gpix::detail {
 
 const Kernel& DeviceImpl::kernel(const ProgramSource& src, std::string_view name,
                                  const Defines& defines) {
-  const std::string key = program_key(src, defines);
+  // One program per entry where the backend compiles faster that way (kernel_entry.h): its
+  // key names the entry, in memory and on disk.
+  const bool one_entry = src.splittable && programs_per_entry();
+  const std::string key =
+      program_key(src, defines) + (one_entry ? "|entry=" + std::string(name) : std::string());
   std::shared_ptr<ProgramEntry> entry;
   std::promise<void> built;  // set by this thread where it makes the entry
   bool mine = false;
@@ -60,8 +66,16 @@ const Kernel& DeviceImpl::kernel(const ProgramSource& src, std::string_view name
       bool compiled = false, stored = false;
       if (!program) {
         const PhaseNote phase("compiling kernels");
-        if (hook) hook(src, defines);
-        program = build(src, defines);
+        if (one_entry) {
+          ProgramSource part = src;
+          part.name = src.name + " (entry " + std::string(name) + ")";
+          part.text = single_entry_source(src.text, name);
+          if (hook) hook(part, defines);
+          program = build(part, defines);
+        } else {
+          if (hook) hook(src, defines);
+          program = build(src, defines);
+        }
         compiled = true;
         stored = cache_store(disk_key, program->binary());
       }
@@ -100,6 +114,13 @@ const Kernel& DeviceImpl::kernel(const ProgramSource& src, std::string_view name
     kit = entry->kernels.emplace(std::string(name), entry->program->create_kernel(name)).first;
   }
   return *kit->second;
+}
+
+bool DeviceImpl::programs_per_entry() const {
+  const std::string& unit = config().program_unit;
+  if (unit == "entry") return true;
+  if (unit == "file") return false;
+  return prefers_programs_per_entry();
 }
 
 DeviceImpl::CacheCounters DeviceImpl::cache_counters() {

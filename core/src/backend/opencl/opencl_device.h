@@ -158,6 +158,7 @@ class ClDevice final : public DeviceImpl {
   // copy thread there. GPIX_DISABLE_WORKAROUNDS=pocl-basic-threads lifts it.
   void set_pocl_basic() { pocl_basic_ = true; }
   unsigned max_transfer_threads() const override;
+  bool prefers_programs_per_entry() const override;
   void set_card_memory_source(std::function<NativeMemoryInfo()> source) override;
   // The card's free and total memory as CUDA counts them, where the card is known.
   NativeMemoryInfo native_memory_info() override { return card_ ? card_() : NativeMemoryInfo{}; }

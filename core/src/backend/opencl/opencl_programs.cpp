@@ -37,3 +37,16 @@ std::unique_ptr<ClDevice::Program> ClDevice::build(const ProgramSource& src,
 }
 
 }  // namespace gpix::detail::cl
+
+namespace gpix::detail::cl {
+
+// OpenCL compilers optimise every kernel of a program at clBuildProgram, so a filter's first
+// call paid for its whole kernel file. Measured: NVIDIA's took 1.2 s for neighbourhood.kernel's
+// 14 kernels (bench/RESULTS.md); on PoCL (2 cores) a first box mean took 9-11 s for the file
+// and 2 s for its entry, and test_filters_neighbourhood from empty caches 687 s with one
+// program per file against 561 s per entry, although it asks for most entries of the file.
+bool ClDevice::prefers_programs_per_entry() const {
+  return true;
+}
+
+}  // namespace gpix::detail::cl
