@@ -226,7 +226,8 @@ void MipView::read_projection(const Layer& l) {
         projection_ = out.value->image;
         projection_file_ = file;
         if (turned()) {
-          // Turned while it read: the block copy's pass is next, its bar replaces this one.
+          // Turned while it read: the block copy's pass is next and shows its own bar.
+          pass_->finish(token);
           request();
           return;
         }

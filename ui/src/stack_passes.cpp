@@ -393,9 +393,10 @@ StackProjection stack_max_projection(const std::shared_ptr<const StackFile>& fil
 namespace {
 
 // Folds the planes [from, to) of a slab into the block copy: out(z/f, y/f, x/f) takes the
-// maximum. A plain host loop: one compare per voxel of the slab just read runs at several GB/s,
-// faster than the file is read (even from the page cache, which the TIFF reader copies through),
-// and it needs no device memory beyond what the view renders from.
+// maximum. A plain host loop, not a kernel: one compare per voxel of the slab just read, in
+// memory order, costs less than reading and decoding that slab (the TIFF reader copies every
+// byte once already), and it needs no device memory besides the copy the view renders. A 64 x
+// 512 x 512 uint16 file: 49 ms to read, 55 ms to read and fold (test_ui_stack_passes logs it).
 template <class T>
 void fold_block_max(const HostArray& slab, std::size_t from, std::size_t to, std::size_t f,
                     HostArray& out) {
@@ -487,7 +488,8 @@ std::size_t block_max_factor(const Shape& s, DType dtype, std::uint64_t bound_by
 
 std::uint64_t stack_volume_bound() {
   const std::uint64_t set = large_stack_policy().volume_bytes;
-  return set ? set : kCacheBytes / 2;
+  // At least one voxel of the widest dtype, so that block_max_factor always finds an f.
+  return set ? std::max<std::uint64_t>(set, 8) : kCacheBytes / 2;
 }
 
 StackVolume stack_block_max(const std::shared_ptr<const StackFile>& file, std::uint64_t bound_bytes,
