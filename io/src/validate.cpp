@@ -165,11 +165,12 @@ std::string check_meta(const fs::path& path, std::uint64_t data_bytes) {
 // a well-formed file pattern ("name%03d.raw first last step"), made it read past its buffers
 // (an ASan heap overflow in MetaImage::ReadStream, found by fuzz_read_mha).
 std::string check_meta_header(const fs::path& path) {
+  const MetaHeader h = parse_meta(path);
   std::ifstream f(path, std::ios::binary);
-  std::string text(4096, '\0');
+  // The header, up to its ElementDataFile line (or 4 KiB where there is none; 16 MiB at most).
+  std::string text(std::clamp<std::size_t>(h.header_bytes, 4096, std::size_t{16} << 20), '\0');
   f.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<std::size_t>(f.gcount()));
-  const MetaHeader h = parse_meta(path);
   const std::size_t end =
       h.header_bytes ? std::min<std::size_t>(h.header_bytes, text.size()) : text.size();
   for (std::size_t i = 0; i < end; ++i) {
@@ -179,6 +180,22 @@ std::string check_meta_header(const fs::path& path) {
              "0123456789abcdef"[c & 15] + ") at offset " + std::to_string(i) +
              "; a MetaImage header is text (it is corrupt)";
     }
+  }
+  // MetaIO copies each field name (the text before '=' or ':', line breaks and spaces around it
+  // left out) into a 255-byte buffer with strcpy: a 297-byte name aborted the process
+  // (fuzz_read_mha, glibc's fortified strcpy; an overflow without it).
+  for (std::size_t i = 0; i < end;) {
+    while (i < end && (text[i] == '\r' || text[i] == '\n' || text[i] == ' ')) ++i;
+    std::size_t k = i;
+    while (k < end && text[k] != '=' && text[k] != ':' && text[k] != '\r' && text[k] != '\n') ++k;
+    std::size_t e = k;
+    while (e > i && (text[e - 1] == ' ' || text[e - 1] == '\t')) --e;
+    if (e - i > 254) {
+      return "its header has a field name of " + std::to_string(e - i) + " characters at offset " +
+             std::to_string(i) + "; MetaImage field names hold at most 254 (the header is corrupt)";
+    }
+    while (k < end && text[k] != '\r' && text[k] != '\n') ++k;  // the value
+    i = k;
   }
   // MetaIO takes a value with '%' for a pattern of files, anything else for one file name.
   if (h.data_file.find('%') == std::string::npos) return {};
@@ -370,9 +387,12 @@ std::string check_nifti_geometry(const fs::path& path) {
     // A corrupt sizeof_hdr does not stop the nifti library, which goes by the magic string
     // ("n+1"/"ni1" at 344, "n+2"/"ni2" at 4) and by dim[0] for the byte order; nor may it stop
     // these checks (fuzz_read_nii: an infinite affine entry behind a mutated sizeof_hdr).
-    auto magic = [&](std::size_t at, char version) {
+    // Any version digit: the NIfTI-1 reader takes "n+2" at 344 for a NIfTI header too
+    // (nifti1_io's NIFTI_VERSION accepts '1'-'9'; fuzz_read_nii: "n+2" there, a corrupt
+    // sizeof_hdr and an infinite srow_y made vnl abort).
+    auto magic = [&](std::size_t at, char lowest) {
       return h.size() >= at + 4 && (h[at] == 'n') && (h[at + 1] == '+' || h[at + 1] == 'i') &&
-             h[at + 2] == version && h[at + 3] == 0;
+             h[at + 2] >= lowest && h[at + 2] <= '9' && h[at + 3] == 0;
     };
     if (magic(4, '2') && h.size() >= 540) {
       two = true;

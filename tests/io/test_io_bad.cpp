@@ -279,6 +279,14 @@ class TestIoBad : public QObject {
     const auto nul = corpus / "tiff" / "regression-itk-ascii-without-nul.tif";
     expect_io_error([&] { io::read(nul, {.channels = io::Channels::split}); }, nul,
                     "bytes of ASCII text without the NUL byte that ends TIFF text");
+    // A MetaImage header whose first field name is 297 bytes: MetaIO's strcpy into its
+    // 255-byte name (a fortified abort).
+    const auto name = corpus / "mha" / "regression-metaio-long-field-name.mha";
+    expect_io_error([&] { io::read(name); }, name, "field name of 297 characters at offset 0");
+    // A NIfTI-1 header with "n+2" as its magic, a corrupt sizeof_hdr and srow_y[1] = -inf:
+    // the nifti library read it, and vnl aborted on the infinite affine.
+    const auto n2 = corpus / "nii" / "regression-nifti1-with-n+2-magic.nii";
+    expect_io_error([&] { io::read(n2); }, n2, "srow_y[1] is -inf");
   }
 
   // A BigTIFF directory claiming 2^63 + 5 entries: their size wrapped to 116 bytes in gpix's own
@@ -287,8 +295,8 @@ class TestIoBad : public QObject {
   void tiff_entry_count_wraps() {
     QTemporaryDir dir;
     const fs::path p = fs::path(dir.path().toStdString()) / "wrap.tif";
-    std::vector<unsigned char> b = {'I', 'I', 43, 0, 8, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0,
-                                    5,   0,   0,  0, 0, 0, 0, 0x80};
+    std::vector<unsigned char> b = {'I', 'I', 43, 0, 8, 0, 0, 0, 16, 0, 0, 0,
+                                    0,   0,   0,  0, 5, 0, 0, 0, 0,  0, 0, 0x80};
     b.resize(200, 0);
     {
       std::ofstream out(p, std::ios::binary);
