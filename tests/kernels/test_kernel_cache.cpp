@@ -205,7 +205,8 @@ class TestKernelCache : public QObject {
   void run_reports_its_phases() {
     const Device dev = test::test_devices().front();
     detail::ScopedConfig scoped_config;
-    detail::config_for_testing().no_disk_cache = true;  // a compile, not a disk load
+    detail::config_for_testing().no_disk_cache = true;   // a compile, not a disk load
+    detail::config_for_testing().kernel_bundle = "off";  // nor a prebuilt CUDA program
     const Shape shape{12, 20, 24};
     const Array a = Array::push(test::random_values<float>(shape.elements()), shape, dev);
     std::vector<std::string> phases;

@@ -142,6 +142,12 @@ class TestKernelEntry : public QObject {
     const std::string x =
         detail::single_entry_source(detail::program("separable.kernel").text, "sep_conv_x");
     QCOMPARE(detail::recognised_entries(x), std::vector<std::string>{"sep_conv_x"});
+    const std::string xy =
+        detail::single_entry_source(detail::program("tiled.kernel").text, "tile_conv_xy");
+    QCOMPARE(detail::recognised_entries(xy), std::vector<std::string>{"tile_conv_xy"});
+    const std::string r1 =
+        detail::single_entry_source(detail::program("neighbourhood.kernel").text, "r1_sum_2d");
+    QCOMPARE(detail::recognised_entries(r1), std::vector<std::string>{"r1_sum_2d"});
   }
 
   // The program cache: with one program per entry, two entries of a file compile twice and a
