@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <fstream>
+#include <limits>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -101,16 +102,25 @@ RawLayout raw_layout(const std::filesystem::path& path) {
 HostArray read_raw(const std::filesystem::path& path, const RawLayout& layout) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw IoError("cannot open '" + str(path) + "'", str(path));
-  HostArray h = HostArray::empty(layout.shape, layout.dtype);
+  // The file's size is checked before the pixels are allocated: a sidecar may claim any shape
+  // (fuzz_raw: 16 GB asked for a file of a few bytes).
+  std::uint64_t need = size_of(layout.dtype);
+  bool overflow = false;
+  for (int axis = 0; axis < layout.shape.ndim(); ++axis) {
+    const std::uint64_t n = layout.shape[axis];
+    if (n != 0 && need > std::numeric_limits<std::uint64_t>::max() / n) overflow = true;
+    need *= n;
+  }
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
-  if (ec || size != h.bytes()) {
+  if (ec || overflow || size != need) {
     throw IoError("'" + str(path) + "' has " +
                       (ec ? "an unknown number of" : std::to_string(size)) + " bytes but a " +
                       layout.shape.str() + " " + std::string(name(layout.dtype)) + " image needs " +
-                      std::to_string(h.bytes()),
+                      (overflow ? "more than 2^64" : std::to_string(need)),
                   str(path));
   }
+  HostArray h = HostArray::empty(layout.shape, layout.dtype);
   if (!f.read(reinterpret_cast<char*>(h.data()), static_cast<std::streamsize>(h.bytes()))) {
     throw IoError(
         "reading '" + str(path) + "' failed after " + std::to_string(f.gcount()) + " bytes",

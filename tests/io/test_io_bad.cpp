@@ -14,6 +14,7 @@
 #include <fstream>
 
 #include "gpix/io.h"
+#include "gpix/raw.h"
 #include "support/random.h"
 
 using namespace gpix;
@@ -287,6 +288,20 @@ class TestIoBad : public QObject {
     // the nifti library read it, and vnl aborted on the infinite affine.
     const auto n2 = corpus / "nii" / "regression-nifti1-with-n+2-magic.nii";
     expect_io_error([&] { io::read(n2); }, n2, "srow_y[1] is -inf");
+  }
+
+  // A sidecar claiming 100000 x 100000 x 1000 float64 (80 TB) for a 10-byte file: refused from
+  // the file's size before anything is allocated (fuzz_raw asked for 16 GB this way).
+  void raw_claims_more_than_the_file() {
+    QTemporaryDir dir;
+    const fs::path p = fs::path(dir.path().toStdString()) / "big.raw";
+    {
+      std::ofstream(p, std::ios::binary) << "0123456789";
+      std::ofstream(p.string() + ".json")
+          << R"({"shape": [1000, 100000, 100000], "dtype": "float64"})";
+    }
+    expect_io_error([&] { (void)io::read_raw(p); }, p,
+                    "has 10 bytes but a 1000 x 100000 x 100000 float64 image needs 80000000000000");
   }
 
   // A BigTIFF directory claiming 2^63 + 5 entries: their size wrapped to 116 bytes in gpix's own
