@@ -1013,16 +1013,22 @@ std::string check_tiff_capacity(const std::string& file) {
       const std::uint64_t line = TIFFScanlineSize64(t);  // 0 when the size overflows
       const std::uint64_t planes = planar == PLANARCONFIG_SEPARATE ? spp : 1;
       const std::uint32_t striles = TIFFIsTiled(t) ? TIFFNumberOfTiles(t) : TIFFNumberOfStrips(t);
+      const std::uint64_t limit = std::numeric_limits<std::uint64_t>::max();
+      const bool sized = height > 0 && line > 0 && line <= limit / height / planes;
+      const std::uint64_t want = sized ? line * height * planes : 0;
+      // Summing stops once the strips hold enough, and after as many strips as the file has
+      // room for offsets (4 bytes each): a header claiming 4 billion one-row strips took
+      // minutes of TIFFGetStrileOffset calls here (a timeout in the long fuzz run).
+      const std::uint64_t most = std::min<std::uint64_t>(striles, file_size / 4 + 2);
       std::uint64_t stored = 0;
-      for (std::uint32_t i = 0; i < striles; ++i) {
+      for (std::uint32_t i = 0; i < most; ++i) {
         const std::uint64_t offset = TIFFGetStrileOffset(t, i);
         const std::uint64_t count = TIFFGetStrileByteCount(t, i);
         if (offset < file_size) stored += std::min(count, file_size - offset);
+        if (stored > limit / ratio || stored * ratio >= want) break;
       }
-      const std::uint64_t limit = std::numeric_limits<std::uint64_t>::max();
-      const bool fits =
-          height > 0 && line > 0 && line <= limit / height / planes && stored <= limit / ratio;
-      const std::uint64_t need = fits ? line * height * planes : 0;
+      const bool fits = sized && stored <= limit / ratio;
+      const std::uint64_t need = fits ? want : 0;
       if (fits && need > stored * ratio) {
         const std::string codec =
             compression == COMPRESSION_NONE ? "uncompressed" : codec_name(compression);
