@@ -6,6 +6,8 @@
 #include <map>
 #include <utility>
 
+#include "util.h"
+
 namespace gpix::detail {
 namespace {
 
@@ -98,13 +100,6 @@ std::string masked(std::string_view t, std::vector<Directive>& directives) {
     }
   }
   return m;
-}
-
-std::string trim(std::string_view s) {
-  std::size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a])) != 0) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1])) != 0) --b;
-  return std::string(s.substr(a, b - a));
 }
 
 // A macro whose body defines kernels and nothing else that code outside it could use.
