@@ -14,25 +14,15 @@ cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
 build=${GPIX_FUZZ_BUILD:-build-asan}
-launcher=()
-# The compile options of scripts/sanitize.sh (see there): one build folder for both.
-san_opt=${GPIX_SANITIZE_OPT:--O1 -g1 -DNDEBUG}
-san_werror=${GPIX_SANITIZE_WERROR:-OFF}
-if command -v ccache >/dev/null && [ "${GPIX_CCACHE:-1}" != 0 ]; then
-  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
-  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-fi
+# The build of scripts/sanitize.sh: one build folder for both.
+source scripts/sanitizer-build.sh
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(fuzz_read_tiff fuzz_read_png fuzz_read_jpeg fuzz_read_nrrd fuzz_read_mha
-           fuzz_read_nii fuzz_read_niigz fuzz_raw fuzz_api)
+  targets=("${all_fuzz_targets[@]}")
 fi
 # GPIX_FUZZ_NO_BUILD=1: run what is built (scripts/sanitize.sh has just built it).
 if [ "${GPIX_FUZZ_NO_BUILD:-0}" != 1 ]; then
-  # The options of scripts/sanitize.sh's build: one configuration, one set of objects.
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPIX_FUZZ=ON \
-    -DGPIX_WERROR=$san_werror -DGPIX_WITH_CUDA=OFF -DGPIX_BUILD_BENCH=OFF "${launcher[@]}" \
-    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$san_opt" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$san_opt" >/dev/null
+  configure_asan_build "$build"
   cmake --build "$build" --parallel "$(nproc)" --target "${targets[@]}"
 fi
 # PoCL's own allocations at exit are not gpix's (the API target runs kernels on it).

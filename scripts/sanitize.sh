@@ -13,18 +13,8 @@
 # The figures and what each part costs: docs/RELIABILITY.md, "Sanitizers".
 set -euo pipefail
 cd "$(dirname "$0")/.."
-launcher=()
-# Sanitizer builds: -O1 (AddressSanitizer's own advice) and line tables only (-g1: file and
-# line in every report): half the compile time of -O2 -g for a heavy source (measured:
-# docs/RELIABILITY.md, "CI"). Warnings do not fail them (GPIX_SANITIZE_WERROR=ON makes them):
-# the release build with -Werror is the warnings gate, and GCC warns differently at -O1.
-# The same in sanitize.sh and fuzz.sh: one build folder.
-san_opt=${GPIX_SANITIZE_OPT:--O1 -g1 -DNDEBUG}
-san_werror=${GPIX_SANITIZE_WERROR:-OFF}
-if command -v ccache >/dev/null && [ "${GPIX_CCACHE:-1}" != 0 ]; then
-  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
-  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-fi
+# Compile options, ccache and the ASan build's configuration: shared with scripts/fuzz.sh.
+source scripts/sanitizer-build.sh
 
 if [ "${1:-}" = tsan ]; then
   # The suites where several threads share gpix objects: eight threads of mixed work on one and
@@ -73,14 +63,10 @@ if [ "${1:-}" = tsan ]; then
 fi
 
 fuzz_seconds=${1:-20}
-# The options of scripts/fuzz.sh's build (GPIX_FUZZ implies GPIX_SANITIZE): one configuration.
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPIX_FUZZ=ON \
-  -DGPIX_WERROR=$san_werror -DGPIX_WITH_CUDA=OFF -DGPIX_BUILD_BENCH=OFF "${launcher[@]}" \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$san_opt" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$san_opt" >/dev/null
+configure_asan_build build-asan
 fuzz_targets=()
 if [ "$fuzz_seconds" != 0 ]; then
-  fuzz_targets=(fuzz_read_tiff fuzz_read_png fuzz_read_jpeg fuzz_read_nrrd fuzz_read_mha
-                fuzz_read_nii fuzz_read_niigz fuzz_raw fuzz_api)
+  fuzz_targets=("${all_fuzz_targets[@]}")
 fi
 
 # The suites, by layer. Left out for time: the filter and kernel suites (every filter x dtype x
