@@ -52,6 +52,13 @@ struct Config {
   // file as one program or one program per entry (DeviceImpl::programs_per_entry); empty:
   // the backend's default.
   std::string program_unit;
+  // GPIX_PROGRAM_CACHE_ENTRIES: programs each device keeps in memory (least recently used go
+  // first; DeviceImpl::kernel). A process that asks for thousands of variants (a fuzzer, a
+  // long session) otherwise grows without bound.
+  unsigned program_cache_entries = 256;
+  // GPIX_TIERED_COMPILE=0: a filter waits for its fastest kernel's compile instead of running
+  // a bit-identical plain kernel meanwhile (DeviceImpl::kernel_if_ready).
+  bool tiered_compile = true;
 
   // Whether the named driver workaround is switched off.
   bool workaround_disabled(std::string_view name) const;

@@ -31,7 +31,7 @@ void execute(std::string_view source, std::string_view entry, std::vector<std::s
       break;
     }
   }
-  const detail::Kernel& k = dev.kernel(src, entry, d);
+  const auto k = dev.kernel(src, entry, d);
   std::vector<detail::KernelArg> kargs;
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::visit(
@@ -66,14 +66,14 @@ void execute(std::string_view source, std::string_view entry, std::vector<std::s
                         : (range.size() == 2 ? 16 : 8);
     l.global[i] = detail::round_up(range[i], l.local[i]);
   }
-  dev.launch(k, l, kargs);
+  dev.launch(*k, l, kargs);
   dev.finish();
 }
 
 ProgramCacheStats program_cache_stats(const Device& device) {
   const auto c = detail::Access::impl(device).cache_counters();
-  return {c.memory_hits, c.disk_hits,     c.compiles,         c.disk_rejected,
-          c.disk_writes, c.prebuilt_hits, c.prebuilt_rejected};
+  return {c.memory_hits,   c.disk_hits,         c.compiles,  c.disk_rejected,      c.disk_writes,
+          c.prebuilt_hits, c.prebuilt_rejected, c.evictions, c.background_compiles};
 }
 
 void clear_memory_program_cache(const Device& device) {

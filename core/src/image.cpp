@@ -63,7 +63,7 @@ Array resample(const Array& image, const Array& coords, Sampler sampler) {
   detail::Launch l;
   l.local[0] = 64;
   l.global[0] = detail::round_up(n, 64);
-  dev.launch(kernel, l, args);
+  dev.launch(*kernel, l, args);
   return out;
 }
 

@@ -300,7 +300,7 @@ void render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size
     const KernelArg args[] = {
         KernelArg::mem(*impl.memory), KernelArg::scalar<std::uint64_t>(offset),
         KernelArg::scalar<std::uint64_t>(n), KernelArg::mem(*table), KernelArg::mem(out_mem)};
-    dev.launch(kernel, l, args);
+    dev.launch(*kernel, l, args);
   } else {
     // +inf when hi == lo: a step at lo. 4096 = 16 x 256 (exact), so f / 16 is the entry
     // (v - lo) * 256 / (hi - lo) gives in the same arithmetic.
@@ -314,7 +314,7 @@ void render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size
                                 KernelArg::mem(*table),
                                 KernelArg::mem(out_mem),
                                 KernelArg::scalar<std::int32_t>(add)};
-      dev.launch(kernel, l, args);
+      dev.launch(*kernel, l, args);
     } else {
       const KernelArg args[] = {KernelArg::mem(*impl.memory),
                                 KernelArg::scalar<std::uint64_t>(offset),
@@ -324,7 +324,7 @@ void render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size
                                 KernelArg::mem(*table),
                                 KernelArg::mem(out_mem),
                                 KernelArg::scalar<std::int32_t>(add)};
-      dev.launch(kernel, l, args);
+      dev.launch(*kernel, l, args);
     }
   }
   // The table must outlive the launch; finishing here also makes errors show up in this call.

@@ -196,7 +196,7 @@ Moments moments(const Array& a) {
   Launch l;
   l.global[0] = groups * wg;
   l.local[0] = wg;
-  dev.launch(kernel, l, args);
+  dev.launch(*kernel, l, args);
   std::vector<std::uint64_t> counts(groups);
   std::vector<double> means(groups), m2s(groups);
   dev.read(*pcount, 0, counts.data(), groups * sizeof(std::uint64_t));
@@ -256,7 +256,7 @@ Stats stats(const Array& a) {
     detail::Launch l;
     l.global[0] = groups * wg;
     l.local[0] = wg;
-    dev.launch(kernel, l, args);
+    dev.launch(*kernel, l, args);
 
     std::vector<std::byte> raw(groups * slots * sizeof(std::uint64_t));
     dev.read(*partials, 0, raw.data(), raw.size());

@@ -91,7 +91,7 @@ std::vector<Misuse> misuses() {
          const std::array<detail::KernelArg, 3> args = {
              detail::KernelArg::mem(m), detail::KernelArg::scalar<std::uint64_t>(8),
              detail::KernelArg::scalar<std::uint64_t>(0)};
-         d.launch(k, l, args);
+         d.launch(*k, l, args);
        },
        Misuse::invalid_argument,
        {"global size 100", "work-group size 64"}},

@@ -9,6 +9,7 @@
 #include <QFile>
 #include <QTemporaryDir>
 #include <QTest>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -262,6 +263,10 @@ class TestIoBad : public QObject {
     const auto jpeg = corpus / "jpeg" / "regression-progressive-segv.jpg";
     expect_io_error([&] { io::read(jpeg, {.channels = io::Channels::split}); }, jpeg,
                     "cannot read the JPEG pixels");
+    // 227 bytes of progressive JPEG declaring 62727 x 18683 pixels: libjpeg allocated and
+    // cleared 2.3 GB of coefficients (a fuzzer timeout); refused from the header.
+    const auto frame = corpus / "jpeg" / "regression-huge-progressive-frame.jpg";
+    expect_io_error([&] { io::read(frame); }, frame, "declares 62727 x 18683 pixels");
     // 222 bytes whose header claims a 1073741831 x 5 page: refused before 5 GB are allocated.
     const auto tiff = corpus / "tiff" / "regression-claims-5gb.tif";
     expect_io_error([&] { io::read(tiff); }, tiff, "claims 5.37 GB");
@@ -399,6 +404,29 @@ class TestIoBad : public QObject {
     const auto named_png = in(dir, "photo.png");
     put(named_png, bytes);
     expect_io_error([&] { io::read(named_png); }, named_png, "content is JPEG");
+    // The frame header's size raised to 60000 x 50000: more 8x8 blocks than the file's bits.
+    const std::size_t sof = bytes.find("\xff\xc2");
+    QVERIFY(sof != std::string::npos);
+    std::string huge = bytes;
+    const unsigned char dims[] = {0xc3, 0x50, 0xea, 0x60};  // height 50000, width 60000
+    std::memcpy(huge.data() + sof + 5, dims, 4);
+    const auto huge_path = in(dir, "huge_frame.jpg");
+    put(huge_path, huge);
+    expect_io_error([&] { io::read(huge_path); }, huge_path, "declares 60000 x 50000 pixels");
+  }
+
+  // The floor of that check is far from sound files: a constant 4096 x 4096 image, the most a
+  // Huffman-coded JPEG compresses, reads back.
+  void jpeg_flat_image_reads() {
+    QTemporaryDir dir;
+    const Shape s{4096, 4096};
+    const std::vector<std::uint8_t> v(s.elements(), 77);
+    const auto flat = in(dir, "flat.jpg");
+    io::write(flat, HostArray::from(v, s));
+    const io::Image img = io::read(flat);
+    QCOMPARE(img.pixels.shape(), s);
+    const auto px = img.pixels.as<std::uint8_t>();
+    QVERIFY(std::all_of(px.begin(), px.end(), [](std::uint8_t p) { return p == 77; }));
   }
 
   // A TIFF's strips must be able to hold what its header claims: uncompressed data byte for

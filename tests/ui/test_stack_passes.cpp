@@ -33,6 +33,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 
 #include "gpix/basic_host.h"
@@ -797,6 +798,47 @@ json.dump(res, open(os.path.join(out, 'ref.json'), 'w'))
         "64 x 512 x 512 uint16: reading the file %lld ms, the block copy (f = 2, read and "
         "fold) %lld ms",
         read_ms, t.elapsed());
+  }
+
+  // Stacks without a finite range, file-backed as in memory: NaN only, and finite values with
+  // one +inf (the range reaches an infinity). Both give (0, 1), as ui::auto_contrast gives
+  // the same array in memory; before, the file-backed one said "not finite" as an error.
+  // A stack with NaN among finite values keeps the finite values' percentiles.
+  void auto_contrast_without_a_finite_range() {
+    const Shape shape{5, 41, 37};
+    const Device dev = default_device();
+    ui::LargeStackPolicy p;
+    p.slab_budget_bytes = 64ull << 10;  // several slabs
+    ui::set_large_stack_policy(p);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> only_nan(shape.elements(), nan);
+    std::vector<float> with_inf(shape.elements());
+    std::vector<float> with_nan(shape.elements());
+    for (std::size_t i = 0; i < shape.elements(); ++i) {
+      with_inf[i] = float(i % 1000);
+      with_nan[i] = i % 3 == 0 ? nan : float(i % 1000);
+    }
+    with_inf[shape.elements() / 2] = std::numeric_limits<float>::infinity();
+    int n = 0;
+    for (const auto* values : {&only_nan, &with_inf, &with_nan}) {
+      const HostArray data = HostArray::from(*values, shape);
+      const QString path = tmp_.filePath(QStringLiteral("no_range_%1.tif").arg(n++));
+      io::write(path.toStdString(), data);
+      ui::clear_stack_pass_cache();
+      const auto file = TiffStackFile::open_file(path, 0);
+      QVERIFY(!file->known_stats());  // the range is not known: two passes
+      std::size_t last_done = 0, last_total = 0;
+      const ui::StackContrast c = ui::stack_auto_contrast(
+          file, dev, 0.5, 99.5, nullptr, [&](std::size_t done, std::size_t total) {
+            QVERIFY(done <= total);
+            QVERIFY(total != last_total || done >= last_done);  // never backwards
+            last_done = done;
+            last_total = total;
+          });
+      const auto memory = ui::auto_contrast(Array::push(data, dev), -1);
+      QCOMPARE(std::make_pair(c.low, c.high), memory);
+      if (values != &with_nan) QCOMPARE(memory, std::make_pair(0.0, 1.0));
+    }
   }
 
   // Auto contrast of a file-backed stack: a dim plane 0 and a bright last plane. The limits are

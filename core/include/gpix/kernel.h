@@ -45,6 +45,11 @@ struct ProgramCacheStats {
   std::uint64_t disk_writes = 0;
   std::uint64_t prebuilt_hits = 0;      // programs loaded from the bundle shipped with gpix
   std::uint64_t prebuilt_rejected = 0;  // bundle entries the driver or checksum refused
+  // Programs dropped from memory for the entry limit (GPIX_PROGRAM_CACHE_ENTRIES).
+  std::uint64_t evictions = 0;
+  // Fast kernels compiled in the background while a first call ran a plain one with
+  // bit-identical results (GPIX_TIERED_COMPILE).
+  std::uint64_t background_compiles = 0;
 };
 ProgramCacheStats program_cache_stats(const Device& device);
 // Forgets the programs built in this process (the disk cache stays): for tests and for

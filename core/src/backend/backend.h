@@ -5,11 +5,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <future>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -400,19 +402,42 @@ class DeviceImpl {
   void retain(std::shared_ptr<EventImpl> e, std::shared_ptr<const void> keep);
   void collect(bool wait_all = false);
 
+  // A kernel handed out by the program cache. It keeps its program alive: the cache may evict
+  // a program (it holds at most config().program_cache_entries) while a caller still launches
+  // one of its kernels. Hold it for as long as the kernel is used; never keep a bare
+  // `const Kernel&` to it.
+  using KernelPtr = std::shared_ptr<const Kernel>;
+
   // The kernel `name` of src built with defines, compiled once per device and cached in
   // memory and on disk (program_cache.h). Throws CompileError with the build log. The cache's
   // lock is not held while a program compiles: requests for other programs go on meanwhile,
   // and requests for the same one wait for that compile instead of starting their own.
-  const Kernel& kernel(const ProgramSource& src, std::string_view name, const Defines& defines);
+  KernelPtr kernel(const ProgramSource& src, std::string_view name, const Defines& defines);
+
+  // The same kernel where it is ready now: in memory, or loaded from the prebuilt bundle or
+  // the disk cache (milliseconds). Otherwise nullptr, and the program compiles on a
+  // background thread (once; a later call finds it, or, where that compile failed, compiles
+  // again and throws its error). For filters with a fast kernel that is slow to compile and
+  // a plain one that gives bit-identical results and compiles quickly: the first call runs
+  // the plain one instead of waiting (tiered compilation). With config().tiered_compile off
+  // this waits like kernel() and never returns nullptr.
+  KernelPtr kernel_if_ready(const ProgramSource& src, std::string_view name,
+                            const Defines& defines);
+  // Blocks until the background compiles started so far are done (tests, benchmarks and
+  // release_resources()).
+  void wait_for_background_compiles();
 
   struct CacheCounters {
     std::uint64_t memory_hits = 0, disk_hits = 0, compiles = 0, disk_rejected = 0, disk_writes = 0;
     std::uint64_t prebuilt_hits = 0, prebuilt_rejected = 0;
+    std::uint64_t evictions = 0;            // programs dropped for the entry limit
+    std::uint64_t background_compiles = 0;  // compiles started by kernel_if_ready()
   };
   CacheCounters cache_counters();
-  // Drops the in-memory programs (kernels handed out before stay valid until the device dies
-  // only if nobody calls this while they are in use: tests and benchmarks only).
+  // The programs in the in-memory cache now.
+  std::size_t programs_in_memory();
+  // Drops the in-memory programs (kernels handed out before stay valid while their KernelPtr
+  // lives).
   void clear_memory_cache();
   // Tests only: called on the compiling thread, without the cache's lock, before each
   // compile from source (not for memory or disk hits).
@@ -493,18 +518,49 @@ class DeviceImpl {
   DeviceInfo info_;
 
   // The in-memory program cache (kernel_cache.cpp). An entry is made by the first request
-  // and filled by that request's thread outside cache_mutex_; `built` is ready once the
-  // program is there (or holds the compile error).
+  // and filled outside cache_mutex_ by that request's thread (or a background compile);
+  // `built` is ready once the program is there (or holds the compile error). Past
+  // config().program_cache_entries the least recently used built entry is dropped; kernels
+  // handed out keep theirs alive (KernelPtr).
   struct ProgramEntry {
+    std::promise<void> promise;
     std::shared_future<void> built;
     std::unique_ptr<Program> program;
+    std::uint64_t last_use = 0;  // cache_mutex_
     std::mutex kernels_mutex;
     std::map<std::string, std::unique_ptr<Kernel>, std::less<>> kernels;
   };
+  // What one request needs to find or build its program.
+  struct ProgramRequest {
+    std::string key;       // in memory
+    std::string disk_key;  // on disk: key plus everything about the device and driver
+    bool one_entry = false;
+  };
+  ProgramRequest program_request(const ProgramSource& src, std::string_view name,
+                                 const Defines& defines) const;
+  // The entry for key, made (and *mine set) where there is none; evicted entries go to
+  // *dropped, to be released after the lock.
+  std::shared_ptr<ProgramEntry> claim(const std::string& key, bool* mine,
+                                      std::vector<std::shared_ptr<ProgramEntry>>* dropped);
+  // A claimed entry's program from the prebuilt bundle or the disk cache; nullptr on a miss.
+  std::unique_ptr<Program> load_cached(const ProgramRequest& r);
+  // Compiles a claimed entry's program and stores it on disk.
+  std::unique_ptr<Program> compile(const ProgramRequest& r, const ProgramSource& src,
+                                   std::string_view name, const Defines& defines);
+  // Fills a claimed entry, or removes it and passes the error to its waiters.
+  static void settle(ProgramEntry& entry, std::unique_ptr<Program> program);
+  void settle_failed(const std::string& key, const std::shared_ptr<ProgramEntry>& entry,
+                     std::exception_ptr error);
+  static KernelPtr kernel_of(const std::shared_ptr<ProgramEntry>& entry, std::string_view name);
+
   std::mutex cache_mutex_;
   CacheCounters counters_;
+  std::uint64_t use_clock_ = 0;  // cache_mutex_
   std::map<std::string, std::shared_ptr<ProgramEntry>, std::less<>> programs_;
   std::function<void(const ProgramSource&, const Defines&)> compile_hook_;
+  std::set<std::string, std::less<>> background_failed_;  // cache_mutex_
+  std::mutex background_mutex_;
+  std::vector<std::future<void>> background_;
 
   std::once_flag pool_once_;
   std::shared_ptr<MemoryPool> pool_;

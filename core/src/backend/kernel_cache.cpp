@@ -3,6 +3,7 @@
 // lock covers only the map: the first request for a program makes its entry and compiles it
 // without the lock; later requests for the same program wait for that entry's future (one
 // compile, not one per thread), and requests for other programs go on at once.
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <string>
@@ -16,89 +17,156 @@
 
 namespace gpix::detail {
 
-const Kernel& DeviceImpl::kernel(const ProgramSource& src, std::string_view name,
-                                 const Defines& defines) {
+DeviceImpl::ProgramRequest DeviceImpl::program_request(const ProgramSource& src,
+                                                       std::string_view name,
+                                                       const Defines& defines) const {
+  ProgramRequest r;
   // One program per entry where the backend compiles faster that way (kernel_entry.h): its
   // key names the entry, in memory and on disk.
-  const bool one_entry = src.splittable && programs_per_entry();
-  const std::string key =
-      program_key(src, defines) + (one_entry ? "|entry=" + std::string(name) : std::string());
-  std::shared_ptr<ProgramEntry> entry;
-  std::promise<void> built;  // set by this thread where it makes the entry
-  bool mine = false;
+  r.one_entry = src.splittable && programs_per_entry();
+  r.key = program_key(src, defines) + (r.one_entry ? "|entry=" + std::string(name) : std::string());
+  // Everything that changes the binary is in the disk key.
+  r.disk_key = std::string(gpix::name(info_.backend)) + "|" + info_.name + "|" +
+               info_.compute_capability + "|" + info_.api_version + "|" + info_.driver_version +
+               "|" + r.key;
+  return r;
+}
+
+std::shared_ptr<DeviceImpl::ProgramEntry> DeviceImpl::claim(
+    const std::string& key, bool* mine, std::vector<std::shared_ptr<ProgramEntry>>* dropped) {
+  // Under cache_mutex_.
+  *mine = false;
+  auto it = programs_.find(key);
+  if (it != programs_.end()) {
+    it->second->last_use = ++use_clock_;
+    return it->second;
+  }
+  auto entry = std::make_shared<ProgramEntry>();
+  entry->built = entry->promise.get_future().share();
+  entry->last_use = ++use_clock_;
+  programs_.emplace(key, entry);
+  *mine = true;
+  // The least recently used built entries go (never one still compiling: its builder and
+  // waiters hold it, and dropping it would only start a second compile of the same program).
+  // A linear scan: this runs once per new program, next to a load or a compile.
+  const std::size_t limit = std::max<std::size_t>(1, config().program_cache_entries);
+  while (programs_.size() > limit) {
+    auto oldest = programs_.end();
+    for (auto p = programs_.begin(); p != programs_.end(); ++p) {
+      if (p->second == entry) continue;
+      if (p->second->built.wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
+      if (oldest == programs_.end() || p->second->last_use < oldest->second->last_use) oldest = p;
+    }
+    if (oldest == programs_.end()) break;  // every other entry is compiling
+    dropped->push_back(std::move(oldest->second));
+    programs_.erase(oldest);
+    ++counters_.evictions;
+  }
+  return entry;
+}
+
+std::unique_ptr<DeviceImpl::Program> DeviceImpl::load_cached(const ProgramRequest& r) {
+  bool rejected = false, prebuilt_rejected = false;
+  // The prebuilt bundle first: it ships with the library, so it is right for this build's
+  // sources by construction (its keys hold their hashes), and it needs no disk write.
+  std::unique_ptr<Program> program = load_prebuilt(r.key, &prebuilt_rejected);
+  const bool prebuilt_hit = program != nullptr;
+  bool disk_hit = false;
+  if (!program) {
+    if (auto bin = cache_load(r.disk_key, &rejected)) {
+      program = load(*bin);
+      if (program) {
+        disk_hit = true;
+      } else {
+        rejected = true;
+      }
+    }
+  }
+  std::lock_guard lock(cache_mutex_);
+  counters_.prebuilt_hits += prebuilt_hit ? 1 : 0;
+  counters_.prebuilt_rejected += prebuilt_rejected ? 1 : 0;
+  counters_.disk_hits += disk_hit ? 1 : 0;
+  counters_.disk_rejected += rejected ? 1 : 0;
+  return program;
+}
+
+std::unique_ptr<DeviceImpl::Program> DeviceImpl::compile(const ProgramRequest& r,
+                                                         const ProgramSource& src,
+                                                         std::string_view name,
+                                                         const Defines& defines) {
   std::function<void(const ProgramSource&, const Defines&)> hook;
   {
     std::lock_guard lock(cache_mutex_);
-    auto it = programs_.find(key);
-    if (it != programs_.end()) {
-      ++counters_.memory_hits;
-      entry = it->second;
+    hook = compile_hook_;
+  }
+  std::unique_ptr<Program> program;
+  {
+    const PhaseNote phase("compiling kernels");
+    if (r.one_entry) {
+      ProgramSource part = src;
+      part.name = src.name + " (entry " + std::string(name) + ")";
+      part.text = single_entry_source(src.text, name);
+      if (hook) hook(part, defines);
+      program = build(part, defines);
     } else {
-      entry = std::make_shared<ProgramEntry>();
-      entry->built = built.get_future().share();
-      programs_.emplace(key, entry);
-      mine = true;
-      hook = compile_hook_;
+      if (hook) hook(src, defines);
+      program = build(src, defines);
     }
   }
+  const bool stored = cache_store(r.disk_key, program->binary());
+  std::lock_guard lock(cache_mutex_);
+  ++counters_.compiles;
+  counters_.disk_writes += stored ? 1 : 0;
+  return program;
+}
+
+void DeviceImpl::settle(ProgramEntry& entry, std::unique_ptr<Program> program) {
+  entry.program = std::move(program);
+  entry.promise.set_value();
+}
+
+void DeviceImpl::settle_failed(const std::string& key, const std::shared_ptr<ProgramEntry>& entry,
+                               std::exception_ptr error) {
+  // A failed compile is not cached: the next request tries again (as it always did);
+  // requests already waiting get this error.
+  {
+    std::lock_guard lock(cache_mutex_);
+    auto it = programs_.find(key);
+    if (it != programs_.end() && it->second == entry) programs_.erase(it);
+  }
+  entry->promise.set_exception(std::move(error));
+}
+
+DeviceImpl::KernelPtr DeviceImpl::kernel_of(const std::shared_ptr<ProgramEntry>& entry,
+                                            std::string_view name) {
+  std::lock_guard lock(entry->kernels_mutex);
+  auto kit = entry->kernels.find(name);
+  if (kit == entry->kernels.end()) {
+    kit = entry->kernels.emplace(std::string(name), entry->program->create_kernel(name)).first;
+  }
+  // Shares the entry's ownership: the program outlives every launch through this pointer.
+  return KernelPtr(entry, kit->second.get());
+}
+
+DeviceImpl::KernelPtr DeviceImpl::kernel(const ProgramSource& src, std::string_view name,
+                                         const Defines& defines) {
+  const ProgramRequest r = program_request(src, name, defines);
+  std::shared_ptr<ProgramEntry> entry;
+  std::vector<std::shared_ptr<ProgramEntry>> dropped;  // released after the lock
+  bool mine = false;
+  {
+    std::lock_guard lock(cache_mutex_);
+    entry = claim(r.key, &mine, &dropped);
+    if (!mine) ++counters_.memory_hits;
+  }
+  dropped.clear();
   if (mine) {
     try {
-      // Everything that changes the binary is in the disk key.
-      const std::string disk_key = std::string(gpix::name(info_.backend)) + "|" + info_.name + "|" +
-                                   info_.compute_capability + "|" + info_.api_version + "|" +
-                                   info_.driver_version + "|" + key;
-      bool rejected = false, prebuilt_rejected = false;
-      // The prebuilt bundle first: it ships with the library, so it is right for this build's
-      // sources by construction (its keys hold their hashes), and it needs no disk write.
-      std::unique_ptr<Program> program = load_prebuilt(key, &prebuilt_rejected);
-      const bool prebuilt_hit = program != nullptr;
-      bool disk_hit = false;
-      if (!program) {
-        if (auto bin = cache_load(disk_key, &rejected)) {
-          program = load(*bin);
-          if (program) {
-            disk_hit = true;
-          } else {
-            rejected = true;
-          }
-        }
-      }
-      bool compiled = false, stored = false;
-      if (!program) {
-        const PhaseNote phase("compiling kernels");
-        if (one_entry) {
-          ProgramSource part = src;
-          part.name = src.name + " (entry " + std::string(name) + ")";
-          part.text = single_entry_source(src.text, name);
-          if (hook) hook(part, defines);
-          program = build(part, defines);
-        } else {
-          if (hook) hook(src, defines);
-          program = build(src, defines);
-        }
-        compiled = true;
-        stored = cache_store(disk_key, program->binary());
-      }
-      {
-        std::lock_guard lock(cache_mutex_);
-        counters_.prebuilt_hits += prebuilt_hit ? 1 : 0;
-        counters_.prebuilt_rejected += prebuilt_rejected ? 1 : 0;
-        counters_.disk_hits += disk_hit ? 1 : 0;
-        counters_.disk_rejected += rejected ? 1 : 0;
-        counters_.compiles += compiled ? 1 : 0;
-        counters_.disk_writes += stored ? 1 : 0;
-      }
-      entry->program = std::move(program);
-      built.set_value();
+      std::unique_ptr<Program> program = load_cached(r);
+      if (!program) program = compile(r, src, name, defines);
+      settle(*entry, std::move(program));
     } catch (...) {
-      // A failed compile is not cached: the next request tries again (as it always did);
-      // requests already waiting get this error.
-      {
-        std::lock_guard lock(cache_mutex_);
-        auto it = programs_.find(key);
-        if (it != programs_.end() && it->second == entry) programs_.erase(it);
-      }
-      built.set_exception(std::current_exception());
+      settle_failed(r.key, entry, std::current_exception());
       throw;
     }
   } else {
@@ -108,12 +176,90 @@ const Kernel& DeviceImpl::kernel(const ProgramSource& src, std::string_view name
     }
     entry->built.get();  // rethrows the compile error of the thread that compiled it
   }
-  std::lock_guard lock(entry->kernels_mutex);
-  auto kit = entry->kernels.find(name);
-  if (kit == entry->kernels.end()) {
-    kit = entry->kernels.emplace(std::string(name), entry->program->create_kernel(name)).first;
+  return kernel_of(entry, name);
+}
+
+DeviceImpl::KernelPtr DeviceImpl::kernel_if_ready(const ProgramSource& src, std::string_view name,
+                                                  const Defines& defines) {
+  if (!config().tiered_compile) return kernel(src, name, defines);
+  const ProgramRequest r = program_request(src, name, defines);
+  std::shared_ptr<ProgramEntry> entry;
+  std::vector<std::shared_ptr<ProgramEntry>> dropped;
+  bool mine = false;
+  bool failed_before = false;
+  {
+    std::lock_guard lock(cache_mutex_);
+    auto it = programs_.find(r.key);
+    if (it != programs_.end() &&
+        it->second->built.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      return nullptr;  // compiling, here or in the background
+    }
+    // A background compile of this program failed: compile it here, so that the caller gets
+    // the error rather than the plain kernel for ever.
+    failed_before = it == programs_.end() && background_failed_.erase(r.key) > 0;
+    if (!failed_before) {
+      entry = claim(r.key, &mine, &dropped);
+      if (!mine) ++counters_.memory_hits;
+    }
   }
-  return *kit->second;
+  if (failed_before) return kernel(src, name, defines);
+  dropped.clear();
+  if (!mine) {
+    entry->built.get();  // ready: a program, or (an entry failing just now) its error
+    return kernel_of(entry, name);
+  }
+  std::unique_ptr<Program> program;
+  try {
+    program = load_cached(r);
+  } catch (...) {
+    settle_failed(r.key, entry, std::current_exception());
+    throw;
+  }
+  if (program) {
+    settle(*entry, std::move(program));
+    return kernel_of(entry, name);
+  }
+  // Nothing to load: the compile goes to a background thread, which owns the claimed entry.
+  // The source is copied (a user's source may not outlive this call); the device outlives
+  // the thread (release_resources() waits for it).
+  {
+    std::lock_guard lock(cache_mutex_);
+    ++counters_.background_compiles;
+  }
+  std::lock_guard lock(background_mutex_);
+  std::erase_if(background_, [](std::future<void>& f) {
+    return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  });
+  try {
+    background_.push_back(
+        std::async(std::launch::async, [this, r, src, n = std::string(name), defines, entry] {
+          try {
+            settle(*entry, compile(r, src, n, defines));
+          } catch (...) {
+            // Not reported here: the next request for the program compiles it again in the
+            // foreground and throws the error to its caller.
+            {
+              std::lock_guard failed_lock(cache_mutex_);
+              background_failed_.insert(r.key);
+            }
+            settle_failed(r.key, entry, std::current_exception());
+          }
+        }));
+  } catch (...) {
+    // No thread to be had: the entry must not stay claimed for ever.
+    settle_failed(r.key, entry, std::current_exception());
+    throw;
+  }
+  return nullptr;
+}
+
+void DeviceImpl::wait_for_background_compiles() {
+  std::vector<std::future<void>> pending;
+  {
+    std::lock_guard lock(background_mutex_);
+    pending.swap(background_);
+  }
+  for (auto& f : pending) f.wait();
 }
 
 bool DeviceImpl::programs_per_entry() const {
@@ -128,9 +274,22 @@ DeviceImpl::CacheCounters DeviceImpl::cache_counters() {
   return counters_;
 }
 
-void DeviceImpl::clear_memory_cache() {
+std::size_t DeviceImpl::programs_in_memory() {
   std::lock_guard lock(cache_mutex_);
-  programs_.clear();
+  return programs_.size();
+}
+
+void DeviceImpl::clear_memory_cache() {
+  std::map<std::string, std::shared_ptr<ProgramEntry>, std::less<>> dropped;  // after the lock
+  std::lock_guard lock(cache_mutex_);
+  // Entries still compiling stay: their builders fill them.
+  for (auto it = programs_.begin(); it != programs_.end();) {
+    if (it->second->built.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      dropped.insert(programs_.extract(it++));
+    } else {
+      ++it;
+    }
+  }
 }
 
 void DeviceImpl::set_compile_hook_for_testing(

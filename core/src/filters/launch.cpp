@@ -29,8 +29,13 @@ Launch flat_grid(std::size_t n) {
 void launch(const Array& on, std::string_view file, std::string_view entry, const Defines& defines,
             const Launch& grid, const std::vector<KernelArg>& args) {
   auto& dev = *Access::impl(on).device;
-  const Kernel& k = dev.kernel(program(file), entry, defines);
-  dev.launch(k, grid, args);
+  const auto k = dev.kernel(program(file), entry, defines);
+  dev.launch(*k, grid, args);
+}
+
+bool kernel_ready(const Array& on, std::string_view file, std::string_view entry,
+                  const Defines& defines) {
+  return Access::impl(on).device->kernel_if_ready(program(file), entry, defines) != nullptr;
 }
 
 DType compute_type(std::initializer_list<DType> types) {

@@ -27,7 +27,9 @@ Launch flat_grid(std::size_t n);
 inline KernelArg arg(const Array& a) {
   if (!a.is_contiguous()) {
     throw Error("internal: a " + a.shape().str() + " array of layout " +
-                (a.kind() == MemoryKind::image ? "image" : a.is_view() ? "region view" : "padded") +
+                (a.kind() == MemoryKind::image ? "image"
+                 : a.is_view()                 ? "region view"
+                                               : "padded") +
                 " reached a kernel that reads contiguous buffers");
   }
   return KernelArg::mem(*Access::impl(a).memory);
@@ -46,6 +48,13 @@ inline void push_shape(std::vector<KernelArg>& args, const Shape& s) {
 // Builds (cached) and launches file:entry on `on`'s device.
 void launch(const Array& on, std::string_view file, std::string_view entry, const Defines& defines,
             const Launch& grid, const std::vector<KernelArg>& args);
+
+// Whether file:entry is ready to run on `on`'s device now (DeviceImpl::kernel_if_ready). Where
+// it is not, its program compiles in the background and the caller runs a plain kernel with
+// bit-identical results meanwhile; only for such pairs (the same operations in the same
+// order, or exact ones), so that a result never depends on which ran.
+bool kernel_ready(const Array& on, std::string_view file, std::string_view entry,
+                  const Defines& defines);
 
 // The compute type for arithmetic on dtypes in/out: float for 8/16-bit integers and float32,
 // double for everything wider (which needs fp64 on the device: UnsupportedDType otherwise).

@@ -137,6 +137,16 @@ bool tile_extents_ok(const Shape& s) {
   constexpr std::size_t kMax = std::numeric_limits<std::int32_t>::max() - 4095;
   return s.width() <= kMax && s.height() <= kMax && s.depth() <= kMax;
 }
+// Whether tiled.kernel's tile_<op>_<shape> for these types and bucket has its program now.
+// Its unrolled kernels take the longest of the catalog to compile (0.7 s on NVIDIA's OpenCL,
+// bench/RESULTS.md), and separable.kernel's passes apply the same taps in the same order
+// with the same accumulator type, so a first call runs those while it compiles (tiered
+// compilation, DeviceImpl::kernel_if_ready). Asked last, after every other condition of the
+// tile path holds, so that no compile starts for a call that could not take it.
+bool tile_ready(const Array& in, DType out, SepOp op, const char* shape, int tb) {
+  return kernel_ready(in, "tiled.kernel", std::string("tile_") + op_name(op) + "_" + shape,
+                      tile_defines(in.dtype(), out, tb, op));
+}
 bool tile_xy_ok(const Array& a, SepOp op, DType out, int rx, int ry) {
   if (rx > kTileRmax || ry > kTileRmax || !tile_acc_ok(op, a.dtype(), out) ||
       !tile_extents_ok(a.shape())) {
@@ -208,7 +218,7 @@ Array sep_axis(const Array& in, DType out_t, const Separable& s, int axis, doubl
     sep_launch(in, out, s, "x", grid({sh.width(), sh.height(), sh.depth()}, {256, 1, 1}), 0, -1, 0,
                divisor);
   } else if (axis > 0 && r <= kTileRmax && tile_acc_ok(s.op, in.dtype(), out_t) &&
-             tile_extents_ok(sh)) {
+             tile_extents_ok(sh) && tile_ready(in, out_t, s.op, "axis", tile_bucket(r))) {
     const std::size_t extent = axis == 1 ? sh.height() : sh.depth();
     const std::size_t other = axis == 1 ? sh.depth() : sh.height();
     sep_launch(in, out, s, "axis",
@@ -239,7 +249,8 @@ Array separable(const Array& in, const Separable& s, DType out_t, const RunOptio
   const auto rad = [&](int axis) { return s.radius[static_cast<std::size_t>(axis)]; };
   const bool z_pass = nd == 3 && rad(2) > 0;
   const DType t1 = z_pass ? inter : out_t;
-  if (nd >= 2 && tile_xy_ok(in, s.op, t1, rad(0), rad(1))) {
+  if (nd >= 2 && tile_xy_ok(in, s.op, t1, rad(0), rad(1)) &&
+      tile_ready(in, t1, s.op, "xy", tile_bucket(std::max(rad(0), rad(1))))) {
     Array out = empty_like(in, t1);
     const Shape& sh = in.shape();
     const int tb = tile_bucket(std::max(rad(0), rad(1)));
@@ -353,6 +364,23 @@ bool r1_vector_ok(const Array& a) {
   return size_of(a.dtype()) <= 4 && a.shape().width() % 4 == 0 &&
          Access::impl(a).memory->native_pointer() % vec == 0;
 }
+// The r1_<op>_* kernel that radius_one_box runs on `in` (its output, a new gpix allocation, is
+// aligned like any).
+std::string r1_entry(const Array& in, const char* op) {
+  const bool median = std::string_view(op) == "median";
+  if (in.ndim() == 2)
+    return std::string("r1_") + op + (!median && r1_vector_ok(in) ? "_2d_v4" : "_2d");
+  return std::string("r1_") + op + "_3d";
+}
+// Whether that kernel has its program now (filters/launch.h, kernel_ready): the r1 median's
+// sorting network is slow to compile (0.4 s on NVIDIA's OpenCL, bench/RESULTS.md), and any
+// other median kernel finds the same value (keys in a total order). The box mean's float sums
+// depend on their order, and the r1 minimum and maximum treat NaN and signed zeros by the
+// order they visit values (test_kernel_tiers found them differing from separable.kernel's
+// passes on NaN), so those wait for their own kernel.
+bool r1_ready(const Array& in, const char* op, DType out_t) {
+  return kernel_ready(in, "neighbourhood.kernel", r1_entry(in, op), nb_defines(in.dtype(), out_t));
+}
 Array radius_one_box(const Array& in, const char* op, DType out_t, double divisor) {
   Array out = empty_like(in, out_t);
   const Shape& s = in.shape();
@@ -422,12 +450,17 @@ Defines median_fixed_defines(DType t, const Radii& r) {
 }
 
 Array median(const Array& in, const Radii& r) {
-  if (radius_one(in, r)) return radius_one_box(in, "median", in.dtype(), 1.0);
+  // A median is exact whichever kernel finds it, so while the specialised kernel (the r1
+  // sorting network, median_fixed's registers) compiles, median_radix serves.
+  if (radius_one(in, r) && r1_ready(in, "median", in.dtype())) {
+    return radius_one_box(in, "median", in.dtype(), 1.0);
+  }
   const long window = (2L * r[0] + 1) * (2L * r[1] + 1) * (2L * r[2] + 1);
   Array out = empty_like(in, in.dtype());
   std::vector<KernelArg> args = {arg(in), arg(out)};
   push_shape(args, in.shape());
-  if (window <= kMedianFixedMax) {
+  if (!radius_one(in, r) && window <= kMedianFixedMax &&
+      kernel_ready(in, "median.kernel", "median_fixed", median_fixed_defines(in.dtype(), r))) {
     launch(in, "median.kernel", "median_fixed", median_fixed_defines(in.dtype(), r),
            image_grid(in.shape()), args);
   } else {

@@ -181,12 +181,12 @@ Histogram histogram_typed(const Array& a, int nbins, double lo, double hi) {
     Launch l;
     l.global[0] = groups * wg;
     l.local[0] = wg;
-    dev.launch(dev.kernel(program("histogram.kernel"), "histogram_partial", defines), l, args);
+    dev.launch(*dev.kernel(program("histogram.kernel"), "histogram_partial", defines), l, args);
   }
   {
     const KernelArg args[] = {KernelArg::mem(*partial), KernelArg::scalar<std::uint64_t>(groups),
                               KernelArg::scalar<std::int32_t>(nbins), KernelArg::mem(*counts)};
-    dev.launch(dev.kernel(program("histogram.kernel"), "histogram_combine", defines),
+    dev.launch(*dev.kernel(program("histogram.kernel"), "histogram_combine", defines),
                flat_grid(static_cast<std::size_t>(nbins)), args);
   }
   Histogram h;

@@ -192,7 +192,7 @@ class CudaDevice final : public DeviceImpl {
 
   // The 8-byte fill kernel where a fill needs one (the driver has no 8-byte memset), looked
   // up before any context scope: a first use compiles it.
-  const Kernel* fill64_kernel(std::size_t bytes, std::size_t pattern_bytes);
+  KernelPtr fill64_kernel(std::size_t bytes, std::size_t pattern_bytes);
 
   void enqueue_fill(CUstream st, Memory& dst, std::size_t offset, std::size_t bytes,
                     const void* pattern, std::size_t pattern_bytes, const Kernel* fill64,

@@ -6,10 +6,10 @@ namespace gpix::detail::cuda {
 
 void CudaDevice::do_fill(Memory& dst, std::size_t offset, std::size_t bytes, const void* pattern,
                          std::size_t pattern_bytes) {
-  const Kernel* fill64 = fill64_kernel(bytes, pattern_bytes);
+  const KernelPtr fill64 = fill64_kernel(bytes, pattern_bytes);
   ContextScope scope(*ctx_);
   const std::string what = "filling " + human(bytes) + " on '" + info().name + "'";
-  enqueue_fill(stream(), dst, offset, bytes, pattern, pattern_bytes, fill64, what);
+  enqueue_fill(stream(), dst, offset, bytes, pattern, pattern_bytes, fill64.get(), what);
   sync(what);
 }
 
@@ -21,12 +21,12 @@ void CudaDevice::do_launch(const Kernel& k, const Launch& l, std::span<const Ker
 std::shared_ptr<EventImpl> CudaDevice::do_fill_async(QueueImpl& q, Memory& dst, std::size_t offset,
                                                      std::size_t bytes, const void* pattern,
                                                      std::size_t pattern_bytes, Waits waits) {
-  const Kernel* fill64 = fill64_kernel(bytes, pattern_bytes);
+  const KernelPtr fill64 = fill64_kernel(bytes, pattern_bytes);
   ContextScope scope(*ctx_);
   const std::string what = "filling " + human(bytes) + " on '" + info().name + "'";
   const CUstream st = native(q);
   wait_for(st, waits, what);
-  if (bytes) enqueue_fill(st, dst, offset, bytes, pattern, pattern_bytes, fill64, what);
+  if (bytes) enqueue_fill(st, dst, offset, bytes, pattern, pattern_bytes, fill64.get(), what);
   return record(st, what);
 }
 
@@ -42,8 +42,8 @@ std::shared_ptr<EventImpl> CudaDevice::do_launch_async(QueueImpl& q, const Kerne
   return record(st, what);
 }
 
-const Kernel* CudaDevice::fill64_kernel(std::size_t bytes, std::size_t pattern_bytes) {
-  return pattern_bytes == 8 && bytes ? &kernel(program("fill.kernel"), "fill_u64", {}) : nullptr;
+DeviceImpl::KernelPtr CudaDevice::fill64_kernel(std::size_t bytes, std::size_t pattern_bytes) {
+  return pattern_bytes == 8 && bytes ? kernel(program("fill.kernel"), "fill_u64", {}) : nullptr;
 }
 
 void CudaDevice::enqueue_fill(CUstream st, Memory& dst, std::size_t offset, std::size_t bytes,

@@ -73,6 +73,12 @@ class CuProgram final : public DeviceImpl::Program {
       : binary_(std::move(bin)), ptx_(is_ptx), ctx_(std::move(ctx)), module_(std::move(module)) {}
   ~CuProgram() override {
     ContextScope scope(*ctx_, std::nothrow);
+    // The program cache drops programs while the device works on (eviction, clear), and a
+    // module must outlive every launch of its kernels (unloading one in use is undefined
+    // behaviour, cuda.h). Launches are queued asynchronously, so wait for the context's
+    // work first; an error here (a dead context, a driver shut down at exit) leaves nothing
+    // to wait for.
+    (void)ctx_->driver().cuCtxSynchronize();
     module_.reset();
   }
 

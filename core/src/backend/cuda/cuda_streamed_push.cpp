@@ -14,7 +14,8 @@ std::unique_ptr<CudaDevice::StreamedPush> CudaDevice::do_stream_in(QueueImpl& q,
     return nullptr;
   }
   // Looked up before the context scope: a first use compiles it.
-  const auto& k = static_cast<const CuKernel&>(kernel(program("staging.kernel"), "stage_in", {}));
+  const KernelPtr kp = kernel(program("staging.kernel"), "stage_in", {});
+  const auto& k = static_cast<const CuKernel&>(*kp);
   std::unique_lock lock(control_->mutex);
   ContextScope scope(*ctx_);
   control_->ready();
@@ -23,7 +24,7 @@ std::unique_ptr<CudaDevice::StreamedPush> CudaDevice::do_stream_in(QueueImpl& q,
         "mapping the staging ring into '" + info().name + "'");
   return std::make_unique<CuStreamedPush>(
       ctx_, events_, *control_, std::move(lock),
-      CuStreamedPush::Args{k.get(), native(q), from, native(mem) + offset, bytes, slice});
+      CuStreamedPush::Args{kp, k.get(), native(q), from, native(mem) + offset, bytes, slice});
 }
 
 }  // namespace gpix::detail::cuda

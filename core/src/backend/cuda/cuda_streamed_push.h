@@ -77,6 +77,7 @@ class StreamControl {
 class CuStreamedPush final : public DeviceImpl::StreamedPush {
  public:
   struct Args {
+    DeviceImpl::KernelPtr keep;  // the program outlives the launch (the cache may evict it)
     CUfunction kernel;
     CUstream stream;
     CUdeviceptr from, to;

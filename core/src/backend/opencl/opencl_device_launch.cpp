@@ -34,7 +34,7 @@ void ClDevice::fill_kernel(cl_command_queue q, Memory& dst, std::size_t offset, 
   }
   std::uint64_t p = 0;
   std::memcpy(&p, pattern, pattern_bytes);
-  const Kernel& k = kernel(program("fill.kernel"), "fill_pattern", {});
+  const KernelPtr k = kernel(program("fill.kernel"), "fill_pattern", {});
   Launch l;
   l.dims = 1;
   l.local = {256, 1, 1};
@@ -43,7 +43,7 @@ void ClDevice::fill_kernel(cl_command_queue q, Memory& dst, std::size_t offset, 
       KernelArg::mem(dst), KernelArg::scalar<std::uint64_t>(offset),
       KernelArg::scalar<std::uint64_t>(bytes), KernelArg::scalar<std::uint64_t>(p),
       KernelArg::scalar<std::uint32_t>(static_cast<std::uint32_t>(pattern_bytes))};
-  enqueue_kernel(q, k, l, args, waits, e);
+  enqueue_kernel(q, *k, l, args, waits, e);
 }
 
 void ClDevice::do_launch(const Kernel& k, const Launch& l, std::span<const KernelArg> args) {

@@ -1,0 +1,297 @@
+// The program cache's bound (least recently used programs dropped, kernels in use kept alive)
+// and tiered compilation (DeviceImpl::kernel_if_ready): a filter whose fast kernel is still
+// compiling runs a plain one meanwhile, and the two give bit-identical results.
+#include <QDateTime>
+#include <QTest>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "backend/backend.h"
+#include "config.h"
+#include "detail.h"
+#include "gpix/error.h"
+#include "gpix/filters/neighbourhood.h"
+#include "programs.h"
+#include "support/devices.h"
+#include "support/random.h"
+
+using namespace gpix;
+
+namespace {
+
+std::string nonce() {
+  return std::to_string(QDateTime::currentMSecsSinceEpoch()) + "_" + std::to_string(test::rng()());
+}
+
+// The programs that filters may leave to a background compile: held back by the compile hook
+// until release(), so that the first calls surely run the plain kernels.
+class HoldFastPrograms {
+ public:
+  explicit HoldFastPrograms(detail::DeviceImpl& impl) : impl_(impl) {
+    impl_.set_compile_hook_for_testing(
+        [this](const detail::ProgramSource& src, const detail::Defines&) {
+          if (!fast(src.name)) return;
+          std::unique_lock lock(m_);
+          // Bounded: a test that fails before release() must not hang the suite.
+          cv_.wait_for(lock, std::chrono::minutes(5), [this] { return released_; });
+        });
+  }
+  ~HoldFastPrograms() {
+    release();
+    impl_.wait_for_background_compiles();
+    impl_.set_compile_hook_for_testing({});
+  }
+  HoldFastPrograms(const HoldFastPrograms&) = delete;
+  HoldFastPrograms& operator=(const HoldFastPrograms&) = delete;
+  void release() {
+    {
+      std::lock_guard lock(m_);
+      released_ = true;
+    }
+    cv_.notify_all();
+  }
+  // One-entry programs are named "<file> (entry <name>)" (kernel_cache.cpp).
+  static bool fast(const std::string& name) {
+    for (const char* f : {"tiled.kernel", "entry r1_median", "entry median_fixed"}) {
+      if (name.find(f) != std::string::npos) return true;
+    }
+    return false;
+  }
+
+ private:
+  detail::DeviceImpl& impl_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool released_ = false;
+};
+
+template <class T>
+Array random_array(const Shape& s, const Device& d, bool with_specials) {
+  std::vector<T> v = test::random_values<T>(s.elements());
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!with_specials) return Array::push(v, s, d);
+    // Values a sort must place: NaNs of both signs, infinities, signed zeros.
+    const T specials[] = {std::numeric_limits<T>::quiet_NaN(),
+                          -std::numeric_limits<T>::quiet_NaN(),
+                          std::numeric_limits<T>::infinity(),
+                          -std::numeric_limits<T>::infinity(),
+                          T(0),
+                          -T(0)};
+    for (std::size_t i = 0; i < v.size(); i += 7) v[i] = specials[(i / 7) % 6];
+  }
+  return Array::push(v, s, d);
+}
+
+bool same_bits(const Array& a, const Array& b) {
+  const HostArray x = a.pull(), y = b.pull();
+  return x.dtype() == y.dtype() && x.bytes() == y.bytes() &&
+         std::memcmp(x.data(), y.data(), x.bytes()) == 0;
+}
+
+struct Case {
+  std::string name;
+  std::function<Array(const Array&)> run;
+  bool nan_safe;  // selects only: inputs may hold NaN and infinities
+};
+
+std::vector<Case> cases(int ndim) {
+  std::vector<Case> c = {
+      // Radius 4 (the bucket's, every tap on) and 6 (bucket 8, taps switched off).
+      {"gaussian 1", [](const Array& a) { return gaussian_blur(a, 1.0); }, false},
+      {"gaussian 1.6", [](const Array& a) { return gaussian_blur(a, 1.6); }, false},
+      {"mean 2x1x2", [](const Array& a) { return mean_box(a, 2, 1, 2); }, false},
+      {"minimum 2x2x2", [](const Array& a) { return minimum_box(a, 2, 2, 2); }, true},
+      {"maximum 3x2x1", [](const Array& a) { return maximum_box(a, 3, 2, 1); }, true},
+      {"median r1", [](const Array& a) { return median_box(a, 1, 1, 1); }, true},
+      {"median 2x1x1", [](const Array& a) { return median_box(a, 2, 1, 1); }, true},
+  };
+  if (ndim == 2) {
+    c.push_back({"maximum 8x7", [](const Array& a) { return maximum_box(a, 8, 7); }, true});
+  }
+  return c;
+}
+
+}  // namespace
+
+class TestKernelTiers : public QObject {
+  Q_OBJECT
+
+ private slots:
+  // With a limit of two programs: the least recently used goes, a recent one stays, a dropped
+  // one compiles again, and a kernel handed out before its program was dropped still runs.
+  void evicts_least_recently_used_data() { test::add_device_rows(); }
+  void evicts_least_recently_used() {
+    const Device dev = test::fetch_device();
+    auto& impl = detail::Access::impl(dev);
+    const detail::ScopedConfig scope;
+    detail::config_for_testing().program_cache_entries = 2;
+    detail::config_for_testing().no_disk_cache = true;
+    detail::config_for_testing().kernel_bundle = "off";
+    impl.clear_memory_cache();
+    const detail::ProgramSource& src = detail::program("fill.kernel");
+    const std::string id = nonce();
+    const auto variant = [&](int i) {
+      return detail::Defines{{"GPIX_LRU_TEST", id + "_" + std::to_string(i)}};
+    };
+    const auto c0 = impl.cache_counters();
+    const detail::DeviceImpl::KernelPtr k0 = impl.kernel(src, "fill_u64", variant(0));
+    (void)impl.kernel(src, "fill_u64", variant(1));
+    (void)impl.kernel(src, "fill_u64", variant(0));  // 0 is now the most recent
+    (void)impl.kernel(src, "fill_u64", variant(2));  // drops 1
+    const auto c1 = impl.cache_counters();
+    QCOMPARE(c1.evictions - c0.evictions, std::uint64_t{1});
+    QCOMPARE(c1.compiles - c0.compiles, std::uint64_t{3});
+    QVERIFY(impl.programs_in_memory() <= 2);
+    (void)impl.kernel(src, "fill_u64", variant(0));  // kept: a memory hit
+    const auto c2 = impl.cache_counters();
+    QCOMPARE(c2.compiles, c1.compiles);
+    QCOMPARE(c2.memory_hits - c1.memory_hits, std::uint64_t{1});
+    (void)impl.kernel(src, "fill_u64", variant(1));  // dropped: compiles again, drops 2
+    (void)impl.kernel(src, "fill_u64", variant(3));  // drops 0, which k0 still holds
+    const auto c3 = impl.cache_counters();
+    QCOMPARE(c3.compiles - c2.compiles, std::uint64_t{2});
+    QCOMPARE(c3.evictions - c2.evictions, std::uint64_t{2});
+    QVERIFY(impl.programs_in_memory() <= 2);
+
+    // The evicted program's kernel fills 1000 values (poisoned first).
+    Array a = Array::push(std::vector<std::uint64_t>(1000, 0xdeadbeefull), Shape{1000}, dev);
+    const std::uint64_t value = 0x0123456789abcdefull;
+    const detail::KernelArg args[] = {detail::KernelArg::mem(*detail::Access::impl(a).memory),
+                                      detail::KernelArg::scalar<std::uint64_t>(1000),
+                                      detail::KernelArg::scalar(value)};
+    detail::Launch l;
+    l.global[0] = 1024;
+    l.local[0] = 64;
+    impl.launch(*k0, l, args);
+    impl.finish();
+    for (std::uint64_t v : a.pull_as<std::uint64_t>()) QCOMPARE(v, value);
+  }
+
+  // A process asking for many more variants than the limit keeps at most the limit in memory.
+  void stays_bounded_data() { test::add_device_rows(); }
+  void stays_bounded() {
+    const Device dev = test::fetch_device();
+    auto& impl = detail::Access::impl(dev);
+    const detail::ScopedConfig scope;
+    detail::config_for_testing().program_cache_entries = 3;
+    detail::config_for_testing().kernel_bundle = "off";
+    impl.clear_memory_cache();
+    const std::string id = nonce();
+    const detail::ProgramSource& src = detail::program("fill.kernel");
+    for (int i = 0; i < 12; ++i) {
+      (void)impl.kernel(src, "fill_u64", {{"GPIX_LRU_BOUND", id + std::to_string(i)}});
+      QVERIFY(impl.programs_in_memory() <= 3);
+    }
+  }
+
+  // Every filter with a tiered kernel, first with its fast program held back (the plain
+  // kernel runs, and a background compile starts), then with it: the same bits, on random
+  // data with NaN, infinities and signed zeros where the filter only selects; 2D and 3D, odd
+  // extents and a 1-pixel axis, float32 and uint16.
+  void tiers_are_bit_identical_data() { test::add_device_rows(); }
+  void tiers_are_bit_identical() {
+    const Device dev = test::fetch_device();
+    auto& impl = detail::Access::impl(dev);
+    const detail::ScopedConfig scope;
+    detail::config_for_testing().no_disk_cache = true;
+    detail::config_for_testing().kernel_bundle = "off";
+    detail::config_for_testing().program_unit = "entry";
+    detail::config_for_testing().tiered_compile = true;
+    impl.clear_memory_cache();
+
+    struct Input {
+      std::string name;
+      Array a;
+      bool specials;  // NaN, infinities, signed zeros: only for the filters that select
+    };
+    std::vector<Input> inputs = {
+        {"f32 37x29", random_array<float>(Shape{37, 29}, dev, false), false},
+        {"f32 37x29 with specials", random_array<float>(Shape{37, 29}, dev, true), true},
+        {"f32 19x11x7", random_array<float>(Shape{19, 11, 7}, dev, false), false},
+        {"f32 1x23x5 with specials", random_array<float>(Shape{1, 23, 5}, dev, true), true},
+        {"u16 40x33", random_array<std::uint16_t>(Shape{40, 33}, dev, false), false},
+    };
+    const auto runs = [&](const Input& in, const Case& c) { return c.nan_safe || !in.specials; };
+    std::vector<std::vector<HostArray>> first(inputs.size());
+    {
+      HoldFastPrograms hold(impl);
+      const auto c0 = impl.cache_counters();
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const HostArray before = inputs[i].a.pull();
+        for (const Case& c : cases(inputs[i].a.ndim())) {
+          first[i].push_back(runs(inputs[i], c) ? c.run(inputs[i].a).pull() : HostArray());
+        }
+        QVERIFY(std::memcmp(before.data(), inputs[i].a.pull().data(), before.bytes()) == 0);
+      }
+      const auto c1 = impl.cache_counters();
+      QVERIFY2(c1.background_compiles > c0.background_compiles,
+               "no filter left its fast kernel to a background compile");
+      hold.release();
+      impl.wait_for_background_compiles();
+      const auto c2 = impl.cache_counters();
+      QCOMPARE(c2.background_compiles, c1.background_compiles);
+    }
+    const auto c3 = impl.cache_counters();
+    std::string differ;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const auto cs = cases(inputs[i].a.ndim());
+      for (std::size_t k = 0; k < cs.size(); ++k) {
+        if (!runs(inputs[i], cs[k])) continue;
+        const Array fast = cs[k].run(inputs[i].a);
+        const Array plain = Array::push(first[i][k], dev);
+        if (!same_bits(fast, plain)) differ += "; " + cs[k].name + " on " + inputs[i].name;
+      }
+    }
+    QVERIFY2(differ.empty(), ("the tiers differ:" + differ).c_str());
+    // Every fast program was ready: nothing more went to the background.
+    QCOMPARE(impl.cache_counters().background_compiles, c3.background_compiles);
+  }
+
+  // A fast program whose background compile fails is not left behind for ever: the next
+  // request compiles it in the foreground and throws the compile error to the caller.
+  void failed_background_compile_reaches_the_caller_data() { test::add_device_rows(); }
+  void failed_background_compile_reaches_the_caller() {
+    const Device dev = test::fetch_device();
+    auto& impl = detail::Access::impl(dev);
+    const detail::ScopedConfig scope;
+    detail::config_for_testing().no_disk_cache = true;
+    detail::config_for_testing().tiered_compile = true;
+    detail::ProgramSource bad;
+    bad.name = "broken.kernel";
+    bad.text = "GPIX_KERNEL void broken(GPIX_GLOBAL int* o) { o[0] = missing_name; }\n";
+    bad.hash = nonce();
+    const detail::Defines d = {};
+    QVERIFY(impl.kernel_if_ready(bad, "broken", d) == nullptr);
+    impl.wait_for_background_compiles();
+    QVERIFY_THROWS_EXCEPTION(CompileError, (void)impl.kernel_if_ready(bad, "broken", d));
+    // With tiers off, the call waits and throws at once.
+    detail::config_for_testing().tiered_compile = false;
+    bad.hash = nonce();
+    QVERIFY_THROWS_EXCEPTION(CompileError, (void)impl.kernel_if_ready(bad, "broken", d));
+  }
+
+  // With tiers off, kernel_if_ready() waits for the program like kernel().
+  void tiers_off_waits_data() { test::add_device_rows(); }
+  void tiers_off_waits() {
+    const Device dev = test::fetch_device();
+    auto& impl = detail::Access::impl(dev);
+    const detail::ScopedConfig scope;
+    detail::config_for_testing().no_disk_cache = true;
+    detail::config_for_testing().tiered_compile = false;
+    const auto c0 = impl.cache_counters();
+    const auto k = impl.kernel_if_ready(detail::program("fill.kernel"), "fill_u64",
+                                        {{"GPIX_TIER_OFF", nonce()}});
+    QVERIFY(k != nullptr);
+    QCOMPARE(impl.cache_counters().background_compiles, c0.background_compiles);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestKernelTiers)
+#include "test_kernel_tiers.moc"
