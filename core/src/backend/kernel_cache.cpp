@@ -181,8 +181,10 @@ DeviceImpl::KernelPtr DeviceImpl::kernel(const ProgramSource& src, std::string_v
 
 DeviceImpl::KernelPtr DeviceImpl::kernel_if_ready(const ProgramSource& src, std::string_view name,
                                                   const Defines& defines) {
-  if (!config().tiered_compile) return kernel(src, name, defines);
   const ProgramRequest r = program_request(src, name, defines);
+  // Only one-entry programs: a plain kernel built with its whole file is no quicker (CUDA
+  // without the bundle: a first Gaussian 1028 ms waiting, 1592 ms tiered, bench/RESULTS.md).
+  if (!config().tiered_compile || !r.one_entry) return kernel(src, name, defines);
   std::shared_ptr<ProgramEntry> entry;
   std::vector<std::shared_ptr<ProgramEntry>> dropped;
   bool mine = false;
