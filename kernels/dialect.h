@@ -104,7 +104,8 @@ typedef ulong gpix_index;
 #define gpix_atomic_cmpxchg_u32(p, c, v) atomic_cmpxchg((p), (gpix_u32)(c), (gpix_u32)(v))
 #if defined(GPIX_NEED_ATOMIC64)
 #if !defined(cl_khr_int64_base_atomics) || !defined(cl_khr_int64_extended_atomics)
-#error "gpix: this operation needs 64-bit atomics (cl_khr_int64_base_atomics and cl_khr_int64_extended_atomics), which this OpenCL device lacks; use a CUDA device or another OpenCL device"
+#error \
+    "gpix: this operation needs 64-bit atomics (cl_khr_int64_base_atomics and cl_khr_int64_extended_atomics), which this OpenCL device lacks; use a CUDA device or another OpenCL device"
 #endif
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
@@ -344,5 +345,61 @@ GPIX_FUNC gpix_f32 gpix_sat_gpix_f32_f(float x) {
 #define gpix_key_t(T) GPIX_CAT(GPIX_KT_, T)
 #define gpix_key(T, v) GPIX_CAT(GPIX_KEY_, T)(v)
 #define gpix_unkey(T, k) GPIX_CAT(GPIX_UNKEY_, T)(k)
+
+/* ---------------------------------------------------------------- minimum and maximum keys
+ * The box minimum and maximum (separable.kernel, tiled.kernel, neighbourhood.kernel's r1
+ * kernels) compare keys as well, in the order of IEEE 754-2019's minimum and maximum: a NaN
+ * in the window makes the result NaN (whatever its sign and payload), -0 is below +0,
+ * integers compare as they are. Comparing the floats themselves left the result to the
+ * order in which a kernel visits the window: the separable passes never let a NaN in (an
+ * all-NaN window gave +inf), the r1 kernels kept one that came first. A NaN becomes the
+ * lowest key for minima and the highest for maxima (the medians' keys put the bit patterns of
+ * NaN there already, apart from their sign), so every visiting order gives the same bits; it
+ * comes back as the canonical quiet NaN.
+ *   gpix_min_key(T, v), gpix_max_key(T, v)      the key (type gpix_key_t(T)) of a T
+ *   gpix_min_value(T, k), gpix_max_value(T, k)  the T of a key
+ *   GPIX_MIN_KEY_INIT(T), GPIX_MAX_KEY_INIT(T)  above (below) every key: a reduction's start */
+#define GPIX_MMC_gpix_u8 INT
+#define GPIX_MMC_gpix_i8 INT
+#define GPIX_MMC_gpix_u16 INT
+#define GPIX_MMC_gpix_i16 INT
+#define GPIX_MMC_gpix_u32 INT
+#define GPIX_MMC_gpix_i32 INT
+#define GPIX_MMC_gpix_u64 INT
+#define GPIX_MMC_gpix_i64 INT
+#define GPIX_MMC_gpix_f32 F32
+#define GPIX_MMC_gpix_f64 F64
+#define GPIX_I32_MIN (-(gpix_i32)0x7fffffff - 1)
+#define GPIX_I32_MAX ((gpix_i32)0x7fffffff)
+#define GPIX_I64_MIN (-(gpix_i64)0x7fffffffffffffff - 1)
+#define GPIX_I64_MAX ((gpix_i64)0x7fffffffffffffff)
+#define GPIX_MINKEY_INT(T, v) (v)
+#define GPIX_MAXKEY_INT(T, v) (v)
+#define GPIX_MINVAL_INT(T, k) (k)
+#define GPIX_MAXVAL_INT(T, k) (k)
+#define GPIX_MININIT_INT(T) GPIX_HIGHEST(T)
+#define GPIX_MAXINIT_INT(T) GPIX_LOWEST(T)
+#define GPIX_MINKEY_F32(T, v) (gpix_isnan(v) ? GPIX_I32_MIN : GPIX_KEY_gpix_f32(v))
+#define GPIX_MAXKEY_F32(T, v) (gpix_isnan(v) ? GPIX_I32_MAX : GPIX_KEY_gpix_f32(v))
+/* The canonical quiet NaN by its bits: OpenCL's NAN is 0x7fffffff on PoCL, 0x7fc00000 elsewhere. */
+#define GPIX_QNAN_F32 gpix_as_f32((gpix_u32)0x7fc00000u)
+#define GPIX_QNAN_F64 gpix_as_f64((gpix_u64)0x7ff8000000000000ul)
+#define GPIX_MINVAL_F32(T, k) ((k) == GPIX_I32_MIN ? GPIX_QNAN_F32 : GPIX_UNKEY_gpix_f32(k))
+#define GPIX_MAXVAL_F32(T, k) ((k) == GPIX_I32_MAX ? GPIX_QNAN_F32 : GPIX_UNKEY_gpix_f32(k))
+#define GPIX_MININIT_F32(T) GPIX_I32_MAX
+#define GPIX_MAXINIT_F32(T) GPIX_I32_MIN
+#define GPIX_MINKEY_F64(T, v) (gpix_isnan(v) ? GPIX_I64_MIN : GPIX_KEY_gpix_f64(v))
+#define GPIX_MAXKEY_F64(T, v) (gpix_isnan(v) ? GPIX_I64_MAX : GPIX_KEY_gpix_f64(v))
+#define GPIX_MINVAL_F64(T, k) ((k) == GPIX_I64_MIN ? GPIX_QNAN_F64 : GPIX_UNKEY_gpix_f64(k))
+#define GPIX_MAXVAL_F64(T, k) ((k) == GPIX_I64_MAX ? GPIX_QNAN_F64 : GPIX_UNKEY_gpix_f64(k))
+#define GPIX_MININIT_F64(T) GPIX_I64_MAX
+#define GPIX_MAXINIT_F64(T) GPIX_I64_MIN
+#define GPIX_MM(what, T) GPIX_CAT(what, GPIX_CAT(GPIX_MMC_, T))
+#define gpix_min_key(T, v) GPIX_MM(GPIX_MINKEY_, T)(T, v)
+#define gpix_max_key(T, v) GPIX_MM(GPIX_MAXKEY_, T)(T, v)
+#define gpix_min_value(T, k) GPIX_MM(GPIX_MINVAL_, T)(T, k)
+#define gpix_max_value(T, k) GPIX_MM(GPIX_MAXVAL_, T)(T, k)
+#define GPIX_MIN_KEY_INIT(T) GPIX_MM(GPIX_MININIT_, T)(T)
+#define GPIX_MAX_KEY_INIT(T) GPIX_MM(GPIX_MAXINIT_, T)(T)
 
 #endif /* GPIX_DIALECT_H */
