@@ -364,11 +364,9 @@ std::string r1_entry(const Array& in, const char* op) {
 // Whether that kernel has its program now (filters/launch.h, kernel_ready): the r1 median's
 // sorting network is slow to compile (0.4 s on NVIDIA's OpenCL, bench/RESULTS.md), and any
 // other median kernel finds the same value (keys in a total order), so median_radix serves
-// meanwhile. The other filters wait for their own kernels: the box mean's float sums and the
-// r1 minimum's and maximum's handling of NaN depend on the order they visit values
-// (test_kernel_tiers found the latter differing from separable.kernel's passes), and the
-// Gaussian's plain passes compiled no faster than its tiles on NVIDIA's OpenCL (837-933 ms
-// tiered against 602, bench/RESULTS.md).
+// meanwhile. The other filters wait for their own kernels: the box mean's float sums depend on
+// the order they visit values, and the Gaussian's plain passes compiled no faster than its
+// tiles on NVIDIA's OpenCL (837-933 ms tiered against 602, bench/RESULTS.md).
 bool r1_ready(const Array& in, const char* op, DType out_t) {
   return kernel_ready(in, "neighbourhood.kernel", r1_entry(in, op), nb_defines(in.dtype(), out_t));
 }
@@ -591,9 +589,15 @@ Filter<BoxParams> box_filter(const char* fname, const std::string& doc, SepOp op
 const Filter<BoxParams> kMeanBox =
     box_filter("mean_box", "Mean (integers round half to even)", SepOp::sum);
 const Filter<BoxParams> kMinimumBox =
-    box_filter("minimum_box", "Minimum (grey erosion with a box)", SepOp::min);
+    box_filter("minimum_box",
+               "Minimum (grey erosion with a box; NaN in the window gives NaN, -0 counts as below "
+               "+0)",
+               SepOp::min);
 const Filter<BoxParams> kMaximumBox =
-    box_filter("maximum_box", "Maximum (grey dilation with a box)", SepOp::max);
+    box_filter("maximum_box",
+               "Maximum (grey dilation with a box; NaN in the window gives NaN, -0 counts as "
+               "below +0)",
+               SepOp::max);
 
 const Filter<BoxParams> kMedianBox(
     {.name = "median_box",
