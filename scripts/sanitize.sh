@@ -18,14 +18,15 @@ source scripts/sanitizer-build.sh
 
 if [ "${1:-}" = tsan ]; then
   # The suites where several threads share gpix objects: eight threads of mixed work on one and
-  # two devices, the staging copy threads, concurrent compiles in the program cache, and tiled
-  # runs with several workers on one and on two devices.
+  # two devices, the staging copy threads, concurrent compiles in the program cache, its
+  # background compiles and evictions, and tiled runs with several workers on one and on two
+  # devices.
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPIX_SANITIZE_THREAD=ON \
     -DGPIX_WERROR=$san_werror -DGPIX_WITH_CUDA=OFF -DGPIX_BUILD_BENCH=OFF -DGPIX_WITH_IO=OFF \
     -DGPIX_WITH_UI=OFF -DGPIX_WITH_APPS=OFF "${launcher[@]}" \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$san_opt" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$san_opt" >/dev/null
   cmake --build build-tsan --parallel "$(nproc)" --target test_core_stress test_core_copy_threads \
-    test_kernel_cache test_core_tiled
+    test_kernel_cache test_kernel_tiers test_core_tiled
   cd build-tsan
   # halt_on_error: the first report fails the run. second_deadlock_stack names both paths of a
   # lock-order report. ignore_noninstrumented_modules: memory accesses that PoCL and its LLVM
@@ -44,6 +45,7 @@ if [ "${1:-}" = tsan ]; then
     "|test_core_copy_threads|"
     "pthread pthread|test_core_copy_threads|two_devices"
     "|test_kernel_cache|concurrent_compiles"
+    "|test_kernel_tiers|evicts_least_recently_used tiers_are_bit_identical failed_background_compile_reaches_the_caller"
     "|test_core_tiled|sources_and_sinks"
     "pthread pthread|test_core_tiled|sources_and_sinks folds"
   )
