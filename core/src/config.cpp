@@ -83,8 +83,9 @@ Config Config::from(const std::function<const char*(const char*)>& get) {
   c.kernel_bundle = text(get("GPIX_KERNEL_BUNDLE"));
   c.program_unit = text(get("GPIX_PROGRAM_UNIT"));
   c.program_cache_entries = count(get("GPIX_PROGRAM_CACHE_ENTRIES"), c.program_cache_entries);
-  const char* tiered = get("GPIX_TIERED_COMPILE");
-  c.tiered_compile = !(tiered && std::string_view(tiered) == "0");
+  if (const char* tiered = get("GPIX_TIERED_COMPILE"); tiered && *tiered) {
+    c.tiered_compile = std::string_view(tiered) == "0" ? 0 : 1;
+  }
   return c;
 }
 

@@ -56,9 +56,11 @@ struct Config {
   // first; DeviceImpl::kernel). A process that asks for thousands of variants (a fuzzer, a
   // long session) otherwise grows without bound.
   unsigned program_cache_entries = 256;
-  // GPIX_TIERED_COMPILE=0: a filter waits for its fastest kernel's compile instead of running
-  // a bit-identical plain kernel meanwhile (DeviceImpl::kernel_if_ready).
-  bool tiered_compile = true;
+  // GPIX_TIERED_COMPILE: whether a filter runs a bit-identical plain kernel while its fastest
+  // kernel compiles in the background (DeviceImpl::kernel_if_ready): 0 never, 1 on every
+  // device, unset (-1) on GPUs only. PoCL 3.1 aborts ("Failed to create kernel compiler pass
+  // inline-kernels") when two programs build at once in a fresh process.
+  int tiered_compile = -1;
 
   // Whether the named driver workaround is switched off.
   bool workaround_disabled(std::string_view name) const;

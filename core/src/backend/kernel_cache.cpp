@@ -184,7 +184,12 @@ DeviceImpl::KernelPtr DeviceImpl::kernel_if_ready(const ProgramSource& src, std:
   const ProgramRequest r = program_request(src, name, defines);
   // Only one-entry programs: a plain kernel built with its whole file is no quicker (CUDA
   // without the bundle: a first Gaussian 1028 ms waiting, 1592 ms tiered, bench/RESULTS.md).
-  if (!config().tiered_compile || !r.one_entry) return kernel(src, name, defines);
+  // By default only on GPUs: the background compile runs beside the plain kernel's, and PoCL
+  // 3.1 aborts the process when two programs build at once in a fresh process (CI's
+  // test_diff_scipy and test_io_cli, `gpix run median_box`).
+  const int tiers = config().tiered_compile;
+  const bool tiered = tiers > 0 || (tiers < 0 && info_.type == DeviceType::gpu);
+  if (!tiered || !r.one_entry) return kernel(src, name, defines);
   std::shared_ptr<ProgramEntry> entry;
   std::vector<std::shared_ptr<ProgramEntry>> dropped;
   bool mine = false;
