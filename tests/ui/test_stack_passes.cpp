@@ -826,7 +826,7 @@ json.dump(res, open(os.path.join(out, 'ref.json'), 'w'))
       io::write(path.toStdString(), data);
       ui::clear_stack_pass_cache();
       const auto file = TiffStackFile::open_file(path, 0);
-      QVERIFY(!file->known_stats());  // the range is not known: two passes
+      QVERIFY(!file->known_stats());  // the range is not known yet
       std::size_t last_done = 0, last_total = 0;
       const ui::StackContrast c = ui::stack_auto_contrast(
           file, dev, 0.5, 99.5, nullptr, [&](std::size_t done, std::size_t total) {

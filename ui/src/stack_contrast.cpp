@@ -5,7 +5,9 @@
 #include <vector>
 
 #include "async.h"
+#include "gpix/error.h"
 #include "gpix/ui/render.h"
+#include "gpix/ui/stack_file.h"
 #include "pass_bar.h"
 #include "stack_contrast_job.h"
 
@@ -49,7 +51,17 @@ StackContrast stack_auto_contrast(const std::shared_ptr<const StackFile>& file,
                                   const gpix::Device& device, double low_percent,
                                   double high_percent, const std::atomic<bool>* cancel,
                                   const SlabProgress& progress) {
-  const StackHistogram h = stack_histogram(file, device, kContrastBins, cancel, progress);
+  StackHistogram h;
+  try {
+    h = stack_histogram(file, device, kContrastBins, cancel, progress);
+  } catch (const InvalidArgument&) {
+    // The histogram bins the stack's own range, which a stack of NaN only, or one reaching an
+    // infinity, does not have; auto_contrast gives such an array in memory (0, 1), and so does
+    // this. The statistics (the card's, often known already) tell that case from any other.
+    const StackStats st = file->stats(device, cancel);
+    if (st.count == 0 || !std::isfinite(st.min) || !std::isfinite(st.max)) return StackContrast{};
+    throw;
+  }
   StackContrast out;
   out.cached = h.cached;
   if (h.counts.empty()) return out;  // no finite pixel

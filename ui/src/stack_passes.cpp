@@ -210,31 +210,17 @@ StackHistogram stack_histogram(const std::shared_ptr<const StackFile>& file, con
     return *hit;
   }
   Params params{{"n_bins", double(bins)}};
-  // The range first: the card's pass may have found it; otherwise a statistics pass (kept by
-  // the file for the card) takes the first half of the progress. A stack of NaN only, or one
-  // reaching an infinity, has no finite range to bin: no counts, as auto_contrast gives an
-  // array in memory.
-  std::optional<StackStats> st = file->known_stats();
-  const bool two_passes = !st;
-  if (!st) {
-    st = file->stats(device, cancel, [&](double f) {
-      if (progress) progress(std::size_t(f * 1000), 2000);
-    });
+  if (const std::optional<StackStats> st = file->known_stats()) {
+    // The card's pass found the range: one pass of counts.
+    if (st->count == 0 || !std::isfinite(st->min) || !std::isfinite(st->max)) {
+      return StackHistogram{};
+    }
+    params["minimum"] = st->min;
+    params["maximum"] = st->max > st->min ? st->max : st->min + 1;
   }
-  if (st->count == 0 || !std::isfinite(st->min) || !std::isfinite(st->max)) {
-    return StackHistogram{};
-  }
-  params["minimum"] = st->min;
-  params["maximum"] = st->max > st->min ? st->max : st->min + 1;
   const std::unique_ptr<SlabSource> src = file->open();
   SlabSource* const inputs[] = {src.get()};
-  SlabProgress second_half;
-  if (two_passes && progress) {
-    second_half = [&](std::size_t done, std::size_t total) {
-      progress(1000 + (total ? done * 1000 / total : 1000), 2000);
-    };
-  }
-  const TiledOptions o = file_pass_options(device, cancel, two_passes ? second_half : progress);
+  const TiledOptions o = file_pass_options(device, cancel, progress);
   const Table t = run_tiled("histogram", inputs, nullptr, params, o);
   StackHistogram h;
   if (!t.empty()) {

@@ -31,7 +31,8 @@ struct StackContrast {
 };
 // auto_contrast's limits of a whole file-backed stack (2D or 3D): the percentiles of
 // stack_histogram with kContrastBins bins (one pass over the file, or two where the stack's
-// range is not known yet; none when it is cached). A stack of NaN only gives (0, 1). Blocking
+// range is not known yet; none when it is cached). A stack of NaN only, or one reaching an
+// infinity, gives (0, 1), as auto_contrast does in memory. Blocking
 // (disk and device): call it from a worker thread. Throws Cancelled and what stack_histogram
 // throws.
 StackContrast stack_auto_contrast(const std::shared_ptr<const StackFile>& file,

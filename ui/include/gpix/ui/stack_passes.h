@@ -43,10 +43,8 @@ struct StackHistogram {
   bool cached = false;
 };
 // `bins` equal bins over the stack's [min, max] (max = min + 1 when they are equal), as
-// gpix::histogram counts them (NaN and values outside not counted). The range comes from the
-// file's statistics, found by a first pass where they are not known yet; a stack of NaN only
-// or one reaching an infinity gets no counts. Throws Cancelled, what the file and the device
-// throw.
+// gpix::histogram counts them (NaN and values outside not counted). Throws Cancelled, what the
+// file and the device throw.
 StackHistogram stack_histogram(const std::shared_ptr<const StackFile>& file,
                                const gpix::Device& device, int bins,
                                const std::atomic<bool>* cancel = nullptr,
