@@ -420,8 +420,8 @@ class DeviceImpl {
   // again and throws its error). For filters with a fast kernel that is slow to compile and
   // a plain one that gives bit-identical results and compiles quickly: the first call runs
   // the plain one instead of waiting (tiered compilation). Where programs are built per file
-  // (programs_per_entry() false) or config().tiered_compile is off, this waits like kernel()
-  // and never returns nullptr.
+  // (programs_per_entry() false), on devices other than GPUs unless config().tiered_compile
+  // is 1, or where it is 0, this waits like kernel() and never returns nullptr.
   KernelPtr kernel_if_ready(const ProgramSource& src, std::string_view name,
                             const Defines& defines);
   // Blocks until the background compiles started so far are done (tests, benchmarks and
