@@ -44,6 +44,7 @@ std::string check_png(const fs::path& path) {
   if (b.size() < 8 || std::memcmp(b.data(), sig, 8) != 0)
     return "it does not start with the PNG signature";
   std::size_t pos = 8;
+  bool seen_idat = false;
   while (true) {
     if (pos + 12 > b.size()) return "it is truncated (the file ends inside a chunk, before IEND)";
     const std::uint32_t len = be32(&b[pos]);
@@ -54,7 +55,11 @@ std::string check_png(const fs::path& path) {
       return "it is corrupt (the CRC of the " +
              std::string(reinterpret_cast<const char*>(type), 4) + " chunk is wrong)";
     }
-    if (std::memcmp(type, "IEND", 4) == 0) return {};
+    if (std::memcmp(type, "IEND", 4) == 0) {
+      // libpng reports a missing IDAT through png_error, which ITK's reader turns into abort().
+      return seen_idat ? std::string() : "it is corrupt (it has no IDAT chunk: no image data)";
+    }
+    seen_idat = seen_idat || std::memcmp(type, "IDAT", 4) == 0;
     pos += 12 + len;
   }
 }

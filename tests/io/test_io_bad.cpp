@@ -263,6 +263,10 @@ class TestIoBad : public QObject {
     const auto jpeg = corpus / "jpeg" / "regression-progressive-segv.jpg";
     expect_io_error([&] { io::read(jpeg, {.channels = io::Channels::split}); }, jpeg,
                     "cannot read the JPEG pixels");
+    // A PNG with a palette and no IDAT chunk: libpng's png_error became abort() in ITK's reader
+    // (CI's bounded fuzz run found it).
+    const auto no_idat = corpus / "png" / "regression-no-idat.png";
+    expect_io_error([&] { io::read(no_idat); }, no_idat, "no IDAT chunk");
     // 227 bytes of progressive JPEG declaring 62727 x 18683 pixels: libjpeg allocated and
     // cleared 2.3 GB of coefficients (a fuzzer timeout); refused from the header.
     const auto frame = corpus / "jpeg" / "regression-huge-progressive-frame.jpg";
