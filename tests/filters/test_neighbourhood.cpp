@@ -324,13 +324,20 @@ class TestNeighbourhood : public QObject {
                 "gaussian " + QByteArray::fromStdString(shape.str()));
         if (QTest::currentTestFailed()) return;
       }
-      // Median beyond radius 1 on a multi-tile image.
+      // Median beyond radius 1 on a multi-tile image: the register kernel (35 values) and
+      // the radix select through local memory (99 and 75 values; its 32 x 8 and 8 x 8 x 4
+      // groups' tiles cross every border of these shapes).
       if (shape.ndim() >= 2) {
-        const Radii r = shape.ndim() == 2 ? Radii{3, 2, 0} : Radii{2, 1, 2};
-        auto [a, host] = push_random<float>(dev, shape, true);
-        compare(run("median_box", a, box_params(r)).array.pull_as<float>(),
-                ref::cast<float>(ref::box(ref::to_double(host), shape, r, ref::median)), 0, 0,
-                "median " + QByteArray::fromStdString(shape.str()));
+        const std::vector<Radii> rs = shape.ndim() == 2 ? std::vector<Radii>{{3, 2, 0}, {5, 4, 0}}
+                                                        : std::vector<Radii>{{2, 1, 2}};
+        for (const Radii& r : rs) {
+          auto [a, host] = push_random<float>(dev, shape, true);
+          compare(run("median_box", a, box_params(r)).array.pull_as<float>(),
+                  ref::cast<float>(ref::box(ref::to_double(host), shape, r, ref::median)), 0, 0,
+                  "median " + QByteArray::fromStdString(shape.str()) +
+                      " r=" + QByteArray::number(r[0]) + "," + QByteArray::number(r[1]));
+          if (QTest::currentTestFailed()) return;
+        }
       }
     }
   }
@@ -392,8 +399,10 @@ class TestNeighbourhood : public QObject {
   }
 
   // NaN, infinities and signed zeros: every median kernel (radius 1 in 2D and 3D, the
-  // general one) orders values as documented, -NaN < -inf < ... < -0 < +0 < ... < +inf < NaN,
-  // and returns one of the window's values bit for bit.
+  // register kernel, the radix select through local memory and, for 6,6,6, whose tile does
+  // not fit there, through global memory) orders values as documented,
+  // -NaN < -inf < ... < -0 < +0 < ... < +inf < NaN, and returns one of the window's values
+  // bit for bit.
   void median_special_values_data() { devices_data(); }
   void median_special_values() {
     const Device dev = test::fetch_device();
@@ -406,10 +415,10 @@ class TestNeighbourhood : public QObject {
     constexpr float kInf = std::numeric_limits<float>::infinity();
     constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
     const float specials[] = {kNaN, -kNaN, kInf, -kInf, 0.0f, -0.0f};
-    const std::pair<Shape, Radii> cases[] = {{Shape{37, 21}, {1, 1, 0}},
-                                             {Shape{37, 21}, {2, 1, 0}},
-                                             {Shape{13, 11, 9}, {1, 1, 1}},
-                                             {Shape{13, 11, 9}, {1, 2, 1}}};
+    const std::pair<Shape, Radii> cases[] = {
+        {Shape{37, 21}, {1, 1, 0}},    {Shape{37, 21}, {2, 1, 0}},    {Shape{37, 21}, {5, 4, 0}},
+        {Shape{13, 11, 9}, {1, 1, 1}}, {Shape{13, 11, 9}, {1, 2, 1}}, {Shape{13, 11, 9}, {2, 2, 1}},
+        {Shape{13, 11, 9}, {6, 6, 6}}};
     for (const auto& [shape, r] : cases) {
       std::vector<float> values = moderate_values<float>(shape.elements(), false);
       std::uniform_int_distribution<int> pick(0, 11);  // about one value in two special

@@ -1,15 +1,20 @@
 // The program cache's bound (least recently used programs dropped, kernels in use kept alive)
 // and tiered compilation (DeviceImpl::kernel_if_ready): a filter whose fast kernel is still
 // compiling runs a plain one meanwhile, and the two give bit-identical results.
+#include <QCoreApplication>
 #include <QDateTime>
+#include <QProcess>
 #include <QTest>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <functional>
+#include <latch>
 #include <limits>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -293,6 +298,67 @@ class TestKernelTiers : public QObject {
       QVERIFY(k != nullptr);
     }
     QCOMPARE(impl.cache_counters().background_compiles, c0.background_compiles);
+  }
+
+  // The "pocl-serial-build" workaround: two threads' first builds at once in a fresh process,
+  // which PoCL 3.1 answered with abort() ("Failed to create kernel compiler pass
+  // inline-kernels") before builds on PoCL took one lock. Fresh processes: this binary, run
+  // for concurrent_first_builds_child, several times.
+  void concurrent_first_builds() {
+    for (int run = 0; run < 4; ++run) {
+      QProcess child;
+      QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+      env.insert("GPIX_TIERS_CHILD", "1");
+      child.setProcessEnvironment(env);
+      child.setProcessChannelMode(QProcess::MergedChannels);
+      child.start(QCoreApplication::applicationFilePath(), {"concurrent_first_builds_child"});
+      QVERIFY(child.waitForStarted());
+      QVERIFY2(child.waitForFinished(300000), "the child did not finish in 5 minutes");
+      const QByteArray output = child.readAll();
+      QVERIFY2(child.exitStatus() == QProcess::NormalExit && child.exitCode() == 0,
+               "run " + QByteArray::number(run) + ": the child failed (exit status " +
+                   QByteArray::number(child.exitStatus()) + ", code " +
+                   QByteArray::number(child.exitCode()) + "):\n" + output);
+    }
+  }
+  void concurrent_first_builds_child() {
+    if (qEnvironmentVariableIsEmpty("GPIX_TIERS_CHILD")) {
+      QSKIP("runs in the child processes of concurrent_first_builds");
+    }
+    const detail::ScopedConfig scope;
+    detail::config_for_testing().no_disk_cache = true;
+    detail::config_for_testing().kernel_bundle = "off";
+    const std::string id = nonce();
+    for (const Device& dev : test::test_devices()) {
+      auto& impl = detail::Access::impl(dev);
+      const detail::ProgramSource& src = detail::program("fill.kernel");
+      std::latch start(2);
+      std::atomic<int> built{0};
+      const auto build = [&](int thread) {
+        Array a = Array::push(std::vector<std::uint64_t>(1000, 0), Shape{1000}, dev);
+        start.arrive_and_wait();
+        for (int i = 0; i < 2; ++i) {
+          const detail::Defines d = {
+              {"GPIX_FIRST_BUILDS", id + "_" + std::to_string(thread) + "_" + std::to_string(i)}};
+          const detail::DeviceImpl::KernelPtr k = impl.kernel(src, "fill_u64", d);
+          // PoCL compiles a kernel's work-group function at its first launch.
+          const detail::KernelArg args[] = {
+              detail::KernelArg::mem(*detail::Access::impl(a).memory),
+              detail::KernelArg::scalar<std::uint64_t>(1000),
+              detail::KernelArg::scalar<std::uint64_t>(thread * 10 + i)};
+          detail::Launch l;
+          l.global[0] = 1024;
+          l.local[0] = 64;
+          impl.launch(*k, l, args);
+          impl.finish();
+          if (a.pull_as<std::uint64_t>()[999] == std::uint64_t(thread * 10 + i)) ++built;
+        }
+      };
+      std::thread other(build, 1);
+      build(0);
+      other.join();
+      QCOMPARE(built.load(), 4);
+    }
   }
 };
 

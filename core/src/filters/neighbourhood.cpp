@@ -438,6 +438,27 @@ Defines median_fixed_defines(DType t, const Radii& r) {
   return d;
 }
 
+// median_radix_local's work-group: a row of 256 for lines, 32 x 8 in a plane, 8 x 8 x 4 in a
+// volume (the tile's halo grows with the group's surface, so volumes take a cube-like group).
+std::array<std::size_t, 3> median_group(int ndim) {
+  if (ndim == 3) return {8, 8, 4};
+  if (ndim == 2) return {32, 8, 1};
+  return {256, 1, 1};
+}
+
+// Whether the group's keys with their halo fit median_radix_local's local array
+// (MD_LOCAL_BYTES in median.kernel; keys of 32 bits, 64 for 64-bit types).
+bool median_tile_fits(DType t, const std::array<std::size_t, 3>& group, const Radii& r) {
+  constexpr std::uint64_t kLocalBytes = 16384;
+  const std::uint64_t key = size_of(t) == 8 ? 8 : 4;
+  std::uint64_t keys = 1;
+  for (std::size_t i = 0; i < 3; ++i) {
+    keys *= group[i] + 2 * static_cast<std::uint64_t>(r[i]);
+    if (keys * key > kLocalBytes) return false;
+  }
+  return true;
+}
+
 Array median(const Array& in, const Radii& r) {
   // A median is exact whichever kernel finds it, so while the specialised kernel (the r1
   // sorting network, median_fixed's registers) compiles, median_radix serves.
@@ -454,8 +475,15 @@ Array median(const Array& in, const Radii& r) {
            image_grid(in.shape()), args);
   } else {
     for (int v : r) args.push_back(arg(v));
-    launch(in, "median.kernel", "median_radix", nb_defines(in.dtype(), in.dtype()),
-           image_grid(in.shape()), args);
+    const std::array<std::size_t, 3> group = median_group(in.ndim());
+    if (median_tile_fits(in.dtype(), group, r)) {
+      const Shape& s = in.shape();
+      launch(in, "median.kernel", "median_radix_local", nb_defines(in.dtype(), in.dtype()),
+             grid({s.width(), s.height(), s.depth()}, group), args);
+    } else {
+      launch(in, "median.kernel", "median_radix", nb_defines(in.dtype(), in.dtype()),
+             image_grid(in.shape()), args);
+    }
   }
   return out;
 }
@@ -854,6 +882,7 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
     // median_fixed compiles per radius triple: one 3D triple stands for all (the code is the
     // same with other constants).
     out.push_back({"median.kernel", "median_radix", nb_defines(t, t)});
+    out.push_back({"median.kernel", "median_radix_local", nb_defines(t, t)});
     out.push_back({"median.kernel", "median_fixed", median_fixed_defines(t, {2, 1, 1})});
     if (size_of(t) <= 4) {
       for (const char* e : {"r1_sum_2d_v4", "r1_min_2d_v4", "r1_max_2d_v4"})

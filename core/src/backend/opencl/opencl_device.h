@@ -157,6 +157,13 @@ class ClDevice final : public DeviceImpl {
   // test_core_memory_two_devices with POCL_DEVICES="pthread basic"). Staged transfers use one
   // copy thread there. GPIX_DISABLE_WORKAROUNDS=pocl-basic-threads lifts it.
   void set_pocl_basic() { pocl_basic_ = true; }
+  // Named workaround "pocl-serial-build": PoCL 3.1 aborted the process ("Failed to create
+  // kernel compiler pass inline-kernels", SIGABRT) in a fresh process where two programs built
+  // at once (CI, `gpix run median_box` with a background compile beside the plain kernel's;
+  // not reproduced here since, see docs/ARCHITECTURE.md). Two threads' first filters could
+  // meet it the same way, so builds on PoCL devices take one process-wide lock.
+  // GPIX_DISABLE_WORKAROUNDS=pocl-serial-build lifts it.
+  void set_pocl() { pocl_ = true; }
   unsigned max_transfer_threads() const override;
   bool prefers_programs_per_entry() const override;
   void set_card_memory_source(std::function<NativeMemoryInfo()> source) override;
@@ -167,6 +174,7 @@ class ClDevice final : public DeviceImpl {
   PciAddress pci_;
   bool nvidia_ = false;
   bool pocl_basic_ = false;
+  bool pocl_ = false;
   std::function<NativeMemoryInfo()> card_;
   cl_device_id id_;
   cl::Context ctx_;

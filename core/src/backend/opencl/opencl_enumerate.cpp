@@ -108,6 +108,7 @@ BackendDevices enumerate_opencl() {
       const std::uint64_t total = info.global_memory;
       auto dev = std::make_shared<ClDevice>(std::move(info), id, std::move(ctx), std::move(q));
       if (pocl_basic) dev->set_pocl_basic();
+      if (pname == "Portable Computing Language") dev->set_pocl();
       if (nvidia) {
         dev->set_nvidia();
         // cl_nv_device_attribute_query: CL_DEVICE_PCI_BUS_ID_NV, _SLOT_ID_NV, _DOMAIN_ID_NV.

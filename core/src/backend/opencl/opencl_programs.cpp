@@ -1,6 +1,21 @@
 #include "backend/opencl/opencl_device.h"
+#include "config.h"
+
+#include <mutex>
 
 namespace gpix::detail::cl {
+
+namespace {
+
+// The "pocl-serial-build" workaround's lock (opencl_device.h): one for every PoCL device of
+// the process, since what fails is PoCL's process-wide compiler set-up.
+std::unique_lock<std::mutex> build_lock(bool pocl) {
+  static std::mutex m;
+  if (!pocl || config().workaround_disabled("pocl-serial-build")) return {};
+  return std::unique_lock(m);
+}
+
+}  // namespace
 
 std::unique_ptr<ClDevice::Program> ClDevice::load(const std::vector<char>& bin) {
   const std::size_t size = bin.size();
@@ -9,6 +24,7 @@ std::unique_ptr<ClDevice::Program> ClDevice::load(const std::vector<char>& bin) 
   cl_int err = CL_SUCCESS;
   cl::ProgramHandle p(clCreateProgramWithBinary(ctx_.get(), 1, &id_, &size, &ptr, &status, &err));
   if (err != CL_SUCCESS || status != CL_SUCCESS) return nullptr;
+  const auto lock = build_lock(pocl_);
   if (clBuildProgram(p.get(), 1, &id_, nullptr, nullptr, nullptr) != CL_SUCCESS) return nullptr;
   return std::make_unique<ClProgram>(std::move(p));
 }
@@ -22,7 +38,10 @@ std::unique_ptr<ClDevice::Program> ClDevice::build(const ProgramSource& src,
   cl::check(err, "creating program " + src.name);
   std::string options = "-cl-std=CL1.2";
   for (const auto& [k, v] : defines) options += " -D" + k + "=" + v;
-  err = clBuildProgram(p.get(), 1, &id_, options.c_str(), nullptr, nullptr);
+  {
+    const auto lock = build_lock(pocl_);
+    err = clBuildProgram(p.get(), 1, &id_, options.c_str(), nullptr, nullptr);
+  }
   if (err != CL_SUCCESS) {
     std::size_t n = 0;
     clGetProgramBuildInfo(p.get(), id_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
