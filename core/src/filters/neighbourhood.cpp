@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "filters/launch.h"
@@ -438,25 +439,31 @@ Defines median_fixed_defines(DType t, const Radii& r) {
   return d;
 }
 
-// median_radix_local's work-group: a row of 256 for lines, 32 x 8 in a plane, 8 x 8 x 4 in a
-// volume (the tile's halo grows with the group's surface, so volumes take a cube-like group).
-std::array<std::size_t, 3> median_group(int ndim) {
-  if (ndim == 3) return {8, 8, 4};
-  if (ndim == 2) return {32, 8, 1};
-  return {256, 1, 1};
-}
-
-// Whether the group's keys with their halo fit median_radix_local's local array
-// (MD_LOCAL_BYTES in median.kernel; keys of 32 bits, 64 for 64-bit types).
-bool median_tile_fits(DType t, const std::array<std::size_t, 3>& group, const Radii& r) {
+// median_radix_local's work-group: the first of these whose tile, (group + 2 r) on each axis,
+// fits the kernel's local array (MD_LOCAL_BYTES in median.kernel: 16 KB of 32-bit keys, or
+// 64-bit ones for 64-bit types); none (a zero group) when no tile fits, and median_radix
+// reads global memory. Rows of 256 for lines, 32 x 8 in a plane and 8 x 8 x 4 in a volume
+// (the halo grows with the group's surface, so volumes take a cube-like group); smaller
+// groups for wider windows (a 3D radius 5: 18 x 18 x 14 keys for 8 x 8 x 4 do not fit,
+// 14^3 for 4 x 4 x 4 do), whose passes outweigh the tile's loads many times over.
+std::array<std::size_t, 3> median_group(DType t, int ndim, const Radii& r) {
+  using Group = std::array<std::size_t, 3>;
+  static constexpr Group k3[] = {{8, 8, 4}, {4, 4, 4}};
+  static constexpr Group k2[] = {{32, 8, 1}, {16, 4, 1}};
+  static constexpr Group k1[] = {{256, 1, 1}, {64, 1, 1}};
+  const std::span<const Group> groups = ndim == 3   ? std::span<const Group>(k3)
+                                        : ndim == 2 ? std::span<const Group>(k2)
+                                                    : std::span<const Group>(k1);
   constexpr std::uint64_t kLocalBytes = 16384;
   const std::uint64_t key = size_of(t) == 8 ? 8 : 4;
-  std::uint64_t keys = 1;
-  for (std::size_t i = 0; i < 3; ++i) {
-    keys *= group[i] + 2 * static_cast<std::uint64_t>(r[i]);
-    if (keys * key > kLocalBytes) return false;
+  for (const Group& g : groups) {
+    std::uint64_t bytes = key;
+    for (std::size_t i = 0; i < 3 && bytes <= kLocalBytes; ++i) {
+      bytes *= g[i] + 2 * static_cast<std::uint64_t>(r[i]);
+    }
+    if (bytes <= kLocalBytes) return g;
   }
-  return true;
+  return {0, 0, 0};
 }
 
 Array median(const Array& in, const Radii& r) {
@@ -475,8 +482,8 @@ Array median(const Array& in, const Radii& r) {
            image_grid(in.shape()), args);
   } else {
     for (int v : r) args.push_back(arg(v));
-    const std::array<std::size_t, 3> group = median_group(in.ndim());
-    if (median_tile_fits(in.dtype(), group, r)) {
+    const std::array<std::size_t, 3> group = median_group(in.dtype(), in.ndim(), r);
+    if (group[0] != 0) {
       const Shape& s = in.shape();
       launch(in, "median.kernel", "median_radix_local", nb_defines(in.dtype(), in.dtype()),
              grid({s.width(), s.height(), s.depth()}, group), args);
