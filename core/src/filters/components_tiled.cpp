@@ -61,8 +61,8 @@ class ComponentsFold final : public SlabFold {
 
   bool maps() const override { return true; }
   bool unordered() const override { return true; }
-  // The input, the labelling's parents, flags and labels (uint32 each), and the second pass's
-  // table (at most one uint32 per pixel); +1 for the scan's sums.
+  // The input, the labelling's parents, ranks and labels (uint32 each), and the second pass's
+  // table (at most one uint32 per pixel); +1 for the counts per group and their scan.
   std::size_t pixel_bytes() const override { return input_bytes_ + 4 * 4 + 1; }
 
   void add(int, std::span<const Array> slab, std::size_t z0) override {

@@ -435,7 +435,8 @@ Array label_components(const Array& bin, bool full, const RunOptions& o,
   const std::size_t n = bin.elements();
   const Defines u32 = seg_defines(DType::u32);
   Array parents = empty_like(bin, DType::u32);
-  Array flags = empty_like(bin, DType::u32);
+  Array ranks = empty_like(bin, DType::u32);  // written at the roots only
+  Array counts = Array::empty(Shape{(n + kScanWG - 1) / kScanWG}, DType::u32, bin.device());
   Array out = empty_like(bin, DType::u32);
   // Tiles of at most 2048 pixels (CC_TILE in segmentation.kernel, which says why): 16x16x8 in
   // 3D and 64x32 in 2D, square-ish so that few of a tile's pixels lie on its faces; narrower
@@ -461,14 +462,15 @@ Array label_components(const Array& bin, bool full, const RunOptions& o,
   };
   launch(bin, kFile, "cc_local", seg_defines(bin.dtype()), flat_grid(ntiles * 256),
          tile_args({arg(bin), arg(parents)}));
-  launch(bin, kFile, "cc_merge_tiles", u32, image_grid(s), tile_args({arg(parents)}));
+  launch(bin, kFile, "cc_merge_tiles", u32, flat_grid(ntiles * 256), tile_args({arg(parents)}));
   checkpoint(o, 0.5, "connected_components");
+  // Roots ranked per group of kScanWG pixels, then only the groups' counts scanned.
   launch(bin, kFile, "cc_roots", u32, flat_grid(n),
-         {arg(parents), arg(flags), arg<std::uint64_t>(n)});
-  const std::uint32_t roots = exclusive_scan(flags);
+         {arg(parents), arg(ranks), arg(counts), arg<std::uint64_t>(n)});
+  const std::uint32_t roots = exclusive_scan(counts);
   if (count) *count = roots;
   launch(bin, kFile, "cc_write", u32, flat_grid(n),
-         {arg(parents), arg(flags), arg(out), arg<std::uint64_t>(n)});
+         {arg(parents), arg(ranks), arg(counts), arg(out), arg<std::uint64_t>(n)});
   return out;
 }
 
@@ -498,16 +500,20 @@ Array relabel(const Array& labels, const RunOptions& o) {
     slots = Array::empty(Shape{table}, DType::u32, labels.device());
     slots.fill(Scalar(kNone));
   }
-  Array flags = empty_like(labels, DType::u32);
+  Array ranks = empty_like(labels, DType::u32);  // written at the labels' first pixels only
+  Array counts = Array::empty(Shape{(n + kScanWG - 1) / kScanWG}, DType::u32, labels.device());
   Array out = empty_like(labels, DType::u32);
   const Defines d = seg_defines(labels.dtype());
+  const Shape& sh = labels.shape();
   launch(labels, kFile, "relabel_first", d, flat_grid(n),
-         {arg(labels), arg(slots), arg(first), arg(mask), arg<std::uint64_t>(n)});
+         {arg(labels), arg(slots), arg(first), arg(mask), arg<std::uint64_t>(n),
+          arg<std::uint64_t>(sh.width()), arg<std::uint64_t>(sh.width() * sh.height())});
   launch(labels, kFile, "relabel_flags", d, flat_grid(n),
-         {arg(labels), arg(slots), arg(first), arg(flags), arg(mask), arg<std::uint64_t>(n)});
-  exclusive_scan(flags);
+         {arg(labels), arg(slots), arg(first), arg(ranks), arg(counts), arg(mask),
+          arg<std::uint64_t>(n)});
+  exclusive_scan(counts);
   launch(labels, kFile, "relabel_write", d, flat_grid(n),
-         {arg(labels), arg(slots), arg(first), arg(flags), arg(out), arg(mask),
+         {arg(labels), arg(slots), arg(first), arg(ranks), arg(counts), arg(out), arg(mask),
           arg<std::uint64_t>(n)});
   return out;
 }
