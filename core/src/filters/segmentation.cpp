@@ -469,8 +469,10 @@ Array label_components(const Array& bin, bool full, const RunOptions& o,
          {arg(parents), arg(ranks), arg(counts), arg<std::uint64_t>(n)});
   const std::uint32_t roots = exclusive_scan(counts);
   if (count) *count = roots;
-  launch(bin, kFile, "cc_write", u32, flat_grid(n),
-         {arg(parents), arg(ranks), arg(counts), arg(out), arg<std::uint64_t>(n)});
+  std::vector<KernelArg> write_args = {arg(parents), arg(ranks), arg(counts), arg(out)};
+  push_shape(write_args, s);
+  for (int t : {tx, ty, tz}) write_args.push_back(arg(t));
+  launch(bin, kFile, "cc_write", u32, flat_grid(ntiles * 256), write_args);
   return out;
 }
 
