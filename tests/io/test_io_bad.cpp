@@ -289,6 +289,12 @@ class TestIoBad : public QObject {
     const auto nul = corpus / "tiff" / "regression-itk-ascii-without-nul.tif";
     expect_io_error([&] { io::read(nul, {.channels = io::Channels::split}); }, nul,
                     "bytes of ASCII text without the NUL byte that ends TIFF text");
+    // 183 bytes whose directory runs into the end of the file (no room for the next-directory
+    // offset): the entry scan skipped it, and ITK's reader ran strlen past the 1-byte text of
+    // its tag 769 (ASan, CI's bounded fuzz run); its ImageDescription lies beyond the end.
+    const auto cut = corpus / "tiff" / "regression-itk-truncated-directory.tif";
+    expect_io_error([&] { io::read(cut, {.channels = io::Channels::split}); }, cut,
+                    "page 0's tag 270 claims 18 values");
     // 266 bytes whose page claims 5.99 GB in 1-row strips (about 2^32 of them): the capacity
     // check called TIFFGetStrileOffset for each (over 10 s under ASan, a fuzz timeout); now
     // it stops where the file has no room for more offsets.
