@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -119,9 +120,10 @@ struct MetaHeader {
   std::string data_file;
   bool compressed = false;
   std::optional<std::uint64_t> compressed_size;
-  std::uint64_t header_bytes = 0;  // up to and including the ElementDataFile line
-  long long header_size = 0;       // HeaderSize: bytes skipped before the data, -1: at the end
-  bool big_endian = false;         // BinaryDataByteOrderMSB (or ElementByteOrderMSB)
+  std::uint64_t header_bytes = 0;    // up to and including the ElementDataFile line
+  long long header_size = 0;         // HeaderSize: bytes skipped before the data, -1: at the end
+  bool big_endian = false;           // BinaryDataByteOrderMSB (or ElementByteOrderMSB)
+  std::optional<std::string> ndims;  // NDims, as written
 };
 
 MetaHeader parse_meta(const fs::path& path) {
@@ -146,6 +148,7 @@ MetaHeader parse_meta(const fs::path& path) {
     if (key == "headersize") h.header_size = std::strtoll(value.c_str(), nullptr, 10);
     if (key == "binarydatabyteordermsb" || key == "elementbyteordermsb")
       h.big_endian = lower(value) == "true";
+    if (key == "ndims") h.ndims = value;
     if (key == "elementdatafile") {
       h.data_file = value;
       h.header_bytes = consumed;
@@ -221,6 +224,19 @@ std::string check_meta_header(const fs::path& path) {
     }
     while (k < end && text[k] != '\r' && text[k] != '\n') ++k;  // the value
     i = k;
+  }
+  // MetaIO sizes the fields that follow NDims (spacing, offset, the transform's NDims^2
+  // values) by it and reads that many numbers: NDims = 2111...1 (74 digits) kept it reading
+  // for minutes (fuzz_read_mha, a timeout in CI's bounded run).
+  if (h.ndims) {
+    char* stop = nullptr;
+    const double n = std::strtod(h.ndims->c_str(), &stop);
+    const bool whole = stop != h.ndims->c_str() && *stop == '\0' && n == std::floor(n);
+    if (!whole || n < 1 || n > 10) {
+      return "its header says NDims = " + h.ndims->substr(0, 40) +
+             (h.ndims->size() > 40 ? "..." : "") +
+             "; a MetaImage has 1 to 10 dimensions (the header is corrupt)";
+    }
   }
   // MetaIO takes a value with '%' for a pattern of files, anything else for one file name.
   if (h.data_file.find('%') == std::string::npos) return {};

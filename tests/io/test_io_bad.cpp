@@ -300,6 +300,10 @@ class TestIoBad : public QObject {
     // it stops where the file has no room for more offsets.
     const auto strips = corpus / "tiff" / "regression-billions-of-strips.tif";
     expect_io_error([&] { io::read(strips); }, strips, "claims 5.99 GB");
+    // NDims = a 74-digit number: MetaIO read that many spacing and transform values (minutes,
+    // a timeout of CI's bounded fuzz run).
+    const auto dims = corpus / "mha" / "regression-metaio-huge-ndims.mha";
+    expect_io_error([&] { io::read(dims); }, dims, "a MetaImage has 1 to 10 dimensions");
     // A MetaImage header whose first field name is 297 bytes: MetaIO's strcpy into its
     // 255-byte name (a fortified abort).
     const auto name = corpus / "mha" / "regression-metaio-long-field-name.mha";
