@@ -94,6 +94,18 @@ Array random_array(const Shape& s, const Device& d, bool with_specials) {
   return Array::push(v, s, d);
 }
 
+// Runs fill.kernel's fill_u64 (k) over the 1000 uint64 values of a and waits.
+void fill_u64(detail::DeviceImpl& impl, const detail::Kernel& k, Array& a, std::uint64_t value) {
+  const detail::KernelArg args[] = {detail::KernelArg::mem(*detail::Access::impl(a).memory),
+                                    detail::KernelArg::scalar<std::uint64_t>(1000),
+                                    detail::KernelArg::scalar(value)};
+  detail::Launch l;
+  l.global[0] = 1024;
+  l.local[0] = 64;
+  impl.launch(k, l, args);
+  impl.finish();
+}
+
 bool same_bits(const Array& a, const Array& b) {
   const HostArray x = a.pull(), y = b.pull();
   return x.dtype() == y.dtype() && x.bytes() == y.bytes() &&
@@ -164,14 +176,7 @@ class TestKernelTiers : public QObject {
     // The evicted program's kernel fills 1000 values (poisoned first).
     Array a = Array::push(std::vector<std::uint64_t>(1000, 0xdeadbeefull), Shape{1000}, dev);
     const std::uint64_t value = 0x0123456789abcdefull;
-    const detail::KernelArg args[] = {detail::KernelArg::mem(*detail::Access::impl(a).memory),
-                                      detail::KernelArg::scalar<std::uint64_t>(1000),
-                                      detail::KernelArg::scalar(value)};
-    detail::Launch l;
-    l.global[0] = 1024;
-    l.local[0] = 64;
-    impl.launch(*k0, l, args);
-    impl.finish();
+    fill_u64(impl, *k0, a, value);
     for (std::uint64_t v : a.pull_as<std::uint64_t>()) QCOMPARE(v, value);
   }
 
@@ -340,17 +345,8 @@ class TestKernelTiers : public QObject {
         for (int i = 0; i < 2; ++i) {
           const detail::Defines d = {
               {"GPIX_FIRST_BUILDS", id + "_" + std::to_string(thread) + "_" + std::to_string(i)}};
-          const detail::DeviceImpl::KernelPtr k = impl.kernel(src, "fill_u64", d);
           // PoCL compiles a kernel's work-group function at its first launch.
-          const detail::KernelArg args[] = {
-              detail::KernelArg::mem(*detail::Access::impl(a).memory),
-              detail::KernelArg::scalar<std::uint64_t>(1000),
-              detail::KernelArg::scalar<std::uint64_t>(thread * 10 + i)};
-          detail::Launch l;
-          l.global[0] = 1024;
-          l.local[0] = 64;
-          impl.launch(*k, l, args);
-          impl.finish();
+          fill_u64(impl, *impl.kernel(src, "fill_u64", d), a, std::uint64_t(thread * 10 + i));
           if (a.pull_as<std::uint64_t>()[999] == std::uint64_t(thread * 10 + i)) ++built;
         }
       };

@@ -58,8 +58,7 @@ StackContrast stack_auto_contrast(const std::shared_ptr<const StackFile>& file,
     // The histogram bins the stack's own range, which a stack of NaN only, or one reaching an
     // infinity, does not have; auto_contrast gives such an array in memory (0, 1), and so does
     // this. The statistics (the card's, often known already) tell that case from any other.
-    const StackStats st = file->stats(device, cancel);
-    if (st.count == 0 || !std::isfinite(st.min) || !std::isfinite(st.max)) return StackContrast{};
+    if (!file->stats(device, cancel).finite_range()) return StackContrast{};
     throw;
   }
   StackContrast out;

@@ -212,9 +212,7 @@ StackHistogram stack_histogram(const std::shared_ptr<const StackFile>& file, con
   Params params{{"n_bins", double(bins)}};
   if (const std::optional<StackStats> st = file->known_stats()) {
     // The card's pass found the range: one pass of counts.
-    if (st->count == 0 || !std::isfinite(st->min) || !std::isfinite(st->max)) {
-      return StackHistogram{};
-    }
+    if (!st->finite_range()) return StackHistogram{};
     params["minimum"] = st->min;
     params["maximum"] = st->max > st->min ? st->max : st->min + 1;
   }

@@ -11,6 +11,7 @@
 // plugin's, through gpix_io) derives from StackFile and makes the sources and sinks.
 #include <QString>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -56,6 +57,8 @@ struct StackStats {
   double mean = 0;
   std::uint64_t count = 0;      // pixels that are not NaN
   std::uint64_t nan_count = 0;  // NaN pixels
+  // Whether [min, max] is a finite range to bin: not NaN only, no infinity reached.
+  bool finite_range() const { return count > 0 && std::isfinite(min) && std::isfinite(max); }
 };
 
 class StackFile {

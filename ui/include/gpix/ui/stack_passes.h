@@ -43,8 +43,11 @@ struct StackHistogram {
   bool cached = false;
 };
 // `bins` equal bins over the stack's [min, max] (max = min + 1 when they are equal), as
-// gpix::histogram counts them (NaN and values outside not counted). Throws Cancelled, what the
-// file and the device throw.
+// gpix::histogram counts them (NaN and values outside not counted). Where the file's
+// statistics are known, a stack without a finite range (NaN only, or reaching an infinity) gets
+// no counts; otherwise the tiled histogram finds the range itself and throws InvalidArgument
+// for such a stack (stack_auto_contrast tells that case apart). Throws Cancelled, what the file
+// and the device throw.
 StackHistogram stack_histogram(const std::shared_ptr<const StackFile>& file,
                                const gpix::Device& device, int bins,
                                const std::atomic<bool>* cancel = nullptr,
