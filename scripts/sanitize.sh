@@ -9,7 +9,8 @@
 #   scripts/sanitize.sh tsan               ThreadSanitizer (build-tsan/, core only) on the
 #                                          concurrency suites; PoCL's own reports are
 #                                          suppressed by name in scripts/tsan.supp
-# CI (scripts/test.sh) runs all of it, with 5 s of new fuzz inputs per target.
+# CI (scripts/test.sh) runs all of it, the fuzz targets with a fixed number of new inputs from
+# a fixed seed (GPIX_FUZZ_RUNS, GPIX_FUZZ_SEED: scripts/fuzz.sh), FUZZ_SECONDS then a cap.
 # The figures and what each part costs: docs/RELIABILITY.md, "Sanitizers".
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -4,7 +4,8 @@
 #   "sanitize": scripts/sanitize.sh: one build with ASan + UBSan (+ GCC's comparison tracing
 #     for the fuzz targets) of the core, IO, plugin and UI suites, run with a subset of dtypes
 #     (LeakSanitizer on core), then a bounded fuzz run: every fuzz target over its seed corpus
-#     plus GPIX_FUZZ_SECONDS (default 5) of new inputs.
+#     plus GPIX_FUZZ_RUNS (default 3000) new inputs from a fixed seed, so that the same commit
+#     always meets the same inputs (scripts/fuzz.sh), within GPIX_FUZZ_SECONDS (default 30).
 #   "tsan": ThreadSanitizer on the concurrency suites (scripts/sanitize.sh tsan, a core-only
 #     build of its own), started beside "sanitize" at a lower priority to fill its idle core.
 # GPIX_SANITIZE_STAGE=0 / GPIX_TSAN_STAGE=0 skip them; GPIX_SANITIZE_LAYERS (default core io
@@ -48,7 +49,7 @@ if (($# == 0)) && [ "${GPIX_TSAN_STAGE:-1}" != 0 ]; then
   tsan_pid=$!
 fi
 if (($# == 0)) && [ "${GPIX_SANITIZE_STAGE:-1}" != 0 ]; then
-  stage sanitize scripts/sanitize.sh "${GPIX_FUZZ_SECONDS:-5}"
+  GPIX_FUZZ_RUNS=${GPIX_FUZZ_RUNS:-3000} stage sanitize scripts/sanitize.sh "${GPIX_FUZZ_SECONDS:-30}"
 fi
 if [ -n "$tsan_pid" ]; then
   start=$SECONDS

@@ -1,6 +1,9 @@
 #include "validate.h"
 
+#include <png.h>
 #include <zlib.h>
+
+#include <csetjmp>
 
 #include <algorithm>
 #include <cctype>
@@ -39,8 +42,7 @@ std::uint32_t be32(const unsigned char* p) {
          p[3];
 }
 
-std::string check_png(const fs::path& path) {
-  const auto b = slurp(path);
+std::string check_png_chunks(const std::vector<unsigned char>& b) {
   static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   if (b.size() < 8 || std::memcmp(b.data(), sig, 8) != 0)
     return "it does not start with the PNG signature";
@@ -63,6 +65,68 @@ std::string check_png(const fs::path& path) {
     seen_idat = seen_idat || std::memcmp(type, "IDAT", 4) == 0;
     pos += 12 + len;
   }
+}
+
+// libpng reports every damage it finds through png_error, which longjmps to the caller's
+// setjmp, or calls abort() when there is none; ITK 5.2's PNGImageIO sets none while it reads
+// the header, so a file whose chunks are whole but whose content libpng refuses (an IDAT
+// before the IHDR, a bad IHDR, a palette too long) took the process down. libpng itself reads
+// the header first here, under a setjmp, with the same defaults ITK's reader uses. Nothing
+// with a destructor lives in the frames a longjmp crosses: the state is a plain struct, the
+// functions that call setjmp hold no C++ objects.
+struct PngProbe {
+  const unsigned char* data = nullptr;
+  std::size_t size = 0;
+  std::size_t pos = 0;
+  char message[256] = {};
+};
+
+void png_probe_read(png_structp png, png_bytep out, png_size_t n) {
+  auto* p = static_cast<PngProbe*>(png_get_io_ptr(png));
+  if (n > p->size - p->pos) png_error(png, "the file ends inside a chunk");
+  std::memcpy(out, p->data + p->pos, n);
+  p->pos += n;
+}
+
+[[noreturn]] void png_probe_error(png_structp png, png_const_charp message) {
+  auto* p = static_cast<PngProbe*>(png_get_error_ptr(png));
+  std::snprintf(p->message, sizeof p->message, "%s", message);
+  png_longjmp(png, 1);
+}
+
+void png_probe_warning(png_structp /*png*/, png_const_charp /*message*/) {}
+
+// True when libpng reads the header (every chunk before the first IDAT) without an error.
+bool png_probe_header(png_structp png, png_infop info) {
+  if (setjmp(png_jmpbuf(png))) return false;  // NOLINT(cert-err52-cpp): libpng's error path
+  png_read_info(png, info);
+  return true;
+}
+
+// Empty when libpng reads the header of the PNG in b, otherwise libpng's complaint.
+std::string probe_png_header(const std::vector<unsigned char>& b) {
+  PngProbe probe;
+  probe.data = b.data();
+  probe.size = b.size();
+  png_structp png =
+      png_create_read_struct(PNG_LIBPNG_VER_STRING, &probe, png_probe_error, png_probe_warning);
+  if (png == nullptr) return "libpng could not start (out of memory)";
+  png_infop info = png_create_info_struct(png);
+  if (info == nullptr) {
+    png_destroy_read_struct(&png, nullptr, nullptr);
+    return "libpng could not start (out of memory)";
+  }
+  png_set_read_fn(png, &probe, png_probe_read);
+  const bool ok = png_probe_header(png, info);
+  png_destroy_read_struct(&png, &info, nullptr);
+  return ok ? std::string() : "it is corrupt (libpng: " + std::string(probe.message) + ")";
+}
+
+std::string check_png(const fs::path& path) {
+  const auto b = slurp(path);
+  std::string broken = check_png_chunks(b);
+  if (broken.empty()) broken = probe_png_header(b);
+  return broken;
 }
 
 std::string check_jpeg(const fs::path& path) {
@@ -115,6 +179,13 @@ std::string lower(std::string s) {
   return s;
 }
 
+std::string trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  std::size_t i = 0;
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  return s.substr(i);
+}
+
 // MetaImage header fields (key = value lines up to ElementDataFile, which comes last).
 struct MetaHeader {
   std::string data_file;
@@ -135,12 +206,6 @@ MetaHeader parse_meta(const fs::path& path) {
     consumed += line.size() + 1;
     const auto eq = line.find('=');
     if (eq == std::string::npos) continue;
-    auto trim = [](std::string s) {
-      while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-      std::size_t i = 0;
-      while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-      return s.substr(i);
-    };
     const std::string key = lower(trim(line.substr(0, eq)));
     const std::string value = trim(line.substr(eq + 1));
     if (key == "compresseddata") h.compressed = lower(value) == "true";
@@ -192,6 +257,18 @@ std::string check_meta(const fs::path& path, std::uint64_t data_bytes) {
 // a NUL or another control byte inside the header, or an ElementDataFile with a '%' that is not
 // a well-formed file pattern ("name%03d.raw first last step"), made it read past its buffers
 // (an ASan heap overflow in MetaImage::ReadStream, found by fuzz_read_mha).
+// MetaIO sizes the fields that follow NDims (spacing, offset, the transform's NDims^2 values)
+// by it and reads that many numbers: NDims = 2111...1 (74 digits) kept it reading for minutes
+// (fuzz_read_mha, a timeout in CI's bounded run). Empty when `value` is 1 to 10.
+std::string check_meta_ndims(const std::string& value) {
+  char* stop = nullptr;
+  const double n = std::strtod(value.c_str(), &stop);
+  const bool whole = stop != value.c_str() && *stop == '\0' && n == std::floor(n);
+  if (whole && n >= 1 && n <= 10) return {};
+  return "its header says NDims = " + value.substr(0, 40) + (value.size() > 40 ? "..." : "") +
+         "; a MetaImage has 1 to 10 dimensions (the header is corrupt)";
+}
+
 std::string check_meta_header(const fs::path& path) {
   const MetaHeader h = parse_meta(path);
   std::ifstream f(path, std::ios::binary);
@@ -222,21 +299,20 @@ std::string check_meta_header(const fs::path& path) {
       return "its header has a field name of " + std::to_string(e - i) + " characters at offset " +
              std::to_string(i) + "; MetaImage field names hold at most 254 (the header is corrupt)";
     }
+    const std::string name = lower(text.substr(i, e - i));
+    const std::size_t value_start = k < end ? k + 1 : k;
     while (k < end && text[k] != '\r' && text[k] != '\n') ++k;  // the value
+    // Every NDims line, not only the one parse_meta keeps: MetaIO acts on each as it reads it
+    // (a header with NDims = 2111...1 and a later NDims = 3 timed out the same way).
+    if (name == "ndims") {
+      const std::string broken = check_meta_ndims(trim(text.substr(value_start, k - value_start)));
+      if (!broken.empty()) return broken;
+    }
     i = k;
   }
-  // MetaIO sizes the fields that follow NDims (spacing, offset, the transform's NDims^2
-  // values) by it and reads that many numbers: NDims = 2111...1 (74 digits) kept it reading
-  // for minutes (fuzz_read_mha, a timeout in CI's bounded run).
   if (h.ndims) {
-    char* stop = nullptr;
-    const double n = std::strtod(h.ndims->c_str(), &stop);
-    const bool whole = stop != h.ndims->c_str() && *stop == '\0' && n == std::floor(n);
-    if (!whole || n < 1 || n > 10) {
-      return "its header says NDims = " + h.ndims->substr(0, 40) +
-             (h.ndims->size() > 40 ? "..." : "") +
-             "; a MetaImage has 1 to 10 dimensions (the header is corrupt)";
-    }
+    const std::string broken = check_meta_ndims(*h.ndims);
+    if (!broken.empty()) return broken;
   }
   // MetaIO takes a value with '%' for a pattern of files, anything else for one file name.
   if (h.data_file.find('%') == std::string::npos) return {};
