@@ -938,7 +938,14 @@ std::string check_tiff_entries(const std::string& file, std::vector<AsciiEntry>*
   std::uint64_t ifd = big ? num(head->data() + 8, 8) : num(head->data() + 4, 4);
   std::vector<std::uint64_t> seen;
   for (std::size_t page = 0; ifd != 0 && seen.size() < 65536; ++page) {
-    if (std::find(seen.begin(), seen.end(), ifd) != seen.end()) break;  // a loop: libtiff stops
+    // A chain of directories that comes back to one already seen: the system's libtiff stops
+    // there, ITK's bundled copy counts pages round the loop for ever (TIFFNumberOfDirectories
+    // from ITK's CanReadFile: a directory pointing at itself, a timeout of fuzz_read_tiff).
+    if (const auto again = std::find(seen.begin(), seen.end(), ifd); again != seen.end()) {
+      return "its chain of pages loops: page " + std::to_string(page - 1) +
+             "'s next-directory offset " + std::to_string(ifd) + " leads back to page " +
+             std::to_string(again - seen.begin()) + " (the file is corrupt)";
+    }
     seen.push_back(ifd);
     const auto c = bytes(ifd, static_cast<std::size_t>(count_bytes));
     if (!c) break;  // libtiff reports a directory beyond the file

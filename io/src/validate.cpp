@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <vector>
@@ -190,9 +191,9 @@ std::string trim(std::string s) {
 struct MetaHeader {
   std::string data_file;
   bool compressed = false;
-  std::optional<std::uint64_t> compressed_size;
+  double compressed_size = 0;        // CompressedDataSize (0 or absent: the whole data file)
   std::uint64_t header_bytes = 0;    // up to and including the ElementDataFile line
-  long long header_size = 0;         // HeaderSize: bytes skipped before the data, -1: at the end
+  double header_size = 0;            // HeaderSize: where the data starts (see meta_offset)
   bool big_endian = false;           // BinaryDataByteOrderMSB (or ElementByteOrderMSB)
   std::optional<std::string> ndims;  // NDims, as written
 };
@@ -209,8 +210,9 @@ MetaHeader parse_meta(const fs::path& path) {
     const std::string key = lower(trim(line.substr(0, eq)));
     const std::string value = trim(line.substr(eq + 1));
     if (key == "compresseddata") h.compressed = lower(value) == "true";
-    if (key == "compresseddatasize") h.compressed_size = std::strtoull(value.c_str(), nullptr, 10);
-    if (key == "headersize") h.header_size = std::strtoll(value.c_str(), nullptr, 10);
+    // Numbers as MetaIO reads them (as doubles: "1e3" is 1000).
+    if (key == "compresseddatasize") h.compressed_size = std::strtod(value.c_str(), nullptr);
+    if (key == "headersize") h.header_size = std::strtod(value.c_str(), nullptr);
     if (key == "binarydatabyteordermsb" || key == "elementbyteordermsb")
       h.big_endian = lower(value) == "true";
     if (key == "ndims") h.ndims = value;
@@ -223,32 +225,170 @@ MetaHeader parse_meta(const fs::path& path) {
   return h;
 }
 
+// Where MetaIO's MetaImage::M_ReadElements starts reading a MetaImage's data in `file` (the
+// header file itself for LOCAL data) of `size` bytes: HeaderSize > 0 is an offset from the
+// start of that file (of the header file too, for LOCAL data), -1 puts the data_bytes of
+// pixels at its end, anything else means right after the header (LOCAL) or at the start of
+// the data file. Empty where the data cannot start in the file.
+std::optional<std::uint64_t> meta_offset(const MetaHeader& h, bool local, std::uint64_t size,
+                                         std::uint64_t data_bytes) {
+  if (h.header_size > 0) return static_cast<std::uint64_t>(h.header_size);
+  if (h.header_size == -1) {
+    if (size < data_bytes) return std::nullopt;
+    return size - data_bytes;
+  }
+  return local ? h.header_bytes : 0;
+}
+
+// Inflates `bytes` bytes of `file` from `offset` (zlib or gzip, as MetaIO and the nifti
+// library accept; gzip members in a row too) to the end of the stream, counting the output
+// without keeping it: the stream must end, with its checksum, after at least `want` bytes.
+// The readers stop inflating once they have their pixels and never see the checksum: MetaIO
+// prints "Uncompress failed" on a damaged stream and hands ITK its buffer as it stands, and
+// flipped bytes inside a .nii.gz or a compressed .mha gave an image of wrong values, no error.
+std::string check_inflate(const fs::path& file, std::uint64_t offset, std::uint64_t bytes,
+                          std::uint64_t want) {
+  std::ifstream f(file, std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(offset));
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 32) != Z_OK) return "zlib could not start (out of memory)";
+  constexpr std::size_t kChunk = std::size_t{1} << 20;
+  // Past twice the pixels (and 64 MiB), a stream that has not ended is not followed further:
+  // the pixels it holds were checked as far as they go, and a bomb costs no more time.
+  const std::uint64_t enough = want + std::max<std::uint64_t>(want, std::uint64_t{64} << 20);
+  std::vector<unsigned char> in(kChunk), out(kChunk);
+  std::uint64_t left = bytes, produced = 0;
+  std::string broken;
+  bool ended = false;
+  while (broken.empty()) {
+    if (z.avail_in == 0) {
+      if (left == 0) break;
+      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, kChunk));
+      f.read(reinterpret_cast<char*>(in.data()), static_cast<std::streamsize>(n));
+      if (f.gcount() != static_cast<std::streamsize>(n)) {
+        broken = "its compressed data is truncated (the file ends inside it)";
+        break;
+      }
+      left -= n;
+      z.next_in = in.data();
+      z.avail_in = static_cast<uInt>(n);
+    }
+    z.next_out = out.data();
+    z.avail_out = static_cast<uInt>(kChunk);
+    const int ret = inflate(&z, Z_NO_FLUSH);
+    produced += static_cast<std::uint64_t>(z.next_out - out.data());
+    if (ret == Z_STREAM_END) {
+      ended = true;
+      if (produced >= want || (z.avail_in == 0 && left == 0)) break;
+      inflateReset(&z);  // another gzip member follows
+      ended = false;
+    } else if (ret != Z_OK && ret != Z_BUF_ERROR) {
+      broken = "its compressed data is corrupt (zlib: " +
+               std::string(z.msg != nullptr ? z.msg : "error " + std::to_string(ret)) + ", " +
+               std::to_string(produced) + " bytes out; the header announces " +
+               std::to_string(want) + ")";
+    } else if (produced >= enough) {
+      ended = true;
+      break;
+    }
+  }
+  inflateEnd(&z);
+  if (!broken.empty()) return broken;
+  if (produced < want) {
+    return "its compressed data holds " + std::to_string(produced) +
+           " bytes where the header announces " + std::to_string(want) +
+           " (the file is truncated or corrupt)";
+  }
+  if (!ended) {
+    return "its compressed data is truncated or corrupt (its stream does not end before the "
+           "file does; " +
+           std::to_string(produced) + " bytes came out)";
+  }
+  return {};
+}
+
+// Where a compressed MetaImage's stream lies, as MetaIO reads it: CompressedDataSize bytes
+// from the data's offset, or without it the whole data file from its first byte (for LOCAL
+// data that is the header: never an image). Empty `file` where it is left to MetaIO (a list
+// or pattern of files) or where check_meta refuses the file.
+struct MetaStream {
+  fs::path file;
+  std::uint64_t offset = 0, bytes = 0;
+};
+MetaStream meta_stream(const fs::path& path, const MetaHeader& h, std::uint64_t data_bytes) {
+  const bool local = lower(h.data_file) == "local";
+  if (!local && (h.data_file.empty() || h.data_file.find(' ') != std::string::npos ||
+                 h.data_file.find('%') != std::string::npos)) {
+    return {};
+  }
+  std::error_code ec;
+  const fs::path file = local ? path : path.parent_path() / fs::u8path(h.data_file);
+  const std::uint64_t size = fs::file_size(file, ec);
+  if (ec) return {};
+  if (h.compressed_size <= 0) {
+    if (local) return {};
+    return {file, 0, size};
+  }
+  const auto offset = meta_offset(h, local, size, data_bytes);
+  if (!offset || *offset > size) return {};
+  return {file, *offset, std::min(static_cast<std::uint64_t>(h.compressed_size), size - *offset)};
+}
+
 std::string check_meta(const fs::path& path, std::uint64_t data_bytes) {
   const MetaHeader h = parse_meta(path);
+  // MetaIO keeps HeaderSize in an int (a larger value wrapped, and the data was read from
+  // right after the header without a word) and CompressedDataSize in a 64-bit offset.
+  if (h.header_size != std::floor(h.header_size) || h.header_size < -1 ||
+      h.header_size > std::numeric_limits<std::int32_t>::max()) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", h.header_size);
+    return std::string("its header says HeaderSize = ") + text +
+           "; it must be -1 (the data ends the file) or a byte offset from 0 to 2147483647 "
+           "(the header is corrupt)";
+  }
+  if (h.compressed_size != std::floor(h.compressed_size) || h.compressed_size < 0 ||
+      h.compressed_size > 0x1p62) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", h.compressed_size);
+    return std::string("its header says CompressedDataSize = ") + text +
+           "; it must be a byte count (the header is corrupt)";
+  }
+  const bool local = lower(h.data_file) == "local";
+  // A list or pattern of data files is left to MetaIO.
+  if (!local && (h.data_file.empty() || h.data_file.find(' ') != std::string::npos ||
+                 h.data_file.find('%') != std::string::npos)) {
+    return {};
+  }
   std::error_code ec;
-  if (lower(h.data_file) == "local") {
-    const std::uint64_t size = fs::file_size(path, ec);
-    const std::uint64_t have = size > h.header_bytes ? size - h.header_bytes : 0;
-    const std::uint64_t want = h.compressed ? h.compressed_size.value_or(1) : data_bytes;
-    if (have < want) {
-      return "it is truncated: the header announces " + std::to_string(want) + " bytes of " +
-             (h.compressed ? "compressed " : "") + "data but the file holds " +
-             std::to_string(have);
+  const fs::path file = local ? path : path.parent_path() / fs::u8path(h.data_file);
+  if (!local && !fs::exists(file, ec)) return "its data file '" + h.data_file + "' does not exist";
+  const std::uint64_t size = fs::file_size(file, ec);
+  const auto offset = meta_offset(h, local, size, data_bytes);
+  // What the file holds from where the data starts.
+  const std::uint64_t have = offset && *offset < size ? size - *offset : 0;
+  if (!h.compressed) {
+    if (have >= data_bytes) return {};
+    return local ? "it is truncated: the header announces " + std::to_string(data_bytes) +
+                       " bytes of data but the file holds " + std::to_string(have)
+                 : "its data file '" + h.data_file + "' is truncated: " + std::to_string(have) +
+                       " bytes, " + std::to_string(data_bytes) + " expected";
+  }
+  // Compressed (meta_stream says where; check_stream inflates it): the bytes must be there.
+  auto csize = static_cast<std::uint64_t>(h.compressed_size);
+  std::uint64_t avail = have;
+  if (csize == 0) {
+    if (local) {
+      return "it says CompressedData = True but not how many bytes (CompressedDataSize); "
+             "without it the data cannot be told from the header (the header is corrupt)";
     }
-    return {};
+    csize = size;
+    avail = size;
   }
-  // A detached data file (a list or pattern of files is left to MetaIO).
-  if (h.data_file.empty() || h.data_file.find(' ') != std::string::npos ||
-      h.data_file.find('%') != std::string::npos) {
-    return {};
-  }
-  const fs::path data = path.parent_path() / fs::u8path(h.data_file);
-  if (!fs::exists(data, ec)) return "its data file '" + h.data_file + "' does not exist";
-  const std::uint64_t have = fs::file_size(data, ec);
-  const std::uint64_t want = h.compressed ? h.compressed_size.value_or(1) : data_bytes;
-  if (have < want) {
-    return "its data file '" + h.data_file + "' is truncated: " + std::to_string(have) +
-           " bytes, " + std::to_string(want) + " expected";
+  if (avail < csize) {
+    return local ? "it is truncated: the header announces " + std::to_string(csize) +
+                       " bytes of compressed data but the file holds " + std::to_string(avail)
+                 : "its data file '" + h.data_file + "' is truncated: " + std::to_string(avail) +
+                       " bytes, " + std::to_string(csize) + " of compressed data expected";
   }
   return {};
 }
@@ -352,12 +492,15 @@ std::optional<RawData> at(const fs::path& file, std::uint64_t base, long long sk
 std::optional<RawData> meta_data(const fs::path& path, std::uint64_t data_bytes) {
   const MetaHeader h = parse_meta(path);
   if (h.compressed) return std::nullopt;
-  if (lower(h.data_file) == "local") {
-    return at(path, h.header_bytes, h.header_size, data_bytes, h.big_endian);
-  }
-  if (!single_file(h.data_file)) return std::nullopt;
-  return at(path.parent_path() / fs::u8path(h.data_file), 0, h.header_size, data_bytes,
-            h.big_endian);
+  const bool local = lower(h.data_file) == "local";
+  if (!local && !single_file(h.data_file)) return std::nullopt;
+  const fs::path file = local ? path : path.parent_path() / fs::u8path(h.data_file);
+  std::error_code ec;
+  const std::uint64_t size = fs::file_size(file, ec);
+  if (ec) return std::nullopt;
+  const auto offset = meta_offset(h, local, size, data_bytes);
+  if (!offset || *offset > size || size - *offset < data_bytes) return std::nullopt;
+  return RawData{file, *offset, h.big_endian};
 }
 
 // NRRD: "field: value" lines after the magic line, up to an empty line; attached data follows
@@ -607,6 +750,36 @@ std::string check_data_size(const std::string& format, const fs::path& path,
   if (format == "MetaImage") return check_meta(path, data_bytes);
   if (format == "NIfTI") return check_nifti(path, data_bytes);
   if (format == "TIFF") return check_tiff_capacity(path.string());
+  return {};
+}
+
+bool has_stream(const std::string& format, const fs::path& path) {
+  if (format == "NIfTI") return lower(path.filename().string()).ends_with(".gz");
+  if (format == "MetaImage") return parse_meta(path).compressed;
+  return false;
+}
+
+std::string check_stream(const std::string& format, const fs::path& path,
+                         std::uint64_t data_bytes) {
+  if (format == "MetaImage") {
+    const MetaHeader h = parse_meta(path);
+    if (!h.compressed) return {};
+    const MetaStream m = meta_stream(path, h, data_bytes);
+    if (m.file.empty()) return {};
+    return check_inflate(m.file, m.offset, m.bytes, data_bytes);
+  }
+  if (format == "NIfTI" && lower(path.filename().string()).ends_with(".gz")) {
+    gzFile gz = gzopen(path.c_str(), "rb");
+    if (!gz) return "it cannot be opened as gzip";
+    unsigned char hdr[540] = {};
+    const int got = gzread(gz, hdr, sizeof hdr);
+    gzclose(gz);
+    const auto off = nifti_offset(hdr, got > 0 ? static_cast<std::size_t>(got) : 0);
+    if (!off) return "it is corrupt (no NIfTI header inside the gzip stream)";
+    std::error_code ec;
+    const std::uint64_t size = fs::file_size(path, ec);
+    return check_inflate(path, 0, size, *off + data_bytes);
+  }
   return {};
 }
 

@@ -19,6 +19,14 @@ std::string check_structure(const std::string& format, const std::filesystem::pa
 std::string check_data_size(const std::string& format, const std::filesystem::path& path,
                             std::uint64_t data_bytes);
 
+// Whether check_stream has work for this file: compressed MetaImage data, .nii.gz.
+bool has_stream(const std::string& format, const std::filesystem::path& path);
+// The compressed stream inflated to its end, its checksum included (the readers stop at the
+// last pixel and never see it), counting at least data_bytes of pixels. Empty when whole,
+// otherwise what is wrong. As long as a decompression: the reader runs it beside ITK's read.
+std::string check_stream(const std::string& format, const std::filesystem::path& path,
+                         std::uint64_t data_bytes);
+
 // Where a file's pixels lie when they are stored raw (uncompressed) in one file: MetaImage
 // (local or detached data) and NRRD (attached or detached, raw encoding). None for other
 // formats, compressed data, lists or patterns of data files, or data shorter than data_bytes.

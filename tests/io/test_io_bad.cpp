@@ -16,6 +16,7 @@
 
 #include "gpix/io.h"
 #include "gpix/raw.h"
+#include "gpix/slab_files.h"
 #include "support/random.h"
 
 using namespace gpix;
@@ -256,6 +257,104 @@ class TestIoBad : public QObject {
     expect_io_error([&] { io::read(bad_size_path); }, bad_size_path, "srow_y[1]");
   }
 
+  // A compressed MetaImage whose zlib stream is damaged or short: MetaIO printed "Uncompress
+  // failed" and handed ITK its buffer as it stood, an image of stale bytes without an error.
+  // And HeaderSize, which MetaIO keeps in an int and reads from the start of the file.
+  void meta_damaged_pixels() {
+    QTemporaryDir dir;
+    // A realistic stack: a ramp with noise, 16 x 96 x 128 uint16 (384 KiB). The noise is a
+    // fixed hash, not the test's random seed: which error zlib meets first in a damaged
+    // stream depends on the bytes, and the checks below name it.
+    const Shape s{16, 96, 128};
+    std::vector<std::uint16_t> v(s.elements());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const std::uint32_t hash = static_cast<std::uint32_t>(i) * 2654435761u;
+      v[i] = static_cast<std::uint16_t>(1000 + (i % 128) * 3 + ((i / 128) % 96) * 5 + (hash >> 28));
+    }
+    const HostArray h = HostArray::from(v, s);
+    // A .nii.gz with 64 bytes flipped in the middle: the nifti library read as many bytes as
+    // it needed and never reached the gzip checksum.
+    const auto nii = in(dir, "flipped.nii.gz");
+    io::write(nii, h);
+    QVERIFY(std::memcmp(io::read(nii).pixels.data(), h.data(), h.bytes()) == 0);
+    std::string gz = slurp(nii);
+    for (std::size_t i = gz.size() / 2; i < gz.size() / 2 + 64; ++i) gz[i] ^= 0x5a;
+    put(nii, gz);
+    expect_io_error([&] { io::read(nii); }, nii,
+                    "is not a readable NIfTI file: its compressed data");
+    // The stream whole again but one bit of its CRC-32 (gzip's last 8 bytes: CRC, size)
+    // flipped: only the checksum at the end of the stream can tell.
+    gz = slurp(nii);
+    for (std::size_t i = gz.size() / 2; i < gz.size() / 2 + 64; ++i) gz[i] ^= 0x5a;
+    gz[gz.size() - 8] = static_cast<char>(gz[gz.size() - 8] ^ 0x01);
+    put(nii, gz);
+    expect_io_error([&] { io::read(nii); }, nii, "incorrect data check");
+
+    const auto good = in(dir, "good.mha");
+    io::write(good, h, {}, {.compress = true});
+    const std::string bytes = slurp(good);
+    const std::size_t data_at = bytes.find("ElementDataFile = LOCAL\n") + 24;
+    QVERIFY(data_at > 24 && data_at < bytes.size());
+    const std::string header = bytes.substr(0, data_at), data = bytes.substr(data_at);
+    QVERIFY(std::memcmp(io::read(good).pixels.data(), h.data(), h.bytes()) == 0);
+
+    // Bytes flipped in the middle of the stream.
+    std::string flipped = data;
+    for (std::size_t i = data.size() / 2; i < data.size() / 2 + 64; ++i) flipped[i] ^= 0x5a;
+    const auto bad = in(dir, "flipped.mha");
+    put(bad, header + flipped);
+    expect_io_error([&] { io::read(bad); }, bad, "its compressed data is corrupt (zlib: ");
+    // The stream cut short, with CompressedDataSize saying so.
+    std::string cut_header = header;
+    const std::size_t at = cut_header.find("CompressedDataSize = ");
+    QVERIFY(at != std::string::npos);
+    const std::size_t eol = cut_header.find('\n', at);
+    cut_header.replace(at, eol - at, "CompressedDataSize = " + std::to_string(data.size() / 2));
+    const auto cut = in(dir, "cut.mha");
+    put(cut, cut_header + data.substr(0, data.size() / 2));
+    expect_io_error([&] { io::read(cut); }, cut,
+                    "bytes where the header announces " + std::to_string(h.bytes()));
+    // Without CompressedDataSize MetaIO inflates the file from its first byte, the header.
+    std::string no_size = header;
+    no_size.erase(at, eol - at + 1);
+    const auto unsized = in(dir, "unsized.mha");
+    put(unsized, no_size + data);
+    expect_io_error([&] { io::read(unsized); }, unsized, "not how many bytes (CompressedDataSize)");
+    // HeaderSize beyond an int: MetaIO's cast wrapped it and read right after the header.
+    const auto huge = in(dir, "huge-header-size.mha");
+    put(huge,
+        "ObjectType = Image\nNDims = 2\nDimSize = 4 4\nHeaderSize = 100000000000\n"
+        "ElementType = MET_UCHAR\nElementDataFile = LOCAL\n" +
+            std::string(16, '\x07'));
+    expect_io_error([&] { io::read(huge); }, huge, "HeaderSize = 1e+11; it must be -1");
+
+    // HeaderSize > 0 with LOCAL data is an offset from the start of the file (MetaIO seeks
+    // there from the beginning), and -1 puts the data at the end: both read the right
+    // pixels whole and plane by plane.
+    const HostArray small =
+        HostArray::from(test::random_bits<std::uint16_t>(3 * 5 * 7), Shape{3, 5, 7});
+    const std::string raw(reinterpret_cast<const char*>(small.data()), small.bytes());
+    const std::string head =
+        "ObjectType = Image\nNDims = 3\nDimSize = 7 5 3\n"
+        "BinaryDataByteOrderMSB = False\nElementType = MET_USHORT\n";
+    const std::string tail = "ElementDataFile = LOCAL\n";
+    for (const std::string& size : {std::string("-1"), std::string("300")}) {
+      std::string text = head + "HeaderSize = " + size + "\n" + tail;
+      const std::size_t offset = size == "-1" ? text.size() + 37 : 300;
+      text += std::string(offset - text.size(), '\xee') + raw;
+      const auto p = in(dir, "offset" + size + ".mha");
+      put(p, text);
+      const io::Image whole = io::read(p);
+      QCOMPARE(whole.pixels.shape(), small.shape());
+      QVERIFY2(std::memcmp(whole.pixels.data(), small.data(), small.bytes()) == 0, size.c_str());
+      auto slabs = io::open_slabs(p);
+      QVERIFY(slabs != nullptr);
+      std::vector<std::byte> planes(small.bytes());
+      slabs->read(0, 3, planes.data());
+      QVERIFY2(std::memcmp(planes.data(), small.data(), small.bytes()) == 0, size.c_str());
+    }
+  }
+
   // Inputs the fuzz targets found (fuzz/corpus/*/regression-*), kept as files.
   void fuzz_findings() {
     const fs::path corpus = GPIX_FUZZ_CORPUS;
@@ -313,6 +412,13 @@ class TestIoBad : public QObject {
     // the last one, MetaIO acts on each (a timeout of CI's bounded fuzz run, seed 1).
     const auto second = corpus / "mha" / "regression-metaio-second-ndims.mha";
     expect_io_error([&] { io::read(second); }, second, "NDims = 21111111111111111111");
+    // 971 bytes whose first directory's next-directory offset points at itself: ITK's bundled
+    // libtiff counted pages round the loop for ever from CanReadFile (the long fuzz run of
+    // the eighth session, a timeout); the system's libtiff stops at a loop.
+    const auto loop = corpus / "tiff" / "regression-itk-directory-loop.tif";
+    expect_io_error([&] { io::read(loop, {.channels = io::Channels::split}); }, loop,
+                    "its chain of pages loops: page 0's next-directory offset 8 leads back to "
+                    "page 0");
     // A MetaImage header whose first field name is 297 bytes: MetaIO's strcpy into its
     // 255-byte name (a fortified abort).
     const auto name = corpus / "mha" / "regression-metaio-long-field-name.mha";
