@@ -27,6 +27,7 @@
 #include "gpix/io.h"
 #include "gpix/stats.h"
 #include "io_shared.h"
+#include "validate.h"
 
 namespace gpix::io::detail {
 
@@ -1053,6 +1054,37 @@ std::string check_tiff_capacity(const std::string& file) {
     }
     if (!(type & (FILETYPE_REDUCEDIMAGE | FILETYPE_MASK))) ++page;
     if (TIFFLastDirectory(t) || !TIFFReadDirectory(t)) break;  // the reader reports bad chains
+  }
+  return {};
+}
+
+std::string check_tiff_streams(const std::string& file) {
+  const TiffPtr tiff = open_tiff(file, "rm", false);
+  if (!tiff) return {};
+  TIFF* t = tiff.get();
+  std::optional<StreamChecker> checker;
+  for (tdir_t d = 0;; ++d) {
+    std::uint16_t compression = COMPRESSION_NONE;
+    TIFFGetField(t, TIFFTAG_COMPRESSION, &compression);
+    if (compression == COMPRESSION_ADOBE_DEFLATE || compression == COMPRESSION_DEFLATE) {
+      if (!checker) checker.emplace(file);
+      const bool tiled = TIFFIsTiled(t) != 0;
+      const std::uint32_t n = tiled ? TIFFNumberOfTiles(t) : TIFFNumberOfStrips(t);
+      const std::uint64_t full = tiled ? TIFFTileSize64(t) : TIFFStripSize64(t);
+      for (std::uint32_t i = 0; i < n; ++i) {
+        int err = 0;
+        const std::uint64_t offset = TIFFGetStrileOffsetWithErr(t, i, &err);
+        const std::uint64_t bytes = err ? 0 : TIFFGetStrileByteCountWithErr(t, i, &err);
+        if (err || bytes == 0) continue;  // missing or sparse: the reader deals with it
+        // The last strip of a page may hold fewer rows: no least size, only a whole stream.
+        const std::string broken = checker->check(offset, bytes, 0, 2 * full + (1 << 20));
+        if (!broken.empty()) {
+          return "page " + std::to_string(d) + "'s " + (tiled ? "tile " : "strip ") +
+                 std::to_string(i) + ": " + broken;
+        }
+      }
+    }
+    if (TIFFLastDirectory(t) || !TIFFReadDirectory(t)) break;
   }
   return {};
 }

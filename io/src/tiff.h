@@ -193,6 +193,13 @@ std::string check_tiff_capacity(const std::string& file);
 // own reader takes the file; otherwise which tag is wrong and (for a short one) how to mend it.
 std::string check_tiff_tags(const std::string& file);
 
+// Every Deflate-compressed strip and tile of every page inflated to its end (its Adler-32
+// included; validate.h, StreamChecker): libtiff stops once a strip's pixels are out, so bytes
+// flipped inside a strip gave wrong pixels without an error. Empty when whole (or when the
+// system's libtiff cannot open the file: the reader says why), otherwise which strip is
+// damaged and how.
+std::string check_tiff_streams(const std::string& file);
+
 // The libtiff reader and writer (every gpix dtype, 2D, or 3D as one page per z slice).
 itk::ImageIOBase::Pointer libtiff_io();
 

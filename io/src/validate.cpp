@@ -240,71 +240,13 @@ std::optional<std::uint64_t> meta_offset(const MetaHeader& h, bool local, std::u
   return local ? h.header_bytes : 0;
 }
 
-// Inflates `bytes` bytes of `file` from `offset` (zlib or gzip, as MetaIO and the nifti
-// library accept; gzip members in a row too) to the end of the stream, counting the output
-// without keeping it: the stream must end, with its checksum, after at least `want` bytes.
-// The readers stop inflating once they have their pixels and never see the checksum: MetaIO
-// prints "Uncompress failed" on a damaged stream and hands ITK its buffer as it stands, and
-// flipped bytes inside a .nii.gz or a compressed .mha gave an image of wrong values, no error.
 std::string check_inflate(const fs::path& file, std::uint64_t offset, std::uint64_t bytes,
                           std::uint64_t want) {
-  std::ifstream f(file, std::ios::binary);
-  f.seekg(static_cast<std::streamoff>(offset));
-  z_stream z{};
-  if (inflateInit2(&z, 15 + 32) != Z_OK) return "zlib could not start (out of memory)";
-  constexpr std::size_t kChunk = std::size_t{1} << 20;
+  StreamChecker c(file);
   // Past twice the pixels (and 64 MiB), a stream that has not ended is not followed further:
   // the pixels it holds were checked as far as they go, and a bomb costs no more time.
-  const std::uint64_t enough = want + std::max<std::uint64_t>(want, std::uint64_t{64} << 20);
-  std::vector<unsigned char> in(kChunk), out(kChunk);
-  std::uint64_t left = bytes, produced = 0;
-  std::string broken;
-  bool ended = false;
-  while (broken.empty()) {
-    if (z.avail_in == 0) {
-      if (left == 0) break;
-      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, kChunk));
-      f.read(reinterpret_cast<char*>(in.data()), static_cast<std::streamsize>(n));
-      if (f.gcount() != static_cast<std::streamsize>(n)) {
-        broken = "its compressed data is truncated (the file ends inside it)";
-        break;
-      }
-      left -= n;
-      z.next_in = in.data();
-      z.avail_in = static_cast<uInt>(n);
-    }
-    z.next_out = out.data();
-    z.avail_out = static_cast<uInt>(kChunk);
-    const int ret = inflate(&z, Z_NO_FLUSH);
-    produced += static_cast<std::uint64_t>(z.next_out - out.data());
-    if (ret == Z_STREAM_END) {
-      ended = true;
-      if (produced >= want || (z.avail_in == 0 && left == 0)) break;
-      inflateReset(&z);  // another gzip member follows
-      ended = false;
-    } else if (ret != Z_OK && ret != Z_BUF_ERROR) {
-      broken = "its compressed data is corrupt (zlib: " +
-               std::string(z.msg != nullptr ? z.msg : "error " + std::to_string(ret)) + ", " +
-               std::to_string(produced) + " bytes out; the header announces " +
-               std::to_string(want) + ")";
-    } else if (produced >= enough) {
-      ended = true;
-      break;
-    }
-  }
-  inflateEnd(&z);
-  if (!broken.empty()) return broken;
-  if (produced < want) {
-    return "its compressed data holds " + std::to_string(produced) +
-           " bytes where the header announces " + std::to_string(want) +
-           " (the file is truncated or corrupt)";
-  }
-  if (!ended) {
-    return "its compressed data is truncated or corrupt (its stream does not end before the "
-           "file does; " +
-           std::to_string(produced) + " bytes came out)";
-  }
-  return {};
+  return c.check(offset, bytes, want,
+                 want + std::max<std::uint64_t>(want, std::uint64_t{64} << 20));
 }
 
 // Where a compressed MetaImage's stream lies, as MetaIO reads it: CompressedDataSize bytes
@@ -736,6 +678,69 @@ std::string check_nifti_geometry(const fs::path& path) {
 
 }  // namespace
 
+StreamChecker::StreamChecker(const fs::path& file) : f_(file, std::ios::binary) {}
+
+// The stream is inflated in 256 KiB pieces (zlib or gzip, as MetaIO and the nifti library
+// accept; gzip members in a row too), the output counted and dropped.
+std::string StreamChecker::check(std::uint64_t offset, std::uint64_t bytes, std::uint64_t want,
+                                 std::uint64_t limit) {
+  constexpr std::size_t kChunk = std::size_t{1} << 18;
+  in_.resize(kChunk);
+  out_.resize(kChunk);
+  f_.clear();
+  f_.seekg(static_cast<std::streamoff>(offset));
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 32) != Z_OK) return "zlib could not start (out of memory)";
+  std::uint64_t left = bytes, produced = 0;
+  std::string broken;
+  bool ended = false;
+  while (broken.empty()) {
+    if (z.avail_in == 0) {
+      if (left == 0) break;
+      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, kChunk));
+      f_.read(reinterpret_cast<char*>(in_.data()), static_cast<std::streamsize>(n));
+      if (f_.gcount() != static_cast<std::streamsize>(n)) {
+        broken = "its compressed data is truncated (the file ends inside it)";
+        break;
+      }
+      left -= n;
+      z.next_in = in_.data();
+      z.avail_in = static_cast<uInt>(n);
+    }
+    z.next_out = out_.data();
+    z.avail_out = static_cast<uInt>(kChunk);
+    const int ret = inflate(&z, Z_NO_FLUSH);
+    produced += static_cast<std::uint64_t>(z.next_out - out_.data());
+    if (ret == Z_STREAM_END) {
+      ended = true;
+      if (produced >= want || (z.avail_in == 0 && left == 0)) break;
+      inflateReset(&z);  // another gzip member follows
+      ended = false;
+    } else if (ret != Z_OK && ret != Z_BUF_ERROR) {
+      broken = "its compressed data is corrupt (zlib: " +
+               std::string(z.msg != nullptr ? z.msg : "error " + std::to_string(ret)) + ", " +
+               std::to_string(produced) + " bytes out" +
+               (want > 0 ? "; the header announces " + std::to_string(want) : std::string()) + ")";
+    } else if (produced >= limit) {
+      ended = true;
+      break;
+    }
+  }
+  inflateEnd(&z);
+  if (!broken.empty()) return broken;
+  if (produced < want) {
+    return "its compressed data holds " + std::to_string(produced) +
+           " bytes where the header announces " + std::to_string(want) +
+           " (the file is truncated or corrupt)";
+  }
+  if (!ended) {
+    return "its compressed data is truncated or corrupt (its stream does not end before the "
+           "file does; " +
+           std::to_string(produced) + " bytes came out)";
+  }
+  return {};
+}
+
 std::string check_structure(const std::string& format, const fs::path& path) {
   if (format == "PNG") return check_png(path);
   if (format == "JPEG") return check_jpeg(path);
@@ -756,11 +761,12 @@ std::string check_data_size(const std::string& format, const fs::path& path,
 bool has_stream(const std::string& format, const fs::path& path) {
   if (format == "NIfTI") return lower(path.filename().string()).ends_with(".gz");
   if (format == "MetaImage") return parse_meta(path).compressed;
-  return false;
+  return format == "TIFF";  // whether a page is Deflate-compressed: check_tiff_streams looks
 }
 
 std::string check_stream(const std::string& format, const fs::path& path,
                          std::uint64_t data_bytes) {
+  if (format == "TIFF") return check_tiff_streams(path.string());
   if (format == "MetaImage") {
     const MetaHeader h = parse_meta(path);
     if (!h.compressed) return {};

@@ -260,7 +260,7 @@ class TestIoBad : public QObject {
   // A compressed MetaImage whose zlib stream is damaged or short: MetaIO printed "Uncompress
   // failed" and handed ITK its buffer as it stood, an image of stale bytes without an error.
   // And HeaderSize, which MetaIO keeps in an int and reads from the start of the file.
-  void meta_damaged_pixels() {
+  void compressed_streams_damaged() {
     QTemporaryDir dir;
     // A realistic stack: a ramp with noise, 16 x 96 x 128 uint16 (384 KiB). The noise is a
     // fixed hash, not the test's random seed: which error zlib meets first in a damaged
@@ -289,6 +289,41 @@ class TestIoBad : public QObject {
     gz[gz.size() - 8] = static_cast<char>(gz[gz.size() - 8] ^ 0x01);
     put(nii, gz);
     expect_io_error([&] { io::read(nii); }, nii, "incorrect data check");
+
+    // A Deflate TIFF (gpix's own reader, libtiff) with 32 bytes flipped at one of 16 places in
+    // page 5's first strip: every one must be refused. libtiff notices some itself (an invalid
+    // code); others decode to garbage that fills the strip before the stream ends, and libtiff
+    // stopped there: wrong pixels without an error, which only the Adler-32 at the stream's
+    // end (check_tiff_streams) tells.
+    const auto tif = in(dir, "flipped.tif");
+    io::write(tif, h, {}, {.compress = true});
+    QVERIFY(std::memcmp(io::read(tif).pixels.data(), h.data(), h.bytes()) == 0);
+    std::uint64_t strip_at = 0, n = 0;
+    {
+      TIFF* t = TIFFOpen(tif.c_str(), "r");
+      QVERIFY(t != nullptr);
+      QVERIFY(TIFFSetDirectory(t, 5) == 1);
+      strip_at = TIFFGetStrileOffset(t, 0);
+      n = TIFFGetStrileByteCount(t, 0);
+      TIFFClose(t);
+    }
+    const std::string tiff_bytes = slurp(tif);
+    QVERIFY(n > 200 && strip_at + n <= tiff_bytes.size());
+    int by_checksum = 0;
+    for (std::uint64_t k = 0; k < 16; ++k) {
+      std::string b = tiff_bytes;
+      const std::uint64_t from = strip_at + 2 + (n - 40) * k / 16;
+      for (std::uint64_t i = from; i < from + 32; ++i) b[i] ^= 0x5a;
+      put(tif, b);
+      try {
+        io::read(tif);
+        QFAIL(qPrintable(QString("flipped bytes at %1 read without an error").arg(from)));
+      } catch (const IoError& e) {
+        by_checksum += std::string(e.what()).find("page 5's strip 0: its compressed data is") !=
+                       std::string::npos;
+      }
+    }
+    QVERIFY(by_checksum > 0);
 
     const auto good = in(dir, "good.mha");
     io::write(good, h, {}, {.compress = true});
