@@ -148,7 +148,10 @@ void read_file(const QString& source, const QCommandLineParser& p, HostArray& ho
   meta["labels"] = img.meta.labels;
   text =
       "format: " + qs(img.format) + "\nspacing: " + joined(img.meta.spacing) +
-      " (z, y, x)\norigin: " + joined(img.meta.origin) + "\nunit: " +
+      (img.meta.spacing.size() == 3   ? " (z, y, x)"
+       : img.meta.spacing.size() == 2 ? " (y, x)"
+                                      : " (x)") +
+      "\norigin: " + joined(img.meta.origin) + "\nunit: " +
       (img.meta.unit.empty() ? QStringLiteral("none (the file does not say)") : qs(img.meta.unit)) +
       "\n";
   if (img.meta.labels) text += "pixels: labels (marked by gpix)\n";

@@ -312,7 +312,9 @@ Card card(const Array& a) {
 
 std::string to_text(const Card& c) {
   std::string s;
-  s += "shape:  " + c.shape.str() + " (z, y, x)\n";
+  // The axes the shape has (a 2D image has no z).
+  const int nd = c.shape.ndim();
+  s += "shape:  " + c.shape.str() + (nd == 3 ? " (z, y, x)\n" : nd == 2 ? " (y, x)\n" : " (x)\n");
   s += "dtype:  " + std::string(name(c.dtype)) + "\n";
   s += "size:   " + c.size + " (" + std::to_string(c.bytes) + " bytes)\n";
   s += "min:    " + c.stats.min.str() + "\n";

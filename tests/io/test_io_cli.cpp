@@ -73,7 +73,13 @@ class TestIoCli : public QObject {
     check_file<std::uint16_t>(dir.filePath("plane.png"), Shape{5, 3}, m2, "PNG");
     const test::ProcessResult text = test::run_cli({"info", dir.filePath("stack.nrrd")});
     QVERIFY(text.out.contains("format: NRRD"));
-    QVERIFY(text.out.contains("spacing: 2, 0.5, 0.25"));
+    QVERIFY(text.out.contains("spacing: 2, 0.5, 0.25 (z, y, x)"));
+    QVERIFY(text.out.contains("shape:  3 x 5 x 7 (z, y, x)"));
+    // A 2D file's card names the axes it has.
+    const test::ProcessResult plane = test::run_cli({"info", dir.filePath("plane.png")});
+    QVERIFY2(plane.out.contains("spacing: 0.5, 0.25 (y, x)\n"), plane.out);
+    QVERIFY2(plane.out.contains("shape:  5 x 3 (y, x)\n"), plane.out);
+    QVERIFY2(!plane.out.contains("z, y, x"), plane.out);
   }
 
   void info_errors() {
