@@ -12,6 +12,8 @@
 #                                pyclesperanto on one grid, plus first calls (bench/suite.py; the
 #                                peers' wheels in .whl, bench/peers-requirements.txt). ARGS go to
 #                                suite.py (e.g. --budget 300, --filters REGEX).
+#   scripts/gpu-run.sh launch    bench_launch: one catalog call on a tiny image (issue, round
+#                                trip, host and device allocations per call), both backends
 #   scripts/gpu-run.sh tiled     bench_tiled (GPIX_TILED_GB, default 8, of float32 with a 1 GB
 #                                budget) and bench_transfer, on CUDA and NVIDIA OpenCL
 set -uo pipefail
@@ -70,6 +72,9 @@ case "$stage" in
     benches bench.txt bench_filters bench_reductions
     echo "== CuPy"
     timeout 200 python3 bench/peer_cupy.py --filters 2>&1 | tee "$out/cupy.txt"
+    ;;
+  launch)
+    benches launch.txt bench_launch
     ;;
   cross)
     # Every filter on every device (CUDA, NVIDIA OpenCL, PoCL), compared with device 0, and
