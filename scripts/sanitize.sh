@@ -6,7 +6,7 @@
 # every fuzz target over its seed corpus plus FUZZ_SECONDS of new inputs (scripts/fuzz.sh, on
 # the same build: core and IO are compiled once for both).
 #   scripts/sanitize.sh [FUZZ_SECONDS]     (default 20 per target; 0 skips fuzzing)
-#   scripts/sanitize.sh tsan               ThreadSanitizer (build-tsan/, core only) on the
+#   scripts/sanitize.sh tsan               ThreadSanitizer (build-tsan/, core and IO) on the
 #                                          concurrency suites; PoCL's own reports are
 #                                          suppressed by name in scripts/tsan.supp
 # CI (scripts/test.sh) runs all of it, the fuzz targets with a fixed number of new inputs from
@@ -20,14 +20,15 @@ source scripts/sanitizer-build.sh
 if [ "${1:-}" = tsan ]; then
   # The suites where several threads share gpix objects: eight threads of mixed work on one and
   # two devices, the staging copy threads, concurrent compiles in the program cache, its
-  # background compiles and evictions, and tiled runs with several workers on one and on two
-  # devices.
+  # background compiles and evictions, tiled runs with several workers on one and on two
+  # devices, and eight threads reading and writing files of every format at once (the IO
+  # layer is built for it; ITK, libtiff and zlib themselves are not instrumented).
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPIX_SANITIZE_THREAD=ON \
-    -DGPIX_WERROR=$san_werror -DGPIX_WITH_CUDA=OFF -DGPIX_BUILD_BENCH=OFF -DGPIX_WITH_IO=OFF \
+    -DGPIX_WERROR=$san_werror -DGPIX_WITH_CUDA=OFF -DGPIX_BUILD_BENCH=OFF -DGPIX_WITH_IO=ON \
     -DGPIX_WITH_UI=OFF -DGPIX_WITH_APPS=OFF "${launcher[@]}" \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$san_opt" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$san_opt" >/dev/null
   cmake --build build-tsan --parallel "$(nproc)" --target test_core_stress test_core_copy_threads \
-    test_kernel_cache test_kernel_tiers test_core_tiled
+    test_kernel_cache test_kernel_tiers test_core_tiled test_io_formats
   cd build-tsan
   # halt_on_error: the first report fails the run. second_deadlock_stack names both paths of a
   # lock-order report. ignore_noninstrumented_modules: memory accesses that PoCL and its LLVM
@@ -49,6 +50,7 @@ if [ "${1:-}" = tsan ]; then
     "|test_kernel_tiers|evicts_least_recently_used tiers_are_bit_identical failed_background_compile_reaches_the_caller"
     "|test_core_tiled|sources_and_sinks"
     "pthread pthread|test_core_tiled|sources_and_sinks folds"
+    "|test_io_formats|concurrent_reads_and_writes"
   )
   for r in "${runs[@]}"; do
     IFS='|' read -r devices suite args <<<"$r"

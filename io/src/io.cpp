@@ -21,6 +21,7 @@
 #include <functional>
 #include <future>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <system_error>
 
@@ -633,6 +634,13 @@ itk::ImageIOBase::Pointer read_header(const fs::path& path, const Format& format
     }
     io->SetFileName(p);
     io->SetExpandRGBPalette(!options.palette_indices);
+    // ITK 5.2's NiftiImageIO::ReadImageInformation keeps the last file name it read in a
+    // function-static std::string, written without a lock: two NIfTI headers read at once
+    // raced on it (ThreadSanitizer, test_io_formats concurrent_reads_and_writes), a heap
+    // corruption waiting to happen when the viewer opens several files. One at a time.
+    static std::mutex nifti_header;
+    std::unique_lock<std::mutex> one_nifti(nifti_header, std::defer_lock);
+    if (format.name == "NIfTI") one_nifti.lock();
     io->ReadImageInformation();
   } catch (const itk::ExceptionObject& e) {
     fail(path, "cannot read the " + format.name + " header: " + itk_message(e) + libtiff());

@@ -5,6 +5,10 @@
 #include <QImage>
 #include <QTemporaryDir>
 #include <QTest>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <thread>
 
 #include "gpix/io.h"
 #include "support/devices.h"
@@ -303,6 +307,111 @@ class TestIoFormats : public QObject {
       const io::Image back = io::read(path);
       QVERIFY(std::memcmp(back.pixels.data(), h.data(), h.bytes()) == 0);
     }
+  }
+
+  // Eight threads reading and writing at once, every format: gpix's libtiff reader (Deflate,
+  // each read also checking the streams on a thread of its own) and ITK's reader of colour
+  // TIFF, PNG, JPEG, gzip NRRD, compressed MetaImage, NIfTI gz. The viewer reads on worker
+  // threads, several files at a time; every read must give what it gives alone, and every
+  // write read back its pixels.
+  void concurrent_reads_and_writes() {
+    QTemporaryDir dir;
+    struct File {
+      std::string name;
+      HostArray pixels;
+      io::ReadOptions read;
+      bool lossless = true;
+    };
+    const Shape s3{6, 40, 52}, s2{40, 52};
+    std::vector<File> files = {
+        {"deflate.tif", random_host<std::uint16_t>(s3, false, true), {}},
+        {"float.tif", random_host<float>(s3, false, false), {}},
+        {"gray.png", random_host<std::uint8_t>(s2, false, true), {}},
+        {"stack.nrrd", random_host<std::int16_t>(s3, false, true), {}},
+        {"stack.mha", random_host<double>(s3, false, false), {}},
+        {"stack.nii.gz", random_host<float>(s3, false, true), {}},
+        {"plane.jpg", random_host<std::uint8_t>(s2, true, true), {}, false},
+    };
+    for (File& f : files) io::write(in(dir, f.name), f.pixels, {}, {.compress = true});
+    // A colour TIFF (ITK's reader), made byte by byte: the header, one strip of 8-bit RGB
+    // pixels, BitsPerSample's three values, then the directory.
+    {
+      const std::uint32_t w = 52, h = 40, pixels = 8, bits = pixels + w * h * 3;
+      std::string b = "II*";
+      b.push_back('\0');
+      auto u16 = [&](std::uint32_t v) {
+        b.push_back(static_cast<char>(v & 255));
+        b.push_back(static_cast<char>((v >> 8) & 255));
+      };
+      auto u32 = [&](std::uint32_t v) {
+        u16(v & 0xffff);
+        u16(v >> 16);
+      };
+      u32(bits + 6);
+      for (std::uint32_t i = 0; i < w * h * 3; ++i) {
+        b.push_back(static_cast<char>(test::rng()() & 255));
+      }
+      for (int c = 0; c < 3; ++c) u16(8);
+      // tag, type (3 SHORT, 4 LONG), value; BitsPerSample holds 3 values at `bits`.
+      const std::uint32_t entries[][3] = {
+          {256, 4, w},      {257, 4, h}, {258, 3, bits}, {259, 3, 1},         {262, 3, 2},
+          {273, 4, pixels}, {277, 3, 3}, {278, 4, h},    {279, 4, w * h * 3}, {284, 3, 1}};
+      u16(10);
+      for (const auto& e : entries) {
+        u16(e[0]);
+        u16(e[1]);
+        u32(e[0] == 258 ? 3 : 1);
+        if (e[1] == 3 && e[0] != 258) {
+          u16(e[2]);
+          u16(0);
+        } else {
+          u32(e[2]);
+        }
+      }
+      u32(0);
+      std::ofstream(in(dir, "rgb.tif"), std::ios::binary) << b;
+    }
+    files.push_back({"rgb.tif", HostArray(), {.channels = io::Channels::split}, false});
+    // What each file gives read alone.
+    std::vector<HostArray> alone;
+    for (const File& f : files) alone.push_back(io::read(in(dir, f.name), f.read).pixels);
+
+    std::mutex m;
+    std::vector<std::string> failures;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) {
+      threads.emplace_back([&, t] {
+        for (int k = 0; k < 12; ++k) {
+          const std::size_t i = static_cast<std::size_t>(t * 5 + k * 3) % files.size();
+          const File& f = files[i];
+          std::string what;
+          try {
+            const HostArray got = io::read(in(dir, f.name), f.read).pixels;
+            if (got.shape() != alone[i].shape() ||
+                std::memcmp(got.data(), alone[i].data(), got.bytes()) != 0) {
+              what = f.name + ": read on thread " + std::to_string(t) + " differs";
+            } else if (f.lossless) {
+              const auto copy =
+                  in(dir, "t" + std::to_string(t) + "-" + std::to_string(k) + "-" + f.name);
+              io::write(copy, got, {}, {.compress = k % 2 == 0});
+              const HostArray back = io::read(copy).pixels;
+              if (std::memcmp(back.data(), got.data(), got.bytes()) != 0) {
+                what = f.name + ": written on thread " + std::to_string(t) + ", read back differs";
+              }
+            }
+          } catch (const std::exception& e) {
+            what = f.name + " on thread " + std::to_string(t) + ": " + e.what();
+          }
+          if (!what.empty()) {
+            const std::lock_guard<std::mutex> lock(m);
+            failures.push_back(what);
+          }
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (const std::string& f : failures) qWarning("%s", f.c_str());
+    QVERIFY(failures.empty());
   }
 
   // x.nii.gz next to an x.nii: the nifti library alone would read x.nii.
