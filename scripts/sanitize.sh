@@ -21,14 +21,15 @@ if [ "${1:-}" = tsan ]; then
   # The suites where several threads share gpix objects: eight threads of mixed work on one and
   # two devices, the staging copy threads, concurrent compiles in the program cache, its
   # background compiles and evictions, tiled runs with several workers on one and on two
-  # devices, and eight threads reading and writing files of every format at once (the IO
-  # layer is built for it; ITK, libtiff and zlib themselves are not instrumented).
+  # devices, and eight threads reading, writing and failing to read files of every format at
+  # once (the IO layer is built for it; ITK, libtiff and zlib themselves are not
+  # instrumented).
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPIX_SANITIZE_THREAD=ON \
     -DGPIX_WERROR=$san_werror -DGPIX_WITH_CUDA=OFF -DGPIX_BUILD_BENCH=OFF -DGPIX_WITH_IO=ON \
     -DGPIX_WITH_UI=OFF -DGPIX_WITH_APPS=OFF "${launcher[@]}" \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$san_opt" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$san_opt" >/dev/null
   cmake --build build-tsan --parallel "$(nproc)" --target test_core_stress test_core_copy_threads \
-    test_kernel_cache test_kernel_tiers test_core_tiled test_io_formats
+    test_kernel_cache test_kernel_tiers test_core_tiled test_io_formats test_io_bad
   cd build-tsan
   # halt_on_error: the first report fails the run. second_deadlock_stack names both paths of a
   # lock-order report. ignore_noninstrumented_modules: memory accesses that PoCL and its LLVM
@@ -51,6 +52,7 @@ if [ "${1:-}" = tsan ]; then
     "|test_core_tiled|sources_and_sinks"
     "pthread pthread|test_core_tiled|sources_and_sinks folds"
     "|test_io_formats|concurrent_reads_and_writes"
+    "|test_io_bad|concurrent_failures"
   )
   for r in "${runs[@]}"; do
     IFS='|' read -r devices suite args <<<"$r"

@@ -71,6 +71,17 @@ std::vector<Format> make_formats() {
 }
 
 // JPEG is read by gpix's own libjpeg reader (jpeg.h says why) and written by ITK.
+// teem, ITK's NRRD reader and writer, keeps its error messages in process-wide buffers (biff)
+// without a lock: two NRRD files failing on two threads at once overran them (ASan
+// heap-buffer-overflow in itk_biffMsgStrSet, test_io_bad concurrent_failures; a SIGSEGV in a
+// release build). Every ITK call on a NRRD file holds this lock: NRRD reads and writes go one
+// at a time, other formats in parallel.
+std::unique_lock<std::mutex> library_lock(const std::string& format) {
+  static std::mutex teem;
+  if (format == "NRRD") return std::unique_lock<std::mutex>(teem);
+  return {};
+}
+
 itk::ImageIOBase::Pointer make_io(const std::string& format, bool writing = false) {
   if (format == "TIFF") return detail::libtiff_io();
   if (format == "PNG") return itk::PNGImageIO::New().GetPointer();
@@ -98,7 +109,19 @@ std::string dtype_list(const std::vector<DType>& ts) {
 std::string itk_message(const itk::ExceptionObject& e) {
   std::string d = e.GetDescription();
   while (!d.empty() && (d.back() == '\n' || d.back() == ' ')) d.pop_back();
-  return d.empty() ? std::string(e.what()) : d;
+  if (d.empty()) d = e.what();
+  // ITK names the object that threw by its address ("NrrdImageIO(0x5627c389ec80): "): noise
+  // to a user, and it makes the same failure read differently from call to call.
+  for (std::size_t at = d.find("(0x"); at != std::string::npos; at = d.find("(0x", at)) {
+    std::size_t end = at + 3;
+    while (end < d.size() && std::isxdigit(static_cast<unsigned char>(d[end]))) ++end;
+    if (end < d.size() && d[end] == ')' && end > at + 3) {
+      d.erase(at, end + 1 - at);
+    } else {
+      at += 3;
+    }
+  }
+  return d;
 }
 
 // Bytes the machine can still give: MemAvailable from /proc/meminfo, else physical memory.
@@ -390,6 +413,7 @@ Image read_unchecked(const fs::path& path, const ReadOptions& options) {
       region.SetSize(i, io->GetDimensions(i));
     }
     io->SetIORegion(region);
+    const auto one_teem = library_lock(format.name);
     if (comps == 1) {
       img.pixels = HostArray::empty(Shape(std::span<const std::size_t>(zyx)), *dtype);
       io->Read(img.pixels.data());  // straight into the array: no staging copy
@@ -523,6 +547,7 @@ void write_unchecked(const fs::path& path, const HostArray& pixels, const Metada
     if (meta.labels && format.labels_marker) detail::mark_labels(*io, format.name);
     io->SetFileName(str(tmp.file()));
     detail::prepare_unit(*io, format, unit.unit);
+    const auto one_teem = library_lock(format.name);
     io->Write(pixels.data());
   } catch (const itk::ExceptionObject& e) {
     fail(path, "cannot be written as " + format.name + ": " + itk_message(e) +
@@ -641,6 +666,7 @@ itk::ImageIOBase::Pointer read_header(const fs::path& path, const Format& format
     static std::mutex nifti_header;
     std::unique_lock<std::mutex> one_nifti(nifti_header, std::defer_lock);
     if (format.name == "NIfTI") one_nifti.lock();
+    const auto one_teem = library_lock(format.name);
     io->ReadImageInformation();
   } catch (const itk::ExceptionObject& e) {
     fail(path, "cannot read the " + format.name + " header: " + itk_message(e) + libtiff());

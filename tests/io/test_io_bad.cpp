@@ -13,6 +13,8 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <mutex>
+#include <thread>
 
 #include "gpix/io.h"
 #include "gpix/raw.h"
@@ -685,6 +687,66 @@ class TestIoBad : public QObject {
     } catch (const IoError&) {
     }
     for (const QString& e : entries(dir)) QVERIFY2(!e.startsWith(".gpix-write"), qPrintable(e));
+  }
+
+  // Bad files on eight threads at once: each read fails on its own, with its own message.
+  // teem (ITK's NRRD reader) keeps its error messages in a global (biff) and the nifti
+  // library prints through globals; the failing reads of a viewer opening several files
+  // must not corrupt each other.
+  void concurrent_failures() {
+    QTemporaryDir dir;
+    const std::vector<std::pair<fs::path, std::string>> bad = {
+        {in(dir, "short.nrrd"),
+         "NRRD0004\ntype: uint16\ndimension: 3\nsizes: 64 64 64\nencoding: raw\n\n" +
+             std::string(100, 'x')},
+        {in(dir, "badgz.nrrd"),
+         "NRRD0004\ntype: uint8\ndimension: 2\nsizes: 32 32\nencoding: gzip\n\n" +
+             std::string(300, '\x1f')},
+        {in(dir, "field.nrrd"), "NRRD0004\ntype: uint8\ndimension: 2\nsizes: 32\n\n"},
+        {in(dir, "short.mha"),
+         "ObjectType = Image\nNDims = 2\nDimSize = 64 64\nElementType = MET_UCHAR\n"
+         "ElementDataFile = LOCAL\n" +
+             std::string(10, 'x')},
+        {in(dir, "short.nii"), std::string(348, '\0')},
+        {in(dir, "short.tif"), tiny_tiff(64, 64, 1, std::string(10, 'x'), 4096)},
+    };
+    for (const auto& [path, bytes] : bad) put(path, bytes);
+    std::vector<std::string> alone;
+    for (const auto& [path, bytes] : bad) {
+      try {
+        io::read(path);
+        alone.emplace_back();
+      } catch (const IoError& e) {
+        alone.emplace_back(e.what());
+      }
+      QVERIFY2(!alone.back().empty(), path.c_str());
+    }
+    std::mutex m;
+    std::vector<std::string> failures;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) {
+      threads.emplace_back([&, t] {
+        for (int k = 0; k < 30; ++k) {
+          const std::size_t i = static_cast<std::size_t>(t + k) % bad.size();
+          std::string got;
+          try {
+            io::read(bad[i].first);
+          } catch (const IoError& e) {
+            got = e.what();
+          } catch (const std::exception& e) {
+            got = std::string("not an IoError: ") + e.what();
+          }
+          if (got != alone[i]) {
+            const std::lock_guard<std::mutex> lock(m);
+            failures.push_back(bad[i].first.filename().string() + " on thread " +
+                               std::to_string(t) + ": '" + got + "' instead of '" + alone[i] + "'");
+          }
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (const std::string& f : failures) qWarning("%s", f.c_str());
+    QVERIFY(failures.empty());
   }
 
   void non_ascii_paths() {
