@@ -517,6 +517,48 @@ std::optional<std::uint64_t> nifti_offset(const unsigned char* h, std::size_t n)
   return std::nullopt;
 }
 
+// The bytes of pixels a NIfTI header declares (its dim[] and bitpix), as stored in the file:
+// ITK reports the type it returns, which is float32 where the header scales the values
+// (scl_slope not 1 or scl_inter not 0), so a size taken from ITK's type refused every such
+// file as truncated (an int16 volume with scl_slope 2 "needed" twice its bytes). Empty for a
+// header this cannot read.
+std::optional<std::uint64_t> nifti_data_bytes(const unsigned char* h, std::size_t n) {
+  if (n < 348) return std::nullopt;
+  std::int32_t sizeof_hdr;
+  std::memcpy(&sizeof_hdr, h, 4);
+  const bool swapped = sizeof_hdr != 348 && sizeof_hdr != 540;
+  if (swapped) {
+    sizeof_hdr =
+        static_cast<std::int32_t>(__builtin_bswap32(static_cast<std::uint32_t>(sizeof_hdr)));
+  }
+  const bool two = sizeof_hdr == 540;
+  if (!two && sizeof_hdr != 348) return std::nullopt;
+  if (two && n < 540) return std::nullopt;
+  auto i16 = [&](std::size_t at) {
+    std::uint16_t v;
+    std::memcpy(&v, h + at, 2);
+    return static_cast<std::int16_t>(swapped ? __builtin_bswap16(v) : v);
+  };
+  auto i64 = [&](std::size_t at) {
+    std::uint64_t v;
+    std::memcpy(&v, h + at, 8);
+    return static_cast<std::int64_t>(swapped ? __builtin_bswap64(v) : v);
+  };
+  // NIfTI-1: dim int16[8] at 40, bitpix at 72; NIfTI-2: bitpix at 14, dim int64[8] at 16.
+  const std::int64_t ndim = two ? i64(16) : i16(40);
+  const std::int64_t bitpix = two ? i16(14) : i16(72);
+  if (ndim < 1 || ndim > 7 || bitpix < 1 || bitpix > 256) return std::nullopt;
+  std::uint64_t bits = static_cast<std::uint64_t>(bitpix);
+  for (std::int64_t d = 1; d <= ndim; ++d) {
+    const std::int64_t e =
+        two ? i64(16 + 8 * static_cast<std::size_t>(d)) : i16(40 + 2 * static_cast<std::size_t>(d));
+    if (e <= 0) continue;  // the nifti library takes a missing extent as 1
+    if (static_cast<std::uint64_t>(e) > (std::uint64_t{1} << 62) / bits) return std::nullopt;
+    bits *= static_cast<std::uint64_t>(e);
+  }
+  return (bits + 7) / 8;
+}
+
 std::string check_nifti(const fs::path& path, std::uint64_t data_bytes) {
   const std::string name = lower(path.filename().string());
   std::error_code ec;
@@ -530,6 +572,8 @@ std::string check_nifti(const fs::path& path, std::uint64_t data_bytes) {
     gzclose(gz);
     const auto off = nifti_offset(hdr, got > 0 ? static_cast<std::size_t>(got) : 0);
     if (!off) return "it is corrupt (no NIfTI header inside the gzip stream)";
+    data_bytes =
+        nifti_data_bytes(hdr, static_cast<std::size_t>(std::max(got, 0))).value_or(data_bytes);
     if (size < 18) return "it is truncated (shorter than a gzip stream)";
     unsigned char t[4];
     std::ifstream f(path, std::ios::binary);
@@ -548,6 +592,7 @@ std::string check_nifti(const fs::path& path, std::uint64_t data_bytes) {
   const auto b = head(path, 540);
   const auto off = nifti_offset(b.data(), b.size());
   if (!off) return "it is corrupt (no NIfTI header)";
+  data_bytes = nifti_data_bytes(b.data(), b.size()).value_or(data_bytes);
   if (size < *off + data_bytes) {
     return "it is truncated: the header announces " + std::to_string(data_bytes) +
            " bytes of pixels from byte " + std::to_string(*off) + " but the file has " +
@@ -782,9 +827,11 @@ std::string check_stream(const std::string& format, const fs::path& path,
     gzclose(gz);
     const auto off = nifti_offset(hdr, got > 0 ? static_cast<std::size_t>(got) : 0);
     if (!off) return "it is corrupt (no NIfTI header inside the gzip stream)";
+    const std::uint64_t stored =
+        nifti_data_bytes(hdr, static_cast<std::size_t>(std::max(got, 0))).value_or(data_bytes);
     std::error_code ec;
     const std::uint64_t size = fs::file_size(path, ec);
-    return check_inflate(path, 0, size, *off + data_bytes);
+    return check_inflate(path, 0, size, *off + stored);
   }
   return {};
 }
