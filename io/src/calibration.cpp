@@ -110,6 +110,15 @@ Metadata metadata_of(itk::ImageIOBase& io, int ndim, const Format& format, const
       at = end + 1;
     }
   } else if (format.name == "NIfTI") {
+    // A header that scales its values: ITK returns slope * v + inter as a float, whatever the
+    // stored type; said, so that a user who wrote int16 knows why floats came back.
+    const std::string slope = dict_string(io, "scl_slope"), inter = dict_string(io, "scl_inter");
+    const double a = slope.empty() ? 1.0 : std::atof(slope.c_str());
+    const double b = inter.empty() ? 0.0 : std::atof(inter.c_str());
+    if (a != 0.0 && (a != 1.0 || b != 0.0)) {
+      note("the NIfTI header scales the stored values: read as " + slope + " * v + " +
+           (inter.empty() ? std::string("0") : inter) + " (scl_slope, scl_inter)");
+    }
     const std::string text = dict_string(io, "xyzt_units");
     const int code = text.empty() ? 0 : std::atoi(text.c_str()) & 7;
     for (const NiftiUnit& u : kNiftiUnits) {

@@ -6,6 +6,7 @@
 #include <QImage>
 #include <QTemporaryDir>
 #include <QTest>
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -441,6 +442,10 @@ class TestIoFormats : public QObject {
       for (const auto& path : {plain, zipped}) {
         const io::Image im = io::read(path);
         QCOMPARE(im.pixels.dtype(), DType::f32);
+        QVERIFY(std::any_of(im.warnings.begin(), im.warnings.end(), [](const std::string& w) {
+          return w.find("the NIfTI header scales the stored values: read as 0.5 * v + -3.25") !=
+                 std::string::npos;
+        }));
         QCOMPARE(im.pixels.shape(), s);
         const auto v = h.as<std::int16_t>();
         const auto got = im.pixels.as<float>();
