@@ -13,6 +13,7 @@
 #include <tiffio.h>
 
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -103,13 +104,19 @@ class TiffStack {
   const TiffCalibration& calibration() const { return calibration_; }
   // Whether the first page carries gpix's label mark (kLabelsTag).
   bool labels() const { return labels_; }
-  // Rows [from, to) into out, top row first.
+  // Rows [from, to) into out, top row first. The Deflate strips or tiles they come from are
+  // inflated to their end (their Adler-32) on a thread beside the decode (StreamChecker):
+  // libtiff stops once it has a strip's pixels, so a damaged strip gave wrong pixels.
   void read(std::size_t from, std::size_t to, std::byte* out);
 
  private:
   void go_to(std::size_t page);
   void read_file_rows(std::size_t page, std::uint32_t f0, std::uint32_t f1, std::byte* out);
+  // The stream check of the Deflate strips or tiles holding file rows [f0, f1) of `page`
+  // (the handle is on it), started on a thread of its own; empty when whole.
+  std::future<std::string> check_rows(std::size_t page, std::uint32_t f0, std::uint32_t f1);
 
+  std::string file_;
   TiffPtr tiff_;
   TiffPage page_;
   std::vector<std::uint64_t> offsets_;  // of the directories that are pages of the image
