@@ -249,6 +249,21 @@ std::string check_inflate(const fs::path& file, std::uint64_t offset, std::uint6
                  want + std::max<std::uint64_t>(want, std::uint64_t{64} << 20));
 }
 
+// The file holding a MetaImage's data: the header file itself for LOCAL data, else the one
+// detached file it names; none for a list or pattern of files (left to MetaIO).
+struct MetaDataFile {
+  fs::path file;
+  bool local = false;
+};
+std::optional<MetaDataFile> meta_data_file(const fs::path& path, const MetaHeader& h) {
+  if (lower(h.data_file) == "local") return MetaDataFile{path, true};
+  if (h.data_file.empty() || h.data_file.find(' ') != std::string::npos ||
+      h.data_file.find('%') != std::string::npos) {
+    return std::nullopt;
+  }
+  return MetaDataFile{path.parent_path() / fs::u8path(h.data_file), false};
+}
+
 // Where a compressed MetaImage's stream lies, as MetaIO reads it: CompressedDataSize bytes
 // from the data's offset, or without it the whole data file from its first byte (for LOCAL
 // data that is the header: never an image). Empty `file` where it is left to MetaIO (a list
@@ -258,13 +273,10 @@ struct MetaStream {
   std::uint64_t offset = 0, bytes = 0;
 };
 MetaStream meta_stream(const fs::path& path, const MetaHeader& h, std::uint64_t data_bytes) {
-  const bool local = lower(h.data_file) == "local";
-  if (!local && (h.data_file.empty() || h.data_file.find(' ') != std::string::npos ||
-                 h.data_file.find('%') != std::string::npos)) {
-    return {};
-  }
+  const auto data = meta_data_file(path, h);
+  if (!data) return {};
+  const auto& [file, local] = *data;
   std::error_code ec;
-  const fs::path file = local ? path : path.parent_path() / fs::u8path(h.data_file);
   const std::uint64_t size = fs::file_size(file, ec);
   if (ec) return {};
   if (h.compressed_size <= 0) {
@@ -295,14 +307,10 @@ std::string check_meta(const fs::path& path, std::uint64_t data_bytes) {
     return std::string("its header says CompressedDataSize = ") + text +
            "; it must be a byte count (the header is corrupt)";
   }
-  const bool local = lower(h.data_file) == "local";
-  // A list or pattern of data files is left to MetaIO.
-  if (!local && (h.data_file.empty() || h.data_file.find(' ') != std::string::npos ||
-                 h.data_file.find('%') != std::string::npos)) {
-    return {};
-  }
+  const auto data = meta_data_file(path, h);
+  if (!data) return {};
+  const auto& [file, local] = *data;
   std::error_code ec;
-  const fs::path file = local ? path : path.parent_path() / fs::u8path(h.data_file);
   if (!local && !fs::exists(file, ec)) return "its data file '" + h.data_file + "' does not exist";
   const std::uint64_t size = fs::file_size(file, ec);
   const auto offset = meta_offset(h, local, size, data_bytes);
@@ -434,9 +442,9 @@ std::optional<RawData> at(const fs::path& file, std::uint64_t base, long long sk
 std::optional<RawData> meta_data(const fs::path& path, std::uint64_t data_bytes) {
   const MetaHeader h = parse_meta(path);
   if (h.compressed) return std::nullopt;
-  const bool local = lower(h.data_file) == "local";
-  if (!local && !single_file(h.data_file)) return std::nullopt;
-  const fs::path file = local ? path : path.parent_path() / fs::u8path(h.data_file);
+  const auto data = meta_data_file(path, h);
+  if (!data || (!data->local && !single_file(h.data_file))) return std::nullopt;
+  const auto& [file, local] = *data;
   std::error_code ec;
   const std::uint64_t size = fs::file_size(file, ec);
   if (ec) return std::nullopt;

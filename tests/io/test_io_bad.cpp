@@ -13,13 +13,12 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <mutex>
-#include <thread>
 
 #include "gpix/io.h"
 #include "gpix/raw.h"
 #include "gpix/slab_files.h"
 #include "support/random.h"
+#include "support/threads.h"
 
 using namespace gpix;
 namespace fs = std::filesystem;
@@ -731,30 +730,20 @@ class TestIoBad : public QObject {
       }
       QVERIFY2(!alone.back().empty(), path.c_str());
     }
-    std::mutex m;
-    std::vector<std::string> failures;
-    std::vector<std::thread> threads;
-    for (int t = 0; t < 8; ++t) {
-      threads.emplace_back([&, t] {
-        for (int k = 0; k < 30; ++k) {
-          const std::size_t i = static_cast<std::size_t>(t + k) % bad.size();
-          std::string got;
-          try {
-            io::read(bad[i].first);
-          } catch (const IoError& e) {
-            got = e.what();
-          } catch (const std::exception& e) {
-            got = std::string("not an IoError: ") + e.what();
-          }
-          if (got != alone[i]) {
-            const std::lock_guard<std::mutex> lock(m);
-            failures.push_back(bad[i].first.filename().string() + " on thread " +
-                               std::to_string(t) + ": '" + got + "' instead of '" + alone[i] + "'");
-          }
-        }
-      });
-    }
-    for (std::thread& t : threads) t.join();
+    const std::vector<std::string> failures = test::on_threads(8, 30, [&](int t, int k) {
+      const std::size_t i = static_cast<std::size_t>(t + k) % bad.size();
+      std::string got;
+      try {
+        io::read(bad[i].first);
+      } catch (const IoError& e) {
+        got = e.what();
+      } catch (const std::exception& e) {
+        got = std::string("not an IoError: ") + e.what();
+      }
+      if (got == alone[i]) return std::string();
+      return bad[i].first.filename().string() + " on thread " + std::to_string(t) + ": '" + got +
+             "' instead of '" + alone[i] + "'";
+    });
     for (const std::string& f : failures) qWarning("%s", f.c_str());
     QVERIFY(failures.empty());
   }

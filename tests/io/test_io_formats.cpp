@@ -9,12 +9,11 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
-#include <mutex>
-#include <thread>
 
 #include "gpix/io.h"
 #include "support/devices.h"
 #include "support/random.h"
+#include "support/threads.h"
 
 using namespace gpix;
 
@@ -378,40 +377,27 @@ class TestIoFormats : public QObject {
     std::vector<HostArray> alone;
     for (const File& f : files) alone.push_back(io::read(in(dir, f.name), f.read).pixels);
 
-    std::mutex m;
-    std::vector<std::string> failures;
-    std::vector<std::thread> threads;
-    for (int t = 0; t < 8; ++t) {
-      threads.emplace_back([&, t] {
-        for (int k = 0; k < 12; ++k) {
-          const std::size_t i = static_cast<std::size_t>(t * 5 + k * 3) % files.size();
-          const File& f = files[i];
-          std::string what;
-          try {
-            const HostArray got = io::read(in(dir, f.name), f.read).pixels;
-            if (got.shape() != alone[i].shape() ||
-                std::memcmp(got.data(), alone[i].data(), got.bytes()) != 0) {
-              what = f.name + ": read on thread " + std::to_string(t) + " differs";
-            } else if (f.lossless) {
-              const auto copy =
-                  in(dir, "t" + std::to_string(t) + "-" + std::to_string(k) + "-" + f.name);
-              io::write(copy, got, {}, {.compress = k % 2 == 0});
-              const HostArray back = io::read(copy).pixels;
-              if (std::memcmp(back.data(), got.data(), got.bytes()) != 0) {
-                what = f.name + ": written on thread " + std::to_string(t) + ", read back differs";
-              }
-            }
-          } catch (const std::exception& e) {
-            what = f.name + " on thread " + std::to_string(t) + ": " + e.what();
-          }
-          if (!what.empty()) {
-            const std::lock_guard<std::mutex> lock(m);
-            failures.push_back(what);
-          }
+    const std::vector<std::string> failures = test::on_threads(8, 12, [&](int t, int k) {
+      const std::size_t i = static_cast<std::size_t>(t * 5 + k * 3) % files.size();
+      const File& f = files[i];
+      try {
+        const HostArray got = io::read(in(dir, f.name), f.read).pixels;
+        if (got.shape() != alone[i].shape() ||
+            std::memcmp(got.data(), alone[i].data(), got.bytes()) != 0) {
+          return f.name + ": read on thread " + std::to_string(t) + " differs";
         }
-      });
-    }
-    for (std::thread& t : threads) t.join();
+        if (!f.lossless) return std::string();
+        const auto copy = in(dir, "t" + std::to_string(t) + "-" + std::to_string(k) + "-" + f.name);
+        io::write(copy, got, {}, {.compress = k % 2 == 0});
+        const HostArray back = io::read(copy).pixels;
+        if (std::memcmp(back.data(), got.data(), got.bytes()) != 0) {
+          return f.name + ": written on thread " + std::to_string(t) + ", read back differs";
+        }
+      } catch (const std::exception& e) {
+        return f.name + " on thread " + std::to_string(t) + ": " + e.what();
+      }
+      return std::string();
+    });
     for (const std::string& f : failures) qWarning("%s", f.c_str());
     QVERIFY(failures.empty());
   }
