@@ -296,6 +296,8 @@ class TestNeighbourhood : public QObject {
         {Shape{13, 67, 37}, {{1, 1, 1}, {2, 3, 4}, {1, 1, 33}, {0, 0, 20}}},
         // Several 32 x 16 x 32 tiles of the radius-1 3D kernels on every axis.
         {Shape{70, 35, 67}, {{1, 1, 1}}},
+        // Radii past the y/z tiles along a long z: the simple pass's unclamped interior.
+        {Shape{100, 6, 5}, {{0, 0, 40}, {1, 2, 45}}},
     };
     for (const auto& [shape, radii] : cases) {
       for (const Radii& r : radii) {
@@ -317,8 +319,9 @@ class TestNeighbourhood : public QObject {
         untouched(a, host, w);
         if (QTest::currentTestFailed()) return;
       }
-      // Gaussians whose radius fits the fused tile (sigma 2: radius 8) and does not (sigma 4).
-      for (double sigma : {2.0, 4.0}) {
+      // Gaussians whose radius fits the fused tile (sigma 2: radius 8), does not (sigma 4),
+      // and passes the y/z tiles' limit (sigma 10: radius 40, the simple pass).
+      for (double sigma : {2.0, 4.0, 10.0}) {
         auto [a, host] = push_random<float>(dev, shape, false);
         const std::array<double, 3> s{sigma, shape.ndim() >= 2 ? sigma / 2 : 0.0,
                                       shape.ndim() == 3 ? sigma : 0.0};

@@ -13,8 +13,10 @@
 #include <itkConnectedComponentImageFilter.h>
 #include <itkImage.h>
 
+#include <array>
 #include <deque>
 #include <map>
+#include <random>
 
 #include "gpix/filters.h"
 #include "harness.h"
@@ -759,6 +761,62 @@ class TestSegmentation : public QObject {
       QFAIL("no exception");
     } catch (const InvalidArgument& e) {
       QVERIFY2(std::string(e.what()).find("relabel_sequential") != std::string::npos, e.what());
+    }
+  }
+
+  // Box and cross morphology run on masks packed 32 pixels to a word: rows that end inside a
+  // word, span several, or fit one exactly; windows wider than a word and than the image;
+  // sparse, dense and half-full masks (erosion of a sparse mask alone would say little);
+  // uint8 rows that load as vectors (widths 64, 40) and ones that do not; float inputs whose
+  // true pixels include NaN and whose false ones include -0.
+  void morphology_across_words() {
+    const std::pair<Shape, std::vector<int>> cases[] = {{Shape{3, 70}, {1, 3, 31, 32, 33, 45}},
+                                                        {Shape{5, 97}, {2, 7, 40}},
+                                                        {Shape{1, 64}, {1, 32, 70}},
+                                                        {Shape{2, 33}, {1, 16}},
+                                                        {Shape{2, 3, 129}, {1, 2, 5}},
+                                                        {Shape{3, 4, 40}, {1, 3}},
+                                                        {Shape{9, 2, 1}, {1, 4}}};
+    const char* filters[] = {"binary_erosion", "binary_dilation", "binary_opening",
+                             "binary_closing"};
+    std::bernoulli_distribution coin(0.5);
+    for (const Device& dev : test_devices()) {
+      int k = 0;
+      for (const auto& [shape, radii] : cases) {
+        const double density = std::array{0.5, 0.9, 0.1}[static_cast<std::size_t>(k++ % 3)];
+        std::bernoulli_distribution on(density);
+        std::vector<std::uint8_t> m(shape.elements());
+        std::vector<float> f(m.size());
+        for (std::size_t i = 0; i < m.size(); ++i) {
+          m[i] = on(rng()) ? 1 : 0;
+          f[i] = m[i] ? (coin(rng()) ? std::numeric_limits<float>::quiet_NaN() : -3.0f)
+                      : (coin(rng()) ? -0.0f : 0.0f);
+        }
+        const Array inputs[] = {Array::push(m, shape, dev), Array::push(f, shape, dev)};
+        for (int r : radii) {
+          for (bool cross : {false, true}) {
+            const auto ero = ref_morph(m, shape, r, cross, false);
+            const auto dil = ref_morph(m, shape, r, cross, true);
+            const std::vector<std::uint8_t> expect[] = {ero, dil,
+                                                        ref_morph(ero, shape, r, cross, true),
+                                                        ref_morph(dil, shape, r, cross, false)};
+            for (std::size_t fi = 0; fi < 4; ++fi) {
+              for (const Array& a : inputs) {
+                const Array out = run(filters[fi], a,
+                                      {{"radius", double(r)},
+                                       {"connectivity", std::string(cross ? "cross" : "box")}})
+                                      .array;
+                compare(out.pull_as<std::uint8_t>(), expect[fi], 0, 0,
+                        at(filters[fi], a.dtype(), shape,
+                           (std::string(cross ? "cross r=" : "box r=") + std::to_string(r) +
+                            " density " + std::to_string(density))
+                               .c_str()));
+                if (QTest::currentTestFailed()) return;
+              }
+            }
+          }
+        }
+      }
     }
   }
 

@@ -1,5 +1,7 @@
 #include "filters/launch.h"
 
+#include <algorithm>
+
 #include "gpix/error.h"
 
 namespace gpix::detail {
@@ -16,6 +18,16 @@ Launch image_grid(const Shape& s) {
   }
   l.global = {round_up(s.width(), l.local[0]), round_up(s.height(), l.local[1]),
               round_up(s.depth(), l.local[2])};
+  return l;
+}
+
+Launch grid(std::array<std::size_t, 3> global, std::array<std::size_t, 3> local) {
+  Launch l;
+  l.dims = 3;
+  l.local = local;
+  for (std::size_t k = 0; k < 3; ++k) {
+    l.global[k] = round_up(std::max<std::size_t>(global[k], 1), local[k]);
+  }
   return l;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 // Helpers for filter implementations: outputs, grids and launches.
+#include <array>
 #include <initializer_list>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,11 @@ inline Array empty_like(const Array& a, DType t) {
 Launch image_grid(const Shape& s);
 // A flat grid over n elements (work-group size 256).
 Launch flat_grid(std::size_t n);
+// A 3D grid of `global` work-items (each extent at least 1, rounded up to `local`).
+Launch grid(std::array<std::size_t, 3> global, std::array<std::size_t, 3> local);
+inline std::size_t ceil_div(std::size_t a, std::size_t b) {
+  return (a + b - 1) / b;
+}
 
 // A buffer argument. Kernels index it as a flat run from the allocation's start, so only
 // contiguous arrays may get here (gpix::run copies other layouts first).
@@ -38,6 +44,16 @@ template <class T>
 KernelArg arg(T v) {
   return KernelArg::scalar(v);
 }
+// Whether a's rows load and store as the dialect's gpix_v4 vectors: 8-, 16- and 32-bit types,
+// rows of whole vectors (width a multiple of 4) and an allocation aligned to a vector. gpix's
+// own allocations always are (CUDA: 256 bytes, OpenCL: CL_DEVICE_MEM_BASE_ADDR_ALIGN, and
+// native_pointer() is 0 there); memory wrapped from elsewhere (DLPack) may not be.
+inline bool vector_ok(const Array& a) {
+  const std::size_t vec = 4 * size_of(a.dtype());
+  return size_of(a.dtype()) <= 4 && a.shape().width() % 4 == 0 &&
+         Access::impl(a).memory->native_pointer() % vec == 0;
+}
+
 // width, height, depth as gpix_index (64-bit) arguments.
 inline void push_shape(std::vector<KernelArg>& args, const Shape& s) {
   args.push_back(KernelArg::scalar<std::uint64_t>(s.width()));

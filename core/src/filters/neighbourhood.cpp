@@ -65,21 +65,6 @@ KernelArg ct_arg(DType ct, double v) {
   return ct == DType::f64 ? arg(v) : arg(static_cast<float>(v));
 }
 
-Launch grid(std::array<std::size_t, 3> global, std::array<std::size_t, 3> local) {
-  Launch l;
-  l.dims = 3;
-  l.local = local;
-  for (int i = 0; i < 3; ++i) {
-    const auto k = static_cast<std::size_t>(i);
-    l.global[k] = round_up(std::max<std::size_t>(global[k], 1), local[k]);
-  }
-  return l;
-}
-
-std::size_t ceil_div(std::size_t a, std::size_t b) {
-  return (a + b - 1) / b;
-}
-
 // ------------------------------------------------------------------ separable passes
 const char* op_name(SepOp op) {
   switch (op) {
@@ -345,21 +330,13 @@ bool radius_one(const Array& a, const Radii& r) {
 constexpr std::size_t kR1Run = 8, kR1RunMedian = 16, kR1RunV4 = 2;
 constexpr std::size_t kR1TileX = 32, kR1TileY = 16, kR1TileZ = 32;
 
-// Whether r1_<op>_2d_v4 takes `a`: 8-, 16- and 32-bit types (the dialect's gpix_v4), rows of
-// whole vectors (width a multiple of 4) and an allocation aligned to a vector. gpix's own
-// allocations always are (CUDA: 256 bytes, OpenCL: CL_DEVICE_MEM_BASE_ADDR_ALIGN, and
-// native_pointer() is 0 there); memory wrapped from elsewhere (DLPack) may not be.
-bool r1_vector_ok(const Array& a) {
-  const std::size_t vec = 4 * size_of(a.dtype());
-  return size_of(a.dtype()) <= 4 && a.shape().width() % 4 == 0 &&
-         Access::impl(a).memory->native_pointer() % vec == 0;
-}
+// Whether r1_<op>_2d_v4 takes `a`: vector_ok (launch.h).
 // The r1_<op>_* kernel that radius_one_box runs on `in` (its output, a new gpix allocation, is
 // aligned like any).
 std::string r1_entry(const Array& in, const char* op) {
   const bool median = std::string_view(op) == "median";
   if (in.ndim() == 2)
-    return std::string("r1_") + op + (!median && r1_vector_ok(in) ? "_2d_v4" : "_2d");
+    return std::string("r1_") + op + (!median && vector_ok(in) ? "_2d_v4" : "_2d");
   return std::string("r1_") + op + "_3d";
 }
 // Whether that kernel has its program now (filters/launch.h, kernel_ready): the r1 median's
@@ -378,7 +355,7 @@ Array radius_one_box(const Array& in, const char* op, DType out_t, double diviso
   std::vector<KernelArg> args = {arg(in), arg(out)};
   push_shape(args, s);
   args.push_back(ct_arg(compute_type({in.dtype(), out_t}), divisor));
-  if (in.ndim() == 2 && !median && r1_vector_ok(in) && r1_vector_ok(out)) {
+  if (in.ndim() == 2 && !median && vector_ok(in) && vector_ok(out)) {
     // Four columns per work-item: 1.10-1.13x -> 0.97-0.99x the copy time on an H200 (8192^2
     // float32, bench/RESULTS.md).
     launch(in, "neighbourhood.kernel", std::string("r1_") + op + "_2d_v4",
@@ -503,8 +480,17 @@ Array stencil(const Array& in, const char* entry, int extra, std::string_view fi
   std::vector<KernelArg> args = {arg(in), arg(out)};
   push_shape(args, in.shape());
   args.push_back(arg(extra));
-  launch(in, "neighbourhood.kernel", entry, nb_defines(in.dtype(), out_t), image_grid(in.shape()),
-         args);
+  // sobel and laplace walk ST_RUN (8) outputs along the last axis per work-item.
+  const std::string_view e = entry;
+  const Shape& s = in.shape();
+  Launch g = image_grid(s);
+  if (e == "sobel" || e == "laplace") {
+    constexpr std::size_t kRun = 8;
+    g = in.ndim() == 3   ? grid({s.width(), s.height(), ceil_div(s.depth(), kRun)}, {32, 8, 1})
+        : in.ndim() == 2 ? grid({s.width(), ceil_div(s.height(), kRun), 1}, {64, 4, 1})
+                         : grid({s.width(), 1, 1}, {256, 1, 1});
+  }
+  launch(in, "neighbourhood.kernel", entry, nb_defines(in.dtype(), out_t), g, args);
   return out;
 }
 
