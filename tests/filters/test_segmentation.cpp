@@ -767,7 +767,8 @@ class TestSegmentation : public QObject {
   // Box and cross morphology run on masks packed 32 pixels to a word: rows that end inside a
   // word, span several, or fit one exactly; windows wider than a word and than the image;
   // sparse, dense and half-full masks (erosion of a sparse mask alone would say little);
-  // uint8 rows that load as vectors (widths 64, 40) and ones that do not; float inputs whose
+  // rows that load and store as vectors (widths 64 and 40) and ones that do not; uint8 inputs
+  // whose true pixels take every value 1..255, int16 ones negative values too, float ones whose
   // true pixels include NaN and whose false ones include -0.
   void morphology_across_words() {
     const std::pair<Shape, std::vector<int>> cases[] = {{Shape{3, 70}, {1, 3, 31, 32, 33, 45}},
@@ -786,13 +787,20 @@ class TestSegmentation : public QObject {
         const double density = std::array{0.5, 0.9, 0.1}[static_cast<std::size_t>(k++ % 3)];
         std::bernoulli_distribution on(density);
         std::vector<std::uint8_t> m(shape.elements());
+        std::vector<std::uint8_t> b(m.size());  // true: 1 .. 255 (every high bit pattern)
+        std::vector<std::int16_t> h(m.size());  // true: any nonzero value, negative ones too
         std::vector<float> f(m.size());
         for (std::size_t i = 0; i < m.size(); ++i) {
           m[i] = on(rng()) ? 1 : 0;
+          b[i] = m[i] ? static_cast<std::uint8_t>(1 + rng()() % 255) : 0;
+          h[i] = m[i] ? static_cast<std::int16_t>(rng()() % 2 ? -1 - rng()() % 32768
+                                                              : 1 + rng()() % 32767)
+                      : 0;
           f[i] = m[i] ? (coin(rng()) ? std::numeric_limits<float>::quiet_NaN() : -3.0f)
                       : (coin(rng()) ? -0.0f : 0.0f);
         }
-        const Array inputs[] = {Array::push(m, shape, dev), Array::push(f, shape, dev)};
+        const Array inputs[] = {Array::push(b, shape, dev), Array::push(h, shape, dev),
+                                Array::push(f, shape, dev)};
         for (int r : radii) {
           for (bool cross : {false, true}) {
             const auto ero = ref_morph(m, shape, r, cross, false);

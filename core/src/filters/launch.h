@@ -54,6 +54,12 @@ inline bool vector_ok(const Array& a) {
          Access::impl(a).memory->native_pointer() % vec == 0;
 }
 
+// Whether every row of a (8-, 16- or 32-bit elements) starts on a `bytes` boundary.
+inline bool aligned_rows(const Array& a, std::size_t bytes) {
+  return size_of(a.dtype()) <= 4 && a.shape().width() * size_of(a.dtype()) % bytes == 0 &&
+         Access::impl(a).memory->native_pointer() % bytes == 0;
+}
+
 // width, height, depth as gpix_index (64-bit) arguments.
 inline void push_shape(std::vector<KernelArg>& args, const Shape& s) {
   args.push_back(KernelArg::scalar<std::uint64_t>(s.width()));

@@ -410,7 +410,7 @@ Array morph(const Array& in, int radius, bool cross, std::initializer_list<bool>
   Array next = Array::empty(Shape{words}, DType::u32, in.device());
   {
     std::vector<KernelArg> a = rows_args(in, cur);
-    a.push_back(arg(vector_ok(in) ? 1 : 0));
+    a.push_back(arg(aligned_rows(in, 16) ? 1 : 0));
     launch(in, kFile, "mask_pack", seg_defines(in.dtype()), rows, a);
   }
   const auto pass = [&](const char* entry, const Launch& g, std::vector<KernelArg> a) {
@@ -441,9 +441,11 @@ Array morph(const Array& in, int radius, bool cross, std::initializer_list<bool>
     }
   }
   Array out = empty_like(in, DType::u8);
-  launch(in, kFile, "mask_unpack", u32, flat_grid(ceil_div(in.elements(), 4)),
+  const int vec = aligned_rows(out, 16) ? 16 : (aligned_rows(out, 4) ? 4 : 1);
+  launch(in, kFile, "mask_unpack", u32,
+         flat_grid(ceil_div(in.elements(), static_cast<std::size_t>(vec))),
          {arg(cur), arg(out), arg<std::uint64_t>(s.width()), arg<std::uint64_t>(in.elements()),
-          arg<std::uint64_t>(nw), arg(vector_ok(out) ? 1 : 0)});
+          arg<std::uint64_t>(nw), arg(vec)});
   return out;
 }
 
