@@ -9,6 +9,9 @@
 // bound by them), towards 2 when every push travelled beside a pull.
 //   bench_tiled [--device NAME[,NAME...]] [--gb 4] [--budget-mb 512] [--repeats 3]
 //               [--workers 1,2,3]
+//   bench_tiled ... --pinned 1   the volume and the output in pinned host memory (HostArray::
+//               pinned), which the slabs travel from and to by DMA without gpix's staging copy;
+//               the floor then uses pinned rates
 //   bench_tiled --beyond-gb 96 [--device ...] [--budget-mb 4096] [--workers 2]
 // --beyond-gb: a volume larger than the device's whole memory (and than this host could hold
 // twice), generated plane by plane by a SlabSource and checked by a SlabSink that keeps a
@@ -35,11 +38,12 @@ double seconds_of(const std::function<void()>& f) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// The PCIe rates in this run, GB/s: one 256 MB pageable push and pull, as the slabs travel
-// (best of 5).
-std::pair<double, double> pageable_rates(const gpix::Device& device) {
+// The PCIe rates in this run, GB/s: one 256 MB push and pull from pageable (or pinned) host
+// memory, as the slabs travel (best of 5).
+std::pair<double, double> pageable_rates(const gpix::Device& device, bool pinned = false) {
   const gpix::Shape probe{64, 1024, 1024};
-  gpix::HostArray ph = gpix::HostArray::empty(probe, gpix::DType::f32);
+  gpix::HostArray ph = pinned ? gpix::HostArray::pinned(probe, gpix::DType::f32, device)
+                              : gpix::HostArray::empty(probe, gpix::DType::f32);
   std::memset(ph.data(), 0, ph.bytes());
   gpix::Array pa = gpix::Array::empty(probe, gpix::DType::f32, device);
   double push_s = 1e9, pull_s = 1e9;
@@ -49,8 +53,8 @@ std::pair<double, double> pageable_rates(const gpix::Device& device) {
   }
   const double push_gbps = static_cast<double>(ph.bytes()) / push_s / 1e9;
   const double pull_gbps = static_cast<double>(ph.bytes()) / pull_s / 1e9;
-  std::printf("pageable push %.1f GB/s, pull %.1f GB/s (256 MB, best of 5)\n", push_gbps,
-              pull_gbps);
+  std::printf("%s push %.1f GB/s, pull %.1f GB/s (256 MB, best of 5)\n",
+              pinned ? "pinned" : "pageable", push_gbps, pull_gbps);
   return {push_gbps, pull_gbps};
 }
 
@@ -197,12 +201,14 @@ int main(int argc, char** argv) {
   int repeats = 3;
   std::vector<std::size_t> workers = {1, 2, 3};
   double beyond_gb = 0;
+  bool pinned = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--device")) device = argv[i + 1];
     if (!std::strcmp(argv[i], "--gb")) gb = std::stod(argv[i + 1]);
     if (!std::strcmp(argv[i], "--budget-mb")) budget_mb = std::stod(argv[i + 1]);
     if (!std::strcmp(argv[i], "--repeats")) repeats = std::stoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--beyond-gb")) beyond_gb = std::stod(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--pinned")) pinned = std::stoi(argv[i + 1]) != 0;
     if (!std::strcmp(argv[i], "--workers")) {
       workers.clear();
       std::stringstream list(argv[i + 1]);
@@ -223,20 +229,25 @@ int main(int argc, char** argv) {
     const std::size_t planes =
         std::max<std::size_t>(8, static_cast<std::size_t>(gb * 1e9 / (1024.0 * 1024.0 * 4.0)));
     const gpix::Shape shape{planes, 1024, 1024};
-    gpix::HostArray in = gpix::HostArray::empty(shape, gpix::DType::f32);
+    gpix::HostArray in = pinned ? gpix::HostArray::pinned(shape, gpix::DType::f32, devs[0])
+                                : gpix::HostArray::empty(shape, gpix::DType::f32);
     {
+      // One generator per plane, on every core (12 GB by one thread took seconds a run).
       auto v = in.as<float>();
-      std::uint32_t state = 12345;
-      for (auto& x : v) {
-        state = state * 1664525u + 1013904223u;
-        x = static_cast<float>(state >> 8) * (1.0f / 16777216.0f);
-      }
+      const std::size_t plane = 1024 * 1024;
+      parallel_for(planes, std::max(1u, std::thread::hardware_concurrency()), [&](std::size_t z) {
+        std::uint32_t state = 12345u + 2654435761u * static_cast<std::uint32_t>(z);
+        for (std::size_t i = z * plane; i < (z + 1) * plane; ++i) {
+          state = state * 1664525u + 1013904223u;
+          v[i] = static_cast<float>(state >> 8) * (1.0f / 16777216.0f);
+        }
+      });
     }
     const double bytes = static_cast<double>(in.bytes());
-    std::printf("volume %s float32, %.2f GB; budget %.0f MB per device\n", shape.str().c_str(),
-                bytes / 1e9, budget_mb);
+    std::printf("volume %s float32, %.2f GB in %s host memory; budget %.0f MB per device\n",
+                shape.str().c_str(), bytes / 1e9, pinned ? "pinned" : "pageable", budget_mb);
 
-    const auto [push_gbps, pull_gbps] = pageable_rates(devs[0]);
+    const auto [push_gbps, pull_gbps] = pageable_rates(devs[0], pinned);
 
     struct Case {
       const char* filter;
@@ -256,6 +267,10 @@ int main(int argc, char** argv) {
         // The first run writes a fresh output (first-touch page faults included); the repeats
         // reuse it through TiledOptions::output.
         gpix::HostArray out;
+        if (pinned) {
+          out = gpix::HostArray::pinned(shape, gpix::DType::f32, devs[0]);
+          o.output = &out;
+        }
         try {
           out = gpix::run_tiled(c.filter, in, c.params, o);
         } catch (const gpix::InvalidArgument& e) {

@@ -14,6 +14,11 @@
 #                                suite.py (e.g. --budget 300, --filters REGEX).
 #   scripts/gpu-run.sh launch    bench_launch: one catalog call on a tiny image (issue, round
 #                                trip, host and device allocations per call), both backends
+#   scripts/gpu-run.sh two       issue 20 on a host with two GPUs: gpix devices, the tiled
+#                                Gaussian and median on one GPU and on both (CUDA, NVIDIA OpenCL;
+#                                GPIX_TILED_GB, default 12, with a 2 GB budget per device; pageable
+#                                host memory, and pinned on CUDA), and bench_devices (peer-to-peer against
+#                                through-the-host copies)
 #   scripts/gpu-run.sh tiled     bench_tiled (GPIX_TILED_GB, default 8, of float32 with a 1 GB
 #                                budget) and bench_transfer, on CUDA and NVIDIA OpenCL
 set -uo pipefail
@@ -91,6 +96,31 @@ case "$stage" in
         --gb "${GPIX_TILED_GB:-8}" --budget-mb 1024 --repeats 3 2>&1 | tee -a "$out/tiled.txt"
     done
     benches transfers.txt bench_transfer
+    ;;
+  two)
+    OCL_ICD_VENDORS=/tmp/nv-icd "$build/bin/gpix" devices 2>&1 | tee "$out/devices.txt"
+    # The device indices of each backend's GPUs, comma-separated.
+    gpus() {
+      OCL_ICD_VENDORS=/tmp/nv-icd "$build/bin/gpix" devices --json | python3 -c "
+import json, sys
+d = json.load(sys.stdin)['devices']
+print(','.join(str(x['index']) for x in d if x['backend'] == '$1' and x['type'] == 'gpu'))"
+    }
+    for backend in cuda opencl; do
+      all=$(gpus $backend)
+      for devs in "${all%%,*}" "$all"; do
+        # Pinned host memory on CUDA only: an OpenCL context stages another one's pinned memory.
+        for pinned in 0 $([ $backend = cuda ] && echo 1); do
+          echo "== bench_tiled --device $devs --pinned $pinned"
+          OCL_ICD_VENDORS=/tmp/nv-icd timeout 150 "$build/bin/bench_tiled" --device "$devs" \
+            --gb "${GPIX_TILED_GB:-12}" --budget-mb 2048 --repeats 3 --workers 1,2 \
+            --pinned $pinned 2>&1 | tee -a "$out/two.txt" | grep -v "^device:"
+        done
+      done
+    done
+    echo "== bench_devices"
+    OCL_ICD_VENDORS=/tmp/nv-icd timeout 150 "$build/bin/bench_devices" --mb 1024 2>&1 |
+      tee "$out/devices_copy.txt"
     ;;
   transfers)
     for dev in cuda: opencl:NVIDIA; do

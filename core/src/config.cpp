@@ -63,6 +63,7 @@ Config Config::from(const std::function<const char*(const char*)>& get) {
   c.disable_fp64 = flag(get("GPIX_DISABLE_FP64"));
   c.test_fill_kernel = flag(get("GPIX_TEST_FILL_KERNEL"));
   c.no_disk_cache = flag(get("GPIX_NO_DISK_CACHE"));
+  c.no_peer_copy = flag(get("GPIX_NO_PEER_COPY"));
   if (const char* d = get("GPIX_CACHE_DIR"); d && *d) {
     c.cache_dir = d;
   } else if (const char* x = get("XDG_CACHE_HOME"); x && *x) {

@@ -37,6 +37,10 @@ struct Config {
   bool disable_fp64 = false;      // GPIX_DISABLE_FP64
   bool test_fill_kernel = false;  // GPIX_TEST_FILL_KERNEL
   bool no_disk_cache = false;     // GPIX_NO_DISK_CACHE
+  // GPIX_NO_PEER_COPY: copies between two CUDA devices go through pinned host memory even where
+  // the driver offers peer-to-peer, for hosts whose peer path is slow or broken (an IOMMU in a
+  // VM) and for measuring the two paths against each other (bench_devices).
+  bool no_peer_copy = false;
   // The disk cache's folder: GPIX_CACHE_DIR, else $XDG_CACHE_HOME/gpix, else ~/.cache/gpix;
   // empty when none of them is set.
   std::string cache_dir;

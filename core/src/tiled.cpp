@@ -283,7 +283,7 @@ class TiledRun {
       const std::size_t pb = plane_ * size_of(src.dtype());
       const std::size_t bytes = (l1 - h0) * pb;
       const std::byte* from = h0 < l1 ? src.planes(h0) : nullptr;
-      bool pinned = false;
+      bool pinned = from && src.pinned_for(device);
       if (!from && h0 < l1) {
         std::byte* buf = buffers[i].get(bytes, dev);
         const auto t0 = Clock::now();
@@ -502,7 +502,7 @@ class TiledRun {
       auto& impl = detail::Access::impl(interior);
       if (std::byte* dst = output_->planes(f.z0)) {
         const auto t0 = Clock::now();
-        detail::read_all(impl, dst, false);
+        detail::read_all(impl, dst, output_->pinned_for(device));
         pull_s += since(t0);
       } else {
         std::byte* buf = out_buffer.get((f.z1 - f.z0) * ob, detail::Access::impl(device));
@@ -607,7 +607,7 @@ class TiledRun {
     start_sink(a.shape(), a.dtype());
     const auto t0 = Clock::now();
     if (std::byte* dst = output_->planes(0)) {
-      detail::read_all(detail::Access::impl(a), dst, false);
+      detail::read_all(detail::Access::impl(a), dst, output_->pinned_for(a.device()));
       report_.pull_seconds += since(t0);
     } else {
       const HostArray h = a.pull();
@@ -662,6 +662,27 @@ void HostArraySource::read(std::size_t from, std::size_t to, std::byte* dst) {
 
 const std::byte* HostArraySource::planes(std::size_t from) const {
   return array_.data() + from * plane_bytes_;
+}
+
+namespace {
+
+// Pinned host memory moves by DMA to the device it was pinned for and, on CUDA, to every CUDA
+// device (cuMemHostAlloc's CU_MEMHOSTALLOC_PORTABLE); an OpenCL context does not know another
+// context's page-locked memory, so there it is staged like pageable memory.
+bool dma_ready(const HostArray& a, const Device& d) {
+  if (!a.is_pinned()) return false;
+  const Device& p = a.pinned_device();
+  return p == d || (p.info().backend == Backend::cuda && d.info().backend == Backend::cuda);
+}
+
+}  // namespace
+
+bool HostArraySource::pinned_for(const Device& d) const {
+  return dma_ready(array_, d);
+}
+
+bool HostArraySink::pinned_for(const Device& d) const {
+  return dma_ready(array_, d);
 }
 
 HostArraySink::HostArraySink(HostArray into) : array_(std::move(into)), given_(true) {

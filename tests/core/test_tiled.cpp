@@ -609,6 +609,46 @@ class TestTiled : public QObject {
     QVERIFY(std::memcmp(a.pull().data(), h.data(), h.bytes()) == 0);
   }
 
+  // Pinned input and output arrays: slabs of several MB go to and from the device by DMA
+  // without the staging copy (SlabSource::pinned_for), with the whole-array bytes; a fold
+  // writes its plane into a pinned output too. On two devices the second one's slabs are
+  // staged (another OpenCL context does not know the first one's page-locked memory).
+  void pinned_host_memory() {
+    const std::vector<Device> devs = same_kind_devices();
+    const Device& d0 = devs.front();
+    const Shape s{37, 192, 160};  // 4.5 MB of float32, slabs of ~1 MB (over the staging size)
+    HostArray in = HostArray::pinned(s, DType::f32, d0);
+    {
+      const HostArray r = random_host(s, DType::f32);
+      std::memcpy(in.data(), r.data(), r.bytes());
+    }
+    const HostArraySource src(in);
+    QVERIFY(src.pinned_for(d0));
+    QVERIFY(!HostArraySource(random_host(s, DType::f32)).pinned_for(d0));
+    for (std::size_t k = 1; k < devs.size(); ++k) {
+      QCOMPARE(src.pinned_for(devs[k]), devs[k].info().backend == Backend::cuda);
+    }
+    const std::pair<const char*, Params> cases[] = {
+        {"gaussian_blur", {{"sigma_x", 2.0}, {"sigma_y", 1.0}, {"sigma_z", 2.0}}},
+        {"median_box", {{"radius_x", 1.0}, {"radius_y", 1.0}, {"radius_z", 1.0}}},
+        {"sum_z_projection", {}}};
+    for (const auto& [f, p] : cases) {
+      const Result whole = run(f, Array::push(in, d0), p);
+      HostArray out = HostArray::pinned(whole.array.shape(), whole.array.dtype(), d0);
+      std::memset(out.data(), 0xff, out.bytes());  // poison
+      TiledOptions o;
+      o.devices = devs;
+      o.budget_bytes = budget_for(s, DType::f32, 1, tile_halo(f, 3, p), 8);
+      o.output = &out;
+      TiledReport report;
+      o.report = &report;
+      const HostArray tiled = run_tiled(f, std::span<const HostArray>(&in, 1), p, o);
+      QVERIFY2(tiled.data() == out.data(), f);
+      QVERIFY2(same_bytes(out, whole.array), f);
+      if (std::string_view(f) != "sum_z_projection") QVERIFY2(report.slabs >= 6, f);
+    }
+  }
+
   // connected_components joins its slabs across their faces: the whole-array labelling
   // exactly, 2D and 3D, odd sizes, both connectivities, 8-20 slabs, on every test device
   // (two under POCL_DEVICES="pthread pthread"), several workers per device too.

@@ -52,6 +52,9 @@ class SlabSource {
   // Plane `from` onwards where they already lie in memory, contiguous (a slab is then pushed
   // from there without a copy), or null.
   virtual const std::byte* planes(std::size_t /*from*/) const { return nullptr; }
+  // Whether the memory planes() hands out is page-locked for device d, so that a slab goes to
+  // it by DMA without gpix's staging copy (a pinned HostArray).
+  virtual bool pinned_for(const Device& /*d*/) const { return false; }
 };
 
 // Where a tiled run writes its output, plane by plane.
@@ -70,6 +73,8 @@ class SlabSink {
   // Plane `from` onwards where the sink keeps its planes in memory (slabs are then pulled
   // straight there, in any order, and write() is not called), or null.
   virtual std::byte* planes(std::size_t /*from*/) { return nullptr; }
+  // Whether the memory planes() hands out is page-locked for device d (see SlabSource).
+  virtual bool pinned_for(const Device& /*d*/) const { return false; }
   // After the last plane, once the run succeeded (a file moves into place). A sink whose run
   // failed is destroyed without it and leaves nothing behind.
   virtual void finish() {}
@@ -83,6 +88,7 @@ class HostArraySource final : public SlabSource {
   DType dtype() const override { return array_.dtype(); }
   void read(std::size_t from, std::size_t to, std::byte* dst) override;
   const std::byte* planes(std::size_t from) const override;
+  bool pinned_for(const Device& d) const override;
 
  private:
   HostArray array_;
@@ -98,6 +104,7 @@ class HostArraySink final : public SlabSink {
   void start(const Shape& shape, DType dtype) override;
   void write(std::size_t from, std::size_t to, const std::byte* src) override;
   std::byte* planes(std::size_t from) override;
+  bool pinned_for(const Device& d) const override;
   // The output (invalid before start()).
   const HostArray& array() const { return array_; }
 

@@ -1,6 +1,7 @@
 // CudaDevice: blocking and pitched transfers, bounce blocks for pageable memory, map/unmap,
 // managed-memory copies and peer-to-peer copies.
 #include "backend/cuda/cuda_device.h"
+#include "config.h"
 
 namespace gpix::detail::cuda {
 
@@ -174,7 +175,7 @@ std::shared_ptr<EventImpl> CudaDevice::do_copy_peer(const Memory& src, std::size
                                                     DeviceImpl& to, Memory& dst,
                                                     std::size_t dst_offset, std::size_t bytes) {
   auto* peer = dynamic_cast<CudaDevice*>(&to);
-  if (!peer || peer == this || !peer_access(*peer)) return nullptr;
+  if (!peer || peer == this || config().no_peer_copy || !peer_access(*peer)) return nullptr;
   ContextScope scope(*ctx_);
   const std::string what = "copying " + human(bytes) + " from '" + info().name + "' to '" +
                            peer->info().name + "' (peer to peer)";
