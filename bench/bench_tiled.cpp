@@ -9,6 +9,8 @@
 // bound by them), towards 2 when every push travelled beside a pull.
 //   bench_tiled [--device NAME[,NAME...]] [--gb 4] [--budget-mb 512] [--repeats 3]
 //               [--workers 1,2,3]
+//   bench_tiled ... --median-radius 2   the median's radius (default 1: 3x3x3); radius 2 (125
+//               values a voxel) makes the run compute-bound rather than bus-bound
 //   bench_tiled ... --pinned 1   the volume and the output in pinned host memory (HostArray::
 //               pinned), which the slabs travel from and to by DMA without gpix's staging copy;
 //               the floor then uses pinned rates
@@ -202,6 +204,7 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> workers = {1, 2, 3};
   double beyond_gb = 0;
   bool pinned = false;
+  double mr = 1;  // the median's radius
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--device")) device = argv[i + 1];
     if (!std::strcmp(argv[i], "--gb")) gb = std::stod(argv[i + 1]);
@@ -209,6 +212,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--repeats")) repeats = std::stoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--beyond-gb")) beyond_gb = std::stod(argv[i + 1]);
     if (!std::strcmp(argv[i], "--pinned")) pinned = std::stoi(argv[i + 1]) != 0;
+    if (!std::strcmp(argv[i], "--median-radius")) mr = std::stod(argv[i + 1]);
     if (!std::strcmp(argv[i], "--workers")) {
       workers.clear();
       std::stringstream list(argv[i + 1]);
@@ -253,9 +257,8 @@ int main(int argc, char** argv) {
       const char* filter;
       gpix::Params params;
     };
-    const Case cases[] = {
-        {"gaussian_blur", {{"sigma_x", 2.0}, {"sigma_y", 2.0}, {"sigma_z", 2.0}}},
-        {"median_box", {{"radius_x", 1.0}, {"radius_y", 1.0}, {"radius_z", 1.0}}}};
+    const Case cases[] = {{"gaussian_blur", {{"sigma_x", 2.0}, {"sigma_y", 2.0}, {"sigma_z", 2.0}}},
+                          {"median_box", {{"radius_x", mr}, {"radius_y", mr}, {"radius_z", mr}}}};
     std::printf("%-14s %7s %6s %5s %8s %8s %8s %8s %8s %7s %7s %9s %9s %8s %8s\n", "filter",
                 "workers", "slabs", "halo", "best s", "GB/s in", "floor s", "x floor", "push s",
                 "run s", "pull s", "push GB/s", "pull GB/s", "overlap", "fresh s");

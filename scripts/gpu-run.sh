@@ -18,7 +18,13 @@
 #                                Gaussian and median on one GPU and on both (CUDA, NVIDIA OpenCL;
 #                                GPIX_TILED_GB, default 12, with a 2 GB budget per device; pageable
 #                                host memory, and pinned on CUDA), and bench_devices (peer-to-peer against
-#                                through-the-host copies)
+#                                through-the-host copies; GPIX_TWO_COPIES=0 leaves it out).
+#                                GPIX_TWO_BACKENDS (cuda opencl), GPIX_TWO_PINNED (0 1 on CUDA) and
+#                                GPIX_TWO_ARGS (more bench_tiled arguments) narrow or vary it
+#   scripts/gpu-run.sh multi     issue 20's checks on every GPU of the host: the DMA ceiling of one
+#                                GPU and of all at once (bench/dma_ceiling.py, CuPy), every filter
+#                                on every GPU compared (cross_backend), and the core suites that
+#                                use several devices at once (ctest)
 #   scripts/gpu-run.sh tiled     bench_tiled (GPIX_TILED_GB, default 8, of float32 with a 1 GB
 #                                budget) and bench_transfer, on CUDA and NVIDIA OpenCL
 set -uo pipefail
@@ -104,23 +110,42 @@ case "$stage" in
       OCL_ICD_VENDORS=/tmp/nv-icd "$build/bin/gpix" devices --json | python3 -c "
 import json, sys
 d = json.load(sys.stdin)['devices']
-print(','.join(str(x['index']) for x in d if x['backend'] == '$1' and x['type'] == 'gpu'))"
+print(','.join(str(x['index']) for x in d if x['backend'] == '$1' and x['type'].lower() == 'gpu'))"
     }
-    for backend in cuda opencl; do
+    for backend in ${GPIX_TWO_BACKENDS:-cuda opencl}; do
       all=$(gpus $backend)
+      if [ -z "$all" ]; then echo "gpu-run: no $backend GPU listed"; continue; fi
       for devs in "${all%%,*}" "$all"; do
         # Pinned host memory on CUDA only: an OpenCL context stages another one's pinned memory.
-        for pinned in 0 $([ $backend = cuda ] && echo 1); do
+        for pinned in ${GPIX_TWO_PINNED:-0 $([ $backend = cuda ] && echo 1)}; do
           echo "== bench_tiled --device $devs --pinned $pinned"
           OCL_ICD_VENDORS=/tmp/nv-icd timeout 150 "$build/bin/bench_tiled" --device "$devs" \
             --gb "${GPIX_TILED_GB:-12}" --budget-mb 2048 --repeats 3 --workers 1,2 \
-            --pinned $pinned 2>&1 | tee -a "$out/two.txt" | grep -v "^device:"
+            --pinned $pinned ${GPIX_TWO_ARGS:-} 2>&1 | tee -a "$out/two.txt" | grep -v "^device:"
         done
       done
     done
+    [ "${GPIX_TWO_COPIES:-1}" = 0 ] && exit 0
     echo "== bench_devices"
     OCL_ICD_VENDORS=/tmp/nv-icd timeout 150 "$build/bin/bench_devices" --mb 1024 2>&1 |
       tee "$out/devices_copy.txt"
+    ;;
+  multi)
+    echo "== dma_ceiling"
+    timeout 90 python3 bench/dma_ceiling.py 2>&1 | tee "$out/dma.txt"
+    gpus=$(OCL_ICD_VENDORS=/tmp/nv-icd "$build/bin/gpix" devices --json | python3 -c "
+import json, sys
+print(','.join(str(x['index']) for x in json.load(sys.stdin)['devices'] if x['type'].lower() == 'gpu'))")
+    echo "== cross_backend --devices $gpus"
+    OCL_ICD_VENDORS=/tmp/nv-icd timeout 200 "$build/bin/cross_backend" --devices "$gpus" 2>&1 |
+      tee "$out/cross_backend.txt" | grep -E "FAIL|passed|devices|device"
+    echo "== ctest (suites that use several devices at once)"
+    cd "$build"
+    OCL_ICD_VENDORS=/tmp/nv-icd GPIX_REQUIRE_CUDA=1 timeout 240 ctest -j8 --timeout 230 \
+      -R "${GPIX_TESTS:-test_core_(tiled|memory|stress|copy_threads|array|device)$}" \
+      --output-on-failure > "$out/ctest.txt" 2>&1
+    grep -E "tests passed|Failed|\*\*\*|FAIL!|Timeout" "$out/ctest.txt" | head -40
+    tail -5 "$out/ctest.txt"
     ;;
   transfers)
     for dev in cuda: opencl:NVIDIA; do
