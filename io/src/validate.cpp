@@ -196,6 +196,7 @@ struct MetaHeader {
   double header_size = 0;            // HeaderSize: where the data starts (see meta_offset)
   bool big_endian = false;           // BinaryDataByteOrderMSB (or ElementByteOrderMSB)
   std::optional<std::string> ndims;  // NDims, as written
+  std::vector<double> dim_size;      // DimSize, x first
 };
 
 MetaHeader parse_meta(const fs::path& path) {
@@ -216,6 +217,10 @@ MetaHeader parse_meta(const fs::path& path) {
     if (key == "binarydatabyteordermsb" || key == "elementbyteordermsb")
       h.big_endian = lower(value) == "true";
     if (key == "ndims") h.ndims = value;
+    if (key == "dimsize") {
+      std::istringstream words(value);
+      for (double d = 0; words >> d;) h.dim_size.push_back(d);
+    }
     if (key == "elementdatafile") {
       h.data_file = value;
       h.header_bytes = consumed;
@@ -250,15 +255,19 @@ std::string check_inflate(const fs::path& file, std::uint64_t offset, std::uint6
 }
 
 // The file holding a MetaImage's data: the header file itself for LOCAL data, else the one
-// detached file it names; none for a list or pattern of files (left to MetaIO).
+// detached file it names; none for a list ("LIST", "LIST 2D") or pattern of files (left to
+// MetaIO).
 struct MetaDataFile {
   fs::path file;
   bool local = false;
 };
 std::optional<MetaDataFile> meta_data_file(const fs::path& path, const MetaHeader& h) {
   if (lower(h.data_file) == "local") return MetaDataFile{path, true};
-  if (h.data_file.empty() || h.data_file.find(' ') != std::string::npos ||
-      h.data_file.find('%') != std::string::npos) {
+  // "LIST" alone (one file per slice of NDims - 1 dimensions, named on the lines that follow)
+  // is MetaIO's list as much as "LIST 2D" is; taking it for a data file named LIST refused
+  // valid stacks. MetaIO compares the first four letters case-sensitively: "list" is a file.
+  if (h.data_file.empty() || h.data_file.rfind("LIST", 0) == 0 ||
+      h.data_file.find(' ') != std::string::npos || h.data_file.find('%') != std::string::npos) {
     return std::nullopt;
   }
   return MetaDataFile{path.parent_path() / fs::u8path(h.data_file), false};
@@ -288,6 +297,52 @@ MetaStream meta_stream(const fs::path& path, const MetaHeader& h, std::uint64_t 
   return {file, *offset, std::min(static_cast<std::uint64_t>(h.compressed_size), size - *offset)};
 }
 
+// A MetaImage whose slices lie in files listed after its header ("ElementDataFile = LIST",
+// optionally "LIST 2D": slices of that many dimensions, else NDims - 1), as MetaIO reads it:
+// one name per line, relative to the header's folder. MetaIO skips a slice file it cannot
+// open with a message on stderr and returns the image with that slice unread, so a missing
+// or short slice file is refused here, naming it. Compressed slices are left to MetaIO (their
+// sizes say nothing).
+std::string check_meta_list(const fs::path& path, const MetaHeader& h, std::uint64_t data_bytes) {
+  const std::size_t n = h.dim_size.size();
+  if (n == 0) return {};  // the header's own check names a missing DimSize
+  int slice_dims = static_cast<int>(n) - 1;
+  if (int k = 0;
+      std::sscanf(h.data_file.c_str() + 4, "%d", &k) == 1 && k > 0 && k < static_cast<int>(n)) {
+    slice_dims = k;
+  }
+  double files = 1;
+  for (std::size_t i = static_cast<std::size_t>(slice_dims); i < n; ++i) files *= h.dim_size[i];
+  if (!(files >= 1 && files <= 1e7)) return {};  // the size checks name an absurd DimSize
+  const auto count = static_cast<std::uint64_t>(files);
+  std::ifstream f(path, std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(h.header_bytes));
+  std::vector<std::string> names;
+  for (std::string line; names.size() < count && std::getline(f, line);) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
+      line.pop_back();
+    if (!line.empty()) names.push_back(line);
+  }
+  if (names.size() < count) {
+    return "its ElementDataFile = " + h.data_file + " lists " + std::to_string(names.size()) +
+           " slice file(s) after the header; its DimSize needs " + std::to_string(count);
+  }
+  const std::uint64_t slice_bytes = data_bytes / count;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const fs::path file = path.parent_path() / fs::u8path(names[i]);
+    std::error_code ec;
+    const std::string which = "its slice file '" + names[i] + "' (" + std::to_string(i + 1) +
+                              " of " + std::to_string(count) + " in its list)";
+    if (!fs::is_regular_file(file, ec)) return which + " does not exist";
+    const std::uint64_t size = fs::file_size(file, ec);
+    if (!h.compressed && !ec && size < slice_bytes) {
+      return which + " is truncated: " + std::to_string(size) + " bytes, " +
+             std::to_string(slice_bytes) + " expected";
+    }
+  }
+  return {};
+}
+
 std::string check_meta(const fs::path& path, std::uint64_t data_bytes) {
   const MetaHeader h = parse_meta(path);
   // MetaIO keeps HeaderSize in an int (a larger value wrapped, and the data was read from
@@ -307,6 +362,7 @@ std::string check_meta(const fs::path& path, std::uint64_t data_bytes) {
     return std::string("its header says CompressedDataSize = ") + text +
            "; it must be a byte count (the header is corrupt)";
   }
+  if (h.data_file.rfind("LIST", 0) == 0) return check_meta_list(path, h, data_bytes);
   const auto data = meta_data_file(path, h);
   if (!data) return {};
   const auto& [file, local] = *data;

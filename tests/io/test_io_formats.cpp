@@ -453,6 +453,76 @@ class TestIoFormats : public QObject {
     QVERIFY(std::memcmp(io::read(in(dir, "x.nii")).pixels.data(), a.data(), a.bytes()) == 0);
   }
 
+  // A MetaImage whose slices lie in a list of files ("ElementDataFile = LIST", with or without
+  // the slices' dimension): every slice in order, 3D of 2D files and 2D of 1D rows. A bare
+  // LIST was taken for a data file named "LIST" and refused.
+  void meta_file_lists() {
+    QTemporaryDir dir;
+    const Shape s{5, 3, 7};
+    const auto v = test::random_values<std::int16_t>(s.elements());
+    const std::size_t plane = 3 * 7;
+    std::string names;
+    for (std::size_t z = 0; z < 5; ++z) {
+      const std::string n = "slice " + std::to_string(z) + ".raw";  // a space, as users name them
+      std::ofstream(in(dir, n), std::ios::binary)
+          .write(reinterpret_cast<const char*>(v.data() + z * plane),
+                 static_cast<std::streamsize>(plane * 2));
+      names += n + "\n";
+    }
+    const std::string head =
+        "ObjectType = Image\nNDims = 3\nDimSize = 7 3 5\nElementType = MET_SHORT\n"
+        "ElementSpacing = 0.5 0.5 2\nElementDataFile = ";
+    for (const char* list : {"LIST", "LIST 2D"}) {
+      const auto p = in(dir, std::string("stack ") + list + ".mhd");
+      std::ofstream(p) << head << list << "\n" << names;
+      const io::Image img = io::read(p);
+      QCOMPARE(img.pixels.shape(), s);
+      QCOMPARE(img.pixels.dtype(), DType::i16);
+      QVERIFY2(std::memcmp(img.pixels.data(), v.data(), img.pixels.bytes()) == 0, list);
+      QCOMPARE(img.meta.spacing, (std::vector<double>{2, 0.5, 0.5}));
+    }
+    // MetaIO reads "LIST" case-sensitively: "list" names a data file, which is missing here.
+    const auto lower = in(dir, "lower.mhd");
+    std::ofstream(lower) << head << "list\n" << names;
+    try {
+      (void)io::read(lower);
+      QFAIL("a missing data file 'list' was read");
+    } catch (const IoError& e) {
+      QVERIFY2(std::string(e.what()).find("'list' does not exist") != std::string::npos, e.what());
+    }
+    // 2D of rows.
+    const auto r = in(dir, "rows.mhd");
+    std::ofstream(r) << "ObjectType = Image\nNDims = 2\nDimSize = 7 3\nElementType = MET_SHORT\n"
+                        "ElementDataFile = LIST\n"
+                     << "row0.raw\nrow1.raw\nrow2.raw\n";
+    for (int y = 0; y < 3; ++y) {
+      std::ofstream(in(dir, "row" + std::to_string(y) + ".raw"), std::ios::binary)
+          .write(reinterpret_cast<const char*>(v.data() + y * 7), 14);
+    }
+    const io::Image rows = io::read(r);
+    QCOMPARE(rows.pixels.shape(), (Shape{3, 7}));
+    QVERIFY(std::memcmp(rows.pixels.data(), v.data(), rows.pixels.bytes()) == 0);
+    // MetaIO skips a slice file it cannot open and returns the image without it: a missing
+    // or short slice file, or a list shorter than DimSize, is an IoError naming what is wrong.
+    const auto refused = [&](const std::filesystem::path& p, const std::string& says) {
+      try {
+        (void)io::read(p);
+        QFAIL(("read " + p.string() + " despite " + says).c_str());
+      } catch (const IoError& e) {
+        QVERIFY2(std::string(e.what()).find(says) != std::string::npos, e.what());
+      }
+    };
+    const auto stack = in(dir, "stack LIST.mhd");
+    std::filesystem::resize_file(in(dir, "slice 2.raw"), plane * 2 - 1);
+    refused(stack, "slice file 'slice 2.raw' (3 of 5 in its list) is truncated: 41 bytes, 42");
+    std::filesystem::remove(in(dir, "slice 2.raw"));
+    refused(stack, "slice file 'slice 2.raw' (3 of 5 in its list) does not exist");
+    refused(in(dir, "stack LIST 2D.mhd"), "'slice 2.raw' (3 of 5 in its list) does not exist");
+    const auto short_list = in(dir, "short.mhd");
+    std::ofstream(short_list) << head << "LIST\nslice 0.raw\nslice 1.raw\n";
+    refused(short_list, "lists 2 slice file(s) after the header; its DimSize needs 5");
+  }
+
   void device_data() { test::add_device_rows(); }
   void device() {
     QFETCH(int, device);
