@@ -298,36 +298,68 @@ MetaStream meta_stream(const fs::path& path, const MetaHeader& h, std::uint64_t 
 }
 
 // A MetaImage whose slices lie in files listed after its header ("ElementDataFile = LIST",
-// optionally "LIST 2D": slices of that many dimensions, else NDims - 1), as MetaIO reads it:
-// one name per line, relative to the header's folder. MetaIO skips a slice file it cannot
-// open with a message on stderr and returns the image with that slice unread, so a missing
-// or short slice file is refused here, naming it. Compressed slices are left to MetaIO (their
-// sizes say nothing).
+// optionally "LIST 2D": slices of that many dimensions, else NDims - 1), as MetaIO's
+// MetaImage::M_ReadElementData reads it: one name per line, relative to the header's folder,
+// HeaderSize applied to every slice file. MetaIO skips a slice file it cannot open (a message
+// on stderr), a last name with no line break after it, and shifts every slice after a blank
+// line, returning the image with slices unread; so each of those is refused here, naming the
+// file. Compressed slices are left to MetaIO (their sizes say nothing).
 std::string check_meta_list(const fs::path& path, const MetaHeader& h, std::uint64_t data_bytes) {
-  const std::size_t n = h.dim_size.size();
-  if (n == 0) return {};  // the header's own check names a missing DimSize
-  int slice_dims = static_cast<int>(n) - 1;
-  if (int k = 0;
-      std::sscanf(h.data_file.c_str() + 4, "%d", &k) == 1 && k > 0 && k < static_cast<int>(n)) {
-    slice_dims = k;
+  int ndims = h.ndims ? std::atoi(h.ndims->c_str()) : 0;
+  if (ndims <= 0 || ndims > static_cast<int>(h.dim_size.size())) {
+    ndims = static_cast<int>(h.dim_size.size());
+  }
+  if (ndims == 0) return {};  // the header's own checks name a missing NDims or DimSize
+  // MetaIO's words: "LIST 2D" gives 2 (atof of the second word); none, 0 or more than NDims
+  // mean NDims - 1.
+  int slice_dims = ndims - 1;
+  {
+    std::istringstream words(h.data_file);
+    std::string list, second;
+    if (words >> list >> second) {
+      const int k = static_cast<int>(std::atof(second.c_str()));
+      // k = NDims (one file for the whole image) sizes the read from a sub-quantity past
+      // the image's dimensions: MetaIO returns the image unread (seen with ITK 5.2).
+      if (k == ndims) {
+        return "its ElementDataFile = " + h.data_file + " makes each listed file the whole " +
+               std::to_string(ndims) +
+               "D image, which MetaIO does not read; name the file "
+               "itself (ElementDataFile = FILE) or list slices of fewer dimensions";
+      }
+      if (k > 0 && k < ndims) slice_dims = k;
+    }
   }
   double files = 1;
-  for (std::size_t i = static_cast<std::size_t>(slice_dims); i < n; ++i) files *= h.dim_size[i];
+  for (int i = slice_dims; i < ndims; ++i) files *= h.dim_size[static_cast<std::size_t>(i)];
   if (!(files >= 1 && files <= 1e7)) return {};  // the size checks name an absurd DimSize
   const auto count = static_cast<std::uint64_t>(files);
+  const std::string needs = "; its DimSize needs " + std::to_string(count) + " slice files";
   std::ifstream f(path, std::ios::binary);
   f.seekg(static_cast<std::streamoff>(h.header_bytes));
   std::vector<std::string> names;
-  for (std::string line; names.size() < count && std::getline(f, line);) {
+  for (std::string line; names.size() < count;) {
+    if (!std::getline(f, line)) break;
+    const std::string k = std::to_string(names.size() + 1);
+    if (f.eof()) {
+      return "the name of its slice file " + k + " ('" + line +
+             "') has no line break after it, so MetaIO would not read that file (end the "
+             "list with a line break)";
+    }
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
       line.pop_back();
-    if (!line.empty()) names.push_back(line);
+    if (line.empty()) {
+      return "its list of slice files has an empty line where file " + k + " should be named" +
+             needs;
+    }
+    names.push_back(line);
   }
   if (names.size() < count) {
     return "its ElementDataFile = " + h.data_file + " lists " + std::to_string(names.size()) +
-           " slice file(s) after the header; its DimSize needs " + std::to_string(count);
+           " slice file(s) after the header" + needs;
   }
   const std::uint64_t slice_bytes = data_bytes / count;
+  // HeaderSize > 0 skips that many bytes of every slice file (-1 reads each file's tail).
+  const std::uint64_t skip = h.header_size > 0 ? static_cast<std::uint64_t>(h.header_size) : 0;
   for (std::size_t i = 0; i < names.size(); ++i) {
     const fs::path file = path.parent_path() / fs::u8path(names[i]);
     std::error_code ec;
@@ -335,9 +367,10 @@ std::string check_meta_list(const fs::path& path, const MetaHeader& h, std::uint
                               " of " + std::to_string(count) + " in its list)";
     if (!fs::is_regular_file(file, ec)) return which + " does not exist";
     const std::uint64_t size = fs::file_size(file, ec);
-    if (!h.compressed && !ec && size < slice_bytes) {
+    if (!h.compressed && !ec && size < skip + slice_bytes) {
       return which + " is truncated: " + std::to_string(size) + " bytes, " +
-             std::to_string(slice_bytes) + " expected";
+             std::to_string(skip + slice_bytes) + " expected" +
+             (skip > 0 ? " (HeaderSize " + std::to_string(skip) + " and the slice)" : "");
     }
   }
   return {};

@@ -521,6 +521,48 @@ class TestIoFormats : public QObject {
     const auto short_list = in(dir, "short.mhd");
     std::ofstream(short_list) << head << "LIST\nslice 0.raw\nslice 1.raw\n";
     refused(short_list, "lists 2 slice file(s) after the header; its DimSize needs 5");
+    // What MetaIO would read wrongly without a word: a last name with no line break (skipped)
+    // and an empty line (every later slice shifted).
+    std::string all = names;
+    for (std::size_t z = 0; z < 5; ++z) {
+      std::ofstream(in(dir, "s" + std::to_string(z) + ".raw"), std::ios::binary)
+          .write(reinterpret_cast<const char*>(v.data() + z * plane),
+                 static_cast<std::streamsize>(plane * 2));
+    }
+    const std::string plain = "s0.raw\ns1.raw\ns2.raw\ns3.raw\ns4.raw";
+    const auto no_break = in(dir, "no_break.mhd");
+    std::ofstream(no_break) << head << "LIST\n" << plain;
+    refused(no_break, "slice file 5 ('s4.raw') has no line break after it");
+    const auto blank = in(dir, "blank.mhd");
+    std::ofstream(blank) << head << "LIST\ns0.raw\n\n" << plain.substr(7) << "\n";
+    refused(blank, "an empty line where file 2 should be named");
+    std::ofstream(no_break) << head << "LIST\n" << plain << "\n";  // mended: it reads
+    QVERIFY(std::memcmp(io::read(no_break).pixels.data(), v.data(), v.size() * 2) == 0);
+    // HeaderSize applies to every slice file: 16 bytes of each skipped.
+    const auto skipped = in(dir, "skipped.mhd");
+    std::ofstream(skipped) << "ObjectType = Image\nNDims = 3\nDimSize = 7 3 5\nElementType = "
+                              "MET_SHORT\nHeaderSize = 16\nElementDataFile = LIST\n"
+                           << plain << "\n";
+    refused(skipped, "'s0.raw' (1 of 5 in its list) is truncated: 42 bytes, 58 expected");
+    for (std::size_t z = 0; z < 5; ++z) {
+      std::ofstream o(in(dir, "s" + std::to_string(z) + ".raw"), std::ios::binary);
+      o << std::string(16, 'h');
+      o.write(reinterpret_cast<const char*>(v.data() + z * plane),
+              static_cast<std::streamsize>(plane * 2));
+    }
+    QVERIFY(std::memcmp(io::read(skipped).pixels.data(), v.data(), v.size() * 2) == 0);
+    // "LIST 3D" of a 3D image (each file the whole volume) comes back unread from MetaIO
+    // (ITK 5.2): refused, saying what would work; "LIST 4D" means NDims - 1, as in MetaIO.
+    std::ofstream(in(dir, "whole.raw"), std::ios::binary)
+        .write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * 2));
+    const auto one = in(dir, "one.mhd");
+    std::ofstream(one) << head << "LIST 3D\nwhole.raw\n";
+    refused(one, "name the file itself (ElementDataFile = FILE)");
+    const auto four = in(dir, "four.mhd");
+    std::ofstream(four) << "ObjectType = Image\nNDims = 3\nDimSize = 7 3 5\nElementType = "
+                           "MET_SHORT\nHeaderSize = 16\nElementDataFile = LIST 4D\n"
+                        << plain << "\n";
+    QVERIFY(std::memcmp(io::read(four).pixels.data(), v.data(), v.size() * 2) == 0);
   }
 
   void device_data() { test::add_device_rows(); }
