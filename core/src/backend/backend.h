@@ -533,12 +533,15 @@ class DeviceImpl {
   };
   // What one request needs to find or build its program.
   struct ProgramRequest {
-    std::string key;       // in memory
-    std::string disk_key;  // on disk: key plus everything about the device and driver
+    std::string key;  // in memory
     bool one_entry = false;
   };
   ProgramRequest program_request(const ProgramSource& src, std::string_view name,
                                  const Defines& defines) const;
+  // The on-disk key of a program: its in-memory key plus everything about the device and
+  // driver. Built only when the disk cache is asked (a memory hit, every repeated call, does
+  // not need it: five allocations a call).
+  std::string disk_key(const std::string& key) const;
   // The entry for key, made (and *mine set) where there is none; evicted entries go to
   // *dropped, to be released after the lock.
   std::shared_ptr<ProgramEntry> claim(const std::string& key, bool* mine,

@@ -25,11 +25,14 @@ DeviceImpl::ProgramRequest DeviceImpl::program_request(const ProgramSource& src,
   // key names the entry, in memory and on disk.
   r.one_entry = src.splittable && programs_per_entry();
   r.key = program_key(src, defines) + (r.one_entry ? "|entry=" + std::string(name) : std::string());
-  // Everything that changes the binary is in the disk key.
-  r.disk_key = std::string(gpix::name(info_.backend)) + "|" + info_.name + "|" +
-               info_.compute_capability + "|" + info_.api_version + "|" + info_.driver_version +
-               "|" + r.key;
   return r;
+}
+
+std::string DeviceImpl::disk_key(const std::string& key) const {
+  // Everything that changes the binary is in the disk key.
+  return std::string(gpix::name(info_.backend)) + "|" + info_.name + "|" +
+         info_.compute_capability + "|" + info_.api_version + "|" + info_.driver_version + "|" +
+         key;
 }
 
 std::shared_ptr<DeviceImpl::ProgramEntry> DeviceImpl::claim(
@@ -73,7 +76,7 @@ std::unique_ptr<DeviceImpl::Program> DeviceImpl::load_cached(const ProgramReques
   const bool prebuilt_hit = program != nullptr;
   bool disk_hit = false;
   if (!program) {
-    if (auto bin = cache_load(r.disk_key, &rejected)) {
+    if (auto bin = cache_load(disk_key(r.key), &rejected)) {
       program = load(*bin);
       if (program) {
         disk_hit = true;
@@ -113,7 +116,7 @@ std::unique_ptr<DeviceImpl::Program> DeviceImpl::compile(const ProgramRequest& r
       program = build(src, defines);
     }
   }
-  const bool stored = cache_store(r.disk_key, program->binary());
+  const bool stored = cache_store(disk_key(r.key), program->binary());
   std::lock_guard lock(cache_mutex_);
   ++counters_.compiles;
   counters_.disk_writes += stored ? 1 : 0;

@@ -59,6 +59,7 @@ DType compute_type(std::initializer_list<DType> types) {
 
 void add_type_defines(Defines& d, std::initializer_list<std::pair<const char*, DType>> types) {
   bool fp64 = false;
+  d.reserve(d.size() + types.size() + 1);  // one allocation, not one per growth
   for (const auto& [k, t] : types) {
     d.emplace_back(k, std::string(kernel_type(t)));
     fp64 |= t == DType::f64;

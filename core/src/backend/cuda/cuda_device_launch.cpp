@@ -1,5 +1,8 @@
 // CudaDevice: kernel launches and fills (memsets, and a kernel for 8-byte patterns).
 #include "backend/cuda/cuda_device.h"
+
+#include <array>
+
 #include "programs.h"
 
 namespace gpix::detail::cuda {
@@ -117,8 +120,21 @@ void CudaDevice::enqueue_launch(CUstream st, const Kernel& k, const Launch& l,
   // cuLaunchKernel takes a pointer to each argument's value: the CUdeviceptr for memory,
   // the texture object for a sampled image, the scalar's own bytes otherwise. Both arrays
   // live until the call returns, which is all the driver needs (it copies the values).
-  std::vector<std::uint64_t> handles(args.size());
-  std::vector<void*> params(args.size());
+  // On the stack for the argument counts gpix's kernels use (a vector pair was two host
+  // allocations per launch).
+  constexpr std::size_t kArgs = 32;
+  std::array<std::uint64_t, kArgs> handles_small{};
+  std::array<void*, kArgs> params_small{};
+  std::vector<std::uint64_t> handles_big;
+  std::vector<void*> params_big;
+  std::uint64_t* handles = handles_small.data();
+  void** params = params_small.data();
+  if (args.size() > kArgs) {
+    handles_big.resize(args.size());
+    params_big.resize(args.size());
+    handles = handles_big.data();
+    params = params_big.data();
+  }
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (const Memory* m = args[i].memory) {
       if (args[i].sampled != m->is_image()) {
@@ -135,12 +151,15 @@ void CudaDevice::enqueue_launch(CUstream st, const Kernel& k, const Launch& l,
       params[i] = const_cast<std::byte*>(args[i].value.data());
     }
   }
-  check(drv().cuLaunchKernel(kern.get(), grid[0], grid[1], grid[2], block[0], block[1], block[2], 0,
-                             st, params.empty() ? nullptr : params.data(), nullptr),
-        "launching kernel " + kern.name() + " on '" + info().name + "' (grid " +
-            std::to_string(grid[0]) + "x" + std::to_string(grid[1]) + "x" +
-            std::to_string(grid[2]) + ", block " + std::to_string(block[0]) + "x" +
-            std::to_string(block[1]) + "x" + std::to_string(block[2]) + ")");
+  // The message only on failure: built eagerly it cost a dozen host allocations a launch.
+  check_what(drv().cuLaunchKernel(kern.get(), grid[0], grid[1], grid[2], block[0], block[1],
+                                  block[2], 0, st, args.empty() ? nullptr : params, nullptr),
+             [&] {
+               return "launching kernel " + kern.name() + " on '" + info().name + "' (grid " +
+                      std::to_string(grid[0]) + "x" + std::to_string(grid[1]) + "x" +
+                      std::to_string(grid[2]) + ", block " + std::to_string(block[0]) + "x" +
+                      std::to_string(block[1]) + "x" + std::to_string(block[2]) + ")";
+             });
 }
 
 }  // namespace gpix::detail::cuda
