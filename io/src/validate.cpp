@@ -351,6 +351,11 @@ std::string check_meta_list(const fs::path& path, const MetaHeader& h, std::uint
       return "its list of slice files has an empty line where file " + k + " should be named" +
              needs;
     }
+    // MetaIO reads each name into a buffer of 1024 bytes: a longer line stops its reading.
+    if (line.size() > 1023) {
+      return "the name of its slice file " + k + " is " + std::to_string(line.size()) +
+             " characters long; MetaIO reads names of up to 1023";
+    }
     names.push_back(line);
   }
   if (names.size() < count) {

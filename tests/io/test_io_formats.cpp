@@ -536,6 +536,9 @@ class TestIoFormats : public QObject {
     const auto blank = in(dir, "blank.mhd");
     std::ofstream(blank) << head << "LIST\ns0.raw\n\n" << plain.substr(7) << "\n";
     refused(blank, "an empty line where file 2 should be named");
+    const auto long_name = in(dir, "long.mhd");
+    std::ofstream(long_name) << head << "LIST\ns0.raw\n" << std::string(1100, 'n') << "\n";
+    refused(long_name, "slice file 2 is 1100 characters long; MetaIO reads names of up to 1023");
     std::ofstream(no_break) << head << "LIST\n" << plain << "\n";  // mended: it reads
     QVERIFY(std::memcmp(io::read(no_break).pixels.data(), v.data(), v.size() * 2) == 0);
     // HeaderSize applies to every slice file: 16 bytes of each skipped.
