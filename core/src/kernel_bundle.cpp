@@ -54,8 +54,19 @@ std::string target_of(const std::string& key) {
 }  // namespace
 
 std::string program_key(const ProgramSource& src, const Defines& defines) {
-  std::string key = src.hash;
-  for (const auto& [k, v] : defines) key += ";" + k + "=" + v;
+  // Sized once and appended in place: every filter call builds its key (one allocation, where
+  // ";" + k + "=" + v made temporaries for each define).
+  std::size_t n = src.hash.size();
+  for (const auto& [k, v] : defines) n += k.size() + v.size() + 2;
+  std::string key;
+  key.reserve(n);
+  key += src.hash;
+  for (const auto& [k, v] : defines) {
+    key += ';';
+    key += k;
+    key += '=';
+    key += v;
+  }
   return key;
 }
 

@@ -81,7 +81,9 @@ Array unary(const Array& in, DType out_t, const std::string& op, double b = 0, d
   const DType ct = compute_type({in.dtype(), out_t});
   require_compute(in, ct, "this operation");
   Array out = empty_like(in, out_t);
-  std::vector<KernelArg> args = {arg(in), arg(out), arg<std::uint64_t>(in.elements())};
+  std::vector<KernelArg> args;
+  args.reserve(6);  // one allocation for the three arrays' and three scalars' arguments
+  args.insert(args.end(), {arg(in), arg(out), arg<std::uint64_t>(in.elements())});
   for (auto& s : scalars_for(ct, b, c, d)) args.push_back(s);
   launch(in, "pointwise.kernel", "unary", unary_defines(in.dtype(), out_t, op, OpKind::expr),
          flat_grid(in.elements()), args);
