@@ -483,6 +483,15 @@ std::string check_meta_header(const fs::path& path) {
       return "its header has a field name of " + std::to_string(e - i) + " characters at offset " +
              std::to_string(i) + "; MetaImage field names hold at most 254 (the header is corrupt)";
     }
+    // A line that is not "Name = value": MetaIO reads a name on across the line break, so the
+    // next line's field is lost inside it (a fuzzed header hid its ElementDataFile that way,
+    // and MetaIO went on to a later NDims = 2111...1 and read DimSize for ever; gpix saw the
+    // ElementDataFile line and stopped checking there).
+    if (k < end && (text[k] == '\r' || text[k] == '\n') && e > i) {
+      return "its header line at offset " + std::to_string(i) + " ('" +
+             text.substr(i, std::min<std::size_t>(e - i, 40)) +
+             "') is not 'Name = value' (the header is corrupt)";
+    }
     const std::string name = lower(text.substr(i, e - i));
     const std::size_t value_start = k < end ? k + 1 : k;
     while (k < end && text[k] != '\r' && text[k] != '\n') ++k;  // the value

@@ -477,6 +477,13 @@ class TestIoBad : public QObject {
     // 255-byte name (a fortified abort).
     const auto name = corpus / "mha" / "regression-metaio-long-field-name.mha";
     expect_io_error([&] { io::read(name); }, name, "field name of 297 characters at offset 0");
+    // 398 bytes with a line that is not "Name = value" ("DimS e z.i2 2 34") before its
+    // ElementDataFile: MetaIO read the next line into that name, went on past the
+    // ElementDataFile gpix had stopped checking at, and met NDims = 2111...1 (gpix info spun for
+    // minutes; the exploratory fuzz run of 2026-11-28, a timeout).
+    const auto line = corpus / "mha" / "regression-metaio-line-without-equals.mha";
+    expect_io_error([&] { io::read(line); }, line,
+                    "its header line at offset 29 ('DimS e z.i2 2 34') is not 'Name = value'");
     // A NIfTI-1 header with "n+2" as its magic, a corrupt sizeof_hdr and srow_y[1] = -inf:
     // the nifti library read it, and vnl aborted on the infinite affine.
     const auto n2 = corpus / "nii" / "regression-nifti1-with-n+2-magic.nii";
