@@ -255,8 +255,8 @@ std::string check_inflate(const fs::path& file, std::uint64_t offset, std::uint6
 }
 
 // The file holding a MetaImage's data: the header file itself for LOCAL data, else the one
-// detached file it names; none for a list ("LIST", "LIST 2D") or pattern of files (left to
-// MetaIO).
+// detached file it names (spaces and all, as MetaIO opens it); none for a list ("LIST",
+// "LIST 2D", check_meta_list) or a pattern of files (left to MetaIO).
 struct MetaDataFile {
   fs::path file;
   bool local = false;
@@ -266,8 +266,10 @@ std::optional<MetaDataFile> meta_data_file(const fs::path& path, const MetaHeade
   // "LIST" alone (one file per slice of NDims - 1 dimensions, named on the lines that follow)
   // is MetaIO's list as much as "LIST 2D" is; taking it for a data file named LIST refused
   // valid stacks. MetaIO compares the first four letters case-sensitively: "list" is a file.
+  // Any other name without a '%' (spaces included) is one file to MetaIO: left unchecked, a
+  // fuzzed name "LOC~~~ = ??" let a header claiming 10 GB reach the allocation of its pixels.
   if (h.data_file.empty() || h.data_file.rfind("LIST", 0) == 0 ||
-      h.data_file.find(' ') != std::string::npos || h.data_file.find('%') != std::string::npos) {
+      h.data_file.find('%') != std::string::npos) {
     return std::nullopt;
   }
   return MetaDataFile{path.parent_path() / fs::u8path(h.data_file), false};

@@ -484,6 +484,13 @@ class TestIoBad : public QObject {
     const auto line = corpus / "mha" / "regression-metaio-line-without-equals.mha";
     expect_io_error([&] { io::read(line); }, line,
                     "its header line at offset 29 ('DimS e z.i2 2 34') is not 'Name = value'");
+    // A header claiming 2^31 x 5 pixels whose ElementDataFile ("LOC~~~ = ??") holds spaces: a
+    // name with a space was left to MetaIO unchecked, so gpix allocated the 10 GB image first
+    // (an out-of-memory stop of the same fuzz run); MetaIO opens it as one file name.
+    const auto spaced = corpus / "mha" / "regression-metaio-data-file-with-spaces-10gb.mha";
+    expect_io_error([&] { io::read(spaced); }, spaced,
+                    "~~~~~ = ?"
+                    "?' does not exist");
     // A NIfTI-1 header with "n+2" as its magic, a corrupt sizeof_hdr and srow_y[1] = -inf:
     // the nifti library read it, and vnl aborted on the infinite affine.
     const auto n2 = corpus / "nii" / "regression-nifti1-with-n+2-magic.nii";

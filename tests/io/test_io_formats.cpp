@@ -512,6 +512,15 @@ class TestIoFormats : public QObject {
         QVERIFY2(std::string(e.what()).find(says) != std::string::npos, e.what());
       }
     };
+    // A detached data file whose name has spaces is one file to MetaIO: read, and checked for
+    // its size like any other.
+    std::ofstream(in(dir, "my volume.raw"), std::ios::binary)
+        .write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * 2));
+    const auto spaced = in(dir, "spaced.mhd");
+    std::ofstream(spaced) << head << "my volume.raw\n";
+    QVERIFY(std::memcmp(io::read(spaced).pixels.data(), v.data(), v.size() * 2) == 0);
+    std::filesystem::resize_file(in(dir, "my volume.raw"), v.size() * 2 - 2);
+    refused(spaced, "data file 'my volume.raw' is truncated");
     const auto stack = in(dir, "stack LIST.mhd");
     std::filesystem::resize_file(in(dir, "slice 2.raw"), plane * 2 - 1);
     refused(stack, "slice file 'slice 2.raw' (3 of 5 in its list) is truncated: 41 bytes, 42");
