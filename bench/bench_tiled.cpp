@@ -42,7 +42,7 @@ double seconds_of(const std::function<void()>& f) {
 
 // The PCIe rates in this run, GB/s: one 256 MB push and pull from pageable (or pinned) host
 // memory, as the slabs travel (best of 5).
-std::pair<double, double> pageable_rates(const gpix::Device& device, bool pinned = false) {
+std::pair<double, double> host_rates(const gpix::Device& device, bool pinned = false) {
   const gpix::Shape probe{64, 1024, 1024};
   gpix::HostArray ph = pinned ? gpix::HostArray::pinned(probe, gpix::DType::f32, device)
                               : gpix::HostArray::empty(probe, gpix::DType::f32);
@@ -159,7 +159,7 @@ int beyond(const std::vector<gpix::Device>& devs, double gb, double budget_mb,
   std::printf("generated volume %s float32, %.1f GB (devices' memory %.1f GB); budget %.0f MB\n",
               src.shape().str().c_str(), bytes / 1e9, static_cast<double>(total) / 1e9, budget_mb);
   // Slabs are pushed from the source's memory and pulled through the workers' pinned buffers.
-  const auto [push_gbps, pull_gbps] = pageable_rates(devs[0]);
+  const auto [push_gbps, pull_gbps] = host_rates(devs[0]);
   const std::pair<const char*, gpix::Params> cases[] = {
       {"gaussian_blur", {{"sigma_x", 2.0}, {"sigma_y", 2.0}, {"sigma_z", 2.0}}},
       {"median_box", {{"radius_x", 1.0}, {"radius_y", 1.0}, {"radius_z", 1.0}}}};
@@ -251,7 +251,7 @@ int main(int argc, char** argv) {
     std::printf("volume %s float32, %.2f GB in %s host memory; budget %.0f MB per device\n",
                 shape.str().c_str(), bytes / 1e9, pinned ? "pinned" : "pageable", budget_mb);
 
-    const auto [push_gbps, pull_gbps] = pageable_rates(devs[0], pinned);
+    const auto [push_gbps, pull_gbps] = host_rates(devs[0], pinned);
 
     struct Case {
       const char* filter;

@@ -57,6 +57,14 @@ benches() {
     done
   done
 }
+# gpus [BACKEND]: the device indices of the GPUs (of one backend: cuda, opencl), comma-separated.
+gpus() {
+  OCL_ICD_VENDORS=/tmp/nv-icd "$build/bin/gpix" devices --json | python3 -c "
+import json, sys
+d = json.load(sys.stdin)['devices']
+print(','.join(str(x['index']) for x in d
+               if x['type'].lower() == 'gpu' and '${1:-}' in ('', x['backend'])))"
+}
 # The commit pack-gpu.sh built from (this copy's own .git does not say).
 echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ) commit: $(cat "$build/GPU_COMMIT" 2>/dev/null || echo unknown)"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -105,13 +113,6 @@ case "$stage" in
     ;;
   two)
     OCL_ICD_VENDORS=/tmp/nv-icd "$build/bin/gpix" devices 2>&1 | tee "$out/devices.txt"
-    # The device indices of each backend's GPUs, comma-separated.
-    gpus() {
-      OCL_ICD_VENDORS=/tmp/nv-icd "$build/bin/gpix" devices --json | python3 -c "
-import json, sys
-d = json.load(sys.stdin)['devices']
-print(','.join(str(x['index']) for x in d if x['backend'] == '$1' and x['type'].lower() == 'gpu'))"
-    }
     for backend in ${GPIX_TWO_BACKENDS:-cuda opencl}; do
       all=$(gpus $backend)
       if [ -z "$all" ]; then echo "gpu-run: no $backend GPU listed"; continue; fi
@@ -133,9 +134,7 @@ print(','.join(str(x['index']) for x in d if x['backend'] == '$1' and x['type'].
   multi)
     echo "== dma_ceiling"
     timeout 90 python3 bench/dma_ceiling.py 2>&1 | tee "$out/dma.txt"
-    gpus=$(OCL_ICD_VENDORS=/tmp/nv-icd "$build/bin/gpix" devices --json | python3 -c "
-import json, sys
-print(','.join(str(x['index']) for x in json.load(sys.stdin)['devices'] if x['type'].lower() == 'gpu'))")
+    gpus=$(gpus)
     echo "== cross_backend --devices $gpus"
     OCL_ICD_VENDORS=/tmp/nv-icd timeout 200 "$build/bin/cross_backend" --devices "$gpus" 2>&1 |
       tee "$out/cross_backend.txt" | grep -E "FAIL|passed|devices|device"

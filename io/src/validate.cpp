@@ -261,15 +261,19 @@ struct MetaDataFile {
   fs::path file;
   bool local = false;
 };
+// Whether the data lies in a list of files named after the header: "LIST" alone (one file per
+// slice of NDims - 1 dimensions) is MetaIO's list as much as "LIST 2D" is; taking it for a
+// data file named LIST refused valid stacks. MetaIO compares the first four letters
+// case-sensitively: "list" is a file.
+bool meta_file_list(const MetaHeader& h) {
+  return h.data_file.rfind("LIST", 0) == 0;
+}
+
 std::optional<MetaDataFile> meta_data_file(const fs::path& path, const MetaHeader& h) {
   if (lower(h.data_file) == "local") return MetaDataFile{path, true};
-  // "LIST" alone (one file per slice of NDims - 1 dimensions, named on the lines that follow)
-  // is MetaIO's list as much as "LIST 2D" is; taking it for a data file named LIST refused
-  // valid stacks. MetaIO compares the first four letters case-sensitively: "list" is a file.
   // Any other name without a '%' (spaces included) is one file to MetaIO: left unchecked, a
   // fuzzed name "LOC~~~ = ??" let a header claiming 10 GB reach the allocation of its pixels.
-  if (h.data_file.empty() || h.data_file.rfind("LIST", 0) == 0 ||
-      h.data_file.find('%') != std::string::npos) {
+  if (h.data_file.empty() || meta_file_list(h) || h.data_file.find('%') != std::string::npos) {
     return std::nullopt;
   }
   return MetaDataFile{path.parent_path() / fs::u8path(h.data_file), false};
@@ -341,21 +345,21 @@ std::string check_meta_list(const fs::path& path, const MetaHeader& h, std::uint
   std::vector<std::string> names;
   for (std::string line; names.size() < count;) {
     if (!std::getline(f, line)) break;
-    const std::string k = std::to_string(names.size() + 1);
+    const auto k = [&] { return std::to_string(names.size() + 1); };  // for messages only
     if (f.eof()) {
-      return "the name of its slice file " + k + " ('" + line +
+      return "the name of its slice file " + k() + " ('" + line +
              "') has no line break after it, so MetaIO would not read that file (end the "
              "list with a line break)";
     }
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
       line.pop_back();
     if (line.empty()) {
-      return "its list of slice files has an empty line where file " + k + " should be named" +
+      return "its list of slice files has an empty line where file " + k() + " should be named" +
              needs;
     }
     // MetaIO reads each name into a buffer of 1024 bytes: a longer line stops its reading.
     if (line.size() > 1023) {
-      return "the name of its slice file " + k + " is " + std::to_string(line.size()) +
+      return "the name of its slice file " + k() + " is " + std::to_string(line.size()) +
              " characters long; MetaIO reads names of up to 1023";
     }
     names.push_back(line);
@@ -402,7 +406,7 @@ std::string check_meta(const fs::path& path, std::uint64_t data_bytes) {
     return std::string("its header says CompressedDataSize = ") + text +
            "; it must be a byte count (the header is corrupt)";
   }
-  if (h.data_file.rfind("LIST", 0) == 0) return check_meta_list(path, h, data_bytes);
+  if (meta_file_list(h)) return check_meta_list(path, h, data_bytes);
   const auto data = meta_data_file(path, h);
   if (!data) return {};
   const auto& [file, local] = *data;
