@@ -7,6 +7,12 @@ ndimage on the same data (mode "nearest", gpix's border).
         tiled.kernel's fused 2D pass (tile_conv_xy, Gaussian sigma 2) on N x N float32
         (default 8192) under several tile shapes; further files: other versions of
         tiled.kernel, timed in the first two shapes.
+    python3 bench/tile_probe.py gauss3d [N] [TILED_KERNEL ...]
+        tiled.kernel's fused 3D pass (tile_conv_xyz) against the two passes it replaces
+        (tile_conv_xy, then tile_conv_axis along z), Gaussian sigma 1 and 2 (radius buckets
+        4 and 8), on N^3 float32 and uint16 (default 512), under several output planes per
+        work-group, tile shapes and with and without the two-groups-per-SM register cap;
+        further files: other versions of tiled.kernel, in the default shape.
     python3 bench/tile_probe.py box3d [N] [NEIGHBOURHOOD_KERNEL ...]
         neighbourhood.kernel's radius-1 3D median on N^3 float32 (default 512), also from
         further files (other versions), then the 3D boxes (r1_sum/min/max_3d) for several
@@ -74,6 +80,75 @@ def gauss(n, files):
         t = device_ms(lambda: k(grid, (256, 1, 1), args))
         report(f"{path.name} TL_X {tx} TL_Y {ty} PX {px} PY {py} TB {tb}", k, t, copy,
                float(cp.abs(out - ref).max()))
+
+
+def tap_words(sigma, tb):
+    """The Gaussian's taps as tiled.kernel takes them: 2 TB + 1 float32 (centre TB, zero beyond
+    the radius) packed in pairs into 9 64-bit words."""
+    r = int(4 * sigma + 0.5)
+    x = np.arange(-r, r + 1)
+    taps = np.exp(-0.5 * x * x / sigma**2)
+    w = np.zeros(18, np.float32)
+    w[tb - r:tb + r + 1] = taps / taps.sum()
+    return [np.uint64(v) for v in w.view(np.uint64)], r
+
+
+def gauss3d(n, files):
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    for dtype, tname in ((cp.float32, "gpix_f32"), (cp.uint16, "gpix_u16")):
+        rng = cp.random.default_rng(1)
+        a = (rng.random((n, n, n), dtype=cp.float32) * 60000).astype(dtype)
+        out = cp.empty_like(a)
+        mid = cp.empty((n, n, n), cp.float32)
+        copy = device_ms(lambda: cp.copyto(out, a))
+        print(f"gauss3d {n}^3 {cp.dtype(dtype).name}: copy {copy:.3f} ms (floor)", flush=True)
+        for sigma in (1.0, 2.0):
+            tb = 4 if sigma <= 1 else 8
+            words, r = tap_words(sigma, tb)
+            base = ("CT=gpix_f32", f"TB={tb}", "TILE_OP=0")
+            sh = (np.uint64(n), np.uint64(n), np.uint64(n))
+            # The two passes it replaces: the reference for every version below.
+            kxy = compile_fn(root / "kernels/tiled.kernel", "tile_conv_xy",
+                             (f"T_IN={tname}", "T_OUT=gpix_f32") + base)
+            kz = compile_fn(root / "kernels/tiled.kernel", "tile_conv_axis",
+                            ("T_IN=gpix_f32", f"T_OUT={tname}") + base)
+
+            def two_pass():
+                kxy(((n + 63) // 64, (n + 63) // 64, n), (256, 1, 1),
+                    (a, mid, *sh, *words, *words, np.int32(r), np.int32(r), np.int32(0),
+                     np.float32(1)))
+                kz(((n + 63) // 64, (n + 15) // 16, n), (64, 1, 1),
+                   (mid, out, *sh, *words, *words, np.int32(r), np.int32(0), np.int32(2),
+                    np.float32(1)))
+            out.fill(0)
+            t2 = device_ms(two_pass)
+            ref = out.copy()
+            peer = device_ms(lambda: ndi.gaussian_filter(a, sigma, mode="nearest"))
+            print(f"  sigma {sigma}: two passes {t2:.3f} ms ({t2 / copy:.2f}x floor), "
+                  f"CuPy {peer:.3f} ms", flush=True)
+            runs = [(root / "kernels/tiled.kernel", v) for v in (
+                (32, 32, 8, 128, ""), (32, 32, 8, 64, ""), (32, 32, 8, 32, ""),
+                (32, 32, 8, 64, "TZ_BOUNDS="), (64, 16, 8, 64, ""), (32, 16, 8, 64, ""))]
+            runs += [(Path(f), (32, 32, 8, 64, "")) for f in files]
+            for path, (tx, ty, px, fz, extra) in runs:
+                defines = (f"T_IN={tname}", f"T_OUT={tname}", f"TZ_X={tx}", f"TZ_Y={ty}",
+                           f"TZ_PX={px}") + base + ((extra,) if extra else ())
+                try:
+                    k = compile_fn(path, "tile_conv_xyz", defines)
+                except Exception as e:  # noqa: BLE001
+                    print(path.name, tx, ty, px, "compile failed:", str(e).splitlines()[0])
+                    continue
+                grid = ((n + tx - 1) // tx, (n + ty - 1) // ty, (n + fz - 1) // fz)
+                args = (a, out, *sh, *words, *words, *words, np.int32(r), np.int32(r),
+                        np.int32(r), np.int32(fz), np.float32(1))
+                out.fill(0)
+                t = device_ms(lambda: k(grid, (256, 1, 1), args))
+                same = bool(cp.array_equal(out, ref))
+                groups = grid[0] * grid[1] * grid[2]
+                report(f"    {path.name} {tx}x{ty} px {px} fz {fz} {extra or 'capped'} "
+                       f"({groups / sms:.1f} groups/SM, {'bit-identical' if same else 'DIFFERS'})",
+                       k, t, copy, float(cp.abs(out.astype(cp.float32) - ref.astype(cp.float32)).max()))
+        del a, out, mid
 
 
 def box3d(n, files):
@@ -168,6 +243,8 @@ def main():
         gauss(n or 8192, rest)
     elif mode == "box2d":
         box2d(n or 8192, rest)
+    elif mode == "gauss3d":
+        gauss3d(n or 512, rest)
     elif mode == "box3d":
         box3d(n or 512, rest)
     else:

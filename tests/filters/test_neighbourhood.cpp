@@ -12,6 +12,7 @@
 // Every check also verifies that the input is left untouched.
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -345,6 +346,55 @@ class TestNeighbourhood : public QObject {
                       " r=" + QByteArray::number(r[0]) + "," + QByteArray::number(r[1]));
           if (QTest::currentTestFailed()) return;
         }
+      }
+    }
+  }
+
+  // A volume's three Gaussian passes fused into one kernel (tiled.kernel's tile_conv_xyz, radii
+  // up to 8) give what the separate passes give, bit for bit: the x-y passes of each plane
+  // (sigma_z = 0), then a z pass done as the y pass of the same data seen as one plane per z
+  // (depth x height*width, sigma_x = 0: the x pass's single tap of 1 leaves values as they
+  // are). Shapes that cross the 32 x 32 column tiles, split z into several runs of planes (a
+  // narrow, deep volume: one column tile, so the runs shorten until they fill the device),
+  // end a run part-way, or are shallower than the window (every plane clamped); radii equal
+  // to their bucket (4, 8: every tap on) and below it, different per axis. Outputs land in
+  // poisoned memory.
+  void volume_passes_fused_data() { devices_data(); }
+  void volume_passes_fused() {
+    const Device dev = test::fetch_device();
+    using Sigmas = std::array<double, 3>;
+    const std::pair<Shape, std::vector<Sigmas>> cases[] = {
+        {Shape{150, 20, 21}, {{2, 2, 2}, {1, 1, 1}, {0.7, 1.3, 1.9}}},
+        {Shape{45, 67, 70}, {{2, 1, 2}, {1, 0.6, 0.8}}},
+        {Shape{5, 40, 33}, {{1.5, 2, 1.2}}},
+        {Shape{1, 33, 65}, {{1, 1, 2}}},
+        {Shape{40, 1, 3}, {{2, 0.5, 2}}},
+    };
+    for (const auto& [shape, sigmas] : cases) {
+      for (const Sigmas& s : sigmas) {
+        const QByteArray w = QByteArray::fromStdString(shape.str()) + " sigma " +
+                             QByteArray::number(s[0]) + "," + QByteArray::number(s[1]) + "," +
+                             QByteArray::number(s[2]);
+        auto [a, host] = push_random<float>(dev, shape, false);
+        const Array xy = gaussian_blur(a, s[0], s[1], 0);
+        const Shape flat{shape.depth(), shape.height() * shape.width()};
+        const std::vector<float> expect =
+            gaussian_blur(xy.reshape(flat), 0, s[2], 0).pull_as<float>();
+        Array::create(shape, DType::f32, dev).fill(Scalar(std::nan("")));
+        const std::vector<float> got = gaussian_blur(a, s[0], s[1], s[2]).pull_as<float>();
+        QVERIFY2(got.size() == expect.size(), w);
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          if (std::memcmp(&got[i], &expect[i], sizeof(float)) != 0) {
+            QFAIL((w + ": the fused passes give " + QByteArray::number(got[i], 'g', 9) +
+                   " at element " + QByteArray::number(static_cast<qulonglong>(i)) +
+                   ", the separate passes " + QByteArray::number(expect[i], 'g', 9))
+                      .constData());
+          }
+        }
+        // And against the double-precision reference, as every Gaussian.
+        compare(got, ref::cast<float>(ref::gaussian(ref::to_double(host), shape, s)), 0, 1e-5, w);
+        untouched(a, host, w);
+        if (QTest::currentTestFailed()) return;
       }
     }
   }
