@@ -7,12 +7,10 @@ ndimage on the same data (mode "nearest", gpix's border).
         tiled.kernel's fused 2D pass (tile_conv_xy, Gaussian sigma 2) on N x N float32
         (default 8192) under several tile shapes; further files: other versions of
         tiled.kernel, timed in the first two shapes.
-    python3 bench/tile_probe.py gauss3d [N] [TILED_KERNEL ...]
-        tiled.kernel's fused 3D pass (tile_conv_xyz) against the two passes it replaces
-        (tile_conv_xy, then tile_conv_axis along z), Gaussian sigma 1 and 2 (radius buckets
-        4 and 8), on N^3 float32 and uint16 (default 512), under several output planes per
-        work-group, tile shapes and with and without the two-groups-per-SM register cap;
-        further files: other versions of tiled.kernel, in the default shape.
+    python3 bench/tile_probe.py gauss3d [N]
+        a volume's Gaussian as gpix runs it, tiled.kernel's x-y pass (tile_conv_xy) and z
+        pass (tile_conv_axis), each timed alone, sigma 1 and 2 (radius buckets 4 and 8), on
+        N^3 float32 and uint16 (default 512); under ncu, their profiles.
     python3 bench/tile_probe.py box3d [N] [NEIGHBOURHOOD_KERNEL ...]
         neighbourhood.kernel's radius-1 3D median on N^3 float32 (default 512), also from
         further files (other versions), then the 3D boxes (r1_sum/min/max_3d) for several
@@ -94,7 +92,9 @@ def tap_words(sigma, tb):
 
 
 def gauss3d(n, files):
-    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    """The two passes of a volume's Gaussian (tile_conv_xy per plane, tile_conv_axis along z),
+    each timed alone, against the copy and CuPy; run under ncu for their profiles."""
+    del files
     for dtype, tname in ((cp.float32, "gpix_f32"), (cp.uint16, "gpix_u16")):
         rng = cp.random.default_rng(1)
         a = (rng.random((n, n, n), dtype=cp.float32) * 60000).astype(dtype)
@@ -107,47 +107,28 @@ def gauss3d(n, files):
             words, r = tap_words(sigma, tb)
             base = ("CT=gpix_f32", f"TB={tb}", "TILE_OP=0")
             sh = (np.uint64(n), np.uint64(n), np.uint64(n))
-            # The two passes it replaces: the reference for every version below.
             kxy = compile_fn(root / "kernels/tiled.kernel", "tile_conv_xy",
                              (f"T_IN={tname}", "T_OUT=gpix_f32") + base)
             kz = compile_fn(root / "kernels/tiled.kernel", "tile_conv_axis",
                             ("T_IN=gpix_f32", f"T_OUT={tname}") + base)
 
-            def two_pass():
+            def xy():
                 kxy(((n + 63) // 64, (n + 63) // 64, n), (256, 1, 1),
                     (a, mid, *sh, *words, *words, np.int32(r), np.int32(r), np.int32(0),
                      np.float32(1)))
+
+            def z():
                 kz(((n + 63) // 64, (n + 15) // 16, n), (64, 1, 1),
                    (mid, out, *sh, *words, *words, np.int32(r), np.int32(0), np.int32(2),
                     np.float32(1)))
-            out.fill(0)
-            t2 = device_ms(two_pass)
-            ref = out.copy()
+            txy, tz = device_ms(xy), device_ms(z)
             peer = device_ms(lambda: ndi.gaussian_filter(a, sigma, mode="nearest"))
-            print(f"  sigma {sigma}: two passes {t2:.3f} ms ({t2 / copy:.2f}x floor), "
-                  f"CuPy {peer:.3f} ms", flush=True)
-            runs = [(root / "kernels/tiled.kernel", v) for v in (
-                (32, 32, 8, 128, ""), (32, 32, 8, 64, ""), (32, 32, 8, 32, ""),
-                (32, 32, 8, 64, "TZ_BOUNDS="), (64, 16, 8, 64, ""), (32, 16, 8, 64, ""))]
-            runs += [(Path(f), (32, 32, 8, 64, "")) for f in files]
-            for path, (tx, ty, px, fz, extra) in runs:
-                defines = (f"T_IN={tname}", f"T_OUT={tname}", f"TZ_X={tx}", f"TZ_Y={ty}",
-                           f"TZ_PX={px}") + base + ((extra,) if extra else ())
-                try:
-                    k = compile_fn(path, "tile_conv_xyz", defines)
-                except Exception as e:  # noqa: BLE001
-                    print(path.name, tx, ty, px, "compile failed:", str(e).splitlines()[0])
-                    continue
-                grid = ((n + tx - 1) // tx, (n + ty - 1) // ty, (n + fz - 1) // fz)
-                args = (a, out, *sh, *words, *words, *words, np.int32(r), np.int32(r),
-                        np.int32(r), np.int32(fz), np.float32(1))
-                out.fill(0)
-                t = device_ms(lambda: k(grid, (256, 1, 1), args))
-                same = bool(cp.array_equal(out, ref))
-                groups = grid[0] * grid[1] * grid[2]
-                report(f"    {path.name} {tx}x{ty} px {px} fz {fz} {extra or 'capped'} "
-                       f"({groups / sms:.1f} groups/SM, {'bit-identical' if same else 'DIFFERS'})",
-                       k, t, copy, float(cp.abs(out.astype(cp.float32) - ref.astype(cp.float32)).max()))
+            err = float(cp.abs(out.astype(cp.float32) -
+                               ndi.gaussian_filter(a.astype(cp.float32), sigma,
+                                                   mode="nearest")).max())
+            print(f"  sigma {sigma}: x-y pass {txy:.3f} ms ({txy / copy:.2f}x floor, regs "
+                  f"{kxy.num_regs}), z pass {tz:.3f} ms ({tz / copy:.2f}x, regs {kz.num_regs}), "
+                  f"both {txy + tz:.3f}; CuPy {peer:.3f} ms; max|diff| {err:.2e}", flush=True)
         del a, out, mid
 
 

@@ -2,11 +2,6 @@
  *
  * Write kernels with these names only:
  *   GPIX_KERNEL void name(GPIX_GLOBAL T* out, ...)    entry point
- *   GPIX_KERNEL GPIX_GROUPS_256_X2 void name(...)     an entry point always launched in
- *                                                     work-groups of 256 (x only), of which
- *                                                     the compiler should fit two on a
- *                                                     multiprocessor (CUDA: at most 128
- *                                                     registers a work-item)
  *   GPIX_FUNC                                         helper function qualifier
  *   GPIX_GLOBAL / GPIX_CONST_GLOBAL / GPIX_LOCAL      pointer address spaces
  *   GPIX_LOCAL_ARRAY(type, name, n)                   work-group shared array, fixed size
@@ -63,7 +58,6 @@
 #define GPIX_CONST_GLOBAL __global const
 #define GPIX_LOCAL __local
 #define GPIX_LOCAL_ARRAY(type, name, n) __local type name[n]
-#define GPIX_GROUPS_256_X2 __attribute__((reqd_work_group_size(256, 1, 1)))
 #define gpix_global_id(d) ((gpix_index)get_global_id(d))
 #define gpix_local_id(d) ((gpix_index)get_local_id(d))
 #define gpix_group_id(d) ((gpix_index)get_group_id(d))
@@ -133,7 +127,6 @@ typedef ulong gpix_index;
 #define GPIX_CONST_GLOBAL const
 #define GPIX_LOCAL
 #define GPIX_LOCAL_ARRAY(type, name, n) __shared__ type name[n]
-#define GPIX_GROUPS_256_X2 __launch_bounds__(256, 2)
 typedef unsigned long long gpix_index;
 __device__ __forceinline__ gpix_index gpix__dim(const uint3& v, int d) {
   return d == 0 ? v.x : (d == 1 ? v.y : v.z);

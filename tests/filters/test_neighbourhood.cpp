@@ -350,17 +350,17 @@ class TestNeighbourhood : public QObject {
     }
   }
 
-  // A volume's three Gaussian passes fused into one kernel (tiled.kernel's tile_conv_xyz, radii
-  // up to 8) give what the separate passes give, bit for bit: the x-y passes of each plane
-  // (sigma_z = 0), then a z pass done as the y pass of the same data seen as one plane per z
-  // (depth x height*width, sigma_x = 0: the x pass's single tap of 1 leaves values as they
-  // are). Shapes that cross the 32 x 32 column tiles, split z into several runs of planes (a
-  // narrow, deep volume: one column tile, so the runs shorten until they fill the device),
-  // end a run part-way, or are shallower than the window (every plane clamped); radii equal
-  // to their bucket (4, 8: every tap on) and below it, different per axis. Outputs land in
-  // poisoned memory.
-  void volume_passes_fused_data() { devices_data(); }
-  void volume_passes_fused() {
+  // A volume's Gaussian equals, bit for bit, its passes run one at a time: the x-y passes of
+  // each plane (sigma_z = 0), then a z pass done as the y pass of the same data seen as one
+  // plane per z (depth x height*width, sigma_x = 0: the x pass's single tap of 1 leaves
+  // values as they are). So the z pass (tiled.kernel's tile_conv_axis) sums the same taps in
+  // the same order as the y pass, on shapes that cross the tiles, end a run of outputs
+  // part-way or are shallower than the window (every plane clamped), with radii equal to
+  // their bucket (4, 8: every tap on) and below it, different per axis. Outputs land in
+  // poisoned memory. (It was written for a fused three-pass kernel, 27aabf1, measured slower
+  // than the two passes and dropped; bench/RESULTS.md.)
+  void volume_passes_in_steps_data() { devices_data(); }
+  void volume_passes_in_steps() {
     const Device dev = test::fetch_device();
     using Sigmas = std::array<double, 3>;
     const std::pair<Shape, std::vector<Sigmas>> cases[] = {
@@ -385,9 +385,9 @@ class TestNeighbourhood : public QObject {
         QVERIFY2(got.size() == expect.size(), w);
         for (std::size_t i = 0; i < got.size(); ++i) {
           if (std::memcmp(&got[i], &expect[i], sizeof(float)) != 0) {
-            QFAIL((w + ": the fused passes give " + QByteArray::number(got[i], 'g', 9) +
+            QFAIL((w + ": the Gaussian gives " + QByteArray::number(got[i], 'g', 9) +
                    " at element " + QByteArray::number(static_cast<qulonglong>(i)) +
-                   ", the separate passes " + QByteArray::number(expect[i], 'g', 9))
+                   ", its passes one at a time " + QByteArray::number(expect[i], 'g', 9))
                       .constData());
           }
         }

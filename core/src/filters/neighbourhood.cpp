@@ -3,7 +3,6 @@
 // for the rest.
 #include "gpix/filters/neighbourhood.h"
 
-#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -134,24 +133,6 @@ bool tile_xy_ok(const Array& a, SepOp op, DType out, int rx, int ry) {
   return fits(a, op, a.dtype(), out, rows * ((kTileX + 2 * tb + 1) + (kTileX + 1)));
 }
 
-// tiled.kernel's taps of axis `ax` (-1: none) by value: float32 at window positions 0 .. 2 tb,
-// zero beyond the radius, in pairs per 64-bit word; no upload.
-void push_tile_taps(std::vector<KernelArg>& args, const Separable& s, int ax, int tb) {
-  std::array<float, 18> w{};
-  if (s.op == SepOp::conv && ax >= 0) {
-    const std::vector<double>& t = s.taps[static_cast<std::size_t>(ax)];
-    const int r = s.radius[static_cast<std::size_t>(ax)];
-    for (int k = 0; k <= 2 * r; ++k) {
-      w[static_cast<std::size_t>(tb - r + k)] = static_cast<float>(t[static_cast<std::size_t>(k)]);
-    }
-  }
-  for (std::size_t i = 0; i < w.size(); i += 2) {
-    std::uint64_t word = 0;
-    std::memcpy(&word, &w[i], sizeof word);
-    args.push_back(arg(word));
-  }
-}
-
 // One launch of sep_<op>_<shape>; wa/wb are the taps of axes axis_a/axis_b (-1: none).
 // tb > 0 selects tiled.kernel's tile_<op>_<shape> with radius bucket tb instead.
 void sep_launch(const Array& in, const Array& out, const Separable& s, const char* shape,
@@ -165,7 +146,22 @@ void sep_launch(const Array& in, const Array& out, const Separable& s, const cha
   for (int ax : {axis_a, axis_b}) {
     const bool conv = s.op == SepOp::conv && ax >= 0;
     if (tb > 0) {
-      push_tile_taps(args, s, ax, tb);
+      // tiled.kernel: the taps by value (float32 at window positions 0 .. 2 tb, zero beyond
+      // the radius, in pairs per 64-bit word), no upload.
+      std::array<float, 18> w{};
+      if (conv) {
+        const std::vector<double>& t = s.taps[static_cast<std::size_t>(ax)];
+        const int r = radius(ax);
+        for (int k = 0; k <= 2 * r; ++k) {
+          w[static_cast<std::size_t>(tb - r + k)] =
+              static_cast<float>(t[static_cast<std::size_t>(k)]);
+        }
+      }
+      for (std::size_t i = 0; i < w.size(); i += 2) {
+        std::uint64_t word = 0;
+        std::memcpy(&word, &w[i], sizeof word);
+        args.push_back(arg(word));
+      }
     } else if (!conv) {
       args.push_back(arg(in));  // only conv reads taps: a never-read placeholder
     } else {
@@ -215,54 +211,6 @@ Array sep_axis(const Array& in, DType out_t, const Separable& s, int axis, doubl
   return out;
 }
 
-// tiled.kernel's tile_<op>_xyz (all three passes of a volume in one launch): convolutions and
-// sums, radii up to 8 on every axis, 4-byte accumulators, 32-bit extents, its local tiles
-// within the device's.
-constexpr std::size_t kXyzX = 32, kXyzY = 32;  // TZ_X, TZ_Y there
-bool tile_xyz_ok(const Array& a, SepOp op, DType out, const std::array<int, 3>& r) {
-  if (a.ndim() != 3 || (op != SepOp::conv && op != SepOp::sum) ||
-      std::max({r[0], r[1], r[2]}) > kTileRmax ||
-      !tile_acc_ok(op, a.dtype(), out) || !tile_extents_ok(a.shape())) {
-    return false;
-  }
-  const auto tb = static_cast<std::size_t>(tile_bucket(std::max({r[0], r[1], r[2]})));
-  const std::size_t rows = kXyzY + 2 * tb;
-  return fits(a, op, a.dtype(), out, rows * ((kXyzX + 2 * tb + 1) + (kXyzX + 1)));
-}
-
-// Output planes per work-group of tile_<op>_xyz. Each group recomputes the x-y passes of 2 tb
-// halo planes, so longer runs cost less, as long as the groups still fill the device twice
-// over (a 64 x 512 x 512 stack: 256 column tiles of one run each).
-int xyz_planes(const Array& a, int tb) {
-  const Shape& sh = a.shape();
-  const std::size_t columns = ceil_div(sh.width(), kXyzX) * ceil_div(sh.height(), kXyzY);
-  const std::size_t want = 2 * std::max<std::size_t>(a.device().info().compute_units, 1);
-  std::size_t fz = 128;
-  while (fz > static_cast<std::size_t>(2 * tb) && columns * ceil_div(sh.depth(), fz) < want) {
-    fz /= 2;
-  }
-  return static_cast<int>(std::min(fz, sh.depth()));
-}
-
-void xyz_launch(const Array& in, const Array& out, const Separable& s, double divisor) {
-  const Shape& sh = in.shape();
-  const int tb = tile_bucket(std::max({s.radius[0], s.radius[1], s.radius[2]}));
-  const int fz = xyz_planes(in, tb);
-  std::vector<KernelArg> args = {arg(in), arg(out)};
-  args.reserve(40);
-  push_shape(args, sh);
-  for (int ax : {0, 1, 2}) push_tile_taps(args, s, ax, tb);
-  for (int r : s.radius) args.push_back(arg(r));
-  args.push_back(arg(fz));
-  args.push_back(ct_arg(compute_type({in.dtype(), out.dtype()}), divisor));
-  launch(in, "tiled.kernel", std::string("tile_") + op_name(s.op) + "_xyz",
-         tile_defines(in.dtype(), out.dtype(), tb, s.op),
-         grid({ceil_div(sh.width(), kXyzX) * 256, ceil_div(sh.height(), kXyzY),
-               ceil_div(sh.depth(), static_cast<std::size_t>(fz))},
-              {256, 1, 1}),
-         args);
-}
-
 // Applies a separable operation over every axis of the image, writing dtype out_t.
 // conv/sum accumulate in the compute type and keep it between passes; min/max stay in the
 // input dtype (exact). 2D planes take a fused x+y kernel: tiled.kernel's for radii up to 8
@@ -277,11 +225,6 @@ Array separable(const Array& in, const Separable& s, DType out_t, const RunOptio
   const auto rad = [&](int axis) { return s.radius[static_cast<std::size_t>(axis)]; };
   const bool z_pass = nd == 3 && rad(2) > 0;
   const DType t1 = z_pass ? inter : out_t;
-  if (z_pass && tile_xyz_ok(in, s.op, out_t, s.radius)) {
-    Array out = empty_like(in, out_t);
-    xyz_launch(in, out, s, window);
-    return out;
-  }
   if (nd >= 2 && tile_xy_ok(in, s.op, t1, rad(0), rad(1))) {
     Array out = empty_like(in, t1);
     const Shape& sh = in.shape();
@@ -921,8 +864,7 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
         const bool order = op == SepOp::min || op == SepOp::max;
         if ((order && a != b) || !tile_acc_ok(op, a, b)) continue;
         for (int tb : {4, 8}) {
-          for (const char* sh : {"xy", "axis", "xyz"}) {
-            if (order && std::string_view(sh) == "xyz") continue;
+          for (const char* sh : {"xy", "axis"}) {
             out.push_back({"tiled.kernel", std::string("tile_") + op_name(op) + "_" + sh,
                            tile_defines(a, b, tb, op)});
           }
