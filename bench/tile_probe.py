@@ -7,10 +7,11 @@ ndimage on the same data (mode "nearest", gpix's border).
         tiled.kernel's fused 2D pass (tile_conv_xy, Gaussian sigma 2) on N x N float32
         (default 8192) under several tile shapes; further files: other versions of
         tiled.kernel, timed in the first two shapes.
-    python3 bench/tile_probe.py gauss3d [N]
+    python3 bench/tile_probe.py gauss3d [N] [once]
         a volume's Gaussian as gpix runs it, tiled.kernel's x-y pass (tile_conv_xy) and z
         pass (tile_conv_axis), each timed alone, sigma 1 and 2 (radius buckets 4 and 8), on
-        N^3 float32 and uint16 (default 512); under ncu, their profiles.
+        N^3 float32 and uint16 (default 512); "once": each pass launched once, untimed (for
+        ncu: `ncu -k regex:tile_conv ... tile_probe.py gauss3d 512 once`).
     python3 bench/tile_probe.py box3d [N] [NEIGHBOURHOOD_KERNEL ...]
         neighbourhood.kernel's radius-1 3D median on N^3 float32 (default 512), also from
         further files (other versions), then the 3D boxes (r1_sum/min/max_3d) for several
@@ -94,13 +95,13 @@ def tap_words(sigma, tb):
 def gauss3d(n, files):
     """The two passes of a volume's Gaussian (tile_conv_xy per plane, tile_conv_axis along z),
     each timed alone, against the copy and CuPy; run under ncu for their profiles."""
-    del files
+    once = "once" in files
     for dtype, tname in ((cp.float32, "gpix_f32"), (cp.uint16, "gpix_u16")):
         rng = cp.random.default_rng(1)
         a = (rng.random((n, n, n), dtype=cp.float32) * 60000).astype(dtype)
         out = cp.empty_like(a)
         mid = cp.empty((n, n, n), cp.float32)
-        copy = device_ms(lambda: cp.copyto(out, a))
+        copy = 1.0 if once else device_ms(lambda: cp.copyto(out, a))
         print(f"gauss3d {n}^3 {cp.dtype(dtype).name}: copy {copy:.3f} ms (floor)", flush=True)
         for sigma in (1.0, 2.0):
             tb = 4 if sigma <= 1 else 8
@@ -121,6 +122,12 @@ def gauss3d(n, files):
                 kz(((n + 63) // 64, (n + 15) // 16, n), (64, 1, 1),
                    (mid, out, *sh, *words, *words, np.int32(r), np.int32(0), np.int32(2),
                     np.float32(1)))
+            if once:
+                xy()
+                z()
+                cp.cuda.Device().synchronize()
+                print(f"  sigma {sigma}: launched once", flush=True)
+                continue
             txy, tz = device_ms(xy), device_ms(z)
             peer = device_ms(lambda: ndi.gaussian_filter(a, sigma, mode="nearest"))
             err = float(cp.abs(out.astype(cp.float32) -

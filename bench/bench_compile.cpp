@@ -1,0 +1,184 @@
+// How long each kernel program takes to build on one device with nothing cached: which
+// programs make a filter's first call slow (issue 17: "OpenCL cold first call no slower than
+// pyclesperanto's"), and whether a plainer kernel that computes the same thing builds faster.
+//   bench_compile [--device NAME] [--match REGEX] [--types f32,u16]
+//   bench_compile [--device NAME] --first-calls
+// Every (file, entry, defines) of the catalog's variants (kernel_variants.h) whose
+// "file:entry" matches REGEX (default: all) and whose T_IN, where it has one, is among
+// --types (default f32), built once through the device's program cache, as a filter's first
+// call builds it (one program per entry where the backend builds them so: OpenCL), with the
+// disk cache and the prebuilt CUDA bundle off. Prints one line per program, then the list
+// again from slowest. Run with CUDA_CACHE_DISABLE=1 so that NVIDIA's driver does not answer
+// from its own JIT cache (its OpenCL included).
+// --first-calls: the suite's five first calls (bench/suite.py: gaussian_blur sigma 2, mean_box
+// and median_box radius 1, threshold_otsu on float32, connected_components on uint8; 512^2
+// here) one after another in this process, as a new user's session makes them, each with
+// its wall time and the programs it built (from the start of one build to the next build or
+// the call's end; a build on a background thread is marked so).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/backend.h"
+#include "config.h"
+#include "detail.h"
+#include "gpix/catalog.h"
+#include "gpix/device.h"
+#include "gpix/error.h"
+#include "gpix/gpix.h"
+#include "kernel_variants.h"
+#include "programs.h"
+
+using namespace gpix;
+
+namespace {
+
+struct Row {
+  double ms = 0;
+  std::string what;
+};
+
+std::string describe(const detail::KernelVariant& v) {
+  std::string s = v.file + ":" + v.entry;
+  for (const auto& [k, val] : v.defines) s += " " + k + "=" + val;
+  return s;
+}
+
+using Clock = std::chrono::steady_clock;
+
+double ms(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+void first_calls(const Device& dev) {
+  struct Built {
+    std::string what;
+    Clock::time_point at;
+    bool background;
+  };
+  std::mutex m;
+  std::vector<Built> built;
+  const std::thread::id main_thread = std::this_thread::get_id();
+  auto& impl = detail::Access::impl(dev);
+  impl.set_compile_hook_for_testing(
+      [&](const detail::ProgramSource& src, const detail::Defines& d) {
+        std::string what = src.name;
+        for (const auto& [k, v] : d) what += " " + k + "=" + v;
+        std::lock_guard lock(m);
+        built.push_back({what, Clock::now(), std::this_thread::get_id() != main_thread});
+      });
+  constexpr std::size_t n = 512;
+  std::vector<float> img(n * n);
+  std::vector<std::uint8_t> mask(n * n);
+  for (std::size_t i = 0; i < img.size(); ++i) {
+    img[i] = static_cast<float>((i * 2654435761u) % 1000) / 10.0f;
+    mask[i] = ((i / n / 16 + i % n / 16) % 3) == 0 ? 1 : 0;
+  }
+  const Array a = Array::push(img, Shape{n, n}, dev);
+  const Array b = Array::push(mask, Shape{n, n}, dev);
+  struct Call {
+    const char* filter;
+    Params params;
+    const Array* in;
+  };
+  const Call calls[] = {
+      {"gaussian_blur", {{"sigma_x", 2.0}, {"sigma_y", 2.0}}, &a},
+      {"mean_box", {{"radius_x", 1.0}, {"radius_y", 1.0}}, &a},
+      {"median_box", {{"radius_x", 1.0}, {"radius_y", 1.0}}, &a},
+      {"threshold_otsu", {}, &a},
+      {"connected_components", {{"connectivity", std::string("full")}}, &b},
+  };
+  for (const Call& c : calls) {
+    std::size_t first = 0;
+    {
+      std::lock_guard lock(m);
+      first = built.size();
+    }
+    const auto t0 = Clock::now();
+    (void)run(c.filter, *c.in, c.params);
+    dev.finish();
+    const auto t1 = Clock::now();
+    std::printf("%9.1f  %s (first call)\n", ms(t0, t1), c.filter);
+    std::lock_guard lock(m);
+    for (std::size_t i = first; i < built.size(); ++i) {
+      const auto end = i + 1 < built.size() ? built[i + 1].at : t1;
+      std::printf("%9s  %7.1f  %s%s\n", "", ms(built[i].at, end), built[i].what.c_str(),
+                  built[i].background ? " (background)" : "");
+    }
+  }
+  impl.set_compile_hook_for_testing({});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string device, match = ".*", types = "f32";
+  bool first = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--first-calls")) first = true;
+  }
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--device")) device = argv[i + 1];
+    if (!std::strcmp(argv[i], "--match")) match = argv[i + 1];
+    if (!std::strcmp(argv[i], "--types")) types = argv[i + 1];
+  }
+  try {
+    detail::config_for_testing().no_disk_cache = true;
+    detail::config_for_testing().kernel_bundle = "off";
+    const Device dev = select_device(device);
+    auto& impl = detail::Access::impl(dev);
+    std::printf("device: %s; programs %s\n", dev.label().c_str(),
+                impl.programs_per_entry() ? "per entry" : "per file");
+    if (first) {
+      first_calls(dev);
+      return 0;
+    }
+    std::set<std::string> wanted;
+    for (std::size_t p = 0; p <= types.size();) {
+      const std::size_t c = std::min(types.find(',', p), types.size());
+      wanted.insert("gpix_" + types.substr(p, c - p));
+      p = c + 1;
+    }
+    const std::regex re(match);
+    std::vector<Row> rows;
+    std::set<std::string> seen;
+    for (const detail::KernelVariant& v : detail::all_kernel_variants()) {
+      if (!std::regex_search(v.file + ":" + v.entry, re)) continue;
+      const auto t_in = std::find_if(v.defines.begin(), v.defines.end(),
+                                     [](const auto& d) { return d.first == "T_IN"; });
+      if (t_in != v.defines.end() && !wanted.count(t_in->second)) continue;
+      // Entries of one per-file program build once.
+      const std::string key =
+          impl.programs_per_entry() ? describe(v) : describe({v.file, "", v.defines});
+      if (!seen.insert(key).second) continue;
+      const auto t0 = std::chrono::steady_clock::now();
+      try {
+        (void)impl.kernel(detail::program(v.file), v.entry, v.defines);
+      } catch (const Error& e) {
+        std::printf("%9s  %s: %s\n", "failed", describe(v).c_str(), e.what());
+        continue;
+      }
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      std::printf("%9.1f  %s\n", ms, describe(v).c_str());
+      std::fflush(stdout);
+      rows.push_back({ms, describe(v)});
+    }
+    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.ms > b.ms; });
+    double total = 0;
+    for (const Row& r : rows) total += r.ms;
+    std::printf("\n%zu programs, %.0f ms in all; slowest first:\n", rows.size(), total);
+    for (const Row& r : rows) std::printf("%9.1f  %s\n", r.ms, r.what.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_compile: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
