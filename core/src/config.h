@@ -65,6 +65,12 @@ struct Config {
   // device, unset (-1) on GPUs only. PoCL 3.1 aborts ("Failed to create kernel compiler pass
   // inline-kernels") when two programs build at once in a fresh process.
   int tiered_compile = -1;
+  // GPIX_TIER_QUIET_MS: a background compile of a tiered program waits until no foreground
+  // compile has run on its device for this long. NVIDIA's OpenCL builds one program at a time
+  // in a process, so a background build that starts at once delays the plain kernel's build
+  // it was meant to spare and the next filter's first build (bench/RESULTS.md); a person
+  // looks at a result for longer than this before the next click.
+  unsigned tier_quiet_ms = 250;
 
   // Whether the named driver workaround is switched off.
   bool workaround_disabled(std::string_view name) const;

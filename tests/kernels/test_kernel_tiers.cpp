@@ -13,6 +13,7 @@
 #include <latch>
 #include <limits>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -64,7 +65,7 @@ class HoldFastPrograms {
   }
   // One-entry programs are named "<file> (entry <name>)" (kernel_cache.cpp).
   static bool fast(const std::string& name) {
-    for (const char* f : {"entry r1_median", "entry median_fixed"}) {
+    for (const char* f : {"entry tile_", "entry r1_median", "entry median_fixed"}) {
       if (name.find(f) != std::string::npos) return true;
     }
     return false;
@@ -119,13 +120,21 @@ struct Case {
 };
 
 std::vector<Case> cases(int ndim) {
-  // The medians: the r1 sorting networks and median_fixed (up to 49 values) against
-  // median_radix.
   std::vector<Case> c = {
+      // The separable passes: tiled.kernel's against separable.kernel's, radius 4 (the
+      // bucket's, every tap on) and 6 (bucket 8, taps switched off).
+      {"gaussian 1", [](const Array& a) { return gaussian_blur(a, 1.0); }, false},
+      {"gaussian 1.6", [](const Array& a) { return gaussian_blur(a, 1.6); }, false},
+      {"mean 2x1x2", [](const Array& a) { return mean_box(a, 2, 1, 2); }, false},
+      {"minimum 2x2x2", [](const Array& a) { return minimum_box(a, 2, 2, 2); }, true},
+      {"maximum 3x2x1", [](const Array& a) { return maximum_box(a, 3, 2, 1); }, true},
+      // The medians: the r1 sorting networks and median_fixed (up to 49 values) against
+      // median_radix.
       {"median r1", [](const Array& a) { return median_box(a, 1, 1, 1); }, true},
       {"median 2x1x1", [](const Array& a) { return median_box(a, 2, 1, 1); }, true},
   };
   if (ndim == 2) {
+    c.push_back({"maximum 8x7", [](const Array& a) { return maximum_box(a, 8, 7); }, true});
     c.push_back({"median 3x3", [](const Array& a) { return median_box(a, 3, 3); }, true});
   }
   return c;
@@ -258,6 +267,67 @@ class TestKernelTiers : public QObject {
     QVERIFY2(differ.empty(), ("the tiers differ:" + differ).c_str());
     // Every fast program was ready: nothing more went to the background.
     QCOMPARE(impl.cache_counters().background_compiles, c3.background_compiles);
+  }
+
+  // A background compile waits for a quiet compiler: while the caller goes on building
+  // (its plain kernel, the next filter's), it does not start; once the compiler has rested
+  // for config().tier_quiet_ms it starts by itself, and wait_for_background_compiles() starts
+  // it at once.
+  void background_waits_for_quiet_compiler_data() { test::add_device_rows(); }
+  void background_waits_for_quiet_compiler() {
+    const Device dev = test::fetch_device();
+    auto& impl = detail::Access::impl(dev);
+    const detail::ScopedConfig scope;
+    detail::config_for_testing().no_disk_cache = true;
+    detail::config_for_testing().kernel_bundle = "off";
+    detail::config_for_testing().program_unit = "entry";
+    detail::config_for_testing().tiered_compile = true;
+    detail::config_for_testing().tier_quiet_ms = 60000;
+    std::mutex m;
+    std::set<std::string> started;  // the GPIX_QUIET_TEST values whose compile began
+    impl.set_compile_hook_for_testing(
+        [&](const detail::ProgramSource&, const detail::Defines& defines) {
+          for (const auto& [k, v] : defines) {
+            if (k != "GPIX_QUIET_TEST") continue;
+            std::lock_guard lock(m);
+            started.insert(v);
+          }
+        });
+    const auto began = [&](const std::string& id) {
+      std::lock_guard lock(m);
+      return started.count(id) > 0;
+    };
+    const detail::ProgramSource& src = detail::program("fill.kernel");
+    const std::string id = nonce();
+    const detail::Defines fast = {{"GPIX_QUIET_TEST", id}};
+    QVERIFY(impl.kernel_if_ready(src, "fill_u64", fast) == nullptr);
+    for (int i = 0; i < 2; ++i) {
+      (void)impl.kernel(src, "fill_u64", {{"GPIX_QUIET_OTHER", id + std::to_string(i)}});
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    QVERIFY2(!began(id), "the background compile did not wait for a quiet compiler");
+    QVERIFY(impl.kernel_if_ready(src, "fill_u64", fast) == nullptr);
+    impl.wait_for_background_compiles();
+    QVERIFY2(began(id), "wait_for_background_compiles() did not start the waiting compile");
+    QVERIFY(impl.kernel_if_ready(src, "fill_u64", fast) != nullptr);
+
+    // A short quiet time: it starts by itself, with nobody waiting for it.
+    detail::config_for_testing().tier_quiet_ms = 50;
+    const std::string id2 = nonce() + "b";
+    const detail::Defines fast2 = {{"GPIX_QUIET_TEST", id2}};
+    QVERIFY(impl.kernel_if_ready(src, "fill_u64", fast2) == nullptr);
+    detail::DeviceImpl::KernelPtr k;
+    for (int i = 0; i < 1200 && !k; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      k = impl.kernel_if_ready(src, "fill_u64", fast2);
+    }
+    impl.set_compile_hook_for_testing({});
+    QVERIFY2(k != nullptr, "the background compile did not start after the quiet time");
+    QVERIFY(began(id2));
+    // The kernel it built works.
+    Array a = Array::push(std::vector<std::uint64_t>(1000, 0), Shape{1000}, dev);
+    fill_u64(impl, *k, a, 42);
+    QCOMPARE(a.pull_as<std::uint64_t>()[999], std::uint64_t{42});
   }
 
   // A fast program whose background compile fails is not left behind for ever: the next

@@ -2,6 +2,8 @@
 // The internal backend interface. Each API (OpenCL, CUDA) implements DeviceImpl; nothing here
 // names an OpenCL or CUDA type, and nothing of it appears in a public header.
 #include <array>
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -425,7 +427,7 @@ class DeviceImpl {
   KernelPtr kernel_if_ready(const ProgramSource& src, std::string_view name,
                             const Defines& defines);
   // Blocks until the background compiles started so far are done (tests, benchmarks and
-  // release_resources()).
+  // release_resources()); those still waiting for a quiet compiler start at once.
   void wait_for_background_compiles();
 
   struct CacheCounters {
@@ -548,9 +550,15 @@ class DeviceImpl {
                                       std::vector<std::shared_ptr<ProgramEntry>>* dropped);
   // A claimed entry's program from the prebuilt bundle or the disk cache; nullptr on a miss.
   std::unique_ptr<Program> load_cached(const ProgramRequest& r);
-  // Compiles a claimed entry's program and stores it on disk.
+  // Compiles a claimed entry's program and stores it on disk. A compile a caller waits for
+  // (not `background`) counts as compiler activity for wait_for_quiet_compiler().
   std::unique_ptr<Program> compile(const ProgramRequest& r, const ProgramSource& src,
-                                   std::string_view name, const Defines& defines);
+                                   std::string_view name, const Defines& defines,
+                                   bool background = false);
+  // A background compile's wait before it starts: until no foreground compile is running and
+  // none has ended (or been announced by kernel_if_ready()) for `quiet`, or until
+  // wait_for_background_compiles() asks for it now.
+  void wait_for_quiet_compiler(std::chrono::milliseconds quiet);
   // Fills a claimed entry, or removes it and passes the error to its waiters.
   static void settle(ProgramEntry& entry, std::unique_ptr<Program> program);
   void settle_failed(const std::string& key, const std::shared_ptr<ProgramEntry>& entry,
@@ -565,6 +573,12 @@ class DeviceImpl {
   std::set<std::string, std::less<>> background_failed_;  // cache_mutex_
   std::mutex background_mutex_;
   std::vector<std::future<void>> background_;
+  // The compiler's activity on this device (wait_for_quiet_compiler()).
+  std::mutex quiet_mutex_;
+  std::condition_variable quiet_cv_;
+  int foreground_compiles_ = 0;                          // quiet_mutex_
+  std::chrono::steady_clock::time_point last_activity_;  // quiet_mutex_
+  int flushes_ = 0;  // quiet_mutex_: wait_for_background_compiles() calls in progress
 
   std::once_flag pool_once_;
   std::shared_ptr<MemoryPool> pool_;

@@ -96,7 +96,28 @@ std::unique_ptr<DeviceImpl::Program> DeviceImpl::load_cached(const ProgramReques
 std::unique_ptr<DeviceImpl::Program> DeviceImpl::compile(const ProgramRequest& r,
                                                          const ProgramSource& src,
                                                          std::string_view name,
-                                                         const Defines& defines) {
+                                                         const Defines& defines, bool background) {
+  // A foreground compile holds background ones back while it runs and for the quiet time
+  // after it (wait_for_quiet_compiler).
+  struct Activity {
+    DeviceImpl* d;
+    explicit Activity(DeviceImpl* dev) : d(dev) {
+      if (!d) return;
+      std::lock_guard lock(d->quiet_mutex_);
+      ++d->foreground_compiles_;
+    }
+    ~Activity() {
+      if (!d) return;
+      {
+        std::lock_guard lock(d->quiet_mutex_);
+        --d->foreground_compiles_;
+        d->last_activity_ = std::chrono::steady_clock::now();
+      }
+      d->quiet_cv_.notify_all();
+    }
+    Activity(const Activity&) = delete;
+    Activity& operator=(const Activity&) = delete;
+  } activity(background ? nullptr : this);
   std::function<void(const ProgramSource&, const Defines&)> hook;
   {
     std::lock_guard lock(cache_mutex_);
@@ -231,30 +252,42 @@ DeviceImpl::KernelPtr DeviceImpl::kernel_if_ready(const ProgramSource& src, std:
   }
   // Nothing to load: the compile goes to a background thread, which owns the claimed entry.
   // The source is copied (a user's source may not outlive this call); the device outlives
-  // the thread (release_resources() waits for it).
+  // the thread (release_resources() waits for it). It starts once the compiler has been
+  // quiet for a while: the caller is about to build its plain kernel, and NVIDIA's OpenCL
+  // builds one program at a time in a process (a first Gaussian took 837-933 ms with its
+  // fast program building beside the plain one's, 602 waiting for the fast one,
+  // bench/RESULTS.md). This request counts as activity, so that the caller's build starts
+  // first.
   {
     std::lock_guard lock(cache_mutex_);
     ++counters_.background_compiles;
+  }
+  const auto quiet = std::chrono::milliseconds(config().tier_quiet_ms);
+  {
+    std::lock_guard lock(quiet_mutex_);
+    last_activity_ = std::chrono::steady_clock::now();
   }
   std::lock_guard lock(background_mutex_);
   std::erase_if(background_, [](std::future<void>& f) {
     return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
   });
   try {
-    background_.push_back(
-        std::async(std::launch::async, [this, r, src, n = std::string(name), defines, entry] {
-          try {
-            settle(*entry, compile(r, src, n, defines));
-          } catch (...) {
-            // Not reported here: the next request for the program compiles it again in the
-            // foreground and throws the error to its caller.
-            {
-              std::lock_guard failed_lock(cache_mutex_);
-              background_failed_.insert(r.key);
-            }
-            settle_failed(r.key, entry, std::current_exception());
-          }
-        }));
+    background_.push_back(std::async(std::launch::async,
+                                     [this, r, src, n = std::string(name), defines, entry, quiet] {
+                                       try {
+                                         wait_for_quiet_compiler(quiet);
+                                         settle(*entry, compile(r, src, n, defines, true));
+                                       } catch (...) {
+                                         // Not reported here: the next request for the program
+                                         // compiles it again in the foreground and throws the error
+                                         // to its caller.
+                                         {
+                                           std::lock_guard failed_lock(cache_mutex_);
+                                           background_failed_.insert(r.key);
+                                         }
+                                         settle_failed(r.key, entry, std::current_exception());
+                                       }
+                                     }));
   } catch (...) {
     // No thread to be had: the entry must not stay claimed for ever.
     settle_failed(r.key, entry, std::current_exception());
@@ -263,13 +296,33 @@ DeviceImpl::KernelPtr DeviceImpl::kernel_if_ready(const ProgramSource& src, std:
   return nullptr;
 }
 
+void DeviceImpl::wait_for_quiet_compiler(std::chrono::milliseconds quiet) {
+  std::unique_lock lock(quiet_mutex_);
+  while (flushes_ == 0) {
+    if (foreground_compiles_ > 0) {
+      quiet_cv_.wait(lock);
+      continue;
+    }
+    const auto until = last_activity_ + quiet;
+    if (std::chrono::steady_clock::now() >= until) return;
+    quiet_cv_.wait_until(lock, until);
+  }
+}
+
 void DeviceImpl::wait_for_background_compiles() {
+  {
+    std::lock_guard lock(quiet_mutex_);
+    ++flushes_;
+  }
+  quiet_cv_.notify_all();
   std::vector<std::future<void>> pending;
   {
     std::lock_guard lock(background_mutex_);
     pending.swap(background_);
   }
   for (auto& f : pending) f.wait();
+  std::lock_guard lock(quiet_mutex_);
+  --flushes_;
 }
 
 bool DeviceImpl::programs_per_entry() const {

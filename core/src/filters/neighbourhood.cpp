@@ -123,6 +123,17 @@ bool tile_extents_ok(const Shape& s) {
   constexpr std::size_t kMax = std::numeric_limits<std::int32_t>::max() - 4095;
   return s.width() <= kMax && s.height() <= kMax && s.depth() <= kMax;
 }
+// Whether tiled.kernel's tile_<op>_<shape> for these types and bucket has its program now.
+// Its unrolled kernels take the longest of the catalog to build (tile_conv_xy at bucket 8:
+// 345 ms on NVIDIA's OpenCL against 125 for separable.kernel's sep_conv_xy,
+// bench/RESULTS.md), and separable.kernel's passes apply the same taps in the same order
+// with the same accumulator type, so a first call runs those while it compiles (tiered
+// compilation, DeviceImpl::kernel_if_ready). Asked last, after every other condition of the
+// tile path holds, so that no compile starts for a call that could not take it.
+bool tile_ready(const Array& in, DType out, SepOp op, const char* shape, int tb) {
+  return kernel_ready(in, "tiled.kernel", std::string("tile_") + op_name(op) + "_" + shape,
+                      tile_defines(in.dtype(), out, tb, op));
+}
 bool tile_xy_ok(const Array& a, SepOp op, DType out, int rx, int ry) {
   if (rx > kTileRmax || ry > kTileRmax || !tile_acc_ok(op, a.dtype(), out) ||
       !tile_extents_ok(a.shape())) {
@@ -194,7 +205,7 @@ Array sep_axis(const Array& in, DType out_t, const Separable& s, int axis, doubl
     sep_launch(in, out, s, "x", grid({sh.width(), sh.height(), sh.depth()}, {256, 1, 1}), 0, -1, 0,
                divisor);
   } else if (axis > 0 && r <= kTileRmax && tile_acc_ok(s.op, in.dtype(), out_t) &&
-             tile_extents_ok(sh)) {
+             tile_extents_ok(sh) && tile_ready(in, out_t, s.op, "axis", tile_bucket(r))) {
     const std::size_t extent = axis == 1 ? sh.height() : sh.depth();
     const std::size_t other = axis == 1 ? sh.depth() : sh.height();
     sep_launch(in, out, s, "axis",
@@ -225,7 +236,8 @@ Array separable(const Array& in, const Separable& s, DType out_t, const RunOptio
   const auto rad = [&](int axis) { return s.radius[static_cast<std::size_t>(axis)]; };
   const bool z_pass = nd == 3 && rad(2) > 0;
   const DType t1 = z_pass ? inter : out_t;
-  if (nd >= 2 && tile_xy_ok(in, s.op, t1, rad(0), rad(1))) {
+  if (nd >= 2 && tile_xy_ok(in, s.op, t1, rad(0), rad(1)) &&
+      tile_ready(in, t1, s.op, "xy", tile_bucket(std::max(rad(0), rad(1))))) {
     Array out = empty_like(in, t1);
     const Shape& sh = in.shape();
     const int tb = tile_bucket(std::max(rad(0), rad(1)));
@@ -342,9 +354,8 @@ std::string r1_entry(const Array& in, const char* op) {
 // Whether that kernel has its program now (filters/launch.h, kernel_ready): the r1 median's
 // sorting network is slow to compile (0.4 s on NVIDIA's OpenCL, bench/RESULTS.md), and any
 // other median kernel finds the same value (keys in a total order), so median_radix serves
-// meanwhile. The other filters wait for their own kernels: the box mean's float sums depend on
-// the order they visit values, and the Gaussian's plain passes compiled no faster than its
-// tiles on NVIDIA's OpenCL (837-933 ms tiered against 602, bench/RESULTS.md).
+// meanwhile. The radius-1 box mean waits for its own kernel: its float sums depend on the
+// order it visits values. The separable passes tier on their own (tile_ready).
 bool r1_ready(const Array& in, const char* op, DType out_t) {
   return kernel_ready(in, "neighbourhood.kernel", r1_entry(in, op), nb_defines(in.dtype(), out_t));
 }
