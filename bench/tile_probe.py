@@ -7,11 +7,12 @@ ndimage on the same data (mode "nearest", gpix's border).
         tiled.kernel's fused 2D pass (tile_conv_xy, Gaussian sigma 2) on N x N float32
         (default 8192) under several tile shapes; further files: other versions of
         tiled.kernel, timed in the first two shapes.
-    python3 bench/tile_probe.py gauss3d [N] [once]
+    python3 bench/tile_probe.py gauss3d [N] [once] [TILED_KERNEL ...]
         a volume's Gaussian as gpix runs it, tiled.kernel's x-y pass (tile_conv_xy) and z
         pass (tile_conv_axis), each timed alone, sigma 1 and 2 (radius buckets 4 and 8), on
-        N^3 float32 and uint16 (default 512); "once": each pass launched once, untimed (for
-        ncu: `ncu -k regex:tile_conv ... tile_probe.py gauss3d 512 once`).
+        N^3 float32 and uint16 (default 512); further files: their z pass, timed and compared
+        bit for bit; "once": each pass launched once, untimed (for ncu: `ncu -k
+        regex:tile_conv ... tile_probe.py gauss3d 512 once`).
     python3 bench/tile_probe.py box3d [N] [NEIGHBOURHOOD_KERNEL ...]
         neighbourhood.kernel's radius-1 3D median on N^3 float32 (default 512), also from
         further files (other versions), then the 3D boxes (r1_sum/min/max_3d) for several
@@ -129,6 +130,18 @@ def gauss3d(n, files):
                 print(f"  sigma {sigma}: launched once", flush=True)
                 continue
             txy, tz = device_ms(xy), device_ms(z)
+            zout = out.copy()
+            for f in (f for f in files if f != "once"):
+                kz2 = compile_fn(Path(f), "tile_conv_axis",
+                                 ("T_IN=gpix_f32", f"T_OUT={tname}") + base)
+                out.fill(0)
+                t = device_ms(lambda: kz2(((n + 63) // 64, (n + 15) // 16, n), (64, 1, 1),
+                                          (mid, out, *sh, *words, *words, np.int32(r),
+                                           np.int32(0), np.int32(2), np.float32(1))))
+                print(f"    z pass of {Path(f).name}: {t:.3f} ms (regs {kz2.num_regs}), "
+                      f"{'bit-identical' if bool(cp.array_equal(out, zout)) else 'DIFFERS'}",
+                      flush=True)
+            out[...] = zout
             peer = device_ms(lambda: ndi.gaussian_filter(a, sigma, mode="nearest"))
             err = float(cp.abs(out.astype(cp.float32) -
                                ndi.gaussian_filter(a.astype(cp.float32), sigma,
