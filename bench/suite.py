@@ -563,6 +563,9 @@ def first_call_phase(impls, cases, work, data, deadline, quick, log):
             os.makedirs(os.path.join(home, sub))
         env = dict(
             impl.env,
+            # First calls are where tiered compilation acts: the caller's setting (by default
+            # none: the library's), not the grid's GPIX_TIERED_COMPILE=0.
+            GPIX_TIERED_COMPILE=os.environ.get("GPIX_TIERED_COMPILE", ""),
             GPIX_CACHE_DIR=os.path.join(home, "gpix"),
             CUDA_CACHE_PATH=os.path.join(home, "nv"),
             CUPY_CACHE_DIR=os.path.join(home, "cupy"),
@@ -706,7 +709,12 @@ def main(argv=None):
         name = "gpix-" + (
             "cuda" if dev.startswith("cuda") else "opencl" if dev.startswith("opencl") else dev
         )
-        impls.append(Impl(name, [o.bench_grid, "--device", dev, "--data", data], grid_env, ".tsv"))
+        # The grid times kernels in their steady state: the fast programs built in the prewarm,
+        # never the plain tier that serves while a fast one compiles (GPIX_TIERED_COMPILE=0:
+        # otherwise a case could time the plain kernel until its fast one's background build,
+        # which waits for a quiet compiler, came in; first_call_phase gives tiers back).
+        gpix_env = dict(grid_env, GPIX_TIERED_COMPILE="0")
+        impls.append(Impl(name, [o.bench_grid, "--device", dev, "--data", data], gpix_env, ".tsv"))
     for peer in filter(None, o.peers.split(",")):
         impls.append(
             Impl(

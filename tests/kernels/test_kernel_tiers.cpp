@@ -330,6 +330,55 @@ class TestKernelTiers : public QObject {
     QCOMPARE(a.pull_as<std::uint64_t>()[999], std::uint64_t{42});
   }
 
+  // A process that ends while a background compile waits for a quiet compiler, or while one
+  // runs, exits cleanly: the waiting one never starts and the running one finishes first. A
+  // compile started at the device's teardown ran into PoCL's clang after its static objects
+  // were gone (`gpix run median_box` with tiers on: SIGSEGV at exit). Fresh processes: this
+  // binary, run for exit_during_background_compile_child.
+  void exit_during_background_compile() {
+    for (const char* quiet : {"60000", "0"}) {
+      QProcess child;
+      QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+      env.insert("GPIX_TIERS_CHILD", "1");
+      env.insert("GPIX_TIER_QUIET_MS", quiet);
+      child.setProcessEnvironment(env);
+      child.setProcessChannelMode(QProcess::MergedChannels);
+      child.start(QCoreApplication::applicationFilePath(),
+                  {"exit_during_background_compile_child"});
+      QVERIFY(child.waitForStarted());
+      QVERIFY2(child.waitForFinished(300000), "the child did not finish in 5 minutes");
+      const QByteArray output = child.readAll();
+      QVERIFY2(child.exitStatus() == QProcess::NormalExit && child.exitCode() == 0,
+               QByteArray("quiet ") + quiet + " ms: the child failed (exit status " +
+                   QByteArray::number(child.exitStatus()) + ", code " +
+                   QByteArray::number(child.exitCode()) + "):\n" + output);
+      QVERIFY2(output.contains("PASS   : TestKernelTiers::exit_during_background_compile_child"),
+               QByteArray("quiet ") + quiet + " ms: the child did not pass:\n" + output);
+    }
+  }
+  void exit_during_background_compile_child() {
+    if (qEnvironmentVariableIsEmpty("GPIX_TIERS_CHILD")) {
+      QSKIP("runs in the child processes of exit_during_background_compile");
+    }
+    // The configuration as the environment set it (GPIX_TIER_QUIET_MS), tiers on everywhere,
+    // nothing cached: the programs below compile.
+    detail::config_for_testing().tiered_compile = 1;
+    detail::config_for_testing().no_disk_cache = true;
+    detail::config_for_testing().kernel_bundle = "off";
+    detail::config_for_testing().program_unit = "entry";
+    const std::string id = nonce();
+    for (const Device& dev : test::test_devices()) {
+      auto& impl = detail::Access::impl(dev);
+      const detail::ProgramSource& src = detail::program("fill.kernel");
+      QVERIFY(impl.kernel_if_ready(src, "fill_u64", {{"GPIX_EXIT_TEST", id}}) == nullptr);
+      // A foreground build (the plain kernel's, in a filter): the compiler's statics exist.
+      Array a = Array::push(std::vector<std::uint64_t>(1000, 0), Shape{1000}, dev);
+      fill_u64(impl, *impl.kernel(src, "fill_u64", {{"GPIX_EXIT_PLAIN", id}}), a, 7);
+      QCOMPARE(a.pull_as<std::uint64_t>()[999], std::uint64_t{7});
+    }
+    // Returns, and the process exits with the background compile waiting or running.
+  }
+
   // A fast program whose background compile fails is not left behind for ever: the next
   // request compiles it in the foreground and throws the compile error to the caller.
   void failed_background_compile_reaches_the_caller_data() { test::add_device_rows(); }

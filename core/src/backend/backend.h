@@ -426,9 +426,13 @@ class DeviceImpl {
   // is 1, or where it is 0, this waits like kernel() and never returns nullptr.
   KernelPtr kernel_if_ready(const ProgramSource& src, std::string_view name,
                             const Defines& defines);
-  // Blocks until the background compiles started so far are done (tests, benchmarks and
-  // release_resources()); those still waiting for a quiet compiler start at once.
+  // Blocks until the background compiles started so far are done (tests, benchmarks); those
+  // still waiting for a quiet compiler start at once.
   void wait_for_background_compiles();
+  // For the device's teardown and the process's exit: background compiles still waiting for
+  // a quiet compiler never start (their programs are left uncompiled), running ones are
+  // waited for, and later tiered requests wait for their program like kernel().
+  void stop_background_compiles();
 
   struct CacheCounters {
     std::uint64_t memory_hits = 0, disk_hits = 0, compiles = 0, disk_rejected = 0, disk_writes = 0;
@@ -557,8 +561,20 @@ class DeviceImpl {
                                    bool background = false);
   // A background compile's wait before it starts: until no foreground compile is running and
   // none has ended (or been announced by kernel_if_ready()) for `quiet`, or until
-  // wait_for_background_compiles() asks for it now.
-  void wait_for_quiet_compiler(std::chrono::milliseconds quiet);
+  // wait_for_background_compiles() asks for it now. False: stop_background_compiles() was
+  // called, and the compile must not start.
+  bool wait_for_quiet_compiler(std::chrono::milliseconds quiet);
+  // The body of kernel_if_ready()'s background thread: waits for a quiet compiler, then
+  // compiles and fills the claimed entry (or settles it with the error).
+  void background_compile(const ProgramRequest& r, const ProgramSource& src,
+                          const std::string& name, const Defines& defines,
+                          const std::shared_ptr<ProgramEntry>& entry,
+                          std::chrono::milliseconds quiet);
+  // The process-wide list of devices with background work, which an exit handler stops
+  // (kernel_cache.cpp says why), and that handler's registration.
+  static void note_background_work(DeviceImpl* d);
+  static void forget_background_work(DeviceImpl* d);
+  static void stop_background_compiles_at_exit();
   // Fills a claimed entry, or removes it and passes the error to its waiters.
   static void settle(ProgramEntry& entry, std::unique_ptr<Program> program);
   void settle_failed(const std::string& key, const std::shared_ptr<ProgramEntry>& entry,
@@ -578,7 +594,8 @@ class DeviceImpl {
   std::condition_variable quiet_cv_;
   int foreground_compiles_ = 0;                          // quiet_mutex_
   std::chrono::steady_clock::time_point last_activity_;  // quiet_mutex_
-  int flushes_ = 0;  // quiet_mutex_: wait_for_background_compiles() calls in progress
+  int flushes_ = 0;         // quiet_mutex_: wait_for_background_compiles() calls in progress
+  bool releasing_ = false;  // quiet_mutex_: stop_background_compiles() was called
 
   std::once_flag pool_once_;
   std::shared_ptr<MemoryPool> pool_;

@@ -41,8 +41,10 @@ QueueImpl& DeviceImpl::push_queue() {
 }
 
 void DeviceImpl::release_resources() {
-  // Background compiles call the backend: they finish while it still exists.
-  wait_for_background_compiles();
+  // Background compiles call the backend: they finish while it still exists, and those not
+  // yet started never start (the compiler may be shutting down with the process).
+  forget_background_work(this);
+  stop_background_compiles();
   collect(true);
   // The rings' pinned blocks and the push queue go back to the backend that made them (the
   // device is dying). The push queue is idle: every push on it is waited for before it

@@ -5,11 +5,14 @@
 // compile, not one per thread), and requests for other programs go on at once.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <future>
+#include <set>
 #include <string>
 
 #include "backend/backend.h"
 #include "config.h"
+#include "gpix/error.h"
 #include "kernel_bundle.h"
 #include "kernel_entry.h"
 #include "program_cache.h"
@@ -213,7 +216,12 @@ DeviceImpl::KernelPtr DeviceImpl::kernel_if_ready(const ProgramSource& src, std:
   // test_diff_scipy and test_io_cli, `gpix run median_box`).
   const int tiers = config().tiered_compile;
   const bool tiered = tiers > 0 || (tiers < 0 && info_.type == DeviceType::gpu);
-  if (!tiered || !r.one_entry) return kernel(src, name, defines);
+  bool releasing = false;
+  {
+    std::lock_guard lock(quiet_mutex_);
+    releasing = releasing_;
+  }
+  if (!tiered || !r.one_entry || releasing) return kernel(src, name, defines);
   std::shared_ptr<ProgramEntry> entry;
   std::vector<std::shared_ptr<ProgramEntry>> dropped;
   bool mine = false;
@@ -252,12 +260,12 @@ DeviceImpl::KernelPtr DeviceImpl::kernel_if_ready(const ProgramSource& src, std:
   }
   // Nothing to load: the compile goes to a background thread, which owns the claimed entry.
   // The source is copied (a user's source may not outlive this call); the device outlives
-  // the thread (release_resources() waits for it). It starts once the compiler has been
-  // quiet for a while: the caller is about to build its plain kernel, and NVIDIA's OpenCL
-  // builds one program at a time in a process (a first Gaussian took 837-933 ms with its
-  // fast program building beside the plain one's, 602 waiting for the fast one,
-  // bench/RESULTS.md). This request counts as activity, so that the caller's build starts
-  // first.
+  // the thread (release_resources() stops it). It starts once the compiler has been quiet
+  // for a while: the caller is about to build its plain kernel, and NVIDIA's OpenCL builds one
+  // program at a time in a process (a first median took 236 ms with its fast program building
+  // beside the plain one's against 225 waiting, and the next filter's first build waited
+  // behind it; bench/RESULTS.md). This request counts as activity, so that the caller's build
+  // starts first.
   {
     std::lock_guard lock(cache_mutex_);
     ++counters_.background_compiles;
@@ -267,6 +275,7 @@ DeviceImpl::KernelPtr DeviceImpl::kernel_if_ready(const ProgramSource& src, std:
     std::lock_guard lock(quiet_mutex_);
     last_activity_ = std::chrono::steady_clock::now();
   }
+  note_background_work(this);
   std::lock_guard lock(background_mutex_);
   std::erase_if(background_, [](std::future<void>& f) {
     return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
@@ -274,19 +283,7 @@ DeviceImpl::KernelPtr DeviceImpl::kernel_if_ready(const ProgramSource& src, std:
   try {
     background_.push_back(std::async(std::launch::async,
                                      [this, r, src, n = std::string(name), defines, entry, quiet] {
-                                       try {
-                                         wait_for_quiet_compiler(quiet);
-                                         settle(*entry, compile(r, src, n, defines, true));
-                                       } catch (...) {
-                                         // Not reported here: the next request for the program
-                                         // compiles it again in the foreground and throws the error
-                                         // to its caller.
-                                         {
-                                           std::lock_guard failed_lock(cache_mutex_);
-                                           background_failed_.insert(r.key);
-                                         }
-                                         settle_failed(r.key, entry, std::current_exception());
-                                       }
+                                       background_compile(r, src, n, defines, entry, quiet);
                                      }));
   } catch (...) {
     // No thread to be had: the entry must not stay claimed for ever.
@@ -296,17 +293,45 @@ DeviceImpl::KernelPtr DeviceImpl::kernel_if_ready(const ProgramSource& src, std:
   return nullptr;
 }
 
-void DeviceImpl::wait_for_quiet_compiler(std::chrono::milliseconds quiet) {
+void DeviceImpl::background_compile(const ProgramRequest& r, const ProgramSource& src,
+                                    const std::string& name, const Defines& defines,
+                                    const std::shared_ptr<ProgramEntry>& entry,
+                                    std::chrono::milliseconds quiet) {
+  if (!wait_for_quiet_compiler(quiet)) {
+    // The device is going away (or the process is exiting) before the compile began: none
+    // starts now. Not recorded as a failure: a later request compiles as if none was made.
+    settle_failed(r.key, entry,
+                  std::make_exception_ptr(Error(
+                      "the background compile of " + src.name + " (" + name +
+                      ") did not start: its device was released first; ask for the kernel again")));
+    return;
+  }
+  stop_background_compiles_at_exit();
+  try {
+    settle(*entry, compile(r, src, name, defines, true));
+  } catch (...) {
+    // Not reported here: the next request for the program compiles it again in the
+    // foreground and throws the error to its caller.
+    {
+      std::lock_guard failed_lock(cache_mutex_);
+      background_failed_.insert(r.key);
+    }
+    settle_failed(r.key, entry, std::current_exception());
+  }
+}
+
+bool DeviceImpl::wait_for_quiet_compiler(std::chrono::milliseconds quiet) {
   std::unique_lock lock(quiet_mutex_);
-  while (flushes_ == 0) {
+  while (!releasing_ && flushes_ == 0) {
     if (foreground_compiles_ > 0) {
       quiet_cv_.wait(lock);
       continue;
     }
     const auto until = last_activity_ + quiet;
-    if (std::chrono::steady_clock::now() >= until) return;
+    if (std::chrono::steady_clock::now() >= until) break;
     quiet_cv_.wait_until(lock, until);
   }
+  return !releasing_;
 }
 
 void DeviceImpl::wait_for_background_compiles() {
@@ -323,6 +348,55 @@ void DeviceImpl::wait_for_background_compiles() {
   for (auto& f : pending) f.wait();
   std::lock_guard lock(quiet_mutex_);
   --flushes_;
+}
+
+void DeviceImpl::stop_background_compiles() {
+  {
+    std::lock_guard lock(quiet_mutex_);
+    releasing_ = true;
+  }
+  quiet_cv_.notify_all();
+  std::vector<std::future<void>> pending;
+  {
+    std::lock_guard lock(background_mutex_);
+    pending.swap(background_);
+  }
+  for (auto& f : pending) f.wait();
+}
+
+// Devices with background compiles, and the process's exit. A compile that starts while the
+// process exits runs into compilers whose own static objects are already destroyed (PoCL's
+// clang segfaulted so in `gpix run` when the waiting compile started at the device's
+// teardown). So at exit no waiting compile starts, and the running ones finish first: a
+// handler registered with atexit() when the first background compile starts, which is after
+// the caller's plain build has made the compiler's statics, so that the handler runs before
+// their destructors (atexit runs in reverse order of registration).
+namespace {
+std::mutex g_background_mutex;
+std::set<DeviceImpl*>& background_devices() {
+  static auto* devices = new std::set<DeviceImpl*>;  // used at exit: never destroyed
+  return *devices;
+}
+void stop_all_background_compiles() {
+  std::lock_guard lock(g_background_mutex);
+  for (DeviceImpl* d : background_devices()) d->stop_background_compiles();
+  background_devices().clear();
+}
+}  // namespace
+
+void DeviceImpl::note_background_work(DeviceImpl* d) {
+  std::lock_guard lock(g_background_mutex);
+  background_devices().insert(d);
+}
+
+void DeviceImpl::forget_background_work(DeviceImpl* d) {
+  std::lock_guard lock(g_background_mutex);
+  background_devices().erase(d);
+}
+
+void DeviceImpl::stop_background_compiles_at_exit() {
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit(stop_all_background_compiles); });
 }
 
 bool DeviceImpl::programs_per_entry() const {
