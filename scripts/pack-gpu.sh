@@ -7,6 +7,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(realpath "${1:-build}")
+# The GPU machine runs what this build prebuilt for its cards (core/gpix/cuda-kernels.bin): a
+# build configured for "native" on a machine without an NVIDIA GPU holds none, and there every
+# CUDA program would compile with NVRTC at its first use: first calls of 0.6-1.9 s instead of
+# about 1 ms (bench/RESULTS.md, 2026-11-28). GPIX_PACK_ANY_ARCH=1 packs such a build anyway.
+archs=$(sed -n 's/^GPIX_CUDA_ARCHITECTURES:STRING=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+if [ "${GPIX_PACK_ANY_ARCH:-0}" != 1 ] && [ -n "$archs" ] && { [ "$archs" = none ] ||
+  { [ "$archs" = native ] && ! nvidia-smi -L >/dev/null 2>&1; }; }; then
+  echo "pack-gpu: $build prebuilt CUDA kernels for '$archs', which is none here; configure it" \
+    "with -DGPIX_CUDA_ARCHITECTURES=90 (the H100 and H200), or set GPIX_PACK_ANY_ARCH=1" >&2
+  exit 1
+fi
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 dest="$stage$build"
