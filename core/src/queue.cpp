@@ -8,7 +8,11 @@ namespace gpix {
 using detail::Access;
 
 void Event::wait() const {
-  if (s_) s_->event->wait();
+  if (!s_) return;
+  s_->event->wait();
+  // What the device keeps alive for transfers that are done goes now, not at its next
+  // asynchronous call: arrays the caller dropped after this wait are free on return.
+  s_->device->collect();
 }
 
 bool Event::done() const {

@@ -204,6 +204,35 @@ class TestMemory : public QObject {
     QVERIFY(std::memcmp(back.data(), expect.data(), back.size() * 4) == 0);
   }
 
+  // Once an async transfer has been waited for, the arrays it kept alive go back to the pool
+  // when the caller drops them, not at the device's next asynchronous call: label_statistics
+  // waits for its five pulled columns, and on a 16M-row table their 384 MB stayed in use after
+  // it returned until another transfer came (where a memory limit is set, later allocations
+  // met it).
+  void waited_transfers_release_arrays_data() { devices_data(); }
+  void waited_transfers_release_arrays() {
+    QFETCH(int, device);
+    const Device dev = test::device_at(device);
+    dev.finish();  // anything earlier tests left retained
+    const std::uint64_t before = memory_stats(dev).bytes_in_use;
+    const Shape s{211, 173};
+    {
+      Array a = Array::create(s, DType::f32, dev);
+      std::vector<float> out(s.elements());
+      pull_async(a, out.data(), a.bytes()).wait();
+    }
+    QCOMPARE(memory_stats(dev).bytes_in_use, before);
+    {
+      Array b = Array::empty(s, DType::f32, dev);
+      HostArray h = HostArray::empty(s, DType::f32);
+      std::memset(h.data(), 0, h.bytes());
+      Queue q = Queue::create(dev);
+      Event pushed = push_async(h, b, q);
+      pull_async(b, h, q, {pushed}).wait();
+    }
+    QCOMPARE(memory_stats(dev).bytes_in_use, before);
+  }
+
   // ---------------------------------------------------------------- pinned and staged
   void pinned_and_staged_data() { devices_data(); }
   void pinned_and_staged() {

@@ -876,6 +876,37 @@ class TestSegmentation : public QObject {
     }
   }
 
+  // Integer images spanning about a million values (one bin each), far from zero: between the
+  // two clusters lie a million empty bins along which the variance ties, where numpy's first
+  // argmax takes the lowest; the search keeps one array of means and sums the upper class as it
+  // walks down (segmentation.cpp, otsu_bin), so the ties and the sums are checked against the
+  // transcription of numpy's cumulative arrays.
+  void otsu_wide_integer_ranges() {
+    const Shape s{37, 29};
+    std::vector<std::int32_t> i32(s.elements());
+    std::vector<std::uint32_t> u32(s.elements());
+    std::vector<std::int64_t> i64(s.elements());
+    for (std::size_t i = 0; i < i32.size(); ++i) {
+      const bool high = irand(3) == 0;
+      const auto spread = static_cast<std::int64_t>(irand(1000));
+      i32[i] = static_cast<std::int32_t>((high ? 900000 : -100000) + spread);
+      u32[i] = static_cast<std::uint32_t>((high ? 4294966295ll : 4293966295ll) + spread);
+      i64[i] = (high ? -(std::int64_t{1} << 40) + 1000000 : -(std::int64_t{1} << 40)) + spread;
+    }
+    for (const Device& dev : test_devices()) {
+      const auto check = [&](const auto& host) {
+        bool constant = false;
+        const double want = ref_otsu(host, constant);
+        const double got = otsu_threshold(input(host, s, dev));
+        QVERIFY2(got == want, QByteArray::fromStdString(dev.name() + " " + std::to_string(got) +
+                                                        " vs " + std::to_string(want)));
+      };
+      check(i32);
+      check(u32);
+      check(i64);
+    }
+  }
+
   // A long snake and a comb: many unions along long paths.
   void components_long_paths() {
     for (const Device& dev : test_devices()) {

@@ -399,8 +399,8 @@ class DeviceImpl {
   // copy engines of both directions. Created on first use.
   QueueImpl& push_queue();
   // Objects kept alive until event e completes (a HostArray behind an async transfer).
-  // Released by later calls of retain()/collect() once e is done, or at finish. Polls
-  // EventImpl::done(), so no backend needs a completion callback.
+  // Released by later calls of retain()/collect() (Event::wait() collects) once e is done,
+  // or at finish. Polls EventImpl::done(), so no backend needs a completion callback.
   void retain(std::shared_ptr<EventImpl> e, std::shared_ptr<const void> keep);
   void collect(bool wait_all = false);
 
