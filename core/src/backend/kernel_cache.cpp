@@ -208,12 +208,12 @@ DeviceImpl::KernelPtr DeviceImpl::kernel(const ProgramSource& src, std::string_v
 
 DeviceImpl::KernelPtr DeviceImpl::kernel_if_ready(const ProgramSource& src, std::string_view name,
                                                   const Defines& defines) {
-  const ProgramRequest r = program_request(src, name, defines);
   // Only one-entry programs: a plain kernel built with its whole file is no quicker (CUDA
   // without the bundle: a first Gaussian 1028 ms waiting, 1592 ms tiered, bench/RESULTS.md).
   // By default only on GPUs: the background compile runs beside the plain kernel's, and PoCL
   // 3.1 aborts the process when two programs build at once in a fresh process (CI's
-  // test_diff_scipy and test_io_cli, `gpix run median_box`).
+  // test_diff_scipy and test_io_cli, `gpix run median_box`). Decided before the request's
+  // key is built: kernel() builds its own (a repeated call's allocations, bench_launch).
   const int tiers = config().tiered_compile;
   const bool tiered = tiers > 0 || (tiers < 0 && info_.type == DeviceType::gpu);
   bool releasing = false;
@@ -221,7 +221,10 @@ DeviceImpl::KernelPtr DeviceImpl::kernel_if_ready(const ProgramSource& src, std:
     std::lock_guard lock(quiet_mutex_);
     releasing = releasing_;
   }
-  if (!tiered || !r.one_entry || releasing) return kernel(src, name, defines);
+  if (!tiered || releasing || !src.splittable || !programs_per_entry()) {
+    return kernel(src, name, defines);
+  }
+  const ProgramRequest r = program_request(src, name, defines);
   std::shared_ptr<ProgramEntry> entry;
   std::vector<std::shared_ptr<ProgramEntry>> dropped;
   bool mine = false;

@@ -45,6 +45,16 @@ void launch(const Array& on, std::string_view file, std::string_view entry, cons
   dev.launch(*k, grid, args);
 }
 
+bool launch_if_ready(const Array& on, std::string_view file, std::string_view entry,
+                     const Defines& defines, const Launch& grid,
+                     const std::vector<KernelArg>& args) {
+  auto& dev = *Access::impl(on).device;
+  const auto k = dev.kernel_if_ready(program(file), entry, defines);
+  if (!k) return false;
+  dev.launch(*k, grid, args);
+  return true;
+}
+
 bool kernel_ready(const Array& on, std::string_view file, std::string_view entry,
                   const Defines& defines) {
   return Access::impl(on).device->kernel_if_ready(program(file), entry, defines) != nullptr;

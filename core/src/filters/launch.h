@@ -71,6 +71,13 @@ inline void push_shape(std::vector<KernelArg>& args, const Shape& s) {
 void launch(const Array& on, std::string_view file, std::string_view entry, const Defines& defines,
             const Launch& grid, const std::vector<KernelArg>& args);
 
+// launch(), where file:entry is ready to run now (DeviceImpl::kernel_if_ready); false, and
+// nothing launched, where it is not (its program then compiles in the background): the caller
+// runs its plain kernel. One lookup of the program for the launch and the question together.
+bool launch_if_ready(const Array& on, std::string_view file, std::string_view entry,
+                     const Defines& defines, const Launch& grid,
+                     const std::vector<KernelArg>& args);
+
 // Whether file:entry is ready to run on `on`'s device now (DeviceImpl::kernel_if_ready). Where
 // it is not, its program compiles in the background and the caller runs a plain kernel with
 // bit-identical results meanwhile; only for such pairs (the same operations in the same

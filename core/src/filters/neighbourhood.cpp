@@ -123,17 +123,6 @@ bool tile_extents_ok(const Shape& s) {
   constexpr std::size_t kMax = std::numeric_limits<std::int32_t>::max() - 4095;
   return s.width() <= kMax && s.height() <= kMax && s.depth() <= kMax;
 }
-// Whether tiled.kernel's tile_<op>_<shape> for these types and bucket has its program now.
-// Its unrolled kernels take the longest of the catalog to build (tile_conv_xy at bucket 8:
-// 345 ms on NVIDIA's OpenCL against 125 for separable.kernel's sep_conv_xy,
-// bench/RESULTS.md), and separable.kernel's passes apply the same taps in the same order
-// with the same accumulator type, so a first call runs those while it compiles (tiered
-// compilation, DeviceImpl::kernel_if_ready). Asked last, after every other condition of the
-// tile path holds, so that no compile starts for a call that could not take it.
-bool tile_ready(const Array& in, DType out, SepOp op, const char* shape, int tb) {
-  return kernel_ready(in, "tiled.kernel", std::string("tile_") + op_name(op) + "_" + shape,
-                      tile_defines(in.dtype(), out, tb, op));
-}
 bool tile_xy_ok(const Array& a, SepOp op, DType out, int rx, int ry) {
   if (rx > kTileRmax || ry > kTileRmax || !tile_acc_ok(op, a.dtype(), out) ||
       !tile_extents_ok(a.shape())) {
@@ -145,8 +134,15 @@ bool tile_xy_ok(const Array& a, SepOp op, DType out, int rx, int ry) {
 }
 
 // One launch of sep_<op>_<shape>; wa/wb are the taps of axes axis_a/axis_b (-1: none).
-// tb > 0 selects tiled.kernel's tile_<op>_<shape> with radius bucket tb instead.
-void sep_launch(const Array& in, const Array& out, const Separable& s, const char* shape,
+// tb > 0 selects tiled.kernel's tile_<op>_<shape> with radius bucket tb instead, where its
+// program is ready; false, and nothing launched, where it is not. Its unrolled kernels take
+// the longest of the catalog to build (tile_conv_xy at bucket 8: 345 ms on NVIDIA's OpenCL
+// against 125 for separable.kernel's sep_conv_xy, bench/RESULTS.md), and separable.kernel's
+// passes apply the same taps in the same order with the same accumulator type, so a first
+// call runs those while it compiles (tiered compilation, DeviceImpl::kernel_if_ready). Asked
+// after every other condition of the tile path holds, so that no compile starts for a call
+// that could not take it.
+bool sep_launch(const Array& in, const Array& out, const Separable& s, const char* shape,
                 const Launch& g, int axis_a, int axis_b, int axis, double divisor, int tb = 0) {
   const DType ct = compute_type({in.dtype(), out.dtype()});
   const auto radius = [&](int ax) { return ax >= 0 ? s.radius[static_cast<std::size_t>(ax)] : 0; };
@@ -188,12 +184,12 @@ void sep_launch(const Array& in, const Array& out, const Separable& s, const cha
   args.push_back(arg(axis));
   args.push_back(ct_arg(ct, divisor));
   if (tb > 0) {
-    launch(in, "tiled.kernel", std::string("tile_") + op_name(s.op) + "_" + shape,
-           tile_defines(in.dtype(), out.dtype(), tb, s.op), g, args);
-  } else {
-    launch(in, "separable.kernel", std::string("sep_") + op_name(s.op) + "_" + shape,
-           nb_defines(in.dtype(), out.dtype()), g, args);
+    return launch_if_ready(in, "tiled.kernel", std::string("tile_") + op_name(s.op) + "_" + shape,
+                           tile_defines(in.dtype(), out.dtype(), tb, s.op), g, args);
   }
+  launch(in, "separable.kernel", std::string("sep_") + op_name(s.op) + "_" + shape,
+         nb_defines(in.dtype(), out.dtype()), g, args);
+  return true;
 }
 
 // One pass along `axis`: the tile kernel where the radius fits, the simple one otherwise.
@@ -205,12 +201,13 @@ Array sep_axis(const Array& in, DType out_t, const Separable& s, int axis, doubl
     sep_launch(in, out, s, "x", grid({sh.width(), sh.height(), sh.depth()}, {256, 1, 1}), 0, -1, 0,
                divisor);
   } else if (axis > 0 && r <= kTileRmax && tile_acc_ok(s.op, in.dtype(), out_t) &&
-             tile_extents_ok(sh) && tile_ready(in, out_t, s.op, "axis", tile_bucket(r))) {
-    const std::size_t extent = axis == 1 ? sh.height() : sh.depth();
-    const std::size_t other = axis == 1 ? sh.depth() : sh.height();
-    sep_launch(in, out, s, "axis",
-               grid({sh.width(), ceil_div(extent, kTileRun), other}, {64, 1, 1}), axis, -1, axis,
-               divisor, tile_bucket(r));
+             tile_extents_ok(sh) &&
+             sep_launch(in, out, s, "axis",
+                        grid({sh.width(), ceil_div(axis == 1 ? sh.height() : sh.depth(), kTileRun),
+                              axis == 1 ? sh.depth() : sh.height()},
+                             {64, 1, 1}),
+                        axis, -1, axis, divisor, tile_bucket(r))) {
+    // launched (its program was ready)
   } else if (axis > 0 && r <= kRmaxYZ && fits(in, s.op, in.dtype(), out_t, kLocalYZ)) {
     const std::size_t extent = axis == 1 ? sh.height() : sh.depth();
     const std::size_t other = axis == 1 ? sh.depth() : sh.height();
@@ -236,29 +233,29 @@ Array separable(const Array& in, const Separable& s, DType out_t, const RunOptio
   const auto rad = [&](int axis) { return s.radius[static_cast<std::size_t>(axis)]; };
   const bool z_pass = nd == 3 && rad(2) > 0;
   const DType t1 = z_pass ? inter : out_t;
-  if (nd >= 2 && tile_xy_ok(in, s.op, t1, rad(0), rad(1)) &&
-      tile_ready(in, t1, s.op, "xy", tile_bucket(std::max(rad(0), rad(1))))) {
+  const bool tile = nd >= 2 && tile_xy_ok(in, s.op, t1, rad(0), rad(1));
+  const bool fused = nd >= 2 && rad(0) <= kRmaxXY && rad(1) <= kRmaxXY &&
+                     fits(in, s.op, in.dtype(), inter, kLocalXY);
+  if (tile || fused) {
     Array out = empty_like(in, t1);
     const Shape& sh = in.shape();
-    const int tb = tile_bucket(std::max(rad(0), rad(1)));
-    sep_launch(in, out, s, "xy",
-               grid({ceil_div(sh.width(), kTileX) * 256, ceil_div(sh.height(), kTileY), sh.depth()},
-                    {256, 1, 1}),
-               0, 1, 0, z_pass ? 1.0 : window, tb);
-    if (!z_pass) return out;
-    checkpoint(o, 0.5, filter);
-    return sep_axis(out, out_t, s, 2, window);
-  }
-  if (nd >= 2 && rad(0) <= kRmaxXY && rad(1) <= kRmaxXY &&
-      fits(in, s.op, in.dtype(), inter, kLocalXY)) {
-    Array out = empty_like(in, t1);
-    const Shape& sh = in.shape();
-    sep_launch(in, out, s, "xy",
-               grid({sh.width(), ceil_div(sh.height(), 32) * 8, sh.depth()}, {32, 8, 1}), 0, 1, 0,
-               z_pass ? 1.0 : window);
-    if (!z_pass) return out;
-    checkpoint(o, 0.5, filter);
-    return sep_axis(out, out_t, s, 2, window);
+    const double divisor = z_pass ? 1.0 : window;
+    // tiled.kernel's fused passes where their program is ready, separable.kernel's otherwise.
+    const bool tiled = tile && sep_launch(in, out, s, "xy",
+                                          grid({ceil_div(sh.width(), kTileX) * 256,
+                                                ceil_div(sh.height(), kTileY), sh.depth()},
+                                               {256, 1, 1}),
+                                          0, 1, 0, divisor, tile_bucket(std::max(rad(0), rad(1))));
+    if (tiled || fused) {
+      if (!tiled) {
+        sep_launch(in, out, s, "xy",
+                   grid({sh.width(), ceil_div(sh.height(), 32) * 8, sh.depth()}, {32, 8, 1}), 0, 1,
+                   0, divisor);
+      }
+      if (!z_pass) return out;
+      checkpoint(o, 0.5, filter);
+      return sep_axis(out, out_t, s, 2, window);
+    }
   }
   std::vector<int> axes;
   for (int axis = 0; axis < nd; ++axis) {
@@ -355,7 +352,7 @@ std::string r1_entry(const Array& in, const char* op) {
 // sorting network is slow to compile (0.4 s on NVIDIA's OpenCL, bench/RESULTS.md), and any
 // other median kernel finds the same value (keys in a total order), so median_radix serves
 // meanwhile. The radius-1 box mean waits for its own kernel: its float sums depend on the
-// order it visits values. The separable passes tier on their own (tile_ready).
+// order it visits values. The separable passes tier on their own (sep_launch).
 bool r1_ready(const Array& in, const char* op, DType out_t) {
   return kernel_ready(in, "neighbourhood.kernel", r1_entry(in, op), nb_defines(in.dtype(), out_t));
 }
