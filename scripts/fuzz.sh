@@ -45,10 +45,10 @@ for t in "${targets[@]}"; do
   work=$build/fuzz-corpus/$t
   fixed=()
   if [ -n "${GPIX_FUZZ_RUNS:-}" ]; then
-    # fuzz_api a third as many: its RSS grows with each kernel variant compiled (1.5 GB after
-    # 3000 inputs on a cold kernel cache, against the 2 GB bound). Its sequence is the same
-    # only up to its background compiles and the kernel disk cache, which change what code
-    # an input reaches; the readers' runs repeat exactly.
+    # fuzz_api a third as many: its inputs compile kernels on PoCL (1000 of them took 18 s in
+    # a fresh-clone CI run, 3000 of a reader 1-3 s). Its sequence is the same only up to its
+    # background compiles and the kernel disk cache, which change what code an input
+    # reaches; the readers' runs repeat exactly. (Its memory: docs/RELIABILITY.md.)
     runs=$GPIX_FUZZ_RUNS
     [ "$t" = fuzz_api ] && runs=$((runs / 3))
     fixed=(-runs="$runs" -seed="${GPIX_FUZZ_SEED:-1}")
