@@ -551,17 +551,23 @@ def collect(lines):
 
 
 def first_call_phase(impls, cases, work, data, deadline, quick, log):
-    """Cold (fresh caches) then two warm runs of each implementation's first calls."""
+    """Cold (fresh caches) then two warm runs of each implementation's first calls.
+
+    Each implementation first makes one cold run that is not recorded, with caches of its own
+    that are then thrown away: it leaves nothing but the operating system's page cache warm
+    for the libraries it loads. Without it the first implementation to load NVIDIA's OpenCL
+    compiler from disk paid for every later one (gpix's first OpenCL build in a process took
+    284 ms against 75 once the compiler was read, bench/RESULTS.md 2026-11-28), and which one
+    that was depended on the order of --gpix-devices and --peers."""
     base = os.path.join(work, "firstcall-cases")
     write_cases(cases, base)
     out = {}
-    runs = [("cold", 0), ("warm", 1), ("warm", 2)]
-    for impl in impls:
-        home = os.path.join(work, f"firstcall-{impl.name}")
+    runs = [("discard", -1), ("cold", 0), ("warm", 1), ("warm", 2)]
+    def fresh_env(impl, home):
         shutil.rmtree(home, ignore_errors=True)
         for sub in ("gpix", "nv", "cupy", "home", "xdg"):
             os.makedirs(os.path.join(home, sub))
-        env = dict(
+        return dict(
             impl.env,
             # First calls are where tiered compilation acts: the caller's setting (by default
             # none: the library's), not the grid's GPIX_TIERED_COMPILE=0.
@@ -572,11 +578,16 @@ def first_call_phase(impls, cases, work, data, deadline, quick, log):
             HOME=os.path.join(home, "home"),
             XDG_CACHE_HOME=os.path.join(home, "xdg"),
         )
+
+    for impl in impls:
+        home = os.path.join(work, f"firstcall-{impl.name}")
         res = {"cold": [], "warm": []}
         for kind, k in runs:
             if time.time() > deadline:
                 log(f"firstcall {impl.name}: time budget")
                 break
+            # The discarded run's caches go with it; the recorded cold run starts empty.
+            env = fresh_env(impl, home) if k <= 0 else env
             jl = os.path.join(work, f"firstcall-{impl.name}-{k}.jsonl")
             cmd = impl.cmd + ["--cases", base + impl.case_format, "--json", jl, "--first-call"]
             spawn = time.time()
@@ -592,6 +603,10 @@ def first_call_phase(impls, cases, work, data, deadline, quick, log):
             except subprocess.TimeoutExpired:
                 rc, text = "timeout", ""
             lines = read_jsonl(jl)
+            if kind == "discard":
+                if rc != 0 or not lines:
+                    log(f"firstcall {impl.name} (page-cache warm-up): failed ({rc})")
+                continue
             if rc != 0 or not lines:
                 res[kind].append(dict(error=f"exit {rc}: {last_line(text)}"))
                 log(f"firstcall {impl.name} {kind}: failed ({rc}) {last_line(text)}")
