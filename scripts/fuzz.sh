@@ -38,10 +38,15 @@ for t in "${targets[@]}"; do
   seeds=fuzz/corpus/${t#fuzz_read_}
   [ "$t" = fuzz_raw ] && seeds=fuzz/corpus/raw
   [ "$t" = fuzz_api ] && seeds=fuzz/corpus/api
+  [ "$t" = fuzz_dlpack ] && seeds=fuzz/corpus/dlpack
+  [ "$t" = fuzz_cli_args ] && seeds=fuzz/corpus/cli_args
+  [ "$t" = fuzz_workflow ] && seeds=fuzz/corpus/workflow
+  [ "$t" = fuzz_plugin_manifest ] && seeds=fuzz/corpus/manifest
   # The API target compiles each new kernel variant on PoCL (seconds each, more on busy cores):
   # a compile is not a hang, so its bound is wider.
   timeout=10
   [ "$t" = fuzz_api ] && timeout=120
+  [ "$t" = fuzz_dlpack ] && timeout=60  # its pushes may build staging kernels on PoCL
   work=$build/fuzz-corpus/$t
   fixed=()
   if [ -n "${GPIX_FUZZ_RUNS:-}" ]; then

@@ -13,7 +13,8 @@ if command -v ccache >/dev/null && [ "${GPIX_CCACHE:-1}" != 0 ]; then
 fi
 # Every libFuzzer target (fuzz/CMakeLists.txt).
 all_fuzz_targets=(fuzz_read_tiff fuzz_read_png fuzz_read_jpeg fuzz_read_nrrd fuzz_read_mha
-                  fuzz_read_nii fuzz_read_niigz fuzz_raw fuzz_api)
+                  fuzz_read_nii fuzz_read_niigz fuzz_raw fuzz_api fuzz_dlpack fuzz_cli_args
+                  fuzz_workflow fuzz_plugin_manifest)
 # configure_asan_build DIR: ASan + UBSan + GCC's comparison tracing (GPIX_FUZZ implies
 # GPIX_SANITIZE), for the suites and the fuzz targets alike.
 configure_asan_build() {

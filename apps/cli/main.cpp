@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 
+#include "args.h"
 #include "gpix/gpix.h"
 #include "gpix/samples.h"
 #include "json.h"
@@ -189,21 +190,13 @@ io::RawLayout raw_layout(const std::filesystem::path& file, const QCommandLinePa
     throw InvalidArgument("a raw file needs both --shape Z,Y,X (or Y,X or X) and --dtype (" +
                           dtype_names() + ")");
   }
-  std::vector<std::size_t> dims;
-  for (const QString& part : p.value("shape").split(',', Qt::SkipEmptyParts)) {
-    bool ok = false;
-    const qulonglong v = part.trimmed().toULongLong(&ok);
-    if (!ok)
-      throw InvalidArgument("--shape must be numbers separated by commas, got '" +
-                            p.value("shape").toStdString() + "'");
-    dims.push_back(static_cast<std::size_t>(v));
-  }
+  const Shape shape = cli::parse_shape(p.value("shape"));
   const auto dtype = parse_dtype(p.value("dtype").toStdString());
   if (!dtype) {
     throw InvalidArgument("unknown dtype '" + p.value("dtype").toStdString() + "'; use one of " +
                           dtype_names());
   }
-  return {Shape{std::span<const std::size_t>(dims)}, *dtype};
+  return {shape, *dtype};
 }
 #endif
 
@@ -396,31 +389,6 @@ int cmd_filters(const QCommandLineParser& p, const QStringList&) {
   return 0;
 }
 
-// "256MB", "1.5GB", "512MiB", "1000000": bytes (SI and binary units, as gpix prints sizes).
-std::uint64_t parse_bytes(const QString& text) {
-  static const std::pair<const char*, double> units[] = {
-      {"KIB", 1024.0}, {"MIB", 1048576.0}, {"GIB", 1073741824.0}, {"TIB", 1099511627776.0},
-      {"KB", 1e3},     {"MB", 1e6},        {"GB", 1e9},           {"TB", 1e12},
-      {"B", 1.0}};
-  QString t = text.trimmed().toUpper();
-  double scale = 1.0;
-  for (const auto& [u, f] : units) {
-    if (t.endsWith(QLatin1String(u))) {
-      t.chop(static_cast<qsizetype>(std::strlen(u)));
-      scale = f;
-      break;
-    }
-  }
-  bool ok = false;
-  const double v = t.trimmed().toDouble(&ok);
-  if (!ok || !(v > 0) || v * scale > 1.8e19) {
-    throw InvalidArgument(
-        "--tile-budget takes a size such as 256MB, 2GiB or 1000000 (bytes), not '" +
-        text.toStdString() + "'");
-  }
-  return static_cast<std::uint64_t>(v * scale);
-}
-
 // A table result: CSV into OUTPUT when one was given, else printed (JSON with --json).
 int put_table(const QCommandLineParser& p, const FilterInfo& f, const Table& table,
               const QString* output) {
@@ -532,7 +500,7 @@ int run_tiled_cli(const QCommandLineParser& p, const QStringList& args, const Fi
     for (const QString& d : p.value("device").split(',', Qt::SkipEmptyParts))
       o.devices.push_back(select_device(d.trimmed().toStdString()));
   }
-  if (p.isSet("tile-budget")) o.budget_bytes = parse_bytes(p.value("tile-budget"));
+  if (p.isSet("tile-budget")) o.budget_bytes = cli::parse_bytes(p.value("tile-budget"));
   if (p.isSet("tile-workers")) {
     bool ok = false;
     const uint n = p.value("tile-workers").toUInt(&ok);

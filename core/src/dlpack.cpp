@@ -1,6 +1,7 @@
 #include "gpix/dlpack.h"
 
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,17 @@ Layout check(const DLManagedTensor* m) {
         "the DLPack tensor holds " + describe(t.dtype) + " elements; gpix takes " + dtype_names() +
         " with one lane (convert bool, float16, bfloat16 and complex tensors first)");
   }
+  // Extents a producer's metadata may claim but no memory holds: refused before the strides'
+  // products below (signed 64-bit) could overflow (fuzz_dlpack: 5348261237081915970 x 7, UB).
+  std::uint64_t elements = 1;
+  for (const std::size_t d : dims) {
+    if (__builtin_mul_overflow(elements, static_cast<std::uint64_t>(d), &elements) ||
+        elements > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) /
+                       size_of(*dtype)) {
+      throw InvalidArgument("the DLPack tensor of shape " + shape_text + " holds more " +
+                            describe(t.dtype) + " elements than 64-bit memory can address");
+    }
+  }
   if (t.strides) {
     std::int64_t expect = 1;
     for (int i = t.ndim - 1; i >= 0; --i) {
@@ -159,8 +171,9 @@ DLManagedTensor* to_dlpack(const Array& array) {
                           "(a HostArray) instead, or use a CUDA device");
   }
   if (impl.kind == MemoryKind::image) {
-    throw InvalidArgument("a CUDA array (image object) has no linear address to export; export "
-                          "array.to_buffer() instead");
+    throw InvalidArgument(
+        "a CUDA array (image object) has no linear address to export; export "
+        "array.to_buffer() instead");
   }
   const std::uint64_t ptr = impl.memory->native_pointer();
   const int ordinal = impl.device->native_ordinal();

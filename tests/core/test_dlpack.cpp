@@ -146,6 +146,11 @@ class TestDlpack : public QObject {
     rejects(InvalidArgument{""}, Producer::make(bytes, {3, 0}, f32));                   // empty
     rejects(InvalidArgument{""}, Producer::make(bytes, {2, 3}, f32, {}, 0, kDLCUDA));   // device
     rejects(InvalidArgument{""}, Producer::make(bytes, {2, 3}, f32, {}, 2));  // misaligned wrap
+    // Extents whose product no memory holds (fuzz_dlpack: the compact-stride check multiplied
+    // them in signed 64 bits and overflowed, undefined behaviour), with and without strides.
+    rejects(InvalidArgument{""}, Producer::make(bytes, {5348261237081915970, 7}, f32, {7, 1}));
+    rejects(InvalidArgument{""}, Producer::make(bytes, {std::int64_t{1} << 40, 1 << 22}, f32));
+    rejects(InvalidArgument{""}, Producer::make(bytes, {std::int64_t{1} << 61, 1}, f32));
     DLManagedTensor* null_data = Producer::make(bytes, {2}, f32);
     null_data->dl_tensor.data = nullptr;
     rejects(InvalidArgument{""}, null_data);

@@ -230,6 +230,13 @@ class TestIoCli : public QObject {
         test::run_cli({"run", "mean_box", in, never, "--tile-budget", "lots"});
     QCOMPARE(budget.code, 2);
     QVERIFY2(budget.err.contains("256MB"), budget.err);
+    // Less than a byte (fuzz_cli_args: ".5" was taken as a budget of 0 bytes).
+    for (const char* tiny : {".5", "0.9B", "1e-4kB"}) {
+      const test::ProcessResult small =
+          test::run_cli({"run", "mean_box", in, never, "--tile-budget", tiny});
+      QCOMPARE(small.code, 2);
+      QVERIFY2(small.err.contains("256MB"), small.err);
+    }
     QVERIFY(!QFile::exists(never));
   }
 
