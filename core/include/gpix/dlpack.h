@@ -36,7 +36,8 @@ enum class DlpackImport : std::uint8_t {
 // A kDLCPU (or kDLCUDAHost) tensor as a HostArray. Accepts NULL strides (compact row-major)
 // and explicit compact row-major strides (any stride on an axis of extent 1), honours
 // byte_offset. Throws InvalidArgument (null tensor or data, 0 or more than 3 dims, an empty
-// axis, non-compact strides, a device tensor, or a misaligned pointer with wrap) or
+// axis, more bytes than 64-bit memory holds, non-compact strides, a device tensor, or a
+// misaligned pointer with wrap) or
 // UnsupportedDType (bool, complex, bf16, f16, lanes != 1), calling the deleter first.
 HostArray host_from_dlpack(DLManagedTensor* tensor, DlpackImport mode = DlpackImport::copy);
 
