@@ -263,37 +263,44 @@ GPIX_REFERENCE("affine_transform") {
   if (refused_without_fp64("affine_transform", device, dtype, shape)) return;
   visit_dtype(dtype, [&](auto z) {
     using T = decltype(z);
-    for (const bool linear : {false, true}) {
-      auto [a, host] = push_random<T>(device, shape, !linear);
-      // Rotation, scale and shear, with offsets that map part of the output outside the input
-      // (borders replicate).
-      Matrix m = {0.95, -0.31, 0.0, 2.3, 0.29, 1.1, 0.0, -3.7, 0.0, 0.0, 1.0, 0.0};
-      if (shape.ndim() == 3) {
-        m[2] = 0.21;
-        m[8] = -0.17;
-        m[9] = 0.13;
-        m[10] = 0.9;
-        m[11] = 1.4;
+    // Scale and shift only take sample_scale's column walk, the others sample_affine.
+    for (const bool scale_only : {false, true})
+      for (const bool linear : {false, true}) {
+        auto [a, host] = push_random<T>(device, shape, !linear);
+        // Rotation, scale and shear, with offsets that map part of the output outside the input
+        // (borders replicate).
+        Matrix m = {0.95, -0.31, 0.0, 2.3, 0.29, 1.1, 0.0, -3.7, 0.0, 0.0, 1.0, 0.0};
+        if (shape.ndim() == 3) {
+          m[2] = 0.21;
+          m[8] = -0.17;
+          m[9] = 0.13;
+          m[10] = 0.9;
+          m[11] = 1.4;
+        }
+        if (scale_only) {
+          // A downscale in x, an upscale in y and z, shifted past both ends of each axis.
+          m = {1.37, 0.0, 0.0, -2.6, 0.0, 0.45, 0.0, 1.8, 0.0, 0.0, 0.7, -0.9};
+        }
+        Params p;
+        const char* names[12] = {"m00", "m01", "m02", "m03", "m10", "m11",
+                                 "m12", "m13", "m20", "m21", "m22", "m23"};
+        for (std::size_t i = 0; i < 12; ++i) p[names[i]] = m[i];
+        p["interpolation"] = std::string(linear ? "linear" : "nearest");
+        const Result r = run("affine_transform", a, p);
+        QCOMPARE(r.array.shape(), shape);
+        Matrix used = m;
+        if (shape.ndim() == 2) used = {m[0], m[1], 0, m[3], m[4], m[5], 0, m[7], 0, 0, 0, 0};
+        std::vector<bool> skip;
+        const auto expect = sample_ref(host, shape, shape, used, linear, skip);
+        check_sampled<T>(
+            r.array, expect, skip, linear, 100,
+            where("affine_transform", dtype, shape) + (linear ? " linear" : " nearest"));
+        if (QTest::currentTestFailed()) return;
+        // The typed function is the same implementation.
+        const Array typed =
+            affine_transform(a, m, linear ? Interpolation::linear : Interpolation::nearest);
+        QVERIFY(typed.pull_as<T>() == r.array.pull_as<T>());
       }
-      Params p;
-      const char* names[12] = {"m00", "m01", "m02", "m03", "m10", "m11",
-                               "m12", "m13", "m20", "m21", "m22", "m23"};
-      for (std::size_t i = 0; i < 12; ++i) p[names[i]] = m[i];
-      p["interpolation"] = std::string(linear ? "linear" : "nearest");
-      const Result r = run("affine_transform", a, p);
-      QCOMPARE(r.array.shape(), shape);
-      Matrix used = m;
-      if (shape.ndim() == 2) used = {m[0], m[1], 0, m[3], m[4], m[5], 0, m[7], 0, 0, 0, 0};
-      std::vector<bool> skip;
-      const auto expect = sample_ref(host, shape, shape, used, linear, skip);
-      check_sampled<T>(r.array, expect, skip, linear, 100,
-                       where("affine_transform", dtype, shape) + (linear ? " linear" : " nearest"));
-      if (QTest::currentTestFailed()) return;
-      // The typed function is the same implementation.
-      const Array typed =
-          affine_transform(a, m, linear ? Interpolation::linear : Interpolation::nearest);
-      QVERIFY(typed.pull_as<T>() == r.array.pull_as<T>());
-    }
   });
 });
 

@@ -39,6 +39,15 @@ Defines sample_defines(DType t) {
   return d;
 }
 
+// sample_scale's outputs per work-item, down a column.
+constexpr int kScaleRows = 4;
+
+Defines scale_defines(DType t) {
+  Defines d = sample_defines(t);
+  d.emplace_back("YN", std::to_string(kScaleRows));
+  return d;
+}
+
 Shape make_shape(int ndim, std::size_t w, std::size_t h, std::size_t d) {
   return ndim == 3 ? Shape{d, h, w} : Shape{h, w};
 }
@@ -69,7 +78,25 @@ Array sample(const Array& in, const Shape& out_shape, const Matrix& m, bool line
   std::vector<KernelArg> args = {arg(in), arg(out)};
   push_shape(args, in.shape());
   push_shape(args, out_shape);
-  for (double v : m) args.push_back(ct == DType::f64 ? arg(v) : arg(static_cast<float>(v)));
+  auto scalar = [&](double v) {
+    args.push_back(ct == DType::f64 ? arg(v) : arg(static_cast<float>(v)));
+  };
+  // Scale and shift only (every resample): the kernel that walks columns.
+  if (m[1] == 0 && m[2] == 0 && m[4] == 0 && m[6] == 0 && m[8] == 0 && m[9] == 0) {
+    for (int axis = 0; axis < 3; ++axis) {
+      scalar(m[static_cast<std::size_t>(axis * 5)]);
+      scalar(m[static_cast<std::size_t>(axis * 4 + 3)]);
+    }
+    args.push_back(arg(static_cast<std::int32_t>(linear ? 1 : 0)));
+    const std::size_t rows = (out_shape.height() + kScaleRows - 1) / kScaleRows;
+    const std::array<std::size_t, 3> local = out_shape.ndim() == 3
+                                                 ? std::array<std::size_t, 3>{32, 4, 2}
+                                                 : std::array<std::size_t, 3>{32, 8, 1};
+    launch(in, "geometry.kernel", "sample_scale", scale_defines(in.dtype()),
+           grid({out_shape.width(), rows, out_shape.depth()}, local), args);
+    return out;
+  }
+  for (double v : m) scalar(v);
   args.push_back(arg(static_cast<std::int32_t>(linear ? 1 : 0)));
   launch(in, "geometry.kernel", "sample_affine", sample_defines(in.dtype()), image_grid(out_shape),
          args);
@@ -349,7 +376,10 @@ void add_geometry_variants(std::vector<KernelVariant>& out) {
   for (DType t : {DType::u8, DType::u16, DType::u32, DType::u64}) {
     out.push_back({"geometry.kernel", "remap", remap_defines(t)});
   }
-  for (DType t : kAllDTypes) out.push_back({"geometry.kernel", "sample_affine", sample_defines(t)});
+  for (DType t : kAllDTypes) {
+    out.push_back({"geometry.kernel", "sample_affine", sample_defines(t)});
+    out.push_back({"geometry.kernel", "sample_scale", scale_defines(t)});
+  }
 }
 
 }  // namespace gpix::detail
