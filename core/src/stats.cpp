@@ -22,6 +22,18 @@ using detail::KernelArg;
 
 using detail::Int128;
 
+// stats.kernel's stats_final: the combined partial's slots.
+constexpr std::size_t kFinalSlots = 7;
+
+// The value of type T in the low bytes of a 64-bit slot (the kernel stores T there).
+template <class T>
+T bits_as(std::uint64_t slot) {
+  static_assert(sizeof(T) <= sizeof slot);
+  T v;
+  std::memcpy(&v, &slot, sizeof v);
+  return v;
+}
+
 // An integer sum as Stats keeps it: the exact int64/uint64 where it fits, else the nearest
 // double; the mean from the exact sum.
 template <class T>
@@ -36,9 +48,26 @@ void set_int_sum(Stats& s, Int128 total) {
   s.mean = static_cast<double>(static_cast<long double>(total) / static_cast<long double>(s.count));
 }
 
+// The partials' float sum in stats.kernel's stats_final order: work-item i of wg adds a
+// contiguous run of partials in order, then a tree halves the wg sums. Where the device's
+// final pass is not ready yet (tiered compilation), the host's sum is the device's to the bit.
+template <class Acc>
+Acc tree_sum(const std::vector<Acc>& sums, std::size_t wg) {
+  const std::size_t groups = sums.size(), per = (groups + wg - 1) / wg;
+  std::vector<Acc> part(wg, Acc{});
+  for (std::size_t i = 0; i < wg; ++i) {
+    for (std::size_t g = std::min(i * per, groups); g < std::min(i * per + per, groups); ++g)
+      part[i] += sums[g];
+  }
+  for (std::size_t h = wg / 2; h > 0; h >>= 1) {
+    for (std::size_t i = 0; i < h; ++i) part[i] += part[i + h];
+  }
+  return part[0];
+}
+
 template <class T>
 Stats combine(const std::vector<T>& mins, const std::vector<T>& maxs, const auto& sums,
-              const std::vector<std::uint64_t>& nans, std::uint64_t n) {
+              const std::vector<std::uint64_t>& nans, std::uint64_t n, std::size_t wg) {
   Stats s;
   for (auto c : nans) s.nan_count += c;
   s.count = n - s.nan_count;
@@ -53,9 +82,7 @@ Stats combine(const std::vector<T>& mins, const std::vector<T>& maxs, const auto
   }
   s.min = *std::min_element(mins.begin(), mins.end());
   s.max = *std::max_element(maxs.begin(), maxs.end());
-  using Acc = typename std::decay_t<decltype(sums)>::value_type;
-  Acc total{};
-  for (auto v : sums) total += v;
+  const auto total = tree_sum(sums, wg);
   s.sum = total;
   s.mean = static_cast<double>(total) / static_cast<double>(s.count);
   return s;
@@ -243,7 +270,11 @@ Stats stats(const Array& a) {
     // Floats use four slots per group; integers a fifth for the high halves of their sums
     // (the read-back is latency-bound, so floats do not carry the extra slot).
     const std::size_t slots = kFloat ? 4 : 5;
-    auto partials = dev.pool().allocate(groups * slots * sizeof(std::uint64_t));
+    // More than one group: stats_final combines the partials on the device into 7 slots
+    // after them, and those are what travel back.
+    const bool final_pass = groups > 1;
+    auto partials = dev.pool().allocate((groups * slots + (final_pass ? kFinalSlots : 0)) *
+                                        sizeof(std::uint64_t));
     const std::uint64_t w = impl.contiguous() ? n : impl.shape.width();
     const KernelArg args[] = {
         KernelArg::mem(*impl.memory),
@@ -258,6 +289,43 @@ Stats stats(const Array& a) {
     l.local[0] = wg;
     dev.launch(*kernel, l, args);
 
+    // Where stats_final still compiles (tiered compilation on OpenCL GPUs), the host combines
+    // the partials in its order.
+    const auto fin =
+        final_pass ? dev.kernel_if_ready(detail::program("stats.kernel"), "stats_final", defines)
+                   : nullptr;
+    if (fin) {
+      const KernelArg fargs[] = {KernelArg::mem(*partials),
+                                 KernelArg::scalar<std::uint64_t>(groups)};
+      detail::Launch one;
+      one.global[0] = wg;
+      one.local[0] = wg;
+      dev.launch(*fin, one, fargs);
+      std::array<std::uint64_t, kFinalSlots> f{};
+      dev.read(*partials, groups * slots * sizeof(std::uint64_t), f.data(), sizeof f);
+      const T mn = bits_as<T>(f[0]), mx = bits_as<T>(f[1]);
+      if constexpr (kFloat) {
+        auto one_sum = [&](auto acc_zero) {
+          return combine<T>(std::vector<T>{mn}, std::vector<T>{mx},
+                            std::vector<decltype(acc_zero)>{bits_as<decltype(acc_zero)>(f[2])},
+                            std::vector<std::uint64_t>{f[3]}, n, 1);
+        };
+        return acc_double ? one_sum(double{}) : one_sum(float{});
+      } else {
+        // lows = f[2] + f[4] 2^32, highs = f[5] + f[6] 2^32, total = lows + highs 2^32.
+        const Int128 total =
+            static_cast<Int128>(f[2]) +
+            (static_cast<Int128>(f[4]) + static_cast<Int128>(f[5])) * (Int128{1} << 32) +
+            static_cast<Int128>(static_cast<std::int64_t>(f[6])) * (Int128{1} << 64);
+        Stats s;
+        s.count = n;
+        s.min = mn;
+        s.max = mx;
+        set_int_sum<T>(s, total);
+        return s;
+      }
+    }
+
     std::vector<std::byte> raw(groups * slots * sizeof(std::uint64_t));
     dev.read(*partials, 0, raw.data(), raw.size());
     const std::size_t slot = groups * sizeof(std::uint64_t);
@@ -269,7 +337,7 @@ Stats stats(const Array& a) {
     auto read_sums = [&](auto acc_zero) {
       std::vector<decltype(acc_zero)> sums(groups);
       std::memcpy(sums.data(), raw.data() + 2 * slot, groups * sizeof(decltype(acc_zero)));
-      return combine<T>(mins, maxs, sums, nans, n);
+      return combine<T>(mins, maxs, sums, nans, n, wg);
     };
     if constexpr (kFloat) {
       return acc_double ? read_sums(double{}) : read_sums(float{});

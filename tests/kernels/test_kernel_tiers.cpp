@@ -65,7 +65,8 @@ class HoldFastPrograms {
   }
   // One-entry programs are named "<file> (entry <name>)" (kernel_cache.cpp).
   static bool fast(const std::string& name) {
-    for (const char* f : {"entry tile_", "entry r1_median", "entry median_fixed"}) {
+    for (const char* f :
+         {"entry tile_", "entry r1_median", "entry median_fixed", "entry stats_final"}) {
       if (name.find(f) != std::string::npos) return true;
     }
     return false;
@@ -113,6 +114,17 @@ bool same_bits(const Array& a, const Array& b) {
          std::memcmp(x.data(), y.data(), x.bytes()) == 0;
 }
 
+// gpix::stats() of a as an array of five 64-bit patterns: min, max, sum, mean (as doubles) and
+// the NaN count.
+Array stats_bits(const Array& a) {
+  const Stats s = stats(a);
+  std::vector<std::uint64_t> bits(5);
+  const double v[4] = {s.min.as_double(), s.max.as_double(), s.sum.as_double(), s.mean};
+  std::memcpy(bits.data(), v, sizeof v);
+  bits[4] = s.nan_count;
+  return Array::push(bits, Shape{5}, a.device());
+}
+
 struct Case {
   std::string name;
   std::function<Array(const Array&)> run;
@@ -132,6 +144,9 @@ std::vector<Case> cases(int ndim) {
       // median_radix.
       {"median r1", [](const Array& a) { return median_box(a, 1, 1, 1); }, true},
       {"median 2x1x1", [](const Array& a) { return median_box(a, 2, 1, 1); }, true},
+      // Whole-image statistics: the partials combined on the host (stats_final held back)
+      // against stats.kernel's stats_final, as the bits of min, max, sum, mean and NaN count.
+      {"stats", [](const Array& a) { return stats_bits(a); }, true},
   };
   if (ndim == 2) {
     c.push_back({"maximum 8x7", [](const Array& a) { return maximum_box(a, 8, 7); }, true});
@@ -233,6 +248,11 @@ class TestKernelTiers : public QObject {
         {"f32 1x23x5 with specials", random_array<float>(Shape{1, 23, 5}, dev, true), true},
         {"u16 40x33", random_array<std::uint16_t>(Shape{40, 33}, dev, false), false},
     };
+    // float64 sums round where float32 data summed in double mostly does not: the order in
+    // which the partials add up shows.
+    if (dev.supports_fp64()) {
+      inputs.push_back({"f64 67x61", random_array<double>(Shape{67, 61}, dev, false), false});
+    }
     const auto runs = [&](const Input& in, const Case& c) { return c.nan_safe || !in.specials; };
     std::vector<std::vector<HostArray>> first(inputs.size());
     {
