@@ -1,6 +1,10 @@
 // DLPack export and import on the host, with a counting deleter on every path, and the
 // device paths that work without CUDA (push of a CPU tensor, rejection of OpenCL export).
 #include <QTest>
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <vector>
 
 #include "gpix/dlpack.h"
 #include "support/devices.h"
@@ -182,6 +186,19 @@ class TestDlpack : public QObject {
       {
         const Array b = array_from_dlpack(t, dev);
         QVERIFY(b.pull_as<std::int16_t>() == vals);
+      }
+      // A tensor that starts between 4-byte words (a row of a view, one or two elements in):
+      // kernels that read words (stats()) must not take its alignment for granted.
+      for (const std::size_t x0 : {std::size_t{1}, std::size_t{2}}) {
+        const Array c = array_from_dlpack(to_dlpack(a.view(Region{{2, x0}, {1, 7 - x0}})), dev);
+        const std::vector<std::int16_t> row(vals.begin() + 2 * 7 + static_cast<long>(x0),
+                                            vals.begin() + 3 * 7);
+        QVERIFY(c.pull_as<std::int16_t>() == row);
+        const Stats s = stats(c);
+        QCOMPARE(s.min.exact_as<std::int16_t>(), *std::min_element(row.begin(), row.end()));
+        QCOMPARE(s.max.exact_as<std::int16_t>(), *std::max_element(row.begin(), row.end()));
+        QCOMPARE(s.sum.exact_as<std::int64_t>(),
+                 std::accumulate(row.begin(), row.end(), std::int64_t{0}));
       }
     }
     QVERIFY_THROWS_EXCEPTION(
