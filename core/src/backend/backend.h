@@ -575,6 +575,9 @@ class DeviceImpl {
   static void note_background_work(DeviceImpl* d);
   static void forget_background_work(DeviceImpl* d);
   static void stop_background_compiles_at_exit();
+  // After a foreground build: registers the exit handler again where `d` has background work
+  // (kernel_cache.cpp says why).
+  static void note_build_for_exit_handler(DeviceImpl* d);
   // Fills a claimed entry, or removes it and passes the error to its waiters.
   static void settle(ProgramEntry& entry, std::unique_ptr<Program> program);
   void settle_failed(const std::string& key, const std::shared_ptr<ProgramEntry>& entry,

@@ -117,6 +117,7 @@ std::unique_ptr<DeviceImpl::Program> DeviceImpl::compile(const ProgramRequest& r
         d->last_activity_ = std::chrono::steady_clock::now();
       }
       d->quiet_cv_.notify_all();
+      note_build_for_exit_handler(d);
     }
     Activity(const Activity&) = delete;
     Activity& operator=(const Activity&) = delete;
@@ -279,6 +280,7 @@ DeviceImpl::KernelPtr DeviceImpl::kernel_if_ready(const ProgramSource& src, std:
     last_activity_ = std::chrono::steady_clock::now();
   }
   note_background_work(this);
+  stop_background_compiles_at_exit();
   std::lock_guard lock(background_mutex_);
   std::erase_if(background_, [](std::future<void>& f) {
     return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
@@ -312,6 +314,7 @@ void DeviceImpl::background_compile(const ProgramRequest& r, const ProgramSource
   stop_background_compiles_at_exit();
   try {
     settle(*entry, compile(r, src, name, defines, true));
+    note_build_for_exit_handler(this);
   } catch (...) {
     // Not reported here: the next request for the program compiles it again in the
     // foreground and throws the error to its caller.
@@ -370,12 +373,18 @@ void DeviceImpl::stop_background_compiles() {
 // Devices with background compiles, and the process's exit. A compile that starts while the
 // process exits runs into compilers whose own static objects are already destroyed (PoCL's
 // clang segfaulted so in `gpix run` when the waiting compile started at the device's
-// teardown). So at exit no waiting compile starts, and the running ones finish first: a
-// handler registered with atexit() when the first background compile starts, which is after
-// the caller's plain build has made the compiler's statics, so that the handler runs before
-// their destructors (atexit runs in reverse order of registration).
+// teardown; test_core_stats on NVIDIA's OpenCL so after its last test, when stats_final's
+// compile, queued moments before, came out of its quiet time during the exit). So at exit no
+// waiting compile starts, and the running ones finish first: a handler registered with
+// atexit(), which runs handlers in reverse order of registration, so it must be registered
+// after the compiler's statics are made. Those come with the process's first build, which may
+// be the plain kernel's right after the fast one was queued: the handler is registered when a
+// background compile is queued or starts, and again after each foreground build on a device
+// with background work, where a build has run since the last registration.
 namespace {
 std::mutex g_background_mutex;
+bool g_build_since_exit_handler = true;  // under g_background_mutex
+int g_exit_handlers = 0;                 // under g_background_mutex
 std::set<DeviceImpl*>& background_devices() {
   static auto* devices = new std::set<DeviceImpl*>;  // used at exit: never destroyed
   return *devices;
@@ -398,8 +407,22 @@ void DeviceImpl::forget_background_work(DeviceImpl* d) {
 }
 
 void DeviceImpl::stop_background_compiles_at_exit() {
-  static std::once_flag once;
-  std::call_once(once, [] { std::atexit(stop_all_background_compiles); });
+  std::lock_guard lock(g_background_mutex);
+  // Bounded: one registration per build at most, and builds are few; the cap only keeps a
+  // process that builds without end from growing the handler list without end.
+  if (!g_build_since_exit_handler || g_exit_handlers >= 4096) return;
+  if (std::atexit(stop_all_background_compiles) == 0) ++g_exit_handlers;
+  g_build_since_exit_handler = false;
+}
+
+void DeviceImpl::note_build_for_exit_handler(DeviceImpl* d) {
+  bool background = false;
+  {
+    std::lock_guard lock(g_background_mutex);
+    g_build_since_exit_handler = true;
+    background = background_devices().count(d) > 0;
+  }
+  if (background) stop_background_compiles_at_exit();
 }
 
 bool DeviceImpl::programs_per_entry() const {
