@@ -42,10 +42,16 @@
  *                                                     members .x .y .z .w), for loads and
  *                                                     stores of 4 * sizeof(T) aligned data
  *   gpix_has_v4(T)                                    1 where gpix_v4(T) exists, else 0
+ *   GPIX_UNROLL                                       before a loop of constant trip count:
+ *                                                     unroll it (a #pragma line inside a
+ *                                                     kernel's body would keep the kernel in
+ *                                                     every one-entry program of its file)
  * Sizes and strides are kernel arguments, never compile-time constants, so a new image shape
  * reuses the compiled program. */
 #ifndef GPIX_DIALECT_H
 #define GPIX_DIALECT_H
+
+#define GPIX_UNROLL _Pragma("unroll")
 
 #if defined(__OPENCL_VERSION__)
 /* ---------------------------------------------------------------- OpenCL C 1.2 */

@@ -148,6 +148,15 @@ class TestKernelEntry : public QObject {
     const std::string r1 =
         detail::single_entry_source(detail::program("neighbourhood.kernel").text, "r1_sum_2d");
     QCOMPARE(detail::recognised_entries(r1), std::vector<std::string>{"r1_sum_2d"});
+    // Kernels with unrolled loops (GPIX_UNROLL, not a #pragma line in the body) and the
+    // walking gradient leave their files' other programs.
+    for (const char* e : {"remap", "sample_affine", "sample_scale"}) {
+      const std::string g = detail::single_entry_source(detail::program("geometry.kernel").text, e);
+      QCOMPARE(detail::recognised_entries(g), std::vector<std::string>{e});
+    }
+    const std::string gr =
+        detail::single_entry_source(detail::program("neighbourhood.kernel").text, "gradient");
+    QCOMPARE(detail::recognised_entries(gr), std::vector<std::string>{"gradient"});
   }
 
   // The program cache: with one program per entry, two entries of a file compile twice and a

@@ -488,11 +488,13 @@ Array stencil(const Array& in, const char* entry, int extra, std::string_view fi
   std::vector<KernelArg> args = {arg(in), arg(out)};
   push_shape(args, in.shape());
   args.push_back(arg(extra));
-  // sobel and laplace walk ST_RUN (8) outputs along the last axis per work-item.
+  // sobel, laplace and gradient walk ST_RUN (8) outputs along the last axis per work-item;
+  // gradient's extra is its axis, and the image's dimensionality follows.
   const std::string_view e = entry;
   const Shape& s = in.shape();
+  if (e == "gradient") args.push_back(arg(static_cast<std::int32_t>(in.ndim())));
   Launch g = image_grid(s);
-  if (e == "sobel" || e == "laplace") {
+  if (e == "sobel" || e == "laplace" || e == "gradient") {
     constexpr std::size_t kRun = 8;
     g = in.ndim() == 3   ? grid({s.width(), s.height(), ceil_div(s.depth(), kRun)}, {32, 8, 1})
         : in.ndim() == 2 ? grid({s.width(), ceil_div(s.height(), kRun), 1}, {64, 4, 1})
