@@ -154,6 +154,12 @@ class TestKernelEntry : public QObject {
       const std::string g = detail::single_entry_source(detail::program("geometry.kernel").text, e);
       QCOMPARE(detail::recognised_entries(g), std::vector<std::string>{e});
     }
+    // stats.kernel's per-dtype parts are macros outside its kernels: whole-image statistics
+    // (every image's metadata card) build one kernel, not three.
+    for (const char* e : {"stats_partial", "stats_final", "stats_moments"}) {
+      const std::string t = detail::single_entry_source(detail::program("stats.kernel").text, e);
+      QCOMPARE(detail::recognised_entries(t), std::vector<std::string>{e});
+    }
     const std::string gr =
         detail::single_entry_source(detail::program("neighbourhood.kernel").text, "gradient");
     QCOMPARE(detail::recognised_entries(gr), std::vector<std::string>{"gradient"});
