@@ -106,6 +106,9 @@ bool cache_store(const std::string& key, const std::vector<char>& binary) {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!f) return false;
     f.write(out.data(), static_cast<std::streamsize>(out.size()));
+    // Closed and checked here: a full disk may fail only the buffer's last flush, which the
+    // destructor would ignore, and a short file would then be renamed into place.
+    f.close();
     if (!f) {
       std::filesystem::remove(tmp, ec);
       return false;

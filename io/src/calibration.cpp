@@ -187,7 +187,8 @@ void prepare_unit(itk::ImageIOBase& io, const Format& format, const std::string&
   itk::EncapsulateMetaData<std::string>(io.GetMetaDataDictionary(), kUnitKey, unit);
 }
 
-void finish_unit(const fs::path& file, const Format& format, const std::string& unit, int ndim) {
+void finish_unit(const fs::path& file, const fs::path& target, const Format& format,
+                 const std::string& unit, int ndim) {
   if (format.name == "NRRD" && !unit.empty()) {
     // ITK's NrrdImageIO has no field for space units: the header gets its line before the
     // empty line that ends it, and the rest (attached data) is copied after it; a detached
@@ -216,7 +217,7 @@ void finish_unit(const fs::path& file, const Format& format, const std::string& 
       if (!added) units_line();
       if (done && in.peek() != std::char_traits<char>::eof()) out << in.rdbuf();
       out.close();
-      if (!out) fail(file, "cannot be written: adding the space units failed (disk full?)");
+      if (!out) fail(target, "cannot be written: adding the space units failed (disk full?)");
     }
     fs::rename(tmp, file);
     return;
@@ -246,8 +247,8 @@ void finish_unit(const fs::path& file, const Format& format, const std::string& 
       if (swapped) v = __builtin_bswap32(v);
       std::memcpy(h + 500, &v, 4);
     } else {
-      fail(file, "cannot be written: ITK wrote a NIfTI header of " + std::to_string(size) +
-                     " bytes, neither NIfTI-1 (348) nor NIfTI-2 (540)");
+      fail(target, "cannot be written: ITK wrote a NIfTI header of " + std::to_string(size) +
+                       " bytes, neither NIfTI-1 (348) nor NIfTI-2 (540)");
     }
   };
   if (file.extension() != ".gz") {
@@ -260,18 +261,18 @@ void finish_unit(const fs::path& file, const Format& format, const std::string& 
     f.seekp(0);
     f.write(reinterpret_cast<const char*>(h), static_cast<std::streamsize>(n));
     f.close();
-    if (!f) fail(file, "cannot be written: setting the NIfTI unit failed");
+    if (!f) fail(target, "cannot be written: setting the NIfTI unit failed");
     return;
   }
   gzFile g = gzopen(file.c_str(), "rb");
-  if (!g) fail(file, "cannot be written: the NIfTI file ITK wrote cannot be opened again");
+  if (!g) fail(target, "cannot be written: the NIfTI file ITK wrote cannot be opened again");
   std::vector<unsigned char> bytes;
   std::vector<unsigned char> buf(1 << 20);
   int got = 0;
   while ((got = gzread(g, buf.data(), static_cast<unsigned>(buf.size()))) > 0)
     bytes.insert(bytes.end(), buf.begin(), buf.begin() + got);
   gzclose(g);
-  if (got < 0) fail(file, "cannot be written: the NIfTI file ITK wrote cannot be read again");
+  if (got < 0) fail(target, "cannot be written: the NIfTI file ITK wrote cannot be read again");
   patch(bytes.data(), bytes.size());
   const fs::path tmp = fs::path(file).concat(".units");
   gzFile o = gzopen(tmp.c_str(), "wb6");
@@ -281,7 +282,7 @@ void finish_unit(const fs::path& file, const Format& format, const std::string& 
     ok = gzwrite(o, bytes.data() + at, chunk) == static_cast<int>(chunk);
   }
   if (o && gzclose(o) != Z_OK) ok = false;
-  if (!ok) fail(file, "cannot be written: setting the NIfTI unit failed (disk full?)");
+  if (!ok) fail(target, "cannot be written: setting the NIfTI unit failed (disk full?)");
   fs::rename(tmp, file);
 }
 

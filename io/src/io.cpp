@@ -9,6 +9,7 @@
 #include <itkNiftiImageIO.h>
 #include <itkNrrdImageIO.h>
 #include <itkPNGImageIO.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -485,6 +486,31 @@ DeviceImage read_to_device(const fs::path& path, const Device& device, const Rea
 
 namespace {
 
+// ITK's PNG writer crashes the process (a double free in PNGImageIO::WriteSlice after libpng's
+// error) when a write fails on a full disk or past a file-size limit: so before a PNG is
+// written, the room for its worst case (the raw rows, a filter byte each, zlib's stored-block
+// overhead, the chunks) must be there, on the disk and under RLIMIT_FSIZE. A disk that fills
+// from elsewhere during the write is not covered.
+void check_png_room(const fs::path& path, const fs::path& folder, const HostArray& pixels) {
+  const std::uint64_t rows = pixels.shape().height();
+  const std::uint64_t raw = pixels.bytes() + rows;
+  const std::uint64_t worst = raw + raw / 1000 + 64 * 1024;
+  std::uint64_t room = std::numeric_limits<std::uint64_t>::max();
+  std::error_code ec;
+  const fs::space_info sp = fs::space(folder, ec);
+  if (!ec) room = sp.available;
+  rlimit lim{};
+  if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+    room = std::min<std::uint64_t>(room, lim.rlim_cur);
+  }
+  if (worst > room) {
+    fail(path, "cannot be written as PNG: it may take up to " + human_bytes(worst) + " and " +
+                   human_bytes(room) +
+                   " can be written there (a full disk would crash ITK's PNG writer, so gpix "
+                   "checks first); free some space, or write elsewhere or as TIFF");
+  }
+}
+
 void write_unchecked(const fs::path& path, const HostArray& pixels, const Metadata& meta,
                      const WriteOptions& options) {
   const Format& format = format_for(path);
@@ -521,6 +547,7 @@ void write_unchecked(const fs::path& path, const HostArray& pixels, const Metada
   const auto dir = meta.direction_or_default(ndim);
 
   detail::TempFolder tmp(path);
+  if (format.name == "PNG") check_png_room(path, tmp.file().parent_path(), pixels);
   std::optional<detail::TiffMessages> tiff;
   if (format.name == "TIFF") tiff.emplace();
   auto io = make_io(format.name, true);
@@ -553,7 +580,19 @@ void write_unchecked(const fs::path& path, const HostArray& pixels, const Metada
     fail(path, "cannot be written as " + format.name + ": " + itk_message(e) +
                    (tiff ? tiff->says() : std::string()));
   }
-  detail::finish_unit(tmp.file(), format, unit.unit, ndim);
+  detail::finish_unit(tmp.file(), path, format, unit.unit, ndim);
+  // ITK's MetaImage and NIfTI writers report a failed write (a full disk, a file-size limit)
+  // on stderr and return, leaving the file short ("M_WriteElementsData: file stream is fail
+  // after write", "NWAD: wrote only ..."; `gpix run` exited 0 with a truncated .mha or .nii).
+  // So the written file is checked as a reader would check it before it replaces anything.
+  std::string short_file = detail::check_data_size(format.name, tmp.file(), pixels.bytes());
+  if (short_file.empty() && format.name != "TIFF" && detail::has_stream(format.name, tmp.file()))
+    short_file = detail::check_stream(format.name, tmp.file(), pixels.bytes());
+  if (!short_file.empty()) {
+    fail(path, "cannot be written as " + format.name +
+                   ": the file written is incomplete (is the disk full?): " + short_file +
+                   "; nothing was replaced");
+  }
   tmp.commit();
 }
 

@@ -57,9 +57,10 @@ StoredUnit stored_unit(const std::filesystem::path& path, const Format& format,
 // Before ITK writes: the unit where the format's ImageIO takes it (TIFF, MetaImage).
 void prepare_unit(itk::ImageIOBase& io, const Format& format, const std::string& unit);
 // After ITK wrote `file`: the unit where ITK cannot put it (NRRD's space units, NIfTI's
-// xyzt_units, also when there is no unit). Throws IoError when the file cannot be amended.
-void finish_unit(const std::filesystem::path& file, const Format& format, const std::string& unit,
-                 int ndim);
+// xyzt_units, also when there is no unit). Throws IoError naming `target` (the path the user
+// asked for; `file` is its temporary copy) when the file cannot be amended.
+void finish_unit(const std::filesystem::path& file, const std::filesystem::path& target,
+                 const Format& format, const std::string& unit, int ndim);
 
 // The label mark (Metadata::labels) passes through the ImageIO's dictionary: NRRD and MetaImage
 // write string entries as key/value fields; gpix's TIFF ImageIO turns this one into its

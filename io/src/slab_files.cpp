@@ -41,13 +41,15 @@ std::size_t plane_bytes(const Shape& s, DType t) {
   return s.elements() / std::max<std::size_t>(s[0], 1) * size_of(t);
 }
 
-// A file descriptor, closed with the object.
+// A file descriptor, closed with the object. `shown`: the path errors name, where `path` is
+// a temporary copy of it (the user asked for `shown`).
 class File {
  public:
-  File(const fs::path& path, int flags) : path_(path), fd_(::open(path.c_str(), flags, 0644)) {
+  File(const fs::path& path, int flags, const fs::path& shown = {})
+      : path_(shown.empty() ? path : shown), fd_(::open(path.c_str(), flags, 0644)) {
     if (fd_ < 0) {
-      fail(path, std::string((flags & O_WRONLY) ? "cannot be created: " : "cannot be opened: ") +
-                     std::strerror(errno));
+      fail(path_, std::string((flags & O_WRONLY) ? "cannot be created: " : "cannot be opened: ") +
+                      std::strerror(errno));
     }
   }
   ~File() {
@@ -369,12 +371,12 @@ class FileSink final : public SlabSink {
       header = nrrd_header(shape, dtype, meta_, detached ? str(data_name) : std::string());
     }
     if (detached) {
-      File h(tmp_.file(), O_WRONLY | O_CREAT | O_TRUNC);
+      File h(tmp_.file(), O_WRONLY | O_CREAT | O_TRUNC, path_);
       h.append(header.data(), header.size());
       h.close();
-      data_.emplace(tmp_.folder() / data_name, O_WRONLY | O_CREAT | O_TRUNC);
+      data_.emplace(tmp_.folder() / data_name, O_WRONLY | O_CREAT | O_TRUNC, path_);
     } else {
-      data_.emplace(tmp_.file(), O_WRONLY | O_CREAT | O_TRUNC);
+      data_.emplace(tmp_.file(), O_WRONLY | O_CREAT | O_TRUNC, path_);
       data_->append(header.data(), header.size());
     }
   }

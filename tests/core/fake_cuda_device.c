@@ -16,6 +16,7 @@ enum {
   OK = 0,
   INVALID_VALUE = 1,
   OUT_OF_MEMORY = 2,
+  DEVICE_UNAVAILABLE = 46,
   INVALID_CONTEXT = 201,
   NOT_FOUND = 500,
   NOT_SUPPORTED = 801
@@ -35,8 +36,17 @@ void fake_cuda_state(int* depth, int* retains, size_t* allocated, int* streams, 
   *modules = g_modules;
 }
 
-#define NEED_CONTEXT \
-  if (g_depth == 0) return INVALID_CONTEXT
+/* For the test: the device drops off the bus after it was listed (every call that needs a
+ * context fails with CUDA_ERROR_DEVICE_UNAVAILABLE, as a lost GPU's do; popping a context
+ * still works), or comes back. */
+static int g_vanished;
+void fake_cuda_vanish(int on) {
+  g_vanished = on;
+}
+
+#define NEED_CONTEXT                          \
+  if (g_depth == 0) return INVALID_CONTEXT; \
+  if (g_vanished) return DEVICE_UNAVAILABLE
 
 CUresult cuDriverGetVersion(int* v) {
   *v = 13000;
@@ -112,7 +122,7 @@ CUresult cuCtxPushCurrent_v2(void* ctx) {
   return OK;
 }
 CUresult cuCtxPopCurrent_v2(void** ctx) {
-  NEED_CONTEXT;
+  if (g_depth == 0) return INVALID_CONTEXT;
   --g_depth;
   if (ctx) *ctx = (void*)kContext;
   return OK;

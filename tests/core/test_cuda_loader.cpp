@@ -8,6 +8,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <cstdlib>
+#include <functional>
+#include <optional>
 #include <thread>
 
 #include "backend/cuda/cuda_handles.h"
@@ -725,6 +727,50 @@ class TestCudaLoader : public QObject {
     QVERIFY(!m && !p && !s && !ev);
     detail::cuda::DevicePtr q(std::move(p));
     QVERIFY(!q);
+  }
+
+  // A device that disappears between listing and use (the fake device drops off the bus):
+  // every call on it is a typed error naming the device, nothing crashes (arrays made before
+  // are released without a throw from a destructor), and the other devices keep working.
+  void device_vanishes() {
+    if (expect() != "fake_device") QSKIP("runs in test_cuda_loader_fake_device");
+    Device dev;
+    for (const Device& d : devices()) {
+      if (d.backend() == Backend::cuda) dev = d;
+    }
+    QVERIFY(dev.valid());
+    const auto values = test::random_values<std::uint16_t>(4096);
+    std::optional<Array> before = Array::push(values, Shape{64, 64}, dev);
+    using Fn = void (*)(int);
+    void* lib = dlopen(qgetenv("GPIX_CUDA_LIBRARY").constData(), RTLD_NOW | RTLD_NOLOAD);
+    QVERIFY(lib);
+    const auto vanish = reinterpret_cast<Fn>(dlsym(lib, "fake_cuda_vanish"));
+    QVERIFY(vanish);
+    vanish(1);
+    const auto device_error = [&](const std::function<void()>& f) {
+      try {
+        f();
+      } catch (const Error& e) {
+        QVERIFY2(std::string(e.what()).find("gpix fake CUDA device") != std::string::npos,
+                 e.what());
+        return;
+      }
+      QFAIL("no error from a device that is gone");
+    };
+    device_error([&] { (void)Array::push(values, Shape{64, 64}, dev); });
+    device_error([&] { (void)before->pull(); });
+    device_error([&] { (void)Array::empty(Shape{1000}, DType::f32, dev); });
+    before.reset();  // released on a device that is gone: no throw, no crash
+    // The other devices go on.
+    for (const Device& d : devices()) {
+      if (d.backend() != Backend::opencl) continue;
+      const Array a = Array::push(values, Shape{64, 64}, d);
+      QVERIFY(a.pull_as<std::uint16_t>() == values);
+    }
+    vanish(0);
+    dlclose(lib);
+    const Array back = Array::push(values, Shape{64, 64}, dev);
+    QVERIFY(back.pull_as<std::uint16_t>() == values);
   }
 };
 

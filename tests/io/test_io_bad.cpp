@@ -13,10 +13,12 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 
 #include "gpix/io.h"
 #include "gpix/raw.h"
 #include "gpix/slab_files.h"
+#include "support/file_size_limit.h"
 #include "support/random.h"
 #include "support/threads.h"
 
@@ -697,6 +699,63 @@ class TestIoBad : public QObject {
         in(dir, "keep.tif"), "1D");
     QCOMPARE(slurp(in(dir, "keep.tif")), before);
     QCOMPARE(entries(dir), (QStringList{"file", "keep.tif", "taken.nrrd"}));
+  }
+
+  // A full disk while writing each format, as a file-size limit makes it (every write past
+  // 64 kB fails with EFBIG, as with ENOSPC): an IoError, the file that was there untouched, no
+  // temporary file left. ITK's MetaImage and NIfTI writers only printed the failure and left a
+  // short file (`gpix run` exited 0 with a truncated .mha or .nii).
+  void full_disk_leaves_nothing() {
+    QTemporaryDir dir;
+    const HostArray small = HostArray::from(test::random_values<std::uint16_t>(35), Shape{5, 7});
+    const HostArray stack =
+        HostArray::from(test::random_values<std::uint16_t>(8 * 96 * 96), Shape{8, 96, 96});
+    const HostArray plane =
+        HostArray::from(test::random_values<std::uint8_t>(384 * 384), Shape{384, 384});
+    const char* names[] = {"s.tif", "s.nrrd", "s.nhdr",   "s.mha",
+                           "s.mhd", "s.nii",  "s.nii.gz", "s.png"};
+    std::map<std::string, std::string> before;
+    for (const char* n : names) io::write(in(dir, n), small);
+    for (const QString& e : entries(dir)) before[e.toStdString()] = slurp(in(dir, e.toStdString()));
+    {
+      const test::FileSizeLimit limit(64 * 1024);
+      for (const char* n : names) {
+        const bool png = std::string(n).ends_with(".png");
+        expect_io_error([&] { io::write(in(dir, n), png ? plane : stack); }, in(dir, n),
+                        "cannot be written");
+      }
+    }
+    // The same through the plane-by-plane writers of `gpix run --tiled` (create_slabs).
+    {
+      const test::FileSizeLimit limit(64 * 1024);
+      for (const char* n : {"s.tif", "s.nrrd", "s.mha", "s.mhd"}) {
+        expect_io_error(
+            [&] {
+              const auto sink = io::create_slabs(in(dir, n));
+              sink->start(stack.shape(), stack.dtype());
+              const std::size_t plane_bytes = stack.bytes() / stack.shape()[0];
+              for (std::size_t z = 0; z < stack.shape()[0]; ++z) {
+                sink->write(z, z + 1, stack.data() + z * plane_bytes);
+              }
+              sink->finish();
+            },
+            in(dir, n), "cannot be written");
+      }
+    }
+    QStringList now = entries(dir);
+    QCOMPARE(static_cast<std::size_t>(now.size()), before.size());
+    for (const auto& [name, bytes] : before) {
+      QVERIFY2(slurp(in(dir, name)) == bytes, name.c_str());
+    }
+  }
+
+  // A place where no file can be made, even by root (procfs): the error names the target and
+  // the system's reason; nothing is left.
+  void unwritable_place() {
+    const HostArray h = HostArray::from(test::random_values<std::uint16_t>(35), Shape{5, 7});
+    expect_io_error([&] { io::write("/proc/gpix-test-out.tif", h); }, "/proc/gpix-test-out.tif",
+                    "cannot be written");
+    QVERIFY(!fs::exists("/proc/gpix-test-out.tif"));
   }
 
   // ITK itself fails mid-write (a header path the TIFF writer cannot take): no partial output.

@@ -21,6 +21,7 @@
 #include "program_cache.h"
 #include "programs.h"
 #include "support/devices.h"
+#include "support/file_size_limit.h"
 #include "support/random.h"
 
 using namespace gpix;
@@ -123,6 +124,43 @@ class TestKernelCache : public QObject {
     auto d5 = delta(s5, program_cache_stats(dev));
     QCOMPARE(d5.compiles, 1u);
     QCOMPARE(d5.disk_hits, 0u);
+  }
+
+  // A full disk (a file-size limit below any program's size) and a cache folder where nothing
+  // can be made, even by root (procfs): kernels still build and run, nothing is written, and
+  // no file is left half-written (the writer closes and checks before it renames).
+  void unwritable_cache_data() { test::add_device_rows(); }
+  void unwritable_cache() {
+    const Device dev = test::fetch_device();
+    const auto data = test::random_values<float>(257);
+    Array a = Array::push(data, Shape{257}, dev);
+    const std::string mark = QByteArray::number(qulonglong(test::seed())).toStdString();
+    // The cache's own write on a full disk (the drivers' compilers write files too, so the
+    // limit cannot surround a whole build: PoCL's then fails with a CompileError): refused,
+    // nothing left, and a later load finds nothing. 500 bytes stay in the stream's buffer
+    // until it is closed, where only that flush meets the full disk.
+    const QStringList before = QDir(dir_.path()).entryList(QDir::Files | QDir::Hidden);
+    const std::string key = "unwritable-cache-" + mark;
+    {
+      const test::FileSizeLimit limit(256);
+      QVERIFY(!detail::cache_store(key, std::vector<char>(500, 'x')));
+    }
+    QCOMPARE(QDir(dir_.path()).entryList(QDir::Files | QDir::Hidden), before);
+    QVERIFY(!detail::cache_load(key).has_value());
+    QVERIFY(detail::cache_store(key, std::vector<char>(64 * 1024, 'x')));
+    QCOMPARE(detail::cache_load(key)->size(), std::size_t{64 * 1024});
+    {
+      const detail::ScopedConfig scope;
+      detail::config_for_testing().cache_dir = "/proc/gpix-test-cache";
+      clear_memory_program_cache(dev);
+      const auto s0 = program_cache_stats(dev);
+      execute(kScale, "scale", {257}, {a, 1.0f, std::uint64_t{257}},
+              {{"T", "gpix_f32"}, {"MARK", mark + "-no-folder"}}, dev);
+      const auto d = delta(s0, program_cache_stats(dev));
+      QCOMPARE(d.compiles, 1u);
+      QCOMPARE(d.disk_writes, 0u);
+    }
+    QVERIFY(a.pull_as<float>() == data);  // times 1: the kernel ran
   }
 
   // The cache's lock is not held while a program compiles: while one program compiles (held
