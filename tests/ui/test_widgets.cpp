@@ -445,6 +445,32 @@ class TestWidgets : public QObject {
     QVERIFY(panel.error_text().isEmpty());
   }
 
+  // A filter too large for the device (a memory limit that holds the image but not the
+  // filter's output and intermediates): the panel shows gpix's out-of-memory error, the image
+  // stays, and the same filter runs once the memory is there.
+  void filter_too_large_for_the_device() {
+    ui::FilterPanel panel(host(), workflow_.get());
+    const HostArray h = random_host<float>(Shape{24, 256, 256});  // 6 MiB
+    const int id = add(host(), QStringLiteral("stack"), h);
+    const Device dev = host().device();
+    trim(dev);  // the limit counts the cache too
+    set_memory_limit(dev, memory_stats(dev).bytes_in_use + h.bytes() / 2);
+    QVERIFY(panel.select_filter(QStringLiteral("gaussian_blur")));
+    QSignalSpy done(&panel, &ui::FilterPanel::finished);
+    panel.run();
+    QVERIFY(done.wait(60000));
+    set_memory_limit(dev, 0);
+    QCOMPARE(done.first().first().toBool(), false);
+    QVERIFY2(panel.error_text().contains(QStringLiteral("memory")), qPrintable(panel.error_text()));
+    QCOMPARE(host().layer_ids(), QList<int>{id});
+    QVERIFY(same_bytes(host().layer(id).array.pull(), h));
+    done.clear();
+    panel.run();
+    QVERIFY(done.wait(60000));
+    QVERIFY2(done.first().first().toBool(), qPrintable(panel.error_text()));
+    QCOMPARE(host().layer_ids().size(), 2);
+  }
+
   void preview_is_debounced_and_latest_wins() {
     ui::FilterPanel panel(host(), workflow_.get());
     panel.set_debounce(50);
