@@ -1,6 +1,8 @@
 #include "gpix/raw.h"
 
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <regex>
@@ -135,14 +137,21 @@ HostArray read_raw(const std::filesystem::path& path) {
 
 void write_raw(const std::filesystem::path& path, const HostArray& pixels) {
   if (!pixels.valid()) throw InvalidArgument("write_raw('" + str(path) + "') was given no pixels");
+  // Into a temporary folder beside it, then moved into place: a failed write (a full disk)
+  // truncated the file that was there.
+  detail::TempFolder tmp(path);
   {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    if (!f || !f.write(reinterpret_cast<const char*>(pixels.data()),
-                       static_cast<std::streamsize>(pixels.bytes()))) {
-      throw IoError("cannot write '" + str(path) + "'", str(path));
+    std::ofstream f(tmp.file(), std::ios::binary | std::ios::trunc);
+    f.write(reinterpret_cast<const char*>(pixels.data()),
+            static_cast<std::streamsize>(pixels.bytes()));
+    f.close();
+    if (!f) {
+      detail::fail(path, "cannot be written: " + std::string(std::strerror(errno)) +
+                             " (disk full?); nothing was replaced");
     }
   }
-  detail::write_raw_sidecar(path, sidecar_of(path), pixels.shape(), pixels.dtype());
+  detail::write_raw_sidecar(path, sidecar_of(tmp.file()), pixels.shape(), pixels.dtype());
+  tmp.commit();
 }
 
 namespace detail {
@@ -152,10 +161,9 @@ void write_raw_sidecar(const std::filesystem::path& raw, const std::filesystem::
   std::string dims;
   for (std::size_t d : shape.dims()) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
   std::ofstream s(side, std::ios::trunc);
-  if (!s ||
-      !(s << "{\n  \"shape\": [" << dims << "],\n  \"dtype\": \"" << name(dtype) << "\"\n}\n")) {
-    throw IoError("cannot write the sidecar of '" + str(raw) + "'", str(side));
-  }
+  s << "{\n  \"shape\": [" << dims << "],\n  \"dtype\": \"" << name(dtype) << "\"\n}\n";
+  s.close();  // checked after the flush: a full disk fails only there for a few bytes
+  if (!s) throw IoError("cannot write the sidecar of '" + str(raw) + "' (disk full?)", str(side));
 }
 
 }  // namespace detail

@@ -716,6 +716,7 @@ class TestIoBad : public QObject {
                            "s.mhd", "s.nii",  "s.nii.gz", "s.png"};
     std::map<std::string, std::string> before;
     for (const char* n : names) io::write(in(dir, n), small);
+    io::write_raw(in(dir, "w.raw"), small);
     for (const QString& e : entries(dir)) before[e.toStdString()] = slurp(in(dir, e.toStdString()));
     {
       const test::FileSizeLimit limit(64 * 1024);
@@ -724,11 +725,13 @@ class TestIoBad : public QObject {
         expect_io_error([&] { io::write(in(dir, n), png ? plane : stack); }, in(dir, n),
                         "cannot be written");
       }
+      expect_io_error([&] { io::write_raw(in(dir, "w.raw"), stack); }, in(dir, "w.raw"),
+                      "cannot be written");
     }
     // The same through the plane-by-plane writers of `gpix run --tiled` (create_slabs).
     {
       const test::FileSizeLimit limit(64 * 1024);
-      for (const char* n : {"s.tif", "s.nrrd", "s.mha", "s.mhd"}) {
+      for (const char* n : {"s.tif", "s.nrrd", "s.mha", "s.mhd", "s.raw"}) {
         expect_io_error(
             [&] {
               const auto sink = io::create_slabs(in(dir, n));
