@@ -11,6 +11,7 @@
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QSaveFile>
 
 #include <cmath>
 #include <cstdio>
@@ -395,19 +396,22 @@ int put_table(const QCommandLineParser& p, const FilterInfo& f, const Table& tab
   QStringList cols;
   for (const auto& c : table.columns()) cols << qs(c);
   if (output) {
-    QFile out(*output);
-    if (!out.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
-      throw IoError(
-          "cannot write '" + output->toStdString() + "': " + out.errorString().toStdString(),
-          output->toStdString());
-    }
     QString csv = cols.join(",") + "\n";
     for (std::size_t r = 0; r < table.size(); ++r) {
       QStringList v;
       for (double x : table.row(r)) v << qs(Scalar(x).str());
       csv += v.join(",") + "\n";
     }
-    out.write(csv.toUtf8());
+    // QSaveFile: written beside, moved into place only whole (a full disk leaves the file that
+    // was there); unbuffered, as save_text in ui/src/workflow_panel.cpp says why.
+    QSaveFile out(*output);
+    const QByteArray bytes = csv.toUtf8();
+    if (!out.open(QIODevice::WriteOnly | QIODevice::Unbuffered) ||
+        out.write(bytes) != bytes.size() || !out.commit()) {
+      throw IoError(
+          "cannot write '" + output->toStdString() + "': " + out.errorString().toStdString(),
+          output->toStdString());
+    }
     return 0;
   }
   if (p.isSet("json")) {

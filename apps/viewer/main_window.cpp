@@ -791,7 +791,9 @@ void MainWindow::write_session_file(const QString& path) {
       this,
       [path, json] {
         QSaveFile f(path);
-        if (!f.open(QIODevice::WriteOnly) || f.write(json) != json.size() || !f.commit()) {
+        // Unbuffered: see save_text in ui/src/workflow_panel.cpp (a full disk).
+        if (!f.open(QIODevice::WriteOnly | QIODevice::Unbuffered) || f.write(json) != json.size() ||
+            !f.commit()) {
           throw gpix::IoError(QObject::tr("Cannot write the session %1: %2")
                                   .arg(path, f.errorString())
                                   .toStdString(),

@@ -481,7 +481,9 @@ void RoiPanel::export_csv(const QString& path) {
       [path, text = csv()]() {
         QSaveFile f(path);
         const QByteArray bytes = text.toUtf8();
-        if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit()) {
+        // Unbuffered: see save_text in ui/src/workflow_panel.cpp (a full disk).
+        if (!f.open(QIODevice::WriteOnly | QIODevice::Unbuffered) ||
+            f.write(bytes) != bytes.size() || !f.commit()) {
           throw std::runtime_error(f.errorString().toStdString());
         }
         return true;

@@ -10,6 +10,7 @@
 #include <QListWidget>
 #include <QPointer>
 #include <QPushButton>
+#include <QSaveFile>
 #include <QToolButton>
 #include <QUndoStack>
 #include <QVBoxLayout>
@@ -73,14 +74,21 @@ static void save_text(QWidget* parent, const QString& title, const QString& filt
                       const QString& text, QLabel* error) {
   const QString path = QFileDialog::getSaveFileName(parent, title, QString(), filter);
   if (path.isEmpty()) return;
-  QFile f(path);
-  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(text.toUtf8()) < 0) {
+  // QSaveFile: written beside, moved into place only whole (a full disk leaves the file that
+  // was there). Unbuffered: buffered, Qt 6.4's commit() let the failed flush of a full disk
+  // through and renamed an empty file into place (`gpix run ... table.csv` under `ulimit -f 0`
+  // exited 0 with an empty file); unbuffered, write() itself fails.
+  QSaveFile f(path);
+  const QByteArray bytes = text.toUtf8();
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Unbuffered) || f.write(bytes) != bytes.size() ||
+      !f.commit()) {
     error->setText(QObject::tr("Could not write %1: %2").arg(path, f.errorString()));
     error->show();
     return;
   }
   if (path.endsWith(QStringLiteral(".sh"))) {
-    f.setPermissions(f.permissions() | QFileDevice::ExeOwner | QFileDevice::ExeUser);
+    QFile::setPermissions(path,
+                          QFile::permissions(path) | QFileDevice::ExeOwner | QFileDevice::ExeUser);
   }
   error->hide();
 }
