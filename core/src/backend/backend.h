@@ -2,6 +2,7 @@
 // The internal backend interface. Each API (OpenCL, CUDA) implements DeviceImpl; nothing here
 // names an OpenCL or CUDA type, and nothing of it appears in a public header.
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -599,6 +600,9 @@ class DeviceImpl {
   std::chrono::steady_clock::time_point last_activity_;  // quiet_mutex_
   int flushes_ = 0;         // quiet_mutex_: wait_for_background_compiles() calls in progress
   bool releasing_ = false;  // quiet_mutex_: stop_background_compiles() was called
+  // A background compile was queued here once (note_background_work); read by builds, which
+  // must not take the device list's lock (kernel_cache.cpp says why).
+  std::atomic<bool> had_background_work_{false};
 
   std::once_flag pool_once_;
   std::shared_ptr<MemoryPool> pool_;

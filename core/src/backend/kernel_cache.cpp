@@ -381,10 +381,15 @@ void DeviceImpl::stop_background_compiles() {
 // be the plain kernel's right after the fast one was queued: the handler is registered when a
 // background compile is queued or starts, and again after each foreground build on a device
 // with background work, where a build has run since the last registration.
+// Two locks: the handler holds g_background_mutex while it waits for the running compiles, so
+// what those compiles take on their way (registering the handler, noting a build) is under
+// g_exit_mutex only; with one lock a compile that ended during the exit waited for the handler
+// that waited for it (a fresh clone's CI hung there for 5 minutes).
 namespace {
 std::mutex g_background_mutex;
-bool g_build_since_exit_handler = true;  // under g_background_mutex
-int g_exit_handlers = 0;                 // under g_background_mutex
+std::mutex g_exit_mutex;
+bool g_build_since_exit_handler = true;  // under g_exit_mutex
+int g_exit_handlers = 0;                 // under g_exit_mutex
 std::set<DeviceImpl*>& background_devices() {
   static auto* devices = new std::set<DeviceImpl*>;  // used at exit: never destroyed
   return *devices;
@@ -397,6 +402,7 @@ void stop_all_background_compiles() {
 }  // namespace
 
 void DeviceImpl::note_background_work(DeviceImpl* d) {
+  d->had_background_work_ = true;
   std::lock_guard lock(g_background_mutex);
   background_devices().insert(d);
 }
@@ -407,7 +413,7 @@ void DeviceImpl::forget_background_work(DeviceImpl* d) {
 }
 
 void DeviceImpl::stop_background_compiles_at_exit() {
-  std::lock_guard lock(g_background_mutex);
+  std::lock_guard lock(g_exit_mutex);
   // Bounded: one registration per build at most, and builds are few; the cap only keeps a
   // process that builds without end from growing the handler list without end.
   if (!g_build_since_exit_handler || g_exit_handlers >= 4096) return;
@@ -416,13 +422,11 @@ void DeviceImpl::stop_background_compiles_at_exit() {
 }
 
 void DeviceImpl::note_build_for_exit_handler(DeviceImpl* d) {
-  bool background = false;
   {
-    std::lock_guard lock(g_background_mutex);
+    std::lock_guard lock(g_exit_mutex);
     g_build_since_exit_handler = true;
-    background = background_devices().count(d) > 0;
   }
-  if (background) stop_background_compiles_at_exit();
+  if (d->had_background_work_) stop_background_compiles_at_exit();
 }
 
 bool DeviceImpl::programs_per_entry() const {
