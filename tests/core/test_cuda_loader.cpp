@@ -48,6 +48,27 @@ struct FakeState {
   int depth = -1, retains = -1, streams = -1, modules = -1;
   std::size_t allocated = 0;
 };
+// The CUDA backend's device (the fake one in test_cuda_loader_fake_device); invalid if none.
+Device cuda_device() {
+  Device dev;
+  for (const Device& d : devices()) {
+    if (d.backend() == Backend::cuda) dev = d;
+  }
+  return dev;
+}
+
+// tests/core/fake_cuda_device.c's fake_cuda_vanish (the device drops off the bus, or comes
+// back), called through the library gpix loaded; false where it has none.
+bool fake_vanish(int on) {
+  using Fn = void (*)(int);
+  void* lib = dlopen(qgetenv("GPIX_CUDA_LIBRARY").constData(), RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) return false;
+  const auto fn = reinterpret_cast<Fn>(dlsym(lib, "fake_cuda_vanish"));
+  if (fn) fn(on);
+  dlclose(lib);
+  return fn != nullptr;
+}
+
 FakeState fake_state() {
   using Fn = void (*)(int*, int*, std::size_t*, int*, int*);
   void* lib = dlopen(qgetenv("GPIX_CUDA_LIBRARY").constData(), RTLD_NOW | RTLD_NOLOAD);
@@ -237,10 +258,7 @@ class TestCudaLoader : public QObject {
     if (expect() != "fake_device") QSKIP("runs in test_cuda_loader_fake_device");
     const BackendStatus& st = status_of(Backend::cuda);
     QVERIFY2(st.available, st.detail.c_str());
-    Device dev;
-    for (const Device& d : devices()) {
-      if (d.backend() == Backend::cuda) dev = d;
-    }
+    const Device dev = cuda_device();
     QVERIFY(dev.valid());
     const DeviceInfo& i = dev.info();
     QCOMPARE(i.name, std::string("gpix fake CUDA device"));
@@ -329,10 +347,7 @@ class TestCudaLoader : public QObject {
   // texture objects, DLPack adoption, the program disk cache, managed memory.
   void fake_memory_model() {
     if (expect() != "fake_device") QSKIP("runs in test_cuda_loader_fake_device");
-    Device dev;
-    for (const Device& d : devices()) {
-      if (d.backend() == Backend::cuda) dev = d;
-    }
+    const Device dev = cuda_device();
     QVERIFY(dev.valid());
     // Small staging chunks, so that transfers of a few MB run through the pinned ring.
     detail::ScopedConfig scoped_config;
@@ -734,19 +749,11 @@ class TestCudaLoader : public QObject {
   // are released without a throw from a destructor), and the other devices keep working.
   void device_vanishes() {
     if (expect() != "fake_device") QSKIP("runs in test_cuda_loader_fake_device");
-    Device dev;
-    for (const Device& d : devices()) {
-      if (d.backend() == Backend::cuda) dev = d;
-    }
+    const Device dev = cuda_device();
     QVERIFY(dev.valid());
     const auto values = test::random_values<std::uint16_t>(4096);
     std::optional<Array> before = Array::push(values, Shape{64, 64}, dev);
-    using Fn = void (*)(int);
-    void* lib = dlopen(qgetenv("GPIX_CUDA_LIBRARY").constData(), RTLD_NOW | RTLD_NOLOAD);
-    QVERIFY(lib);
-    const auto vanish = reinterpret_cast<Fn>(dlsym(lib, "fake_cuda_vanish"));
-    QVERIFY(vanish);
-    vanish(1);
+    QVERIFY(fake_vanish(1));
     const auto device_error = [&](const std::function<void()>& f) {
       try {
         f();
@@ -767,8 +774,7 @@ class TestCudaLoader : public QObject {
       const Array a = Array::push(values, Shape{64, 64}, d);
       QVERIFY(a.pull_as<std::uint16_t>() == values);
     }
-    vanish(0);
-    dlclose(lib);
+    QVERIFY(fake_vanish(0));
     const Array back = Array::push(values, Shape{64, 64}, dev);
     QVERIFY(back.pull_as<std::uint16_t>() == values);
   }
