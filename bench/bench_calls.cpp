@@ -8,6 +8,8 @@
 //   bench_calls [DEVICE]          e.g. cuda:, opencl:NVIDIA
 //   BENCH_CALLS_STATS_ONLY=1      statistics only
 //   BENCH_CALLS_CASE="512^3 u16"  one statistics case only (for ncu)
+//   BENCH_CALLS_LABELS=1          label_statistics on blobs only (label_stats_calls); with
+//                                 BENCH_CALLS_CASE="256 x 256 x 256", that shape only
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -39,9 +41,75 @@ double med_us(int reps, F&& f) {
   return t[t.size() / 2];
 }
 
+// label_statistics on the suite's blobs (bench/suite_peers.py make_blobs, made here with
+// gpix's own filters: hashed noise smoothed by sigma 4 (2D) or 2.5 (3D) and thresholded at its
+// 75th percentile, labelled with full connectivity; the intensity 200 + 3000 x the mask smoothed
+// by sigma 1): the whole call and its parts, so that a profile can say where the time goes.
+void label_stats_calls(const gpix::Device& dev) {
+  for (const gpix::Shape s : {gpix::Shape{2048, 2048}, gpix::Shape{8192, 8192},
+                              gpix::Shape{256, 256, 256}, gpix::Shape{512, 512, 512}}) {
+    if (const char* only = std::getenv("BENCH_CALLS_CASE"); only && s.str() != only) continue;
+    gpix::HostArray h = gpix::HostArray::empty(s, gpix::DType::f32);
+    auto* f = reinterpret_cast<float*>(h.data());
+    for (std::size_t i = 0; i < s.elements(); ++i) {
+      f[i] = static_cast<float>(((i + 7) * 2654435761ull >> 7) % 1000) / 1000.0f;
+    }
+    const gpix::Array noise = gpix::Array::push(h, dev);
+    const double sigma = s.depth() > 1 ? 2.5 : 4.0;
+    const gpix::Array smooth = gpix::gaussian_blur(noise, sigma, sigma, s.depth() > 1 ? sigma : 0);
+    const gpix::HostArray sh = smooth.pull();
+    std::vector<float> v(reinterpret_cast<const float*>(sh.data()),
+                         reinterpret_cast<const float*>(sh.data()) + s.elements());
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() * 3 / 4), v.end());
+    const gpix::Array mask = gpix::threshold(smooth, v[v.size() * 3 / 4]);
+    const gpix::Array labels = gpix::connected_components(mask, "full");
+    const gpix::Array soft = gpix::gaussian_blur(gpix::convert(mask, gpix::DType::f32), 1.0, 1.0,
+                                                 s.depth() > 1 ? 1.0 : 0);
+    const gpix::Array img = gpix::add_scalar(gpix::multiply_scalar(soft, 3000), 200);
+    dev.finish();
+    const gpix::Stats ls = gpix::stats(labels);
+    const double all = med_us(21, [&] { (void)gpix::label_statistics(labels, img); });
+    const double st = med_us(21, [&] { (void)gpix::stats(labels); });
+    // The call's other parts as label_stats makes them: its five tables' allocations (four
+    // zeroed, one filled) and their five queued pulls into pageable memory with one wait.
+    const auto rows = static_cast<std::size_t>(ls.max.as_double());
+    const std::size_t reps = std::clamp<std::size_t>(65536 / rows, 1, 32);
+    const double make = med_us(21, [&] {
+      gpix::Array t1 = gpix::Array::create(gpix::Shape{rows}, gpix::DType::u32, dev);
+      gpix::Array t2 = gpix::Array::create(gpix::Shape{rows * reps}, gpix::DType::u64, dev);
+      gpix::Array t3 = gpix::Array::empty(gpix::Shape{rows}, gpix::DType::u32, dev);
+      t3.fill(gpix::Scalar(std::uint32_t{0xffffffffu}));
+      gpix::Array t4 = gpix::Array::create(gpix::Shape{rows}, gpix::DType::u32, dev);
+      gpix::Array t5 = gpix::Array::create(gpix::Shape{rows}, gpix::DType::u32, dev);
+      dev.finish();
+    });
+    const gpix::Array t1 = gpix::Array::create(gpix::Shape{rows}, gpix::DType::u32, dev);
+    const gpix::Array t2 = gpix::Array::create(gpix::Shape{rows * reps}, gpix::DType::u64, dev);
+    std::vector<std::byte> b1(t1.bytes()), b2(t2.bytes()), b3(t1.bytes()), b4(t1.bytes()),
+        b5(t1.bytes());
+    const double pulls = med_us(21, [&] {
+      std::vector<gpix::Event> e;
+      e.push_back(gpix::pull_async(t1, b1.data(), b1.size()));
+      e.push_back(gpix::pull_async(t1, b3.data(), b3.size()));
+      e.push_back(gpix::pull_async(t1, b4.data(), b4.size()));
+      e.push_back(gpix::pull_async(t1, b5.data(), b5.size()));
+      e.push_back(gpix::pull_async(t2, b2.data(), b2.size()));
+      for (const gpix::Event& x : e) x.wait();
+    });
+    std::printf(
+        "label_statistics %-14s %s labels: %8.1f us (stats of the labels %6.1f us, five tables "
+        "made %6.1f us, pulled %6.1f us)\n",
+        s.str().c_str(), ls.max.str().c_str(), all, st, make, pulls);
+  }
+}
+
 int run(int argc, char** argv) {
   const gpix::Device dev = gpix::select_device(argc > 1 ? argv[1] : "");
   std::printf("device %s\n", dev.label().c_str());
+  if (std::getenv("BENCH_CALLS_LABELS")) {
+    label_stats_calls(dev);
+    return 0;
+  }
   struct C {
     const char* n;
     gpix::Shape s;

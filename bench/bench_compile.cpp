@@ -2,7 +2,8 @@
 // programs make a filter's first call slow (issue 17: "OpenCL cold first call no slower than
 // pyclesperanto's"), and whether a plainer kernel that computes the same thing builds faster.
 //   bench_compile [--device NAME] [--match REGEX] [--types f32,u16]
-//   bench_compile [--device NAME] --first-calls
+//   bench_compile [--device NAME] --first-calls [--size N] [--disk-cache]
+//   bench_compile [--device NAME] --floor
 // Every (file, entry, defines) of the catalog's variants (kernel_variants.h) whose
 // "file:entry" matches REGEX (default: all) and whose T_IN, where it has one, is among
 // --types (default f32), built once through the device's program cache, as a filter's first
@@ -14,7 +15,12 @@
 // and median_box radius 1, threshold_otsu on float32, connected_components on uint8; 512^2
 // here) one after another in this process, as a new user's session makes them, each with
 // its wall time and the programs it built (from the start of one build to the next build or
-// the call's end; a build on a background thread is marked so).
+// the call's end; a build on a background thread is marked so), and a hash of each result, of
+// the first call and again once the background builds are in. --size: N x N instead of 512^2
+// (the suite's first calls are 2048^2); --disk-cache: programs are written to GPIX_CACHE_DIR as
+// a user's first calls write them.
+// --floor: what any build costs: a kernel of one store, alone and after kernels/dialect.h (the
+// preamble of every catalog program), three of each in turn, each with its own source.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -57,7 +63,36 @@ double ms(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-void first_calls(const Device& dev) {
+// FNV-1a of a result's pixels: whether two builds of a filter give the same bits.
+std::uint64_t fnv(const Result& r) {
+  std::uint64_t h = 14695981039346656037ull;
+  if (r.is_table()) return h;
+  const HostArray host = r.array.pull();
+  const auto* p = reinterpret_cast<const unsigned char*>(host.data());
+  for (std::size_t i = 0; i < host.bytes(); ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+void floor_builds(const Device& dev) {
+  auto& impl = detail::Access::impl(dev);
+  for (int round = 0; round < 3; ++round) {
+    for (const bool preamble : {false, true}) {
+      detail::ProgramSource src;
+      src.name = "floor" + std::to_string(round) + (preamble ? "-dialect" : "");
+      // A different constant each time: nothing cached by text.
+      const std::string body = "GPIX_KERNEL void floor_k(GPIX_GLOBAL int* a) { a[0] = " +
+                               std::to_string(1000 + round * 2 + (preamble ? 1 : 0)) + "; }\n";
+      src.text = preamble ? detail::dialect_text() + "\n" + body
+                          : "#define GPIX_KERNEL __kernel\n#define GPIX_GLOBAL __global\n" + body;
+      src.hash = src.name;
+      const auto t0 = Clock::now();
+      (void)impl.kernel(src, "floor_k", {});
+      std::printf("%9.1f  one store%s\n", ms(t0, Clock::now()), preamble ? " after dialect.h" : "");
+    }
+  }
+}
+
+void first_calls(const Device& dev, std::size_t n) {
   struct Built {
     std::string what;
     Clock::time_point at;
@@ -74,7 +109,6 @@ void first_calls(const Device& dev) {
         std::lock_guard lock(m);
         built.push_back({what, Clock::now(), std::this_thread::get_id() != main_thread});
       });
-  constexpr std::size_t n = 512;
   std::vector<float> img(n * n);
   std::vector<std::uint8_t> mask(n * n);
   for (std::size_t i = 0; i < img.size(); ++i) {
@@ -102,10 +136,11 @@ void first_calls(const Device& dev) {
       first = built.size();
     }
     const auto t0 = Clock::now();
-    (void)run(c.filter, *c.in, c.params);
+    const Result r = run(c.filter, *c.in, c.params);
     dev.finish();
     const auto t1 = Clock::now();
-    std::printf("%9.1f  %s (first call)\n", ms(t0, t1), c.filter);
+    std::printf("%9.1f  %s (first call, result %016llx)\n", ms(t0, t1), c.filter,
+                static_cast<unsigned long long>(fnv(r)));
     std::lock_guard lock(m);
     for (std::size_t i = first; i < built.size(); ++i) {
       const auto end = i + 1 < built.size() ? built[i + 1].at : t1;
@@ -114,15 +149,26 @@ void first_calls(const Device& dev) {
     }
   }
   impl.set_compile_hook_for_testing({});
+  // The same calls once every background build is in: a first call's plain kernel (tiered
+  // compilation) and its build options must give the steady state's bits.
+  impl.wait_for_background_compiles();
+  for (const Call& c : calls) {
+    std::printf("%9s  %s (steady state, result %016llx)\n", "", c.filter,
+                static_cast<unsigned long long>(fnv(run(c.filter, *c.in, c.params))));
+  }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string device, match = ".*", types = "f32";
-  bool first = false;
+  bool first = false, floor = false, disk = false;
+  std::size_t size = 512;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--first-calls")) first = true;
+    if (!std::strcmp(argv[i], "--floor")) floor = true;
+    if (!std::strcmp(argv[i], "--disk-cache")) disk = true;
+    if (!std::strcmp(argv[i], "--size") && i + 1 < argc) size = std::stoul(argv[i + 1]);
   }
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--device")) device = argv[i + 1];
@@ -130,14 +176,18 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--types")) types = argv[i + 1];
   }
   try {
-    detail::config_for_testing().no_disk_cache = true;
+    detail::config_for_testing().no_disk_cache = !disk;
     detail::config_for_testing().kernel_bundle = "off";
     const Device dev = select_device(device);
     auto& impl = detail::Access::impl(dev);
     std::printf("device: %s; programs %s\n", dev.label().c_str(),
                 impl.programs_per_entry() ? "per entry" : "per file");
     if (first) {
-      first_calls(dev);
+      first_calls(dev, size);
+      return 0;
+    }
+    if (floor) {
+      floor_builds(dev);
       return 0;
     }
     std::set<std::string> wanted;

@@ -32,9 +32,10 @@
  *   gpix_atomic_add_f32(p, v), gpix_atomic_add_f64(p, v)
  *                                                     float adds on global memory (p points
  *                                                     to the float's bits), defined only where
- *                                                     GPIX_HAS_FLOAT_ATOMIC_ADD is (CUDA); the
- *                                                     f64 one with GPIX_NEED_FP64. Elsewhere
- *                                                     a compare-and-swap loop stands in
+ *                                                     GPIX_HAS_FLOAT_ATOMIC_ADD is (CUDA,
+ *                                                     NVIDIA's OpenCL); the f64 one with
+ *                                                     GPIX_NEED_FP64. Elsewhere a
+ *                                                     compare-and-swap loop stands in
  *   gpix_as_u32(float), gpix_as_f32(u32), gpix_as_u64(double), gpix_as_f64(u64)
  *                                                     bit casts
  *   gpix_v4(T)                                        four-element vector of an 8-, 16- or
@@ -124,6 +125,19 @@ typedef ulong gpix_index;
 #define gpix_as_f32(x) as_float(x)
 #define gpix_as_u64(x) as_ulong(x)
 #define gpix_as_f64(x) as_double(x)
+/* NVIDIA's OpenCL (its cl_nv_pragma_unroll defined) has no float atomic add in OpenCL C 1.2
+ * but takes inline PTX. A float64 compare-and-swap loop there took 42 ms for
+ * label_statistics of a 256^3 blob image whose one large region every work-group meets, 0.4
+ * ms with these (H200, bench/RESULTS.md 2026-11-28). p holds a global address. */
+#if defined(cl_nv_pragma_unroll)
+#define GPIX_HAS_FLOAT_ATOMIC_ADD 1
+#define gpix_atomic_add_f32(p, v) \
+  asm volatile("red.global.add.f32 [%0], %1;" ::"l"(p), "f"((float)(v)) : "memory")
+#if defined(GPIX_NEED_FP64)
+#define gpix_atomic_add_f64(p, v) \
+  asm volatile("red.global.add.f64 [%0], %1;" ::"l"(p), "d"((double)(v)) : "memory")
+#endif
+#endif
 
 #elif defined(__CUDACC__) || defined(__CUDACC_RTC__)
 /* ---------------------------------------------------------------- CUDA C++ (NVRTC) */

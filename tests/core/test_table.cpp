@@ -61,7 +61,7 @@ void check_encoding(DType dtype, int sum_mode, std::size_t rows, std::size_t rep
       hi = static_cast<V>(rng());
       if (hi < lo) std::swap(lo, hi);
     }
-    mins[r] = encode_key<Key>(lo);
+    mins[r] = static_cast<Key>(~encode_key<Key>(lo));  // stored complemented
     maxs[r] = encode_key<Key>(hi);
     want_min[r] = static_cast<double>(lo);
     want_max[r] = static_cast<double>(hi);
@@ -94,7 +94,7 @@ void check_encoding(DType dtype, int sum_mode, std::size_t rows, std::size_t rep
   b.sum_mode = sum_mode;
   b.area = area.data();
   b.nan_flags = nans.data();
-  b.mins = mins.data();
+  b.mins_complement = mins.data();
   b.maxs = maxs.data();
   b.sums = sum_mode == 1 ? static_cast<const void*>(s32.data()) : s64.data();
   const Table t = detail::label_stats_table(b);

@@ -33,7 +33,7 @@ double decode_key(Key key) {
 template <class Key, int KeyMode, int SumMode>
 void fill(const LabelStatsBuffers& b, bool signed_sum, Table& t) {
   using Word = std::conditional_t<SumMode == 1, std::uint32_t, std::uint64_t>;
-  const auto* mins = static_cast<const Key*>(b.mins);
+  const auto* mins = static_cast<const Key*>(b.mins_complement);
   const auto* maxs = static_cast<const Key*>(b.maxs);
   const auto* sums = static_cast<const Word*>(b.sums);
   double* label = t.column(0).data();
@@ -65,7 +65,7 @@ void fill(const LabelStatsBuffers& b, bool signed_sum, Table& t) {
     label[r] = static_cast<double>(r + 1);
     area[r] = cnt;
     mean[r] = none ? nan : sum / cnt;
-    lo[r] = none ? nan : decode_key<Key, KeyMode>(mins[r]);
+    lo[r] = none ? nan : decode_key<Key, KeyMode>(static_cast<Key>(~mins[r]));
     hi[r] = none ? nan : decode_key<Key, KeyMode>(maxs[r]);
   }
 }

@@ -12,9 +12,9 @@
 namespace gpix::detail {
 
 // The kernel's encodings (label_statistics.kernel's header): keys order-preserving
-// unsigned words of key_bits (key_mode 0 unsigned, 1 signed, 2 float), sums in `reps`
-// slots per label (sum_mode 0: 64-bit two's-complement integers, 1: float32 bits, 2: float64
-// bits).
+// unsigned words of key_bits (key_mode 0 unsigned, 1 signed, 2 float), minima complemented
+// (~key); sums in `reps` slots per label (sum_mode 0: 64-bit two's-complement integers,
+// 1: float32 bits, 2: float64 bits).
 struct LabelStatsBuffers {
   std::size_t rows = 0;  // labels 1..rows
   std::size_t reps = 1;  // sum slots per label
@@ -24,7 +24,7 @@ struct LabelStatsBuffers {
   int sum_mode = 0;
   const std::uint32_t* area = nullptr;       // rows
   const std::uint32_t* nan_flags = nullptr;  // rows: nonzero where the label has a NaN pixel
-  const void* mins = nullptr;                // rows keys
+  const void* mins_complement = nullptr;     // rows keys, each ~key
   const void* maxs = nullptr;                // rows keys
   const void* sums = nullptr;                // rows * reps words, slot j of label r at r*reps+j
 };

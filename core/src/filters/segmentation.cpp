@@ -635,22 +635,6 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
   const StatsKind k = stats_kind(vt, fp64);
   const Array lab = labels.dtype() == DType::u32 ? labels : convert(labels, DType::u32);
   const Device dev = image.device();
-  const DType key_t = k.key_bits == 64 ? DType::u64 : DType::u32;
-  const DType sum_t = k.sum_mode == 1 ? DType::u32 : DType::u64;
-  Array area = Array::create(Shape{rows}, DType::u32, dev);
-  // Slots per label sum (label_statistics.kernel says why): 32 for up to 2048 labels, fewer
-  // as labels grow more numerous (each then draws less contention), so that the table pulled
-  // back stays small.
-  const std::size_t reps = std::clamp<std::size_t>(65536 / rows, 1, 32);
-  Array sums = Array::create(Shape{rows * reps}, sum_t, dev);
-  Array mins = Array::empty(Shape{rows}, key_t, dev);
-  if (key_t == DType::u64) {
-    mins.fill(Scalar(std::numeric_limits<std::uint64_t>::max()));
-  } else {
-    mins.fill(Scalar(std::numeric_limits<std::uint32_t>::max()));
-  }
-  Array maxs = Array::create(Shape{rows}, key_t, dev);
-  Array nans = Array::create(Shape{rows}, DType::u32, dev);
   // One work-group of 256 per tile, each work-item a run of kStatsRun pixels along x: 64x64
   // tiles in 2D (16 x 256 for images at most 16 wide), 16x16x16 in 3D.
   const Shape& s = image.shape();
@@ -660,45 +644,39 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
   const auto tiles = [](std::size_t len, int tile) {
     return (len + static_cast<std::size_t>(tile) - 1) / static_cast<std::size_t>(tile);
   };
+  const std::size_t groups = tiles(s.width(), tx) * tiles(s.height(), ty) * tiles(s.depth(), tz);
+  // Slots per label sum (label_statistics.kernel says why): about one per work-group that
+  // meets a label (groups / labels), at most 32 and a table of 65536 slots, so that a label
+  // met by every group (a 3D blob image's one large region) spreads its updates while an
+  // image of many small labels keeps one slot each and the table pulled back stays small
+  // (a 2048^2 blob image, 4357 labels: 35 kB instead of 15 slots each, 523 kB).
+  const std::size_t reps = std::clamp<std::size_t>(std::min(groups / rows, 65536 / rows), 1, 32);
+  // One table of 8-byte words, zeroed by one fill and pulled by one read: the sums, the
+  // complemented minima, the maxima, then the areas and NaN flags. Five buffers took five
+  // allocations, fills and pulls, 185 us of a 435 us call on a 2048^2 blob image (H200).
+  const auto words = [](std::size_t n, std::size_t bytes) { return (n * bytes + 7) / 8; };
+  const std::size_t key_bytes = k.key_bits / 8;
+  const std::size_t off_mins = words(rows * reps, k.sum_mode == 1 ? 4 : 8);
+  const std::size_t off_maxs = off_mins + words(rows, key_bytes);
+  const std::size_t off_area = off_maxs + words(rows, key_bytes);
+  const std::size_t off_nans = off_area + words(rows, 4);
+  const std::size_t total = off_nans + words(rows, 4);
+  Array table = Array::create(Shape{total}, DType::u64, dev);
   std::vector<KernelArg> args = {arg(lab), arg(image)};
   push_shape(args, s);
-  for (KernelArg a : {arg(tx), arg(ty), arg(tz), arg(area), arg(sums), arg(mins), arg(maxs),
-                      arg(nans), arg(static_cast<int>(reps))}) {
+  for (KernelArg a : {arg(tx), arg(ty), arg(tz), arg(table), arg(std::uint64_t{off_mins}),
+                      arg(std::uint64_t{off_maxs}), arg(std::uint64_t{off_area}),
+                      arg(std::uint64_t{off_nans}), arg(static_cast<int>(reps))}) {
     args.push_back(a);
   }
-  launch(image, kStatsFile, "label_stats", label_stats_defines(vt, fp64),
-         flat_grid(tiles(s.width(), tx) * tiles(s.height(), ty) * tiles(s.depth(), tz) * 256),
+  launch(image, kStatsFile, "label_stats", label_stats_defines(vt, fp64), flat_grid(groups * 256),
          args);
   checkpoint(o, 0.8, what);
-  // The five columns come back in one round trip: queued pulls, one wait. Blocking pulls one
-  // after another cost a host-device synchronisation each, most of the call on a 2048^2
-  // image (bench/RESULTS.md, issue 17). The buffers are read once, as pulled (keys and sums
-  // in their own widths), by label_stats_table; they are not zeroed first.
-  // (With the table's allocator: huge pages for the buffers of a million labels.)
-  using Buffer = std::vector<std::byte, detail::ForOverwriteAllocator<std::byte>>;
-  Buffer a(area.bytes()), nan_flags(nans.bytes()), kmin(mins.bytes()), kmax(maxs.bytes()),
-      sum(sums.bytes());
-  std::vector<Event> pulls;
-  {
-    // Should a pull fail to start or finish, the others finish before their buffers go.
-    struct FinishPulls {
-      std::vector<Event>& events;
-      ~FinishPulls() {
-        for (const Event& e : events) {
-          try {
-            e.wait();
-          } catch (...) {  // NOLINT(bugprone-empty-catch): the first error is already thrown
-          }
-        }
-      }
-    } finish{pulls};
-    pulls.push_back(pull_async(area, a.data(), area.bytes()));
-    pulls.push_back(pull_async(nans, nan_flags.data(), nans.bytes()));
-    pulls.push_back(pull_async(mins, kmin.data(), mins.bytes()));
-    pulls.push_back(pull_async(maxs, kmax.data(), maxs.bytes()));
-    pulls.push_back(pull_async(sums, sum.data(), sums.bytes()));
-    for (const Event& e : pulls) e.wait();  // errors of the pulls themselves propagate here
-  }
+  // Read once, as pulled, by label_stats_table (with the table's allocator: huge pages for
+  // the buffer of a million labels); not zeroed first.
+  using Buffer = std::vector<std::uint64_t, detail::ForOverwriteAllocator<std::uint64_t>>;
+  Buffer host(total);
+  table.read(host.data(), total * sizeof(std::uint64_t));
   detail::LabelStatsBuffers b;
   b.rows = rows;
   b.reps = reps;
@@ -706,11 +684,11 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
   b.key_bits = k.key_bits;
   b.key_mode = k.key_mode;
   b.sum_mode = k.sum_mode;
-  b.area = reinterpret_cast<const std::uint32_t*>(a.data());
-  b.nan_flags = reinterpret_cast<const std::uint32_t*>(nan_flags.data());
-  b.mins = kmin.data();
-  b.maxs = kmax.data();
-  b.sums = sum.data();
+  b.area = reinterpret_cast<const std::uint32_t*>(host.data() + off_area);
+  b.nan_flags = reinterpret_cast<const std::uint32_t*>(host.data() + off_nans);
+  b.mins_complement = host.data() + off_mins;
+  b.maxs = host.data() + off_maxs;
+  b.sums = host.data();
   return detail::label_stats_table(b);
 }
 
