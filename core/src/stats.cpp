@@ -173,12 +173,15 @@ Defines stats_defines(DType t, DType acc, std::size_t wg) {
 
 void add_stats_variants(std::vector<KernelVariant>& out) {
   for (DType t : kAllDTypes) {
-    if (is_float(t)) {
-      if (t == DType::f32)
-        out.push_back({"stats.kernel", "stats_partial", stats_defines(t, DType::f32, 256)});
-      out.push_back({"stats.kernel", "stats_partial", stats_defines(t, DType::f64, 256)});
-    } else {
-      out.push_back({"stats.kernel", "stats_partial", stats_defines(t, DType::u64, 256)});
+    // Whole statistics, and minimum and maximum alone (extrema()) with the same defines.
+    for (const char* entry : {"stats_partial", "stats_extrema"}) {
+      if (is_float(t)) {
+        if (t == DType::f32)
+          out.push_back({"stats.kernel", entry, stats_defines(t, DType::f32, 256)});
+        out.push_back({"stats.kernel", entry, stats_defines(t, DType::f64, 256)});
+      } else {
+        out.push_back({"stats.kernel", entry, stats_defines(t, DType::u64, 256)});
+      }
     }
     // Moments accumulate in double, or in float on devices without fp64 for the dtypes whose
     // squares float holds (8/16-bit integers and float32).
@@ -244,10 +247,16 @@ Moments moments(const Array& a) {
 
 }  // namespace detail
 
-Stats stats(const Array& a) {
+namespace {
+
+// stats() with the partial pass `entry`: stats_partial, or stats_extrema (the same slots, the
+// sums left 0).
+Stats stats_of(const Array& a, const char* entry) {
   // The kernel reads pitched buffers; images and region views (whose first pixel is not at
   // the allocation's start) go through one contiguous copy.
-  if (a.kind() == MemoryKind::image || Access::impl(a).region) return stats(a.to_buffer());
+  if (a.kind() == MemoryKind::image || Access::impl(a).region) {
+    return stats_of(a.to_buffer(), entry);
+  }
   auto& impl = Access::impl(a);
   auto& dev = *impl.device;
   const DeviceInfo& info = dev.info();
@@ -264,7 +273,7 @@ Stats stats(const Array& a) {
     const bool acc_double = kFloat && a.device().supports_fp64();
     const DType acc_dtype = kFloat ? (acc_double ? DType::f64 : DType::f32) : DType::u64;
     const detail::Defines defines = detail::stats_defines(impl.dtype, acc_dtype, wg);
-    const auto& kernel = dev.kernel(detail::program("stats.kernel"), "stats_partial", defines);
+    const auto& kernel = dev.kernel(detail::program("stats.kernel"), entry, defines);
 
     // One partial buffer, one read back (four reads cost four round trips of latency).
     // Floats use four slots per group; integers a fifth for the high halves of their sums
@@ -350,6 +359,18 @@ Stats stats(const Array& a) {
     }
   });
 }
+
+}  // namespace
+
+Stats stats(const Array& a) {
+  return stats_of(a, "stats_partial");
+}
+
+namespace detail {
+Stats extrema(const Array& a) {
+  return stats_of(a, "stats_extrema");
+}
+}  // namespace detail
 
 std::string human_bytes(std::uint64_t bytes) {
   static const char* units[] = {"B", "kB", "MB", "GB", "TB", "PB"};

@@ -3,10 +3,12 @@
 #include <QTest>
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <vector>
 
 #include "gpix/dlpack.h"
+#include "moments.h"
 #include "support/devices.h"
 #include "support/random.h"
 
@@ -199,6 +201,22 @@ class TestDlpack : public QObject {
         QCOMPARE(s.max.exact_as<std::int16_t>(), *std::max_element(row.begin(), row.end()));
         QCOMPARE(s.sum.exact_as<std::int64_t>(),
                  std::accumulate(row.begin(), row.end(), std::int64_t{0}));
+        // extrema() reads 16-byte words after the elements before the first word boundary.
+        const Stats e = detail::extrema(c);
+        QCOMPARE(e.min.exact_as<std::int16_t>(), s.min.exact_as<std::int16_t>());
+        QCOMPARE(e.max.exact_as<std::int16_t>(), s.max.exact_as<std::int16_t>());
+      }
+      // The same past a misaligned start over many words, the extremes near both ends.
+      auto wide = test::random_values<std::int16_t>(3 * 1001);
+      wide[1001 + 9] = std::numeric_limits<std::int16_t>::lowest();  // in the first 16 bytes
+      wide[2000] = std::numeric_limits<std::int16_t>::max();         // the row's last
+      const Array w = Array::push(wide, Shape{3, 1001}, dev);
+      for (const std::size_t x0 : {std::size_t{1}, std::size_t{3}, std::size_t{7}}) {
+        const Array c = array_from_dlpack(to_dlpack(w.view(Region{{1, x0}, {1, 1001 - x0}})), dev);
+        const auto first = wide.begin() + 1001 + static_cast<long>(x0), last = wide.begin() + 2002;
+        const Stats e = detail::extrema(c);
+        QCOMPARE(e.min.exact_as<std::int16_t>(), *std::min_element(first, last));
+        QCOMPARE(e.max.exact_as<std::int16_t>(), *std::max_element(first, last));
       }
     }
     QVERIFY_THROWS_EXCEPTION(

@@ -2,6 +2,7 @@
 // metadata card.
 #include <QTest>
 
+#include "moments.h"
 #include "support/devices.h"
 #include "support/random.h"
 
@@ -139,6 +140,59 @@ class TestStats : public QObject {
     s = stats(Array::push(std::vector<std::uint64_t>{big - 1, 3, big}, Shape{3}, dev));
     QCOMPARE(s.max.exact_as<std::uint64_t>(), big);
     QCOMPARE(s.min.exact_as<std::uint64_t>(), std::uint64_t{3});
+  }
+
+  // detail::extrema (the catalog's minimum_of_all_pixels and maximum_of_all_pixels): the
+  // smallest and largest value put at every kind of place its kernel reads differently, the
+  // elements before and after the 16-byte words, each lane of a word (8- and 16-bit integers
+  // compare as lanes of 32-bit words), across work-items, the last element; every dtype, sizes
+  // around the word and pass boundaries, the dtype's own limits, NaN left out (floats), and
+  // padded rows. Poisoned first: the rest of the array is a middle value.
+  void extrema_every_position_data() { test::add_device_dtype_rows(); }
+  void extrema_every_position() {
+    QFETCH(int, device);
+    QFETCH(DType, dtype);
+    const Device dev = test::device_at(device);
+    if (dtype == DType::f64 && !dev.supports_fp64()) QSKIP("no fp64 on this device");
+    visit_dtype(dtype, [&](auto z) {
+      using T = decltype(z);
+      using L = std::numeric_limits<T>;
+      const T lo = L::lowest(), hi = L::max(), mid = static_cast<T>(1);
+      for (const std::size_t n :
+           {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}, std::size_t{8},
+            std::size_t{9}, std::size_t{15}, std::size_t{16}, std::size_t{17}, std::size_t{33},
+            std::size_t{65}, std::size_t{4099}, std::size_t{270341}, std::size_t{1} << 21}) {
+        for (std::size_t pick = 0; pick < 7; ++pick) {
+          std::vector<T> v(n, mid);
+          const std::size_t where[7] = {0, 1, 2, 3, n / 2 + 1, n - 2, n - 1};
+          const std::size_t a = std::min(where[pick], n - 1);
+          const std::size_t b = std::min(where[6 - pick], n - 1);
+          v[a] = lo;
+          v[b] = hi;  // where a == b only the maximum is there
+          if constexpr (std::is_floating_point_v<T>) {
+            if (n > 4)
+              v[(a + b) / 2 == a || (a + b) / 2 == b ? n / 3 : (a + b) / 2] = L::quiet_NaN();
+          }
+          const Ref ref = reference(v);
+          const Stats s = detail::extrema(Array::push(v, Shape{n}, dev));
+          const QByteArray at = QByteArray::fromStdString(
+              std::string(name(dtype)) + " n " + std::to_string(n) + " min at " +
+              std::to_string(a) + " max at " + std::to_string(b));
+          QVERIFY2(static_cast<long double>(s.min.exact_as<T>()) == ref.min, at + " min");
+          QVERIFY2(static_cast<long double>(s.max.exact_as<T>()) == ref.max, at + " max");
+          QVERIFY2(s.nan_count == ref.nans && s.count == ref.count, at + " counts");
+          if (QTest::currentTestFailed()) return;
+        }
+      }
+      // Padded rows: the element path over pitches.
+      const auto data = test::random_values<T>(37 * 29);
+      Array p = Array::padded(Shape{37, 29}, Shape{40, 35}, dtype_of<T>, dev);
+      p.write(HostArray::from(data, Shape{37, 29}));
+      const Ref ref = reference(data);
+      const Stats s = detail::extrema(p);
+      QCOMPARE(static_cast<long double>(s.min.exact_as<T>()), ref.min);
+      QCOMPARE(static_cast<long double>(s.max.exact_as<T>()), ref.max);
+    });
   }
 
   void card_data() { nan_rules_data(); }

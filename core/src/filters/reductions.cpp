@@ -389,7 +389,7 @@ const Filter<> kMinimumOfAllPixels(
      .layout = InputLayout::any,
      .fold = stats_fold("minimum", [](const Stats& s) { return s.min.as_double(); }),
      .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
-       return row("minimum", stats(x[0]).min.as_double());
+       return row("minimum", detail::extrema(x[0]).min.as_double());
      }});
 const Filter<> kMaximumOfAllPixels(
     {.name = "maximum_of_all_pixels",
@@ -403,7 +403,7 @@ const Filter<> kMaximumOfAllPixels(
      .layout = InputLayout::any,
      .fold = stats_fold("maximum", [](const Stats& s) { return s.max.as_double(); }),
      .fn = [](std::span<const Array> x, const NoParams&, const RunOptions&) {
-       return row("maximum", stats(x[0]).max.as_double());
+       return row("maximum", detail::extrema(x[0]).max.as_double());
      }});
 const Filter<> kSumOfAllPixels(
     {.name = "sum_of_all_pixels",
@@ -523,10 +523,10 @@ Array std_z_projection(const Array& a) {
 // The catalog's checks, then the value itself rather than the catalog's one-row table (exact
 // Scalars for minimum, maximum and sum).
 Scalar minimum_of_all_pixels(const Array& a) {
-  return stats(kMinimumOfAllPixels.prepare({a})[0]).min;
+  return detail::extrema(kMinimumOfAllPixels.prepare({a})[0]).min;
 }
 Scalar maximum_of_all_pixels(const Array& a) {
-  return stats(kMaximumOfAllPixels.prepare({a})[0]).max;
+  return detail::extrema(kMaximumOfAllPixels.prepare({a})[0]).max;
 }
 Scalar sum_of_all_pixels(const Array& a) {
   return stats(kSumOfAllPixels.prepare({a})[0]).sum;

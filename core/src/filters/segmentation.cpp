@@ -21,6 +21,7 @@
 #include "gpix/filters/neighbourhood.h"
 #include "gpix/stats.h"
 #include "kernel_variants.h"
+#include "moments.h"
 #include "stats_accumulator.h"
 
 namespace gpix::detail {
@@ -612,7 +613,7 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
                            std::string(name(labels.dtype())) + " (convert first)");
   }
   require_same_shape(labels, image, what);
-  const Stats ls = stats(labels);
+  const Stats ls = detail::extrema(labels);
   if (ls.min.as_double() < 0) {
     throw InvalidArgument(what + ": labels must be >= 0 (0 is background); the smallest is " +
                           ls.min.str());
