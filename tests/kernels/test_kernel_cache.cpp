@@ -140,7 +140,10 @@ class TestKernelCache : public QObject {
     // nothing left, and a later load finds nothing. 500 bytes stay in the stream's buffer
     // until it is closed, where only that flush meets the full disk.
     const QStringList before = QDir(dir_.path()).entryList(QDir::Files | QDir::Hidden);
-    const std::string key = "unwritable-cache-" + mark;
+    // One key per device row: the rows share the cache folder, and an earlier row's store
+    // below would otherwise be found here (every row after the first failed on a machine
+    // with several devices).
+    const std::string key = "unwritable-cache-" + mark + "-" + std::to_string(dev.info().index);
     {
       const test::FileSizeLimit limit(256);
       QVERIFY(!detail::cache_store(key, std::vector<char>(500, 'x')));
