@@ -11,6 +11,7 @@
 #include "gpix/error.h"
 #include "gpix/stats.h"
 #include "kernel_variants.h"
+#include "moments.h"
 
 namespace gpix::detail {
 namespace {
@@ -418,7 +419,7 @@ const Filter<RescaleParams> kRescaleIntensity(
      .untiled = "it maps the whole image's minimum and maximum (compute them first, then use "
                 "multiply_scalar and add_scalar, which tile)",
      .fn = [](std::span<const Array> x, const RescaleParams& p, const RunOptions& o) {
-       const Stats s = stats(x[0]);
+       const Stats s = detail::extrema(x[0]);
        checkpoint(o, 0.5, "rescale_intensity");
        const double lo = s.min.as_double(), hi = s.max.as_double();
        const double scale = hi > lo ? (p.out_max - p.out_min) / (hi - lo) : 0.0;

@@ -239,7 +239,7 @@ Histogram histogram_impl(const Array& a, long long nbins, double lo, double hi,
                          const RunOptions& o) {
   Stats whole;
   if (own_range(lo, hi)) {
-    whole = stats(a);
+    whole = detail::extrema(a);  // the range alone
     checkpoint(o, 0.5, "histogram");
   }
   const auto [l, h] = histogram_range(lo, hi, whole);

@@ -322,7 +322,8 @@ Otsu otsu_threshold(const OtsuBins& b, const std::vector<std::uint64_t>& counts)
 Otsu otsu(const Array& in) {
   if (!in.is_contiguous()) return otsu(in.to_buffer());
   require_u32_indices(in, "threshold_otsu");  // uint32 bin counts
-  const OtsuBins b = otsu_bins(in.dtype(), stats(in));
+  // Count, minimum and maximum: the extremes' pass (16-byte loads for 8- and 16-bit images).
+  const OtsuBins b = otsu_bins(in.dtype(), detail::extrema(in));
   std::vector<std::uint64_t> counts(b.bins, 0);
   if (!b.settled) otsu_count(in, b, counts);
   return otsu_threshold(b, counts);
@@ -522,7 +523,7 @@ Array label_components(const Array& bin, bool full, const RunOptions& o,
 Array relabel(const Array& labels, const RunOptions& o) {
   require_u32_indices(labels, "relabel_sequential");
   const std::size_t n = labels.elements();
-  const Stats s = stats(labels);
+  const Stats s = detail::extrema(labels);
   if (s.min.as_double() < 0) {
     throw InvalidArgument(
         "relabel_sequential: labels must be >= 0 (0 is background); the "
