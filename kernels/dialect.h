@@ -125,11 +125,13 @@ typedef ulong gpix_index;
 #define gpix_as_f32(x) as_float(x)
 #define gpix_as_u64(x) as_ulong(x)
 #define gpix_as_f64(x) as_double(x)
-/* NVIDIA's OpenCL (its cl_nv_pragma_unroll defined) has no float atomic add in OpenCL C 1.2
- * but takes inline PTX. A float64 compare-and-swap loop there took 42 ms for
- * label_statistics of a 256^3 blob image whose one large region every work-group meets, 0.4
- * ms with these (H200, bench/RESULTS.md 2026-11-28). p holds a global address. */
-#if defined(cl_nv_pragma_unroll)
+/* NVIDIA's OpenCL (its cl_nv_pragma_unroll defined; the host passes GPIX_NV_SM, the compute
+ * capability as major * 10 + minor) has no float atomic add in OpenCL C 1.2 but takes inline
+ * PTX. A float64 compare-and-swap loop there took 42 ms for label_statistics of a 256^3 blob
+ * image whose one large region every work-group meets, 0.4 ms with these (H200,
+ * bench/RESULTS.md 2026-11-28). PTX's float64 add needs sm_60: older cards keep the loop for
+ * both (GPIX_HAS_FLOAT_ATOMIC_ADD covers the pair). p holds a global address. */
+#if defined(cl_nv_pragma_unroll) && defined(GPIX_NV_SM) && GPIX_NV_SM >= 60
 #define GPIX_HAS_FLOAT_ATOMIC_ADD 1
 #define gpix_atomic_add_f32(p, v) \
   asm volatile("red.global.add.f32 [%0], %1;" ::"l"(p), "f"((float)(v)) : "memory")

@@ -158,10 +158,17 @@ class TestStats : public QObject {
       using T = decltype(z);
       using L = std::numeric_limits<T>;
       const T lo = L::lowest(), hi = L::max(), mid = static_cast<T>(1);
-      for (const std::size_t n :
-           {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}, std::size_t{8},
-            std::size_t{9}, std::size_t{15}, std::size_t{16}, std::size_t{17}, std::size_t{33},
-            std::size_t{65}, std::size_t{4099}, std::size_t{270341}, std::size_t{1} << 21}) {
+      std::vector<std::size_t> sizes = {1,  2,  3,  7,  8,    9,      15,
+                                        16, 17, 33, 65, 4099, 270341, std::size_t{1} << 21};
+      // 8- and 16-bit integers: more 16-byte words than two per work-item of the whole grid
+      // (stats.cpp's reduction grid: 8 groups of 256 per compute unit, 16 to 4096 groups), so
+      // that the loop of two loads at a time runs too (an H200's grid is 270336 work-items).
+      if (std::is_integral_v<T> && sizeof(T) <= 2) {
+        const std::size_t items =
+            std::clamp<std::size_t>(dev.info().compute_units * 8u, 16u, 4096u) * 256;
+        sizes.push_back(3 * items * (16 / sizeof(T)) + 5);
+      }
+      for (const std::size_t n : sizes) {
         for (std::size_t pick = 0; pick < 7; ++pick) {
           std::vector<T> v(n, mid);
           const std::size_t where[7] = {0, 1, 2, 3, n / 2 + 1, n - 2, n - 1};
@@ -170,8 +177,13 @@ class TestStats : public QObject {
           v[a] = lo;
           v[b] = hi;  // where a == b only the maximum is there
           if constexpr (std::is_floating_point_v<T>) {
-            if (n > 4)
-              v[(a + b) / 2 == a || (a + b) / 2 == b ? n / 3 : (a + b) / 2] = L::quiet_NaN();
+            // A NaN away from both extremes.
+            for (const std::size_t at : {(a + b) / 2, n / 3, n / 2, n - 3}) {
+              if (n > 4 && at != a && at != b) {
+                v[at] = L::quiet_NaN();
+                break;
+              }
+            }
           }
           const Ref ref = reference(v);
           const Stats s = detail::extrema(Array::push(v, Shape{n}, dev));

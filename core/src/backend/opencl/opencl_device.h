@@ -164,6 +164,9 @@ class ClDevice final : public DeviceImpl {
   // meet it the same way, so builds on PoCL devices take one process-wide lock.
   // GPIX_DISABLE_WORKAROUNDS=pocl-serial-build lifts it.
   void set_pocl() { pocl_ = true; }
+  // NVIDIA's compute capability as major * 10 + minor (cl_nv_device_attribute_query), passed
+  // to every build as GPIX_NV_SM: dialect.h's inline PTX float64 atomic needs sm_60.
+  void set_nv_sm(int sm) { nv_sm_ = sm; }
   unsigned max_transfer_threads() const override;
   bool prefers_programs_per_entry() const override;
   void set_card_memory_source(std::function<NativeMemoryInfo()> source) override;
@@ -175,6 +178,7 @@ class ClDevice final : public DeviceImpl {
   bool nvidia_ = false;
   bool pocl_basic_ = false;
   bool pocl_ = false;
+  int nv_sm_ = 0;
   std::function<NativeMemoryInfo()> card_;
   cl_device_id id_;
   cl::Context ctx_;

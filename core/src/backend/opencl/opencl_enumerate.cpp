@@ -111,6 +111,12 @@ BackendDevices enumerate_opencl() {
       if (pname == "Portable Computing Language") dev->set_pocl();
       if (nvidia) {
         dev->set_nvidia();
+        // cl_nv_device_attribute_query: CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, _MINOR_NV.
+        cl_uint major = 0, minor = 0;
+        if (clGetDeviceInfo(id, 0x4000, sizeof major, &major, nullptr) == CL_SUCCESS &&
+            clGetDeviceInfo(id, 0x4001, sizeof minor, &minor, nullptr) == CL_SUCCESS) {
+          dev->set_nv_sm(static_cast<int>(major * 10 + minor));
+        }
         // cl_nv_device_attribute_query: CL_DEVICE_PCI_BUS_ID_NV, _SLOT_ID_NV, _DOMAIN_ID_NV.
         cl_uint bus = 0, slot = 0, domain = 0;
         if (clGetDeviceInfo(id, 0x4008, sizeof bus, &bus, nullptr) == CL_SUCCESS &&

@@ -38,6 +38,7 @@ std::unique_ptr<ClDevice::Program> ClDevice::build(const ProgramSource& src,
   cl::check(err, "creating program " + src.name);
   std::string options = "-cl-std=CL1.2";
   for (const auto& [k, v] : defines) options += " -D" + k + "=" + v;
+  if (nv_sm_ > 0) options += " -DGPIX_NV_SM=" + std::to_string(nv_sm_);
   {
     const auto lock = build_lock(pocl_);
     err = clBuildProgram(p.get(), 1, &id_, options.c_str(), nullptr, nullptr);
