@@ -676,9 +676,11 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
   checkpoint(o, 0.8, what);
   // Read once, as pulled, by label_stats_table (with the table's allocator: huge pages for
   // the buffer of a million labels); not zeroed first.
-  using Buffer = std::vector<std::uint64_t, detail::ForOverwriteAllocator<std::uint64_t>>;
-  Buffer host(total);
-  table.read(host.data(), total * sizeof(std::uint64_t));
+  // Bytes, read as the words of each part (implicitly created objects, as a pull's are).
+  using Buffer = std::vector<std::byte, detail::ForOverwriteAllocator<std::byte>>;
+  Buffer host(total * sizeof(std::uint64_t));
+  table.read(host.data(), host.size());
+  const auto at = [&](std::size_t word) { return host.data() + word * sizeof(std::uint64_t); };
   detail::LabelStatsBuffers b;
   b.rows = rows;
   b.reps = reps;
@@ -686,11 +688,11 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
   b.key_bits = k.key_bits;
   b.key_mode = k.key_mode;
   b.sum_mode = k.sum_mode;
-  b.area = reinterpret_cast<const std::uint32_t*>(host.data() + off_area);
-  b.nan_flags = reinterpret_cast<const std::uint32_t*>(host.data() + off_nans);
-  b.mins_complement = host.data() + off_mins;
-  b.maxs = host.data() + off_maxs;
-  b.sums = host.data();
+  b.area = reinterpret_cast<const std::uint32_t*>(at(off_area));
+  b.nan_flags = reinterpret_cast<const std::uint32_t*>(at(off_nans));
+  b.mins_complement = at(off_mins);
+  b.maxs = at(off_maxs);
+  b.sums = at(0);
   return detail::label_stats_table(b);
 }
 
