@@ -280,15 +280,44 @@ std::vector<Removable> scan(std::string_view text) {
 }  // namespace
 
 std::string single_entry_source(std::string_view text, std::string_view entry) {
+  return entries_source(text, {std::string(entry)});
+}
+
+std::string entries_source(std::string_view text, const std::vector<std::string>& entries) {
   std::string out(text);
   for (const Removable& r : scan(text)) {
     if (!r.strippable) continue;
-    if (std::find(r.names.begin(), r.names.end(), entry) != r.names.end()) continue;
+    const bool kept = std::any_of(r.names.begin(), r.names.end(), [&](const std::string& n) {
+      return std::find(entries.begin(), entries.end(), n) != entries.end();
+    });
+    if (kept) continue;
     for (std::size_t k = r.begin; k < r.end; ++k) {
       if (out[k] != '\n') out[k] = ' ';
     }
   }
   return out;
+}
+
+std::vector<std::vector<std::string>> program_groups(std::string_view text) {
+  static constexpr std::string_view kMark = "gpix-program-group:";
+  std::vector<std::vector<std::string>> groups;
+  for (std::size_t at = text.find(kMark); at != std::string_view::npos;
+       at = text.find(kMark, at + kMark.size())) {
+    const std::size_t from = at + kMark.size();
+    const std::size_t end = std::min(text.find("*/", from), text.find('\n', from));
+    std::vector<std::string> names;
+    std::size_t i = from;
+    const std::size_t stop = std::min(end, text.size());
+    while (i < stop) {
+      while (i < stop && !ident_char(text[i])) ++i;
+      std::size_t e = i;
+      while (e < stop && ident_char(text[e])) ++e;
+      if (e > i) names.emplace_back(text.substr(i, e - i));
+      i = e;
+    }
+    if (names.size() > 1) groups.push_back(std::move(names));
+  }
+  return groups;
 }
 
 std::vector<std::string> recognised_entries(std::string_view text) {

@@ -27,6 +27,18 @@ namespace gpix::detail {
 // kernel" then names it, as it did for the whole file.
 std::string single_entry_source(std::string_view text, std::string_view entry);
 
+// The same with every kernel of `entries` kept: one program for kernels that a filter always
+// asks for together (program groups, below).
+std::string entries_source(std::string_view text, const std::vector<std::string>& entries);
+
+// A kernel file's program groups: each comment of the form
+//   /* gpix-program-group: name name ... */
+// names kernels that are built as one program wherever programs are built per entry, so that a
+// filter that runs them one after another with the same defines pays one build instead of one
+// each (NVIDIA's OpenCL: about 45 ms a build at least, bench/RESULTS.md 2026-11-28). A kernel
+// belongs to at most one group.
+std::vector<std::vector<std::string>> program_groups(std::string_view text);
+
 // The kernel names the scan recognises in `text`, in order: top-level definitions (strippable
 // or not) and the names that kernel macros' top-level uses make. For tests and tools.
 std::vector<std::string> recognised_entries(std::string_view text);

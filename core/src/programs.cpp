@@ -6,6 +6,7 @@
 #include "gpix/device.h"
 #include "gpix/error.h"
 #include "gpix_kernel_sources.h"
+#include "kernel_entry.h"
 
 namespace gpix::detail {
 
@@ -20,6 +21,7 @@ const ProgramSource& program(std::string_view file) {
       p.text = std::string(dialect.data) + "\n#line 1\n" + std::string(f.data);
       p.hash = std::string(dialect.sha256.substr(0, 16)) + std::string(f.sha256.substr(0, 16));
       p.splittable = true;
+      p.groups = program_groups(f.data);
       m.emplace(p.name, std::move(p));
     }
     return m;

@@ -54,7 +54,7 @@ class TestKernelBuild : public QObject {
     const detail::Nvrtc* nvrtc = detail::Nvrtc::get();
     if (!nvrtc) QSKIP("no NVRTC");
     detail::ProgramSource bad{"bad.kernel", "extern \"C\" __global__ void f() { undeclared(); }",
-                              "x"};
+                              "x", false, {}};
     try {
       nvrtc->compile(bad, {}, 90);
       QFAIL("no exception");
@@ -91,7 +91,7 @@ class TestKernelBuild : public QObject {
     // A compile error carries the device compiler's log.
     detail::ProgramSource bad{"bad.kernel",
                               detail::program("stats.kernel").text + "\n#error gpix-test-marker\n",
-                              "bad-hash"};
+                              "bad-hash", false, {}};
     try {
       (void)impl.kernel(bad, "stats_partial", {});
       QFAIL("no exception");

@@ -165,6 +165,55 @@ class TestKernelEntry : public QObject {
     QCOMPARE(detail::recognised_entries(gr), std::vector<std::string>{"gradient"});
   }
 
+  // Program groups: the markers of segmentation.kernel are read, a group's program keeps its
+  // kernels and nothing else, and the cache builds one program for every kernel of a group
+  // (a labelling's merge, roots and write passes: one build where there were three).
+  void program_groups() {
+    QCOMPARE(detail::program_groups("/* gpix-program-group: a b_2 c */\n/* gpix-program-group: "
+                                    "d */ x /* gpix-program-group: e f */"),
+             (std::vector<std::vector<std::string>>{{"a", "b_2", "c"}, {"e", "f"}}));
+    const detail::ProgramSource& seg = detail::program("segmentation.kernel");
+    const std::vector<std::string> cc = {"cc_merge_tiles", "cc_roots", "cc_write"};
+    QVERIFY(std::find(seg.groups.begin(), seg.groups.end(), cc) != seg.groups.end());
+    const std::string text = detail::entries_source(seg.text, cc);
+    QCOMPARE(lines(text), lines(seg.text));
+    QCOMPARE(detail::recognised_entries(text), cc);
+    // Every group names kernels its file defines, each in one group only.
+    std::set<std::string> grouped;
+    for (const auto& v : detail::all_kernel_variants()) {
+      for (const auto& g : detail::program(v.file).groups) {
+        const auto all = detail::recognised_entries(detail::program(v.file).text);
+        for (const std::string& e : g) {
+          QVERIFY2(std::find(all.begin(), all.end(), e) != all.end(), e.c_str());
+        }
+      }
+    }
+    for (const auto& g : seg.groups) {
+      for (const std::string& e : g) QVERIFY2(grouped.insert(e).second, e.c_str());
+    }
+  }
+
+  void group_cache_data() { test::add_device_rows(); }
+  void group_cache() {
+    const Device dev = test::fetch_device();
+    auto& impl = detail::Access::impl(dev);
+    const detail::ScopedConfig scope;
+    detail::config_for_testing().program_unit = "entry";
+    const detail::ProgramSource& seg = detail::program("segmentation.kernel");
+    const detail::Defines d = {
+        {"T_IN", "gpix_u32"},
+        {"GPIX_ENTRY_TEST", "group" + std::to_string(QDateTime::currentMSecsSinceEpoch())}};
+    const auto before = impl.cache_counters();
+    (void)impl.kernel(seg, "cc_merge_tiles", d);
+    (void)impl.kernel(seg, "cc_roots", d);
+    (void)impl.kernel(seg, "cc_write", d);
+    (void)impl.kernel(seg, "cc_map", d);  // in no group: a program of its own
+    const auto after = impl.cache_counters();
+    QCOMPARE((after.compiles - before.compiles) + (after.disk_hits - before.disk_hits),
+             std::uint64_t{2});
+    QCOMPARE(after.memory_hits - before.memory_hits, std::uint64_t{2});
+  }
+
   // The program cache: with one program per entry, two entries of a file compile twice and a
   // repeat is a memory hit; GPIX_PROGRAM_UNIT=file builds the file once for both. The kernels
   // of both kinds of program run the same (the filter suites run on one-entry programs).

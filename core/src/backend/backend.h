@@ -177,6 +177,9 @@ struct ProgramSource {
   // Whether a program of one entry may leave the file's other kernels out (kernel_entry.h):
   // the catalog's kernels never call one another; a user's OpenCL kernel may call another.
   bool splittable = false;
+  // The file's program groups (kernel_entry.h): where programs are built per entry, a kernel
+  // of a group is built in one program with the rest of its group.
+  std::vector<std::vector<std::string>> groups;
 };
 
 // A compiled program's entry point, owned by the device's program cache.
@@ -542,7 +545,12 @@ class DeviceImpl {
   struct ProgramRequest {
     std::string key;  // in memory
     bool one_entry = false;
+    // One-entry programs: the kernel's program group (ProgramSource::groups), built whole;
+    // nullptr for a kernel of no group. Points into the source, which outlives the request.
+    const std::vector<std::string>* group = nullptr;
   };
+  static const std::vector<std::string>* group_of(const ProgramSource& src,
+                                                  std::string_view name);
   ProgramRequest program_request(const ProgramSource& src, std::string_view name,
                                  const Defines& defines) const;
   // The on-disk key of a program: its in-memory key plus everything about the device and

@@ -27,8 +27,22 @@ DeviceImpl::ProgramRequest DeviceImpl::program_request(const ProgramSource& src,
   // One program per entry where the backend compiles faster that way (kernel_entry.h): its
   // key names the entry, in memory and on disk.
   r.one_entry = src.splittable && programs_per_entry();
-  r.key = program_key(src, defines) + (r.one_entry ? "|entry=" + std::string(name) : std::string());
+  if (!r.one_entry) {
+    r.key = program_key(src, defines);
+    return r;
+  }
+  // A kernel of a program group: the group's program, named by its first kernel.
+  r.group = group_of(src, name);
+  r.key = program_key(src, defines) + "|entry=" + std::string(r.group ? r.group->front() : name);
   return r;
+}
+
+const std::vector<std::string>* DeviceImpl::group_of(const ProgramSource& src,
+                                                     std::string_view name) {
+  for (const auto& g : src.groups) {
+    if (std::find(g.begin(), g.end(), name) != g.end()) return &g;
+  }
+  return nullptr;
 }
 
 std::string DeviceImpl::disk_key(const std::string& key) const {
@@ -132,8 +146,15 @@ std::unique_ptr<DeviceImpl::Program> DeviceImpl::compile(const ProgramRequest& r
     const PhaseNote phase("compiling kernels");
     if (r.one_entry) {
       ProgramSource part = src;
-      part.name = src.name + " (entry " + std::string(name) + ")";
-      part.text = single_entry_source(src.text, name);
+      if (r.group) {
+        part.name = src.name + " (entries";
+        for (const std::string& e : *r.group) part.name += " " + e;
+        part.name += ")";
+        part.text = entries_source(src.text, *r.group);
+      } else {
+        part.name = src.name + " (entry " + std::string(name) + ")";
+        part.text = single_entry_source(src.text, name);
+      }
       if (hook) hook(part, defines);
       program = build(part, defines);
     } else {
