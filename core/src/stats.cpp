@@ -259,13 +259,11 @@ Stats stats_of(const Array& a, const char* entry) {
   }
   auto& impl = Access::impl(a);
   auto& dev = *impl.device;
-  const DeviceInfo& info = dev.info();
   const std::uint64_t n = a.elements();
-  std::size_t wg = 256;
-  while (wg > info.max_work_group && wg > 1) wg /= 2;
-  // Enough groups to fill the device, few enough that the partials stay a few kB.
-  const std::size_t max_groups = std::clamp<std::size_t>(info.compute_units * 8u, 16u, 4096u);
-  const std::size_t groups = std::min<std::size_t>((n + wg - 1) / wg, max_groups);
+  // Not a structured binding: the lambda below captures these (clang 14, which clang-tidy
+  // runs on, cannot capture one).
+  const std::pair<std::size_t, std::size_t> grid = detail::reduction_grid(dev.info(), n);
+  const std::size_t wg = grid.first, groups = grid.second;
 
   return visit_dtype(impl.dtype, [&](auto zero) -> Stats {
     using T = decltype(zero);
