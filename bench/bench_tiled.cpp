@@ -14,7 +14,7 @@
 //   bench_tiled ... --pinned 1   the volume and the output in pinned host memory (HostArray::
 //               pinned), which the slabs travel from and to by DMA without gpix's staging copy;
 //               the floor then uses pinned rates
-//   bench_tiled --beyond-gb 96 [--device ...] [--budget-mb 4096] [--workers 2]
+//   bench_tiled --beyond-gb 96 [--device ...] [--budget-mb 4096] [--workers 2] [--pinned 1]
 // --beyond-gb: a volume larger than the device's whole memory (and than this host could hold
 // twice), generated plane by plane by a SlabSource and checked by a SlabSink that keeps a
 // checksum per plane instead of the planes; the run is repeated at a second budget (other slab
@@ -91,17 +91,22 @@ void parallel_for(std::size_t n, unsigned threads, const std::function<void(std:
 // any z is contiguous.
 class GeneratedSource final : public gpix::SlabSource {
  public:
-  GeneratedSource(std::size_t planes, std::size_t h, std::size_t w, std::size_t span)
-      : shape_{planes, h, w}, plane_(h * w), pattern_((61 + span) * h * w) {
+  // pin_for: valid to keep the planes in memory page-locked for that device (--pinned 1).
+  GeneratedSource(std::size_t planes, std::size_t h, std::size_t w, std::size_t span,
+                  const gpix::Device* pin_for = nullptr)
+      : shape_{planes, h, w},
+        plane_(h * w),
+        pattern_(pin_for ? gpix::HostArray::pinned({61 + span, h, w}, gpix::DType::f32, *pin_for)
+                         : gpix::HostArray::empty({61 + span, h, w}, gpix::DType::f32)) {
+    auto p = pattern_.as<float>();
     std::uint32_t state = 987654321u;
     for (std::size_t i = 0; i < 61 * plane_; ++i) {
       state = state * 1664525u + 1013904223u;
-      pattern_[i] = static_cast<float>(state >> 8) * (1.0f / 16777216.0f);
+      p[i] = static_cast<float>(state >> 8) * (1.0f / 16777216.0f);
     }
-    for (std::size_t i = 61 * plane_; i < pattern_.size(); ++i) {
-      pattern_[i] = pattern_[i % (61 * plane_)];
-    }
+    for (std::size_t i = 61 * plane_; i < p.size(); ++i) p[i] = p[i % (61 * plane_)];
     span_ = span;
+    if (pin_for) pinned_for_ = *pin_for;
   }
   gpix::Shape shape() const override { return shape_; }
   gpix::DType dtype() const override { return gpix::DType::f32; }
@@ -109,14 +114,18 @@ class GeneratedSource final : public gpix::SlabSource {
     std::memcpy(dst, planes(from), (to - from) * plane_ * 4);
   }
   const std::byte* planes(std::size_t from) const override {
-    return reinterpret_cast<const std::byte*>(pattern_.data() + (from % 61) * plane_);
+    return static_cast<const std::byte*>(pattern_.data()) + (from % 61) * plane_ * 4;
+  }
+  bool pinned_for(const gpix::Device& d) const override {
+    return pattern_.is_pinned() && d == pinned_for_;
   }
   std::size_t span() const { return span_; }
 
  private:
   gpix::Shape shape_;
   std::size_t plane_;
-  std::vector<float> pattern_;
+  gpix::HostArray pattern_;
+  gpix::Device pinned_for_;
   std::size_t span_ = 0;
 };
 
@@ -148,18 +157,22 @@ class ChecksumSink final : public gpix::SlabSink {
 };
 
 int beyond(const std::vector<gpix::Device>& devs, double gb, double budget_mb,
-           std::size_t workers) {
+           std::size_t workers, bool pinned) {
   const std::size_t planes = static_cast<std::size_t>(gb * 1e9 / (1024.0 * 1024.0 * 4.0));
   // Room for the largest slab the budget allows, halos included (20 bytes a pixel at least).
   const auto span = static_cast<std::size_t>(budget_mb * 1e6 / (1024.0 * 1024.0 * 20.0)) + 64;
-  GeneratedSource src(planes, 1024, 1024, span);
+  GeneratedSource src(planes, 1024, 1024, span, pinned ? &devs[0] : nullptr);
   const double bytes = static_cast<double>(planes) * 1024 * 1024 * 4;
   std::uint64_t total = 0;
   for (const auto& d : devs) total += d.info().global_memory;
-  std::printf("generated volume %s float32, %.1f GB (devices' memory %.1f GB); budget %.0f MB\n",
-              src.shape().str().c_str(), bytes / 1e9, static_cast<double>(total) / 1e9, budget_mb);
-  // Slabs are pushed from the source's memory and pulled through the workers' pinned buffers.
-  const auto [push_gbps, pull_gbps] = host_rates(devs[0]);
+  std::printf(
+      "generated volume %s float32, %.1f GB (devices' memory %.1f GB) from %s memory; budget "
+      "%.0f MB\n",
+      src.shape().str().c_str(), bytes / 1e9, static_cast<double>(total) / 1e9,
+      pinned ? "pinned" : "pageable", budget_mb);
+  // Slabs are pushed from the source's memory and pulled through the workers' pinned buffers;
+  // the floor takes the pull rate of pinned memory where the pushes come from pinned memory.
+  const auto [push_gbps, pull_gbps] = host_rates(devs[0], pinned);
   const std::pair<const char*, gpix::Params> cases[] = {
       {"gaussian_blur", {{"sigma_x", 2.0}, {"sigma_y", 2.0}, {"sigma_z", 2.0}}},
       {"median_box", {{"radius_x", 1.0}, {"radius_y", 1.0}, {"radius_z", 1.0}}}};
@@ -228,7 +241,7 @@ int main(int argc, char** argv) {
       rest = comma == std::string::npos ? std::string() : rest.substr(comma + 1);
     } while (!rest.empty());
     for (const auto& d : devs) std::printf("device: %s\n", d.label().c_str());
-    if (beyond_gb > 0) return beyond(devs, beyond_gb, budget_mb, workers.front());
+    if (beyond_gb > 0) return beyond(devs, beyond_gb, budget_mb, workers.front(), pinned);
     // A cube-ish volume of about `gb` GB: 1024 x 1024 planes.
     const std::size_t planes =
         std::max<std::size_t>(8, static_cast<std::size_t>(gb * 1e9 / (1024.0 * 1024.0 * 4.0)));

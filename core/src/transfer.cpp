@@ -39,11 +39,11 @@ namespace {
 // of 16 MB from 17-27 to 29-33, but held pushes of 256 MB at 27-32 where memcpy reached 32-47.
 constexpr std::size_t kStreamPushMax = std::size_t{64} << 20;
 
-// Pushes from pinned memory from this size on run on the device's push queue, beside pulls:
-// the two queue calls that order the push after the default queue (a few microseconds on
-// CUDA) are then well under a percent of the transfer, where for the 1 MB pushes that
-// bench_transfer times they would show.
-constexpr std::size_t kPinnedPushQueueMin = std::size_t{16} << 20;
+// Pushes and pulls of pinned memory from this size on run on the device's push and pull
+// queues, beside each other: the two queue calls that order the transfer after the default
+// queue (a few microseconds on CUDA) are then well under a percent of the transfer, where for
+// the 1 MB transfers that bench_transfer times they would show.
+constexpr std::size_t kPinnedQueueMin = std::size_t{16} << 20;
 
 // The split of one staged transfer. The bytes go through the ring in `pieces` pieces of
 // `piece` bytes (the last one shorter), one DMA each, `slots` of them in flight (piece k in
@@ -157,24 +157,31 @@ std::size_t stream_slice(std::size_t bytes, const StagingConfig& c) {
   return std::clamp(s, std::size_t{32} << 10, std::size_t{1} << 20);
 }
 
-// The device's push queue, ordered after everything submitted to its default queue so far:
-// a push into memory that queued kernels still read (a pool block handed on) waits for them,
-// as it did when pushes went on the default queue, and kernels queued after the push returns
-// see its bytes (the push is waited for first). The wait is a marker of the default queue
-// that the push queue's next command waits for on the device (an in-order queue starts a
-// command after the one before it), not a wait on the host.
-QueueImpl& push_queue_after_default(DeviceImpl& dev) {
-  QueueImpl& q = dev.push_queue();
+// Queue q (the device's push or pull queue) ordered after everything submitted to its
+// default queue so far: a push into memory that queued kernels still read (a pool block
+// handed on) waits for them, a pull waits for the kernels that make its bytes, as when both
+// went on the default queue, and kernels queued after the transfer returns see its bytes (it
+// is waited for first). The wait is a marker of the default queue that q's next command waits
+// for on the device (an in-order queue starts a command after the one before it), not a wait
+// on the host. Pulls run on a queue of their own so that this marker never holds a push
+// behind a pull.
+QueueImpl& after_default(DeviceImpl& dev, QueueImpl& q) {
   const std::shared_ptr<EventImpl> before = dev.marker(dev.default_queue(), {});
   EventImpl* w[] = {before.get()};
   (void)dev.marker(q, w);
   return q;
 }
+QueueImpl& push_queue_after_default(DeviceImpl& dev) {
+  return after_default(dev, dev.push_queue());
+}
+QueueImpl& pull_queue_after_default(DeviceImpl& dev) {
+  return after_default(dev, dev.pull_queue());
+}
 
 // One staged transfer between pageable host memory and a contiguous device range, the
 // direction's ring's lock held; from (host -> device) or to (device -> host) is set. Pushes
-// run on the push queue (push_queue_after_default), pulls on the default queue behind the
-// kernels that made their bytes, so a push and a pull travel at once. Pulls: the caller
+// run on the push queue, pulls on the pull queue (after_default), so a push and a pull travel
+// at once. Pulls: the caller
 // queues the reads of the first `slots` pieces before any thread starts (the DMA engine
 // starts at once, not after a thread wake-up); the thread that copies out a piece's last
 // slice queues the read of the piece that takes over its slot. Pushes: the thread that
@@ -187,7 +194,7 @@ void staged(DeviceImpl& dev, StagingRing& r, Memory& mem, std::size_t offset, co
   const bool to_device = from != nullptr;
   const bool stream =
       c.streaming == 1 || (c.streaming == -1 && (!to_device || bytes < kStreamPushMax));
-  QueueImpl& q = to_device ? push_queue_after_default(dev) : dev.default_queue();
+  QueueImpl& q = to_device ? push_queue_after_default(dev) : pull_queue_after_default(dev);
   StagingConfig cd = c;
   if (const unsigned limit = dev.max_transfer_threads(); limit > 0) {
     cd.threads = std::min(cd.threads, limit);
@@ -342,7 +349,7 @@ void write_all(ArrayImpl& a, const void* src, bool host_pinned) {
         return;
       }
     }
-    if (host_pinned && bytes >= kPinnedPushQueueMin) {
+    if (host_pinned && bytes >= kPinnedQueueMin) {
       dev.write_rect(push_queue_after_default(dev), *a.memory, linear(*offset, bytes), src,
                      linear(0, bytes), {bytes, 1, 1}, {})
           ->wait();
@@ -366,6 +373,12 @@ void read_all(const ArrayImpl& a, void* dst, bool host_pinned) {
         staged(dev, r, *a.memory, *offset, nullptr, static_cast<std::byte*>(dst), bytes, c);
         return;
       }
+    }
+    if (host_pinned && bytes >= kPinnedQueueMin) {
+      dev.read_rect(pull_queue_after_default(dev), *a.memory, linear(*offset, bytes), dst,
+                    linear(0, bytes), {bytes, 1, 1}, {})
+          ->wait();
+      return;
     }
     dev.read(*a.memory, *offset, dst, bytes);
     return;

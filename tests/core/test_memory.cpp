@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <thread>
 
 #include "config.h"
@@ -342,9 +343,9 @@ class TestMemory : public QObject {
   }
 
   // A push and a pull of two threads at once (each direction has its staging ring, its copy
-  // threads and, for pushes, a queue of its own): every byte arrives, and a push still lands
-  // after work queued before it on the default queue (a fill of the same array). Pageable
-  // pushes and pinned ones of 16 MB and more (which take the push queue too).
+  // threads and a queue of its own): every byte arrives, a push still lands after work queued
+  // before it on the default queue (a fill of the same array), and a pull still reads after
+  // it. Pageable transfers and pinned ones of 16 MB and more (which take those queues too).
   void push_and_pull_at_once_data() { devices_data(); }
   void push_and_pull_at_once() {
     QFETCH(int, device);
@@ -403,6 +404,32 @@ class TestMemory : public QObject {
         QVERIFY2(!early, "the push returned before the fill queued ahead of it ran");
         const HostArray back = late.pull();
         QVERIFY(std::memcmp(back.data(), in.data(), n) == 0);
+      }
+      // A pull waits likewise for the work that makes its bytes (here a fill held back by a
+      // user event), into pageable and pinned memory (pulls of staged memory, and pinned ones
+      // of 16 MB and more, run on the pull queue, apart from the default queue).
+      for (const bool use_pinned : {false, true}) {
+        Array src = Array::empty(s, DType::u8, dev);
+        src.write(in.data(), n);
+        HostArray into =
+            use_pinned ? HostArray::pinned(s, DType::u8, dev) : HostArray(s, DType::u8);
+        std::memset(into.data(), 0x5A, n);
+        Event gate = Event::user(dev);
+        Event filled = fill_async(src, std::uint8_t{0xA5}, Queue{}, {gate});
+        std::atomic<bool> pulled{false};
+        std::thread t([&] {
+          src.read(into);
+          pulled = true;
+        });
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        const bool early = pulled.load();
+        gate.complete();
+        t.join();
+        filled.wait();
+        QVERIFY2(!early, "the pull returned before the fill queued ahead of it ran");
+        const auto* b = reinterpret_cast<const std::uint8_t*>(into.data());
+        QVERIFY2(std::all_of(b, b + n, [](std::uint8_t v) { return v == 0xA5; }),
+                 (std::to_string(n) + " bytes, pinned " + std::to_string(use_pinned)).c_str());
       }
     }
   }

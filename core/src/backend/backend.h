@@ -398,10 +398,14 @@ class DeviceImpl {
   // (core/src/copy_threads.h), one pool per direction, so that transfers to two devices copy
   // at once; all pools share the host's cores (ThreadShare::process). Created on first use.
   CopyThreads& copy_threads(bool to_device);
-  // The queue that blocking pushes of large transfers use (transfer.cpp), apart from the
-  // default queue that kernels and pulls use: a push and a pull then travel at once, on the
-  // copy engines of both directions. Created on first use.
+  // The queues that blocking pushes and pulls of large transfers use (transfer.cpp), apart
+  // from the default queue that kernels use and from each other: a push and a pull then
+  // travel at once, on the copy engines of both directions. A pull on the default queue held
+  // back every push queued behind it (a push waits for the default queue's work so far), which
+  // serialised a tiled run's pinned pushes and pulls (bench/RESULTS.md, 2026-11-28 fourth
+  // session). Created on first use.
   QueueImpl& push_queue();
+  QueueImpl& pull_queue();
   // Objects kept alive until event e completes (a HostArray behind an async transfer).
   // Released by later calls of retain()/collect() (Event::wait() collects) once e is done,
   // or at finish. Polls EventImpl::done(), so no backend needs a completion callback.
@@ -549,8 +553,7 @@ class DeviceImpl {
     // nullptr for a kernel of no group. Points into the source, which outlives the request.
     const std::vector<std::string>* group = nullptr;
   };
-  static const std::vector<std::string>* group_of(const ProgramSource& src,
-                                                  std::string_view name);
+  static const std::vector<std::string>* group_of(const ProgramSource& src, std::string_view name);
   ProgramRequest program_request(const ProgramSource& src, std::string_view name,
                                  const Defines& defines) const;
   // The on-disk key of a program: its in-memory key plus everything about the device and
@@ -618,8 +621,8 @@ class DeviceImpl {
   std::unique_ptr<StagingRing> ring_[2];  // [to_device]
   std::once_flag copy_threads_once_[2];
   std::unique_ptr<CopyThreads> copy_threads_[2];  // [to_device]
-  std::once_flag push_queue_once_;
-  std::unique_ptr<QueueImpl> push_queue_;
+  std::once_flag push_queue_once_, pull_queue_once_;
+  std::unique_ptr<QueueImpl> push_queue_, pull_queue_;
   std::mutex retain_mutex_;
   std::vector<std::pair<std::shared_ptr<EventImpl>, std::shared_ptr<const void>>> retained_;
   std::mutex maps_mutex_;

@@ -1,5 +1,5 @@
 // What every device owns whatever its backend: the memory pool, the staging rings and their
-// copy threads, the push queue and the keep-alive list behind asynchronous transfers.
+// copy threads, the push and pull queues and the keep-alive list behind asynchronous transfers.
 #include <string>
 
 #include "backend/backend.h"
@@ -40,19 +40,25 @@ QueueImpl& DeviceImpl::push_queue() {
   return *push_queue_;
 }
 
+QueueImpl& DeviceImpl::pull_queue() {
+  std::call_once(pull_queue_once_, [this] { pull_queue_ = create_queue(); });
+  return *pull_queue_;
+}
+
 void DeviceImpl::release_resources() {
   // Background compiles call the backend: they finish while it still exists, and those not
   // yet started never start (the compiler may be shutting down with the process).
   forget_background_work(this);
   stop_background_compiles();
   collect(true);
-  // The rings' pinned blocks and the push queue go back to the backend that made them (the
-  // device is dying). The push queue is idle: every push on it is waited for before it
-  // returns. It is not finished here: at process exit the CUDA driver may already be shut
+  // The rings' pinned blocks and the push and pull queues go back to the backend that made
+  // them (the device is dying). The queues are idle: every transfer on them is waited for
+  // before it returns. It is not finished here: at process exit the CUDA driver may already be shut
   // down, and finish() would throw from the device's destructor (bench_transfer ended in
   // std::terminate so); the queue's own destructor releases it without throwing.
   for (auto& r : ring_) r.reset();
   push_queue_.reset();
+  pull_queue_.reset();
   pool().trim();
 }
 
