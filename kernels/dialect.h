@@ -38,6 +38,8 @@
  *                                                     compare-and-swap loop stands in
  *   gpix_as_u32(float), gpix_as_f32(u32), gpix_as_u64(double), gpix_as_f64(u64)
  *                                                     bit casts
+ *   GPIX_FLAT_LOAD(v, T, src, n), gpix_flat_index(k)  flat passes of FLAT_K elements per
+ *                                                     work-item (the host's flat_work())
  *   gpix_v4(T)                                        four-element vector of an 8-, 16- or
  *                                                     32-bit gpix type T (uchar4 ... float4;
  *                                                     members .x .y .z .w), for loads and
@@ -423,5 +425,23 @@ GPIX_FUNC gpix_f32 gpix_sat_gpix_f32_f(float x) {
 #define gpix_max_value(T, k) GPIX_MM(GPIX_MAXVAL_, T)(T, k)
 #define GPIX_MIN_KEY_INIT(T) GPIX_MM(GPIX_MININIT_, T)(T)
 #define GPIX_MAX_KEY_INIT(T) GPIX_MM(GPIX_MAXINIT_, T)(T)
+
+/* Flat passes over n elements where a work-item takes FLAT_K of them (a define the host sets
+ * with the grid, filters/launch.h's flat_work()), a work-group's size apart: a warp's loads of
+ * one k stay contiguous, and each work-item keeps FLAT_K loads in flight. One element per
+ * work-item left 8- and 16-bit pointwise filters at 2.4-4.8x the copy of the same array
+ * (bench/RESULTS.md, 2026-11-28): too few bytes in flight per SM to cover DRAM's latency.
+ * GPIX_FLAT_LOAD declares v[FLAT_K] of type T and loads every element of src the work-item
+ * owns (0 past n) before any is used; the kernel then stores
+ *   GPIX_UNROLL for (int k = 0; k < FLAT_K; ++k) { i = gpix_flat_index(k); if (i < n) ... } */
+#define gpix_flat_index(k)                                                       \
+  (gpix_group_id(0) * gpix_local_size(0) * (gpix_index)(FLAT_K) +                \
+   (gpix_index)(k) * gpix_local_size(0) + gpix_local_id(0))
+#define GPIX_FLAT_LOAD(v, T, src, n)                            \
+  T v[FLAT_K];                                                  \
+  GPIX_UNROLL for (int v##_k = 0; v##_k < (FLAT_K); ++v##_k) {  \
+    const gpix_index v##_i = gpix_flat_index(v##_k);            \
+    v[v##_k] = v##_i < (n) ? (src)[v##_i] : (T)0;               \
+  }
 
 #endif /* GPIX_DIALECT_H */

@@ -350,6 +350,59 @@ void check_wide_unary(const Device& dev, DType t) {
   });
 }
 
+// Fills a pool block of s in dtype t with poison and hands it back, so that the next output
+// of that size is likely to land on it: an element that no work-item writes shows.
+void poison_pool(const Device& dev, const Shape& s, DType t) {
+  Array p = Array::empty(s, t, dev);
+  p.fill(poison(t));
+}
+
+// The flat passes' kernels (dialect.h's GPIX_FLAT_LOAD) on n elements of dtype t: each kind
+// of pointwise kernel (float expression, raw and exact 64-bit unary, binary, threshold, mask,
+// logic) against a plain reference.
+void check_flat_pass(const Device& dev, DType t, std::size_t n) {
+  const Shape s{n, 1};  // 2D: the segmentation rows take 2D and 3D images
+  const QByteArray at = QByteArray(name(t).data()) + " n=" + QByteArray::number(qulonglong(n));
+  poison_pool(dev, s, t);
+  unary_same("add_scalar", dev, t, s, {{"value", 7.5}}, [](double a) { return a + 7.5; });
+  poison_pool(dev, s, t);
+  unary_same("absolute", dev, t, s, {}, [](double a) { return std::fabs(a); });
+  poison_pool(dev, s, t);
+  binary_check(
+      "add_images", dev, t, s, [](auto a, auto b) { return a + b; }, t);
+  visit_dtype(t, [&](auto z) {
+    using T = decltype(z);
+    auto [a, ha] = push_random<T>(dev, s);
+    auto [b, hb] = push_random<T>(dev, s);
+    std::vector<T> expect(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      if constexpr (std::is_floating_point_v<T>)
+        expect[i] = static_cast<T>(1 - ha[i]);
+      else
+        expect[i] = static_cast<T>(~ha[i]);
+    }
+    poison_pool(dev, s, t);
+    compare(invert(a).template pull_as<T>(), expect, 0, 1e-6, "invert " + at);
+    const double cut = std::clamp(static_cast<double>(ha[n / 2]), -1e300, 1e300);
+    std::vector<std::uint8_t> gt(n), nz(n), both(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      gt[i] = static_cast<double>(ha[i]) > cut ? 1 : 0;
+      nz[i] = ha[i] == T(0) ? 1 : 0;
+      both[i] = ha[i] != T(0) && hb[i] != T(0) ? 1 : 0;
+    }
+    poison_pool(dev, s, DType::u8);
+    compare(run("threshold", a, {{"value", cut}}).array.template pull_as<std::uint8_t>(), gt, 0, 0,
+            "threshold " + at);
+    poison_pool(dev, s, DType::u8);
+    compare(run("binary_not", a).array.template pull_as<std::uint8_t>(), nz, 0, 0,
+            "binary_not " + at);
+    const Array pair[] = {a, b};
+    poison_pool(dev, s, DType::u8);
+    compare(run("binary_and", pair).array.template pull_as<std::uint8_t>(), both, 0, 0,
+            "binary_and " + at);
+  });
+}
+
 }  // namespace
 
 class TestArithmetic : public QObject {
@@ -370,6 +423,23 @@ class TestArithmetic : public QObject {
                                              {DType::i32, DType::u64}};
     for (const auto& [a, b] : pairs) check_wide_binary(dev, a, b);
     for (DType t : kAllDTypes) check_wide_unary(dev, t);
+  }
+
+  // Flat passes take 16 bytes of their widest input per work-item, a work-group of 256 apart:
+  // lengths around one work-group's share (256 * FLAT_K elements), several of them and a tail.
+  void flat_pass_lengths_data() { test::add_device_rows(); }
+  void flat_pass_lengths() {
+    const Device dev = test::fetch_device();
+    // One dtype of each size (FLAT_K 16, 8, 4, 2 elements), signed and unsigned, the exact
+    // 64-bit path and both floats; the category rows cover every dtype on smaller images.
+    for (DType t : {DType::u8, DType::i16, DType::f32, DType::i32, DType::u64, DType::f64}) {
+      if (t == DType::f64 && !dev.supports_fp64()) continue;
+      const std::size_t share = 256 * std::max<std::size_t>(16 / size_of(t), 1);
+      for (std::size_t n : {std::size_t{1}, share - 1, share, share + 1, 3 * share + 17}) {
+        check_flat_pass(dev, t, n);
+        if (QTest::currentTestFailed()) return;
+      }
+    }
   }
 
   void errors() {

@@ -36,6 +36,7 @@ Defines unary_defines(DType in, DType out, const std::string& op, OpKind kind) {
     add_type_defines(d, {{"T_A", in}, {"T_OUT", out}});
   }
   d.emplace_back(kind == OpKind::raw ? "RAW_OP" : kind == OpKind::wide ? "WIDE_OP" : "OP", op);
+  add_flat_define(d, {in});
   return d;
 }
 
@@ -49,6 +50,7 @@ Defines binary_defines(DType a, DType b, DType out, const std::string& op, OpKin
                      {{"T_A", a}, {"T_B", b}, {"T_OUT", out}, {"CT", compute_type({a, b, out})}});
     d.emplace_back("OP", op);
   }
+  add_flat_define(d, {a, b});
   return d;
 }
 
@@ -86,8 +88,8 @@ Array unary(const Array& in, DType out_t, const std::string& op, double b = 0, d
   args.reserve(6);  // one allocation for the three arrays' and three scalars' arguments
   args.insert(args.end(), {arg(in), arg(out), arg<std::uint64_t>(in.elements())});
   for (auto& s : scalars_for(ct, b, c, d)) args.push_back(s);
-  launch(in, "pointwise.kernel", "unary", unary_defines(in.dtype(), out_t, op, OpKind::expr),
-         flat_grid(in.elements()), args);
+  const Defines defs = unary_defines(in.dtype(), out_t, op, OpKind::expr);
+  launch(in, "pointwise.kernel", "unary", defs, flat_grid(in.elements(), defs), args);
   return out;
 }
 
@@ -109,16 +111,17 @@ Array unary_raw(const Array& in, DType out_t, const std::string& op,
   Array out = empty_like(in, out_t);
   std::vector<KernelArg> args = {arg(in), arg(out), arg<std::uint64_t>(in.elements())};
   for (long double s : scalars) args.push_back(int_scalar(in.dtype(), s));
-  launch(in, "pointwise.kernel", "unary", unary_defines(in.dtype(), out_t, op, OpKind::raw),
-         flat_grid(in.elements()), args);
+  const Defines d = unary_defines(in.dtype(), out_t, op, OpKind::raw);
+  launch(in, "pointwise.kernel", "unary", d, flat_grid(in.elements(), d), args);
   return out;
 }
 
 // A WIDE_OP on a (exact, see needs_wide).
 Array unary_wide(const Array& in, DType out_t, const std::string& op) {
   Array out = empty_like(in, out_t);
-  launch(in, "pointwise.kernel", "unary", unary_defines(in.dtype(), out_t, op, OpKind::wide),
-         flat_grid(in.elements()), {arg(in), arg(out), arg<std::uint64_t>(in.elements())});
+  const Defines d = unary_defines(in.dtype(), out_t, op, OpKind::wide);
+  launch(in, "pointwise.kernel", "unary", d, flat_grid(in.elements(), d),
+         {arg(in), arg(out), arg<std::uint64_t>(in.elements())});
   return out;
 }
 
@@ -152,17 +155,15 @@ Array binary(const Array& a, const Array& b, DType out_t, const std::string& op,
   Array out = empty_like(a, out_t);
   std::vector<KernelArg> args = {arg(a), arg(b), arg(out), arg<std::uint64_t>(a.elements())};
   if (needs_wide({a.dtype(), b.dtype(), out_t})) {
-    launch(a, "pointwise.kernel", "binary",
-           binary_defines(a.dtype(), b.dtype(), out_t, wide_op, OpKind::wide),
-           flat_grid(a.elements()), args);
+    const Defines d = binary_defines(a.dtype(), b.dtype(), out_t, wide_op, OpKind::wide);
+    launch(a, "pointwise.kernel", "binary", d, flat_grid(a.elements(), d), args);
     return out;
   }
   const DType ct = compute_type({a.dtype(), b.dtype(), out_t});
   require_compute(a, ct, "this operation");
   args.push_back(ct == DType::f64 ? arg(0.0) : arg(0.0f));
-  launch(a, "pointwise.kernel", "binary",
-         binary_defines(a.dtype(), b.dtype(), out_t, op, OpKind::expr), flat_grid(a.elements()),
-         args);
+  const Defines d = binary_defines(a.dtype(), b.dtype(), out_t, op, OpKind::expr);
+  launch(a, "pointwise.kernel", "binary", d, flat_grid(a.elements(), d), args);
   return out;
 }
 

@@ -1,6 +1,7 @@
 #include "filters/launch.h"
 
 #include <algorithm>
+#include <string>
 
 #include "gpix/error.h"
 
@@ -36,6 +37,20 @@ Launch flat_grid(std::size_t n) {
   l.local[0] = 256;
   l.global[0] = round_up(n, 256);
   return l;
+}
+
+void add_flat_define(Defines& d, std::initializer_list<DType> loads) {
+  std::size_t widest = 1;
+  for (DType t : loads) widest = std::max(widest, size_of(t));
+  d.emplace_back("FLAT_K", std::to_string(std::max<std::size_t>(16 / widest, 1)));
+}
+
+Launch flat_grid(std::size_t n, const Defines& d) {
+  for (const auto& [name, value] : d) {
+    if (name == "FLAT_K")
+      return flat_grid(ceil_div(n, static_cast<std::size_t>(std::stoul(value))));
+  }
+  throw Error("internal: a flat pass's defines carry no FLAT_K");
 }
 
 void launch(const Array& on, std::string_view file, std::string_view entry, const Defines& defines,

@@ -22,6 +22,14 @@ inline Array empty_like(const Array& a, DType t) {
 Launch image_grid(const Shape& s);
 // A flat grid over n elements (work-group size 256).
 Launch flat_grid(std::size_t n);
+
+// Flat passes that take several elements per work-item (dialect.h's GPIX_FLAT_LOAD): adds
+// FLAT_K to d, 16 bytes of the widest type in `loads` (the arrays the kernel reads) per
+// work-item, at least one element.
+void add_flat_define(Defines& d, std::initializer_list<DType> loads);
+// The grid of such a pass over n elements, with the FLAT_K that d carries (an internal error
+// where d has none), so that the grid and the program cannot disagree.
+Launch flat_grid(std::size_t n, const Defines& d);
 // A 3D grid of `global` work-items (each extent at least 1, rounded up to `local`).
 Launch grid(std::array<std::size_t, 3> global, std::array<std::size_t, 3> local);
 inline std::size_t ceil_div(std::size_t a, std::size_t b) {

@@ -43,6 +43,14 @@ Defines nb_defines(DType in, DType out) {
   return d;
 }
 
+// The pointwise steps (subtract_sat, unsharp, difference): nb_defines and FLAT_K for the
+// arrays the step reads (dialect.h's GPIX_FLAT_LOAD).
+Defines flat_nb_defines(DType in, DType out, std::initializer_list<DType> loads) {
+  Defines d = nb_defines(in, out);
+  add_flat_define(d, loads);
+  return d;
+}
+
 enum class SepOp { conv, sum, min, max };  // TILE_OP in tiled.kernel: 0 .. 3
 
 // tiled.kernel: the same types, the radius bucket TB (4 or 8) and the operation.
@@ -405,8 +413,9 @@ Array box_op(const Array& in, SepOp op, const Radii& r, const RunOptions& o,
 // Saturating a - b in the images' own dtype.
 Array subtract_sat(const Array& a, const Array& b) {
   Array out = empty_like(a, a.dtype());
-  launch(a, "neighbourhood.kernel", "subtract_sat", nb_defines(a.dtype(), a.dtype()),
-         flat_grid(a.elements()), {arg(a), arg(b), arg(out), arg<std::uint64_t>(a.elements())});
+  const Defines d = flat_nb_defines(a.dtype(), a.dtype(), {a.dtype()});
+  launch(a, "neighbourhood.kernel", "subtract_sat", d, flat_grid(a.elements(), d),
+         {arg(a), arg(b), arg(out), arg<std::uint64_t>(a.elements())});
   return out;
 }
 
@@ -802,8 +811,8 @@ const Filter<DogParams> kDifferenceOfGaussian(
            checkpoint(o, 0.5, "difference_of_gaussian");
            const Array g2 = gaussian_to(a, {s2, s2, s2}, w, o, "difference_of_gaussian");
            Array out = empty_like(a, out_t);
-           launch(a, "neighbourhood.kernel", "difference", nb_defines(a.dtype(), out_t),
-                  flat_grid(a.elements()),
+           const Defines d = flat_nb_defines(a.dtype(), out_t, {compute_type({a.dtype(), out_t})});
+           launch(a, "neighbourhood.kernel", "difference", d, flat_grid(a.elements(), d),
                   {arg(g1), arg(g2), arg(out), arg<std::uint64_t>(a.elements())});
            return one(std::move(out));
          }});
@@ -835,9 +844,10 @@ const Filter<UnsharpParams> kUnsharpMask(
            const DType w = work_type(a.dtype());
            const Array g = gaussian_to(a, {p.sigma, p.sigma, p.sigma}, w, o, "unsharp_mask");
            Array out = empty_like(a, a.dtype());
+           const Defines d =
+               flat_nb_defines(a.dtype(), a.dtype(), {a.dtype(), compute_type({a.dtype()})});
            launch(
-               a, "neighbourhood.kernel", "unsharp", nb_defines(a.dtype(), a.dtype()),
-               flat_grid(a.elements()),
+               a, "neighbourhood.kernel", "unsharp", d, flat_grid(a.elements(), d),
                {arg(a), arg(g), arg(out), arg<std::uint64_t>(a.elements()), ct_arg(w, p.amount)});
            return one(std::move(out));
          }});
@@ -853,11 +863,10 @@ void register_neighbourhood(Catalog& c) {
 void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
   static const char* const ops[] = {"conv", "sum", "min", "max"};
   static const char* const shapes[] = {"simple", "x", "yz", "xy"};
-  static const char* const stencils[] = {
-      "r1_sum_2d", "r1_sum_3d",    "r1_min_2d",    "r1_min_3d",    "r1_max_2d",
-      "r1_max_3d", "r1_median_2d", "r1_median_3d", "subtract_sat", "unsharp"};
-  static const char* const floats[] = {"variance_box", "variance_rows", "variance_merge", "sobel",
-                                       "laplace",      "gradient",      "difference"};
+  static const char* const stencils[] = {"r1_sum_2d", "r1_sum_3d", "r1_min_2d",    "r1_min_3d",
+                                         "r1_max_2d", "r1_max_3d", "r1_median_2d", "r1_median_3d"};
+  static const char* const floats[] = {"variance_box", "variance_rows", "variance_merge",
+                                       "sobel",        "laplace",       "gradient"};
   for (DType t : kAllDTypes) {
     const DType w = work_type(t);
     // separable.kernel: input->input (min/max, fused), input->work, work->work, work->input.
@@ -882,6 +891,11 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
       }
     }
     for (const char* e : stencils) out.push_back({"neighbourhood.kernel", e, nb_defines(t, t)});
+    out.push_back({"neighbourhood.kernel", "subtract_sat", flat_nb_defines(t, t, {t})});
+    out.push_back(
+        {"neighbourhood.kernel", "unsharp", flat_nb_defines(t, t, {t, compute_type({t})})});
+    out.push_back({"neighbourhood.kernel", "difference",
+                   flat_nb_defines(t, float_out(t), {compute_type({t, float_out(t)})})});
     // median_fixed compiles per radius triple: one 3D triple stands for all (the code is the
     // same with other constants).
     out.push_back({"median.kernel", "median_radix", nb_defines(t, t)});

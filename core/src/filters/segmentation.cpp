@@ -39,9 +39,16 @@ Defines seg_defines(DType t) {
   add_type_defines(d, {{"T_IN", t}});
   return d;
 }
+// threshold_gt and to_mask: flat passes (dialect.h's GPIX_FLAT_LOAD).
+Defines flat_defines(DType t) {
+  Defines d = seg_defines(t);
+  add_flat_define(d, {t});
+  return d;
+}
 Defines logic_defines(DType a, DType b) {
   Defines d;
   add_type_defines(d, {{"T_IN", a}, {"T_B", b}});
+  add_flat_define(d, {a, b});
   return d;
 }
 Defines otsu_defines(DType t) {
@@ -130,7 +137,8 @@ std::pair<KernelArg, int> threshold_arg(DType dt, double value) {
 
 Array threshold_with(const Array& in, const KernelArg& t, int all) {
   Array out = empty_like(in, DType::u8);
-  launch(in, kFile, "threshold_gt", seg_defines(in.dtype()), flat_grid(in.elements()),
+  const Defines d = flat_defines(in.dtype());
+  launch(in, kFile, "threshold_gt", d, flat_grid(in.elements(), d),
          {arg(in), arg(out), arg<std::uint64_t>(in.elements()), t, arg(all)});
   return out;
 }
@@ -379,7 +387,8 @@ class OtsuFold final : public SlabFold {
 // ------------------------------------------------------------------ binary logic, morphology
 Array to_mask(const Array& in, bool invert) {
   Array out = empty_like(in, DType::u8);
-  launch(in, kFile, "to_mask", seg_defines(in.dtype()), flat_grid(in.elements()),
+  const Defines d = flat_defines(in.dtype());
+  launch(in, kFile, "to_mask", d, flat_grid(in.elements(), d),
          {arg(in), arg(out), arg<std::uint64_t>(in.elements()), arg(invert ? 1 : 0)});
   return out;
 }
@@ -389,7 +398,8 @@ Array logic(const Array& a, const Array& b_in, int op, const std::string& what) 
   // Mixed dtypes go through a uint8 mask of b, so programs exist for (t, t) and (t, u8) only.
   const Array b = a.dtype() == b_in.dtype() ? b_in : to_mask(b_in, false);
   Array out = empty_like(a, DType::u8);
-  launch(a, kFile, "binary_logic", logic_defines(a.dtype(), b.dtype()), flat_grid(a.elements()),
+  const Defines d = logic_defines(a.dtype(), b.dtype());
+  launch(a, kFile, "binary_logic", d, flat_grid(a.elements(), d),
          {arg(a), arg(b), arg(out), arg<std::uint64_t>(a.elements()), arg(op)});
   return out;
 }
@@ -957,10 +967,10 @@ void register_segmentation(Catalog& c) {
 }
 
 void add_segmentation_variants(std::vector<KernelVariant>& out) {
-  static const char* typed[] = {"threshold_gt", "to_mask", "mask_pack", "cc_local"};
   for (DType t : kAllDTypes) {
     const Defines d = seg_defines(t);
-    for (const char* e : typed) out.push_back({kFile, e, d});
+    for (const char* e : {"mask_pack", "cc_local"}) out.push_back({kFile, e, d});
+    for (const char* e : {"threshold_gt", "to_mask"}) out.push_back({kFile, e, flat_defines(t)});
     if (!is_float(t)) {
       for (const char* e :
            {"relabel_first", "relabel_flags", "relabel_write", "otsu_count", "otsu_count_local"})
