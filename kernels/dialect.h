@@ -38,8 +38,10 @@
  *                                                     compare-and-swap loop stands in
  *   gpix_as_u32(float), gpix_as_f32(u32), gpix_as_u64(double), gpix_as_f64(u64)
  *                                                     bit casts
- *   GPIX_FLAT_LOAD(v, T, src, n), gpix_flat_index(k)  flat passes of FLAT_K elements per
- *                                                     work-item (the host's flat_work())
+ *   GPIX_FLAT_IN(v, T, src, n), GPIX_FLAT_OUT(r, T, dst, n), GPIX_FLAT_N
+ *                                                     flat passes of FLAT_K indices per
+ *                                                     work-item (FLAT_V4: four elements an
+ *                                                     index); see their definition
  *   gpix_v4(T)                                        four-element vector of an 8-, 16- or
  *                                                     32-bit gpix type T (uchar4 ... float4;
  *                                                     members .x .y .z .w), for loads and
@@ -426,22 +428,79 @@ GPIX_FUNC gpix_f32 gpix_sat_gpix_f32_f(float x) {
 #define GPIX_MIN_KEY_INIT(T) GPIX_MM(GPIX_MININIT_, T)(T)
 #define GPIX_MAX_KEY_INIT(T) GPIX_MM(GPIX_MAXINIT_, T)(T)
 
-/* Flat passes over n elements where a work-item takes FLAT_K of them (a define the host sets
- * with the grid, filters/launch.h's flat_work()), a work-group's size apart: a warp's loads of
- * one k stay contiguous, and each work-item keeps FLAT_K loads in flight. One element per
- * work-item left 8- and 16-bit pointwise filters at 2.4-4.8x the copy of the same array
- * (bench/RESULTS.md, 2026-11-28): too few bytes in flight per SM to cover DRAM's latency.
- * GPIX_FLAT_LOAD declares v[FLAT_K] of type T and loads every element of src the work-item
- * owns (0 past n) before any is used; the kernel then stores
- *   GPIX_UNROLL for (int k = 0; k < FLAT_K; ++k) { i = gpix_flat_index(k); if (i < n) ... } */
+/* Flat passes over n elements where a work-item takes FLAT_K indices (a define the host sets
+ * with the grid, filters/launch.h's add_flat_define()), a work-group's size apart: a warp's
+ * loads of one index stay contiguous, and each work-item keeps FLAT_K loads in flight. One
+ * element per work-item left 8- and 16-bit pointwise filters at 2.4-4.8x the copy of the same
+ * array (bench/RESULTS.md, 2026-11-28): too few bytes in flight per SM to cover DRAM's
+ * latency. With FLAT_V4 (1- and 2-byte inputs, every buffer aligned to its four-element
+ * vector, n >= 4; the host checks) an index is four elements, loaded and stored as gpix_v4 vectors:
+ * 16 single-byte loads a work-item still ran at 2x the copy on an H200, four uchar4 loads at
+ * 1.08x. A kernel body:
+ *   GPIX_FLAT_IN(v, T, src, n)      T v[GPIX_FLAT_N]: the work-item's elements of src (0 past n)
+ *   T_OUT r[GPIX_FLAT_N]; GPIX_UNROLL for (int e = 0; e < GPIX_FLAT_N; ++e) r[e] = f(v[e]);
+ *   GPIX_FLAT_OUT(r, T_OUT, dst, n)  stores those inside [0, n)
+ * Elements past n are computed on zeros and never stored. */
+#if defined(FLAT_V4) && FLAT_V4
+#define GPIX_FLAT_W 4
+#else
+#define GPIX_FLAT_W 1
+#endif
+#define GPIX_FLAT_N ((FLAT_K) * GPIX_FLAT_W)
 #define gpix_flat_index(k)                                                       \
   (gpix_group_id(0) * gpix_local_size(0) * (gpix_index)(FLAT_K) +                \
    (gpix_index)(k) * gpix_local_size(0) + gpix_local_id(0))
-#define GPIX_FLAT_LOAD(v, T, src, n)                            \
-  T v[FLAT_K];                                                  \
+#if GPIX_FLAT_W == 4
+/* Straight-line loads: every work-item loads a whole vector for each k (vector 0 where its
+ * own runs past n; the host asks n >= 4), and only then redoes the indices that run past n
+ * element by element. Loads inside an if/else, each unpacked in its branch, waited for one
+ * another: binary_logic on two uint8 masks ran at 2.9x the copy so (bench/RESULTS.md). */
+#define GPIX_FLAT_IN(v, T, src, n)                                                      \
+  T v[GPIX_FLAT_N];                                                                     \
+  GPIX_UNROLL for (int v##_k = 0; v##_k < (FLAT_K); ++v##_k) {                          \
+    const gpix_index v##_e = 4 * gpix_flat_index(v##_k);                                \
+    const gpix_v4(T) v##_q =                                                            \
+        ((GPIX_CONST_GLOBAL gpix_v4(T)*)(src))[v##_e + 3 < (n) ? v##_e / 4 : 0];        \
+    v[4 * v##_k] = v##_q.x;                                                             \
+    v[4 * v##_k + 1] = v##_q.y;                                                         \
+    v[4 * v##_k + 2] = v##_q.z;                                                         \
+    v[4 * v##_k + 3] = v##_q.w;                                                         \
+  }                                                                                     \
+  GPIX_UNROLL for (int v##_k = 0; v##_k < (FLAT_K); ++v##_k) {                          \
+    const gpix_index v##_e = 4 * gpix_flat_index(v##_k);                                \
+    if (v##_e + 3 >= (n)) {                                                             \
+      GPIX_UNROLL for (int v##_c = 0; v##_c < 4; ++v##_c) v[4 * v##_k + v##_c] =        \
+          v##_e + v##_c < (n) ? (src)[v##_e + v##_c] : (T)0;                            \
+    }                                                                                   \
+  }
+#define GPIX_FLAT_OUT(r, T, dst, n)                                                     \
+  GPIX_UNROLL for (int r##_k = 0; r##_k < (FLAT_K); ++r##_k) {                          \
+    const gpix_index r##_e = 4 * gpix_flat_index(r##_k);                                \
+    if (r##_e + 3 < (n)) {                                                              \
+      gpix_v4(T) r##_q;                                                                 \
+      r##_q.x = r[4 * r##_k];                                                           \
+      r##_q.y = r[4 * r##_k + 1];                                                       \
+      r##_q.z = r[4 * r##_k + 2];                                                       \
+      r##_q.w = r[4 * r##_k + 3];                                                       \
+      ((GPIX_GLOBAL gpix_v4(T)*)(dst))[r##_e / 4] = r##_q;                              \
+    } else {                                                                            \
+      GPIX_UNROLL for (int r##_c = 0; r##_c < 4; ++r##_c) {                             \
+        if (r##_e + r##_c < (n)) (dst)[r##_e + r##_c] = r[4 * r##_k + r##_c];           \
+      }                                                                                 \
+    }                                                                                   \
+  }
+#else
+#define GPIX_FLAT_IN(v, T, src, n)                              \
+  T v[GPIX_FLAT_N];                                             \
   GPIX_UNROLL for (int v##_k = 0; v##_k < (FLAT_K); ++v##_k) {  \
     const gpix_index v##_i = gpix_flat_index(v##_k);            \
     v[v##_k] = v##_i < (n) ? (src)[v##_i] : (T)0;               \
   }
+#define GPIX_FLAT_OUT(r, T, dst, n)                             \
+  GPIX_UNROLL for (int r##_k = 0; r##_k < (FLAT_K); ++r##_k) {  \
+    const gpix_index r##_i = gpix_flat_index(r##_k);            \
+    if (r##_i < (n)) (dst)[r##_i] = r[r##_k];                   \
+  }
+#endif
 
 #endif /* GPIX_DIALECT_H */

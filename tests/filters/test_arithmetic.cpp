@@ -435,7 +435,9 @@ class TestArithmetic : public QObject {
     for (DType t : {DType::u8, DType::i16, DType::f32, DType::i32, DType::u64, DType::f64}) {
       if (t == DType::f64 && !dev.supports_fp64()) continue;
       const std::size_t share = 256 * std::max<std::size_t>(16 / size_of(t), 1);
-      for (std::size_t n : {std::size_t{1}, share - 1, share, share + 1, 3 * share + 17}) {
+      // Two-input kernels on vectors take half a share (16 bytes over both inputs).
+      for (std::size_t n : {std::size_t{1}, std::size_t{5}, share / 2 - 1, share / 2 + 1, share - 1,
+                            share, share + 1, 3 * share + 17}) {
         check_flat_pass(dev, t, n);
         if (QTest::currentTestFailed()) return;
       }

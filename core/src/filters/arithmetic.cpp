@@ -28,7 +28,8 @@ DType output_dtype(DType in, OutRule rule) {
 // (kernels/pointwise.kernel).
 enum class OpKind { expr, raw, wide };
 
-Defines unary_defines(DType in, DType out, const std::string& op, OpKind kind) {
+// v4: four elements an index (flat_v4_ok; filters/launch.h).
+Defines unary_defines(DType in, DType out, const std::string& op, OpKind kind, bool v4 = false) {
   Defines d;
   if (kind == OpKind::expr) {
     add_type_defines(d, {{"T_A", in}, {"T_OUT", out}, {"CT", compute_type({in, out})}});
@@ -36,11 +37,12 @@ Defines unary_defines(DType in, DType out, const std::string& op, OpKind kind) {
     add_type_defines(d, {{"T_A", in}, {"T_OUT", out}});
   }
   d.emplace_back(kind == OpKind::raw ? "RAW_OP" : kind == OpKind::wide ? "WIDE_OP" : "OP", op);
-  add_flat_define(d, {in});
+  add_flat_define(d, {in}, v4);
   return d;
 }
 
-Defines binary_defines(DType a, DType b, DType out, const std::string& op, OpKind kind) {
+Defines binary_defines(DType a, DType b, DType out, const std::string& op, OpKind kind,
+                       bool v4 = false) {
   Defines d;
   if (kind == OpKind::wide) {
     add_type_defines(d, {{"T_A", a}, {"T_B", b}, {"T_OUT", out}});
@@ -50,7 +52,7 @@ Defines binary_defines(DType a, DType b, DType out, const std::string& op, OpKin
                      {{"T_A", a}, {"T_B", b}, {"T_OUT", out}, {"CT", compute_type({a, b, out})}});
     d.emplace_back("OP", op);
   }
-  add_flat_define(d, {a, b});
+  add_flat_define(d, {a, b}, v4);
   return d;
 }
 
@@ -88,7 +90,7 @@ Array unary(const Array& in, DType out_t, const std::string& op, double b = 0, d
   args.reserve(6);  // one allocation for the three arrays' and three scalars' arguments
   args.insert(args.end(), {arg(in), arg(out), arg<std::uint64_t>(in.elements())});
   for (auto& s : scalars_for(ct, b, c, d)) args.push_back(s);
-  const Defines defs = unary_defines(in.dtype(), out_t, op, OpKind::expr);
+  const Defines defs = unary_defines(in.dtype(), out_t, op, OpKind::expr, flat_v4_ok({&in}, out));
   launch(in, "pointwise.kernel", "unary", defs, flat_grid(in.elements(), defs), args);
   return out;
 }
@@ -111,7 +113,7 @@ Array unary_raw(const Array& in, DType out_t, const std::string& op,
   Array out = empty_like(in, out_t);
   std::vector<KernelArg> args = {arg(in), arg(out), arg<std::uint64_t>(in.elements())};
   for (long double s : scalars) args.push_back(int_scalar(in.dtype(), s));
-  const Defines d = unary_defines(in.dtype(), out_t, op, OpKind::raw);
+  const Defines d = unary_defines(in.dtype(), out_t, op, OpKind::raw, flat_v4_ok({&in}, out));
   launch(in, "pointwise.kernel", "unary", d, flat_grid(in.elements(), d), args);
   return out;
 }
@@ -162,7 +164,8 @@ Array binary(const Array& a, const Array& b, DType out_t, const std::string& op,
   const DType ct = compute_type({a.dtype(), b.dtype(), out_t});
   require_compute(a, ct, "this operation");
   args.push_back(ct == DType::f64 ? arg(0.0) : arg(0.0f));
-  const Defines d = binary_defines(a.dtype(), b.dtype(), out_t, op, OpKind::expr);
+  const Defines d =
+      binary_defines(a.dtype(), b.dtype(), out_t, op, OpKind::expr, flat_v4_ok({&a, &b}, out));
   launch(a, "pointwise.kernel", "binary", d, flat_grid(a.elements(), d), args);
   return out;
 }
@@ -438,22 +441,26 @@ void register_arithmetic(Catalog& c) {
 
 void add_pointwise_variants(std::vector<KernelVariant>& out) {
   // Every dtype through the generic unary and binary paths with representative expressions;
-  // the expression set does not change what the dialect must support per type.
+  // the expression set does not change what the dialect must support per type. Each also in
+  // its four-elements-an-index form where the types allow one (flat_v4_ok).
+  auto v4_types = [](std::initializer_list<DType> in, DType o) {
+    return std::all_of(in.begin(), in.end(), [](DType t) { return size_of(t) <= 2; }) &&
+           size_of(o) <= 4;
+  };
+  auto unary_v = [&](DType a, DType o, const std::string& op, OpKind kind) {
+    out.push_back({"pointwise.kernel", "unary", unary_defines(a, o, op, kind)});
+    if (kind != OpKind::wide && v4_types({a}, o)) {
+      out.push_back({"pointwise.kernel", "unary", unary_defines(a, o, op, kind, true)});
+    }
+  };
   for (DType a : kAllDTypes) {
-    for (const auto& op : kUnary) {
-      out.push_back({"pointwise.kernel", "unary",
-                     unary_defines(a, output_dtype(a, op.out), op.op, OpKind::expr)});
-    }
-    out.push_back({"pointwise.kernel", "unary", unary_defines(a, a, "(a-b)*c+d", OpKind::expr)});
+    for (const auto& op : kUnary) unary_v(a, output_dtype(a, op.out), op.op, OpKind::expr);
+    unary_v(a, a, "(a-b)*c+d", OpKind::expr);
     if (!is_float(a)) {
-      out.push_back({"pointwise.kernel", "unary", unary_defines(a, a, "~x", OpKind::raw)});
-      out.push_back(
-          {"pointwise.kernel", "unary", unary_defines(a, a, "(x<b?d:(x>c?e:x))", OpKind::raw)});
+      unary_v(a, a, "~x", OpKind::raw);
+      unary_v(a, a, "(x<b?d:(x>c?e:x))", OpKind::raw);
     }
-    if (needs_wide({a})) {
-      out.push_back(
-          {"pointwise.kernel", "unary", unary_defines(a, a, "gpix_wide_abs(a)", OpKind::wide)});
-    }
+    if (needs_wide({a})) unary_v(a, a, "gpix_wide_abs(a)", OpKind::wide);
     for (DType b : kAllDTypes) {
       if (needs_wide({a, b})) {
         for (const auto& op : kBinary) {
@@ -462,13 +469,16 @@ void add_pointwise_variants(std::vector<KernelVariant>& out) {
         }
       } else {
         out.push_back({"pointwise.kernel", "binary", binary_defines(a, b, a, "a/b", OpKind::expr)});
+        if (v4_types({a, b}, a)) {
+          out.push_back(
+              {"pointwise.kernel", "binary", binary_defines(a, b, a, "a/b", OpKind::expr, true)});
+        }
       }
       if (a == b) continue;
       if (!is_float(a) && !is_float(b)) {
-        out.push_back(
-            {"pointwise.kernel", "unary", unary_defines(a, b, int_convert_op(a, b), OpKind::raw)});
+        unary_v(a, b, int_convert_op(a, b), OpKind::raw);
       } else {
-        out.push_back({"pointwise.kernel", "unary", unary_defines(a, b, "a", OpKind::expr)});
+        unary_v(a, b, "a", OpKind::expr);
       }
     }
   }

@@ -23,12 +23,18 @@ Launch image_grid(const Shape& s);
 // A flat grid over n elements (work-group size 256).
 Launch flat_grid(std::size_t n);
 
-// Flat passes that take several elements per work-item (dialect.h's GPIX_FLAT_LOAD): adds
-// FLAT_K to d, 16 bytes of the widest type in `loads` (the arrays the kernel reads) per
-// work-item, at least one element.
-void add_flat_define(Defines& d, std::initializer_list<DType> loads);
-// The grid of such a pass over n elements, with the FLAT_K that d carries (an internal error
-// where d has none), so that the grid and the program cannot disagree.
+// Flat passes that take several elements per work-item (dialect.h's GPIX_FLAT_IN and
+// GPIX_FLAT_OUT): adds FLAT_K to d, 16 bytes of the widest type in `loads` (the arrays the
+// kernel reads) per work-item, at least one index; with v4 (flat_v4_ok) also FLAT_V4, four
+// elements an index, loaded and stored as vectors, and 16 bytes over all of `loads`.
+void add_flat_define(Defines& d, std::initializer_list<DType> loads, bool v4 = false);
+// Whether a flat pass reading `inputs` and writing `out` may move four elements an index:
+// inputs of 1 or 2 bytes (wider ones reach the copy's speed element by element), every type
+// with a gpix_v4 vector, every buffer aligned to its vector (gpix's own allocations are;
+// memory wrapped from elsewhere, DLPack, may not be), and at least four elements.
+bool flat_v4_ok(std::initializer_list<const Array*> inputs, const Array& out);
+// The grid of such a pass over n elements, with the FLAT_K and FLAT_V4 that d carries (an
+// internal error where d has no FLAT_K), so that the grid and the program cannot disagree.
 Launch flat_grid(std::size_t n, const Defines& d);
 // A 3D grid of `global` work-items (each extent at least 1, rounded up to `local`).
 Launch grid(std::array<std::size_t, 3> global, std::array<std::size_t, 3> local);

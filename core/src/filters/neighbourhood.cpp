@@ -44,10 +44,10 @@ Defines nb_defines(DType in, DType out) {
 }
 
 // The pointwise steps (subtract_sat, unsharp, difference): nb_defines and FLAT_K for the
-// arrays the step reads (dialect.h's GPIX_FLAT_LOAD).
-Defines flat_nb_defines(DType in, DType out, std::initializer_list<DType> loads) {
+// arrays the step reads (dialect.h's GPIX_FLAT_IN; v4: four elements an index, flat_v4_ok).
+Defines flat_nb_defines(DType in, DType out, std::initializer_list<DType> loads, bool v4 = false) {
   Defines d = nb_defines(in, out);
-  add_flat_define(d, loads);
+  add_flat_define(d, loads, v4);
   return d;
 }
 
@@ -413,7 +413,7 @@ Array box_op(const Array& in, SepOp op, const Radii& r, const RunOptions& o,
 // Saturating a - b in the images' own dtype.
 Array subtract_sat(const Array& a, const Array& b) {
   Array out = empty_like(a, a.dtype());
-  const Defines d = flat_nb_defines(a.dtype(), a.dtype(), {a.dtype()});
+  const Defines d = flat_nb_defines(a.dtype(), a.dtype(), {a.dtype()}, flat_v4_ok({&a, &b}, out));
   launch(a, "neighbourhood.kernel", "subtract_sat", d, flat_grid(a.elements(), d),
          {arg(a), arg(b), arg(out), arg<std::uint64_t>(a.elements())});
   return out;
@@ -892,6 +892,9 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
     }
     for (const char* e : stencils) out.push_back({"neighbourhood.kernel", e, nb_defines(t, t)});
     out.push_back({"neighbourhood.kernel", "subtract_sat", flat_nb_defines(t, t, {t})});
+    if (size_of(t) <= 2) {
+      out.push_back({"neighbourhood.kernel", "subtract_sat", flat_nb_defines(t, t, {t}, true)});
+    }
     out.push_back(
         {"neighbourhood.kernel", "unsharp", flat_nb_defines(t, t, {t, compute_type({t})})});
     out.push_back({"neighbourhood.kernel", "difference",

@@ -39,16 +39,17 @@ Defines seg_defines(DType t) {
   add_type_defines(d, {{"T_IN", t}});
   return d;
 }
-// threshold_gt and to_mask: flat passes (dialect.h's GPIX_FLAT_LOAD).
-Defines flat_defines(DType t) {
+// threshold_gt, to_mask and binary_logic: flat passes (dialect.h's GPIX_FLAT_IN; v4: four
+// elements an index, flat_v4_ok).
+Defines flat_defines(DType t, bool v4 = false) {
   Defines d = seg_defines(t);
-  add_flat_define(d, {t});
+  add_flat_define(d, {t}, v4);
   return d;
 }
-Defines logic_defines(DType a, DType b) {
+Defines logic_defines(DType a, DType b, bool v4 = false) {
   Defines d;
   add_type_defines(d, {{"T_IN", a}, {"T_B", b}});
-  add_flat_define(d, {a, b});
+  add_flat_define(d, {a, b}, v4);
   return d;
 }
 Defines otsu_defines(DType t) {
@@ -137,7 +138,7 @@ std::pair<KernelArg, int> threshold_arg(DType dt, double value) {
 
 Array threshold_with(const Array& in, const KernelArg& t, int all) {
   Array out = empty_like(in, DType::u8);
-  const Defines d = flat_defines(in.dtype());
+  const Defines d = flat_defines(in.dtype(), flat_v4_ok({&in}, out));
   launch(in, kFile, "threshold_gt", d, flat_grid(in.elements(), d),
          {arg(in), arg(out), arg<std::uint64_t>(in.elements()), t, arg(all)});
   return out;
@@ -387,7 +388,7 @@ class OtsuFold final : public SlabFold {
 // ------------------------------------------------------------------ binary logic, morphology
 Array to_mask(const Array& in, bool invert) {
   Array out = empty_like(in, DType::u8);
-  const Defines d = flat_defines(in.dtype());
+  const Defines d = flat_defines(in.dtype(), flat_v4_ok({&in}, out));
   launch(in, kFile, "to_mask", d, flat_grid(in.elements(), d),
          {arg(in), arg(out), arg<std::uint64_t>(in.elements()), arg(invert ? 1 : 0)});
   return out;
@@ -398,7 +399,7 @@ Array logic(const Array& a, const Array& b_in, int op, const std::string& what) 
   // Mixed dtypes go through a uint8 mask of b, so programs exist for (t, t) and (t, u8) only.
   const Array b = a.dtype() == b_in.dtype() ? b_in : to_mask(b_in, false);
   Array out = empty_like(a, DType::u8);
-  const Defines d = logic_defines(a.dtype(), b.dtype());
+  const Defines d = logic_defines(a.dtype(), b.dtype(), flat_v4_ok({&a, &b}, out));
   launch(a, kFile, "binary_logic", d, flat_grid(a.elements(), d),
          {arg(a), arg(b), arg(out), arg<std::uint64_t>(a.elements()), arg(op)});
   return out;
@@ -970,14 +971,20 @@ void add_segmentation_variants(std::vector<KernelVariant>& out) {
   for (DType t : kAllDTypes) {
     const Defines d = seg_defines(t);
     for (const char* e : {"mask_pack", "cc_local"}) out.push_back({kFile, e, d});
-    for (const char* e : {"threshold_gt", "to_mask"}) out.push_back({kFile, e, flat_defines(t)});
+    for (const char* e : {"threshold_gt", "to_mask"}) {
+      out.push_back({kFile, e, flat_defines(t)});
+      if (size_of(t) <= 2) out.push_back({kFile, e, flat_defines(t, true)});
+    }
     if (!is_float(t)) {
       for (const char* e :
            {"relabel_first", "relabel_flags", "relabel_write", "otsu_count", "otsu_count_local"})
         out.push_back({kFile, e, d});
     }
-    out.push_back({kFile, "binary_logic", logic_defines(t, t)});
-    if (t != DType::u8) out.push_back({kFile, "binary_logic", logic_defines(t, DType::u8)});
+    for (const bool v4 : {false, true}) {
+      if (v4 && size_of(t) > 2) continue;
+      out.push_back({kFile, "binary_logic", logic_defines(t, t, v4)});
+      if (t != DType::u8) out.push_back({kFile, "binary_logic", logic_defines(t, DType::u8, v4)});
+    }
     if (is_float(t)) out.push_back({kFile, "otsu_histogram", otsu_defines(t)});
     if (is_float(t)) out.push_back({kFile, "local_maxima", seg_defines(t)});
     out.push_back({kStatsFile, "label_stats", label_stats_defines(t, true)});
