@@ -102,7 +102,9 @@ DType compute_type(std::initializer_list<DType> types) {
 
 void add_type_defines(Defines& d, std::initializer_list<std::pair<const char*, DType>> types) {
   bool fp64 = false;
-  d.reserve(d.size() + types.size() + 1);  // one allocation, not one per growth
+  // One allocation, not one per growth: room for GPIX_NEED_FP64 and for what callers add
+  // after the types (an operation, FLAT_K and FLAT_V4).
+  d.reserve(d.size() + types.size() + 4);
   for (const auto& [k, t] : types) {
     d.emplace_back(k, std::string(kernel_type(t)));
     fp64 |= t == DType::f64;
