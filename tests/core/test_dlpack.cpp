@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "gpix/catalog.h"
 #include "gpix/dlpack.h"
 #include "moments.h"
 #include "support/devices.h"
@@ -218,6 +219,18 @@ class TestDlpack : public QObject {
         const Stats e = detail::extrema(c);
         QCOMPARE(e.min.exact_as<std::int16_t>(), std::numeric_limits<std::int16_t>::lowest());
         QCOMPARE(e.max.exact_as<std::int16_t>(), std::numeric_limits<std::int16_t>::max());
+        // Flat passes move 2-byte data as four-element vectors only from aligned buffers
+        // (flat_v4_ok): this view takes the element path, and its every element comes out.
+        const std::vector<std::int16_t> in(wide.begin() + 1001 + static_cast<long>(x0),
+                                           wide.begin() + 2002);
+        std::vector<std::int16_t> inverted(in.size());
+        std::vector<std::uint8_t> zero(in.size());
+        for (std::size_t i = 0; i < in.size(); ++i) {
+          inverted[i] = static_cast<std::int16_t>(-1 - in[i]);
+          zero[i] = in[i] == 0 ? 1 : 0;
+        }
+        QVERIFY(run("invert", c).array.pull_as<std::int16_t>() == inverted);
+        QVERIFY(run("binary_not", c).array.pull_as<std::uint8_t>() == zero);
       }
     }
     QVERIFY_THROWS_EXCEPTION(
