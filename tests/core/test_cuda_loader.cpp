@@ -671,9 +671,9 @@ class TestCudaLoader : public QObject {
     trim(dev);
     QCOMPARE(fake_state().allocated, std::size_t{0});
     QCOMPARE(fake_state().depth, 0);
-    // The device's own streams only: its default stream and the push queue that its staged
-    // pushes made (transfer.cpp); every Queue of the test has gone.
-    QCOMPARE(fake_state().streams, 2);
+    // The device's own streams only: its default stream and the push and pull queues that
+    // its staged pushes and pulls made (transfer.cpp); every Queue of the test has gone.
+    QCOMPARE(fake_state().streams, 3);
   }
 
   void error_names() {
