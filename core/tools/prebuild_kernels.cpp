@@ -3,8 +3,10 @@
 // ships next to libgpix_core. Run by the build (core/CMakeLists.txt); NVRTC needs no GPU.
 //
 //   gpix-prebuild-kernels --out FILE --archs 80,90|native|none [--ptx 90] [--only stats.kernel]
-//                         [--jobs N]
+//                         [--jobs N] [--times]
 //
+// --times prints each program's compile time (to find the programs that make the build and
+// test_kernel_build slow).
 // "native" means the architectures of the CUDA devices of the building machine (none on a
 // machine without them: an empty bundle, and programs compile at run time as before).
 #include <algorithm>
@@ -63,7 +65,7 @@ std::vector<int> parse_archs(const std::string& text) {
 int usage(const char* why) {
   std::fprintf(stderr,
                "gpix-prebuild-kernels: %s\nusage: gpix-prebuild-kernels --out FILE --archs "
-               "80,90|native|none [--ptx ARCH] [--only FILE.kernel] [--jobs N]\n",
+               "80,90|native|none [--ptx ARCH] [--only FILE.kernel] [--jobs N] [--times]\n",
                why);
   return 2;
 }
@@ -73,9 +75,14 @@ int usage(const char* why) {
 int main(int argc, char** argv) {
   std::string out, archs_text = "none", only;
   int ptx_arch = 0;
+  bool times = false;
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--times") {
+      times = true;
+      continue;
+    }
     if (i + 1 >= argc) return usage(("'" + a + "' needs a value").c_str());
     const std::string v = argv[++i];
     if (a == "--out") {
@@ -152,6 +159,7 @@ int main(int argc, char** argv) {
       for (std::size_t i = next++; i < work.size(); i = next++) {
         const Job& j = work[i];
         const auto& src = detail::program(j.file);
+        const auto c0 = std::chrono::steady_clock::now();
         try {
           const bool ptx = j.target.rfind("compute_", 0) == 0;
           const int a = std::atoi(j.target.c_str() + (ptx ? 8 : 3));
@@ -164,6 +172,14 @@ int main(int argc, char** argv) {
         } catch (const CompileError& e) {
           std::lock_guard lock(err_mutex);
           if (first_error.empty()) first_error = std::string(e.what()) + "\n" + e.log();
+        }
+        if (times) {
+          std::string d;
+          for (const auto& [k, v] : j.defines) d += " " + k + "=" + v;
+          const double took =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+          std::lock_guard lock(err_mutex);
+          std::printf("%8.3f s  %s %s%s\n", took, j.target.c_str(), j.file.c_str(), d.c_str());
         }
         const std::size_t n = ++done;
         if (n % 100 == 0) {

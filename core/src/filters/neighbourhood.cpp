@@ -1,6 +1,6 @@
 // Neighbourhood filters: separable passes (kernels/separable.kernel) for the Gaussian, box
-// mean, minimum and maximum; direct stencils and pointwise steps (kernels/neighbourhood.kernel)
-// for the rest.
+// mean, minimum and maximum; direct stencils (kernels/neighbourhood.kernel) and flat pointwise
+// steps (kernels/steps.kernel) for the rest.
 #include "gpix/filters/neighbourhood.h"
 
 #include <array>
@@ -414,7 +414,7 @@ Array box_op(const Array& in, SepOp op, const Radii& r, const RunOptions& o,
 Array subtract_sat(const Array& a, const Array& b) {
   Array out = empty_like(a, a.dtype());
   const Defines d = flat_nb_defines(a.dtype(), a.dtype(), {a.dtype()}, flat_v4_ok({&a, &b}, out));
-  launch(a, "neighbourhood.kernel", "subtract_sat", d, flat_grid(a.elements(), d),
+  launch(a, "steps.kernel", "subtract_sat", d, flat_grid(a.elements(), d),
          {arg(a), arg(b), arg(out), arg<std::uint64_t>(a.elements())});
   return out;
 }
@@ -812,7 +812,7 @@ const Filter<DogParams> kDifferenceOfGaussian(
            const Array g2 = gaussian_to(a, {s2, s2, s2}, w, o, "difference_of_gaussian");
            Array out = empty_like(a, out_t);
            const Defines d = flat_nb_defines(a.dtype(), out_t, {compute_type({a.dtype(), out_t})});
-           launch(a, "neighbourhood.kernel", "difference", d, flat_grid(a.elements(), d),
+           launch(a, "steps.kernel", "difference", d, flat_grid(a.elements(), d),
                   {arg(g1), arg(g2), arg(out), arg<std::uint64_t>(a.elements())});
            return one(std::move(out));
          }});
@@ -847,7 +847,7 @@ const Filter<UnsharpParams> kUnsharpMask(
            const Defines d =
                flat_nb_defines(a.dtype(), a.dtype(), {a.dtype(), compute_type({a.dtype()})});
            launch(
-               a, "neighbourhood.kernel", "unsharp", d, flat_grid(a.elements(), d),
+               a, "steps.kernel", "unsharp", d, flat_grid(a.elements(), d),
                {arg(a), arg(g), arg(out), arg<std::uint64_t>(a.elements()), ct_arg(w, p.amount)});
            return one(std::move(out));
          }});
@@ -891,13 +891,12 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
       }
     }
     for (const char* e : stencils) out.push_back({"neighbourhood.kernel", e, nb_defines(t, t)});
-    out.push_back({"neighbourhood.kernel", "subtract_sat", flat_nb_defines(t, t, {t})});
+    out.push_back({"steps.kernel", "subtract_sat", flat_nb_defines(t, t, {t})});
     if (size_of(t) <= 2) {
-      out.push_back({"neighbourhood.kernel", "subtract_sat", flat_nb_defines(t, t, {t}, true)});
+      out.push_back({"steps.kernel", "subtract_sat", flat_nb_defines(t, t, {t}, true)});
     }
-    out.push_back(
-        {"neighbourhood.kernel", "unsharp", flat_nb_defines(t, t, {t, compute_type({t})})});
-    out.push_back({"neighbourhood.kernel", "difference",
+    out.push_back({"steps.kernel", "unsharp", flat_nb_defines(t, t, {t, compute_type({t})})});
+    out.push_back({"steps.kernel", "difference",
                    flat_nb_defines(t, float_out(t), {compute_type({t, float_out(t)})})});
     // median_fixed compiles per radius triple: one 3D triple stands for all (the code is the
     // same with other constants).

@@ -1,6 +1,6 @@
 // Segmentation filters: thresholds, binary logic and morphology, connected components,
 // sequential relabelling, Voronoi-Otsu labelling and label statistics
-// (kernels/segmentation.kernel, kernels/label_statistics.kernel).
+// (kernels/segmentation.kernel, kernels/steps.kernel, kernels/label_statistics.kernel).
 #include "gpix/filters/segmentation.h"
 
 #include <algorithm>
@@ -28,6 +28,7 @@ namespace gpix::detail {
 namespace {
 
 constexpr const char* kFile = "segmentation.kernel";
+constexpr const char* kStepsFile = "steps.kernel";  // threshold_gt, to_mask, binary_logic
 constexpr const char* kStatsFile = "label_statistics.kernel";
 // Pixels per work-item of label_stats (RUN in label_statistics.kernel).
 constexpr std::size_t kStatsRun = 16;
@@ -139,7 +140,7 @@ std::pair<KernelArg, int> threshold_arg(DType dt, double value) {
 Array threshold_with(const Array& in, const KernelArg& t, int all) {
   Array out = empty_like(in, DType::u8);
   const Defines d = flat_defines(in.dtype(), flat_v4_ok({&in}, out));
-  launch(in, kFile, "threshold_gt", d, flat_grid(in.elements(), d),
+  launch(in, kStepsFile, "threshold_gt", d, flat_grid(in.elements(), d),
          {arg(in), arg(out), arg<std::uint64_t>(in.elements()), t, arg(all)});
   return out;
 }
@@ -389,7 +390,7 @@ class OtsuFold final : public SlabFold {
 Array to_mask(const Array& in, bool invert) {
   Array out = empty_like(in, DType::u8);
   const Defines d = flat_defines(in.dtype(), flat_v4_ok({&in}, out));
-  launch(in, kFile, "to_mask", d, flat_grid(in.elements(), d),
+  launch(in, kStepsFile, "to_mask", d, flat_grid(in.elements(), d),
          {arg(in), arg(out), arg<std::uint64_t>(in.elements()), arg(invert ? 1 : 0)});
   return out;
 }
@@ -400,7 +401,7 @@ Array logic(const Array& a, const Array& b_in, int op, const std::string& what) 
   const Array b = a.dtype() == b_in.dtype() ? b_in : to_mask(b_in, false);
   Array out = empty_like(a, DType::u8);
   const Defines d = logic_defines(a.dtype(), b.dtype(), flat_v4_ok({&a, &b}, out));
-  launch(a, kFile, "binary_logic", d, flat_grid(a.elements(), d),
+  launch(a, kStepsFile, "binary_logic", d, flat_grid(a.elements(), d),
          {arg(a), arg(b), arg(out), arg<std::uint64_t>(a.elements()), arg(op)});
   return out;
 }
@@ -749,7 +750,7 @@ const Filter<ThresholdParams> kThreshold(
        return one(threshold_gt(x[0], p.value));
      }});
 
-// binary_and, binary_or, binary_xor: `op` as binary_logic in segmentation.kernel numbers it.
+// binary_and, binary_or, binary_xor: `op` as binary_logic in steps.kernel numbers it.
 Filter<> logic_filter(const char* fname, int op, const char* doc) {
   return Filter<>({.name = fname,
                    .category = Category::segmentation,
@@ -972,8 +973,8 @@ void add_segmentation_variants(std::vector<KernelVariant>& out) {
     const Defines d = seg_defines(t);
     for (const char* e : {"mask_pack", "cc_local"}) out.push_back({kFile, e, d});
     for (const char* e : {"threshold_gt", "to_mask"}) {
-      out.push_back({kFile, e, flat_defines(t)});
-      if (size_of(t) <= 2) out.push_back({kFile, e, flat_defines(t, true)});
+      out.push_back({kStepsFile, e, flat_defines(t)});
+      if (size_of(t) <= 2) out.push_back({kStepsFile, e, flat_defines(t, true)});
     }
     if (!is_float(t)) {
       for (const char* e :
@@ -982,8 +983,9 @@ void add_segmentation_variants(std::vector<KernelVariant>& out) {
     }
     for (const bool v4 : {false, true}) {
       if (v4 && size_of(t) > 2) continue;
-      out.push_back({kFile, "binary_logic", logic_defines(t, t, v4)});
-      if (t != DType::u8) out.push_back({kFile, "binary_logic", logic_defines(t, DType::u8, v4)});
+      out.push_back({kStepsFile, "binary_logic", logic_defines(t, t, v4)});
+      if (t != DType::u8)
+        out.push_back({kStepsFile, "binary_logic", logic_defines(t, DType::u8, v4)});
     }
     if (is_float(t)) out.push_back({kFile, "otsu_histogram", otsu_defines(t)});
     if (is_float(t)) out.push_back({kFile, "local_maxima", seg_defines(t)});
