@@ -39,7 +39,8 @@ class ArrayImpl {
   // The box starting at (z, y, x) of the array (its own origin added), for the backend's
   // pitched transfers.
   Pitched at(std::size_t z = 0, std::size_t y = 0, std::size_t x = 0) const {
-    return Pitched{{(x + origin[2]) * element_bytes(), y + origin[1], z + origin[0]}, row_pitch(),
+    return Pitched{{(x + origin[2]) * element_bytes(), y + origin[1], z + origin[0]},
+                   row_pitch(),
                    slice_pitch()};
   }
   // Byte offset of the first pixel in the allocation.
@@ -95,6 +96,12 @@ struct Access {
 // Whole-array blocking transfers between contiguous host memory and any array (padded,
 // image). host_pinned: the host memory is page-locked, so no staging.
 void write_all(ArrayImpl& a, const void* src, bool host_pinned);
+// The same where the destination's memory is known to be free of everything the default
+// queue holds after `after` (an event of a's device): a staged or pinned push then waits on
+// the device for `after` only, not for a marker of everything queued so far, so kernels
+// queued after `after` run beside it. Tiled runs push slab k + 1 this way while slab k's
+// filter runs (its arrays were allocated, and `after` recorded, before that filter was queued).
+void write_all_after(ArrayImpl& a, const void* src, bool host_pinned, EventImpl& after);
 void read_all(const ArrayImpl& a, void* dst, bool host_pinned);
 // Blocking copy of a box between any two arrays (any devices, kinds, padding).
 void copy_box(const ArrayImpl& src, const Pitched& s, ArrayImpl& dst, const Pitched& d,

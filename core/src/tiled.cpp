@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -258,59 +259,88 @@ class TiledRun {
     return !no_prev && l0 >= p0 && l0 < p1 ? std::min(p1, l1) : l0;
   }
 
-  // A slab's planes [l0, l1) of every input as arrays on `device`, read through `buffers`
-  // where a source is not in memory.
-  // `prev` (planes [p0, p1) of every input, on `device`) is the worker's previous slab: where
-  // this slab starts inside it (a single worker's slabs come in order), its planes from l0 to
-  // p1 are copied on the device instead of travelling again. For a Gaussian of sigma 2 (a halo
-  // of 8 planes) on 14-plane slabs that halves the bytes pushed (bench/RESULTS.md).
-  std::vector<Array> push(std::size_t l0, std::size_t l1, const Device& device,
-                          std::vector<SlabBuffer>& buffers, double& read_s, double& push_s,
-                          const std::vector<Array>& prev = {}, std::size_t p0 = 0,
-                          std::size_t p1 = 0) {
-    auto& dev = detail::Access::impl(device);
+  // A slab on its way to the device: its arrays, allocated, with the planes the previous slab
+  // held already copied in (prepare()); the rest come from the host (fill()).
+  struct Incoming {
+    std::vector<Array> arrays;
+    std::size_t l0 = 0, l1 = 0, h0 = 0;  // planes [l0, l1); from the host: [h0, l1)
+  };
+
+  // A slab's planes [l0, l1) of every input as arrays on `device`, with nothing from the host
+  // yet. `prev` (planes [p0, p1) of every input, on `device`) is the worker's previous slab:
+  // where this slab starts inside it (a single worker's slabs come in order), its planes from
+  // l0 to p1 are copied on the device (blocking) instead of travelling again. For a Gaussian of
+  // sigma 2 (a halo of 8 planes) on 14-plane slabs that halves the bytes pushed
+  // (bench/RESULTS.md).
+  Incoming prepare(std::size_t l0, std::size_t l1, const Device& device,
+                   const std::vector<Array>& prev = {}, std::size_t p0 = 0, std::size_t p1 = 0) {
+    Incoming in;
+    in.l0 = l0;
+    in.l1 = l1;
+    in.h0 = first_host_plane(l0, l1, prev.empty(), p0, p1);
     const Shape slab_shape = with_planes(shape_, l1 - l0);
-    const std::size_t h0 = first_host_plane(l0, l1, prev.empty(), p0, p1);
-    const bool reuse = h0 > l0;
     std::vector<std::size_t> dims(shape_.dims().begin(), shape_.dims().end());
     std::vector<std::size_t> prev_dims = dims;
     dims[0] = l1 - l0;
     prev_dims[0] = p1 - p0;
-    std::vector<Array> arrays;
-    arrays.reserve(inputs_.size());
+    in.arrays.reserve(inputs_.size());
+    for (std::size_t i = 0; i < inputs_.size(); ++i) {
+      Array a = Array::empty(slab_shape, inputs_[i]->dtype(), device);
+      if (in.h0 > l0) {
+        a.view(planes_box(dims, 0, in.h0 - l0))
+            .copy_from(prev[i].view(planes_box(prev_dims, l0 - p0, in.h0 - p0)));
+      }
+      in.arrays.push_back(std::move(a));
+    }
+    return in;
+  }
+
+  // Reads planes [h0, l1) of every input (through `buffers` where a source is not in memory)
+  // and pushes them into the slab's arrays. With `after`, the pushes wait on the device for
+  // that event of the default queue only (detail::write_all_after), so kernels queued since
+  // run beside them.
+  void fill(const Incoming& in, const Device& device, std::vector<SlabBuffer>& buffers,
+            double& read_s, double& push_s, detail::EventImpl* after = nullptr) {
+    if (in.h0 >= in.l1) return;
+    auto& dev = detail::Access::impl(device);
+    std::vector<std::size_t> dims(shape_.dims().begin(), shape_.dims().end());
+    dims[0] = in.l1 - in.l0;
     for (std::size_t i = 0; i < inputs_.size(); ++i) {
       SlabSource& src = *inputs_[i];
       const std::size_t pb = plane_ * size_of(src.dtype());
-      const std::size_t bytes = (l1 - h0) * pb;
-      const std::byte* from = h0 < l1 ? src.planes(h0) : nullptr;
+      const std::size_t bytes = (in.l1 - in.h0) * pb;
+      const std::byte* from = src.planes(in.h0);
       bool pinned = from && src.pinned_for(device);
-      if (!from && h0 < l1) {
+      if (!from) {
         std::byte* buf = buffers[i].get(bytes, dev);
         const auto t0 = Clock::now();
         {
           std::lock_guard lock(read_mutex_);
-          src.read(h0, l1, buf);
+          src.read(in.h0, in.l1, buf);
         }
         read_s += since(t0);
         from = buf;
         pinned = buffers[i].pinned();
       }
       const auto t0 = Clock::now();
-      Array a = Array::empty(slab_shape, src.dtype(), device);
-      if (reuse) {
-        a.view(planes_box(dims, 0, h0 - l0))
-            .copy_from(prev[i].view(planes_box(prev_dims, l0 - p0, h0 - p0)));
-        if (h0 < l1) {
-          Array rest = a.view(planes_box(dims, h0 - l0, l1 - l0));
-          detail::write_all(detail::Access::impl(rest), from, pinned);
-        }
+      Array rest = in.h0 > in.l0 ? in.arrays[i].view(planes_box(dims, in.h0 - in.l0, dims[0]))
+                                 : in.arrays[i];
+      auto& impl = detail::Access::impl(rest);
+      if (after) {
+        detail::write_all_after(impl, from, pinned, *after);
       } else {
-        detail::write_all(detail::Access::impl(a), from, pinned);
+        detail::write_all(impl, from, pinned);
       }
       push_s += since(t0);
-      arrays.push_back(std::move(a));
     }
-    return arrays;
+  }
+
+  // prepare() and fill(): the slab's arrays, every plane on the device.
+  std::vector<Array> push(std::size_t l0, std::size_t l1, const Device& device,
+                          std::vector<SlabBuffer>& buffers, double& read_s, double& push_s) {
+    Incoming in = prepare(l0, l1, device);
+    fill(in, device, buffers, read_s, push_s);
+    return std::move(in.arrays);
   }
 
   // The sink's start, once, from the first output's shape and dtype.
@@ -346,55 +376,78 @@ class TiledRun {
     if (error_) std::rethrow_exception(error_);
   }
 
+  // The slab this worker takes next (its own index first), or none.
+  std::optional<std::size_t> take_slab(std::size_t worker_index, bool first) {
+    std::lock_guard lock(mutex_);
+    if (error_) return std::nullopt;
+    if (first)
+      return worker_index < tiles_ ? std::optional<std::size_t>(worker_index) : std::nullopt;
+    if (next_ >= tiles_) return std::nullopt;
+    return next_++;
+  }
+
+  // One worker: slab k's filter runs while slab k + 1 travels to the device (a thread of
+  // its own, fill() after an event recorded before the filter was queued) and slab k - 1
+  // travels back (the Puller). With the push waiting for the filter, as it did, the DMA
+  // engines stood still while each slab was filtered: 18 ms of a 0.2 s run of an 8 GB
+  // Gaussian on an H200 (bench/RESULTS.md). Device memory: slab k's inputs, output and
+  // intermediates, slab k + 1's inputs and slab k - 1's output, which plan() budgets for.
   void worker(std::size_t worker_index) {
     const std::size_t device_index = worker_index % devices_.size();
     const Device& device = devices_[device_index];
+    auto& dev = detail::Access::impl(device);
     std::vector<SlabBuffer> in_buffers(inputs_.size());
-    std::vector<std::size_t> dims(shape_.dims().begin(), shape_.dims().end());
     double read_s = 0, push_s = 0, run_s = 0;
-    std::vector<Array> prev;  // this worker's previous slab's inputs (see push())
-    std::size_t prev_l0 = 0, prev_l1 = 0;
     Puller puller(*this, device_index, device);
     try {
-      for (bool first = true;; first = false) {
-        std::size_t t = 0;
-        {
-          std::lock_guard lock(mutex_);
-          if (error_) break;
-          if (first && worker_index < tiles_) {
-            t = worker_index;
-          } else {
-            if (next_ >= tiles_) break;
-            t = next_++;
-          }
-        }
+      std::optional<std::size_t> t = take_slab(worker_index, true);
+      Incoming cur;
+      if (t) {
         check_cancel();
-        const auto [z0, z1, l0, l1] = slab_planes(t, slab_, planes_, halo_);
+        const SlabPlanes sp = slab_planes(*t, slab_, planes_, halo_);
+        cur = prepare(sp.l0, sp.l1, device);
+        fill(cur, device, in_buffers, read_s, push_s);
+      }
+      while (t) {
+        const auto [z0, z1, l0, l1] = slab_planes(*t, slab_, planes_, halo_);
+        std::vector<std::size_t> dims(shape_.dims().begin(), shape_.dims().end());
         dims[0] = l1 - l0;
-        const std::size_t pushed_from = first_host_plane(l0, l1, prev.empty(), prev_l0, prev_l1);
-        std::vector<Array> arrays =
-            push(l0, l1, device, in_buffers, read_s, push_s, prev, prev_l0, prev_l1);
-        // Freed before the filter runs: the budget counts one slab's inputs beside its output
-        // and intermediates, and two slabs' inputs only while they are pushed.
-        prev.clear();
-        auto t0 = Clock::now();
-        const Array r = slab_fn_(arrays, z0);
+        // The next slab: its arrays and the planes it shares with this one now, on this
+        // thread, before the filter is queued; its host planes on the pushing thread.
+        const std::optional<std::size_t> tn = take_slab(worker_index, false);
+        Incoming next;
+        std::future<void> pushing;
+        double next_read_s = 0, next_push_s = 0;
+        if (tn) {
+          check_cancel();
+          const SlabPlanes sn = slab_planes(*tn, slab_, planes_, halo_);
+          next =
+              prepare(sn.l0, sn.l1, device, halo_ > 0 ? cur.arrays : std::vector<Array>{}, l0, l1);
+          const std::shared_ptr<detail::EventImpl> before = dev.marker(dev.default_queue(), {});
+          pushing = std::async(std::launch::async, [&, before] {
+            fill(next, device, in_buffers, next_read_s, next_push_s, before.get());
+          });
+        }
+        const auto t0 = Clock::now();
+        const Array r = slab_fn_(cur.arrays, z0);
         // An unordered fold's pass keeps what it needs and gives no array.
         const bool writes = r.valid();
-        if (writes && !(r.shape() == arrays[0].shape())) {
+        if (writes && !(r.shape() == cur.arrays[0].shape())) {
           throw Error("internal: " + who_ + " gave no array of the slab's shape");
         }
         Queue::default_for(device).marker().wait();
         run_s += since(t0);
         // The slab's pull and write go to this worker's puller, so that they travel while the
-        // next slab is pushed and filtered (a push and a pull overlap on one device: their
-        // staging rings and queues are separate). One slab waits there at most.
-        if (!puller.hand(Finished{r, t, z0, z1, l0, l1, pushed_from, dims})) break;
-        if (halo_ > 0) {
-          prev = std::move(arrays);
-          prev_l0 = l0;
-          prev_l1 = l1;
+        // next slab is pushed and filtered. One slab waits there at most.
+        const bool handed = puller.hand(Finished{r, *t, z0, z1, l0, l1, cur.h0, dims});
+        if (pushing.valid()) {
+          pushing.get();  // rethrows the push's error
+          read_s += next_read_s;
+          push_s += next_push_s;
         }
+        if (!handed) break;
+        cur = std::move(next);
+        t = tn;
       }
     } catch (...) {
       fail(std::current_exception());

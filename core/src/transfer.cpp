@@ -174,6 +174,12 @@ QueueImpl& after_default(DeviceImpl& dev, QueueImpl& q) {
 QueueImpl& push_queue_after_default(DeviceImpl& dev) {
   return after_default(dev, dev.push_queue());
 }
+// The push queue after `after` only (write_all_after).
+QueueImpl& push_queue_after(DeviceImpl& dev, EventImpl& after) {
+  EventImpl* w[] = {&after};
+  (void)dev.marker(dev.push_queue(), w);
+  return dev.push_queue();
+}
 QueueImpl& pull_queue_after_default(DeviceImpl& dev) {
   return after_default(dev, dev.pull_queue());
 }
@@ -190,11 +196,13 @@ QueueImpl& pull_queue_after_default(DeviceImpl& dev) {
 // whose slices were all taken earlier: the transfer cannot deadlock, and a failure stops
 // every thread (queued DMAs are waited for before the ring is released).
 void staged(DeviceImpl& dev, StagingRing& r, Memory& mem, std::size_t offset, const std::byte* from,
-            std::byte* to, std::size_t bytes, const StagingConfig& c) {
+            std::byte* to, std::size_t bytes, const StagingConfig& c, EventImpl* after = nullptr) {
   const bool to_device = from != nullptr;
   const bool stream =
       c.streaming == 1 || (c.streaming == -1 && (!to_device || bytes < kStreamPushMax));
-  QueueImpl& q = to_device ? push_queue_after_default(dev) : pull_queue_after_default(dev);
+  QueueImpl& q = !to_device ? pull_queue_after_default(dev)
+                 : after    ? push_queue_after(dev, *after)
+                            : push_queue_after_default(dev);
   StagingConfig cd = c;
   if (const unsigned limit = dev.max_transfer_threads(); limit > 0) {
     cd.threads = std::min(cd.threads, limit);
@@ -334,7 +342,8 @@ std::optional<std::size_t> linear_offset(const ArrayImpl& a) {
   return p.offset(0, 0, 0);
 }
 
-void write_all(ArrayImpl& a, const void* src, bool host_pinned) {
+namespace {
+void write_all_impl(ArrayImpl& a, const void* src, bool host_pinned, EventImpl* after) {
   DeviceImpl& dev = *a.device;
   const std::size_t bytes = a.shape.elements() * a.element_bytes();
   if (const auto offset = linear_offset(a)) {
@@ -345,13 +354,15 @@ void write_all(ArrayImpl& a, const void* src, bool host_pinned) {
       StagingRing& r = dev.staging_ring(true);
       std::lock_guard lock(r.mutex);
       if (r.ready()) {
-        staged(dev, r, *a.memory, *offset, static_cast<const std::byte*>(src), nullptr, bytes, c);
+        staged(dev, r, *a.memory, *offset, static_cast<const std::byte*>(src), nullptr, bytes, c,
+               after);
         return;
       }
     }
-    if (host_pinned && bytes >= kPinnedQueueMin) {
-      dev.write_rect(push_queue_after_default(dev), *a.memory, linear(*offset, bytes), src,
-                     linear(0, bytes), {bytes, 1, 1}, {})
+    // With `after`, on the push queue at any size: that is what lets it pass later kernels.
+    if (host_pinned && (bytes >= kPinnedQueueMin || after)) {
+      QueueImpl& q = after ? push_queue_after(dev, *after) : push_queue_after_default(dev);
+      dev.write_rect(q, *a.memory, linear(*offset, bytes), src, linear(0, bytes), {bytes, 1, 1}, {})
           ->wait();
       return;
     }
@@ -359,6 +370,15 @@ void write_all(ArrayImpl& a, const void* src, bool host_pinned) {
     return;
   }
   dev.write_rect(dev.default_queue(), *a.memory, a.at(), src, dense_host(a), a.whole(), {})->wait();
+}
+}  // namespace
+
+void write_all(ArrayImpl& a, const void* src, bool host_pinned) {
+  write_all_impl(a, src, host_pinned, nullptr);
+}
+
+void write_all_after(ArrayImpl& a, const void* src, bool host_pinned, EventImpl& after) {
+  write_all_impl(a, src, host_pinned, &after);
 }
 
 void read_all(const ArrayImpl& a, void* dst, bool host_pinned) {

@@ -9,7 +9,9 @@
 #include <cstring>
 #include <thread>
 
+#include "backend/backend.h"
 #include "config.h"
+#include "detail.h"
 #include "support/devices.h"
 #include "support/random.h"
 #include "support/shared_buffer.h"
@@ -430,6 +432,72 @@ class TestMemory : public QObject {
         const auto* b = reinterpret_cast<const std::uint8_t*>(into.data());
         QVERIFY2(std::all_of(b, b + n, [](std::uint8_t v) { return v == 0xA5; }),
                  (std::to_string(n) + " bytes, pinned " + std::to_string(use_pinned)).c_str());
+      }
+    }
+  }
+
+  // detail::write_all_after (tiled runs push slab k + 1 so while slab k's filter runs): the
+  // push waits for the event it is given, and not for work queued after that event (here a
+  // fill of another array held back by a user event, which would hold it forever). Pageable
+  // (staged) and pinned pushes of 16 MB and more; the bytes arrive whole.
+  void push_after_event_data() { devices_data(); }
+  void push_after_event() {
+    QFETCH(int, device);
+    const Device dev = test::device_at(device);
+    auto& impl = detail::Access::impl(dev);
+    constexpr std::size_t MB = std::size_t{1} << 20;
+    for (std::size_t n : {3 * MB + 5, 17 * MB + 3}) {
+      const Shape s{n};
+      const HostArray in = host_random<std::uint8_t>(s);
+      HostArray pinned = HostArray::pinned(s, DType::u8, dev);
+      std::memcpy(pinned.data(), in.data(), n);
+      for (const bool use_pinned : {false, true}) {
+        const QByteArray at =
+            QByteArray::number(qulonglong(n)) + " bytes, pinned " + QByteArray::number(use_pinned);
+        // Held back before the event: the push waits for the fill, which it must follow.
+        {
+          Array dst = Array::empty(s, DType::u8, dev);
+          Event gate = Event::user(dev);
+          Event filled = fill_async(dst, std::uint8_t{0xA5}, Queue{}, {gate});
+          const auto before = impl.marker(impl.default_queue(), {});
+          std::atomic<bool> pushed{false};
+          std::thread t([&] {
+            detail::write_all_after(detail::Access::impl(dst),
+                                    use_pinned ? pinned.data() : in.data(), use_pinned, *before);
+            pushed = true;
+          });
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          const bool early = pushed.load();
+          gate.complete();
+          t.join();
+          filled.wait();
+          QVERIFY2(!early, "the push returned before the fill queued ahead of its event ran");
+          const HostArray back = dst.pull();
+          QVERIFY2(std::memcmp(back.data(), in.data(), n) == 0, at.constData());
+        }
+        // Held back after the event: the push goes ahead of it.
+        {
+          Array dst = Array::empty(s, DType::u8, dev);
+          Array other = Array::empty(s, DType::u8, dev);
+          const auto before = impl.marker(impl.default_queue(), {});
+          Event gate = Event::user(dev);
+          Event filled = fill_async(other, std::uint8_t{0xA5}, Queue{}, {gate});
+          std::atomic<bool> pushed{false};
+          std::thread t([&] {
+            detail::write_all_after(detail::Access::impl(dst),
+                                    use_pinned ? pinned.data() : in.data(), use_pinned, *before);
+            pushed = true;
+          });
+          for (int i = 0; i < 1000 && !pushed.load(); ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          const bool done = pushed.load();
+          gate.complete();
+          t.join();
+          filled.wait();
+          QVERIFY2(done, ("the push waited for work queued after its event: " + at).constData());
+          const HostArray back = dst.pull();
+          QVERIFY2(std::memcmp(back.data(), in.data(), n) == 0, at.constData());
+        }
       }
     }
   }

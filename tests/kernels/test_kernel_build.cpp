@@ -130,9 +130,10 @@ class TestKernelBuild : public QObject {
         QFAIL((std::string(e.what()) + "\n" + e.log()).c_str());
       }
     }
-    // A compile error carries the device compiler's log.
+    // A compile error carries the device compiler's log. The error comes first: NVRTC stops
+    // at the first errors of a file (stats.kernel without its defines has its own).
     detail::ProgramSource bad{"bad.kernel",
-                              detail::program("stats.kernel").text + "\n#error gpix-test-marker\n",
+                              "#error gpix-test-marker\n" + detail::program("stats.kernel").text,
                               "bad-hash",
                               false,
                               {}};
