@@ -71,6 +71,10 @@ struct Config {
   // it was meant to spare and the next filter's first build (bench/RESULTS.md); a person
   // looks at a result for longer than this before the next click.
   unsigned tier_quiet_ms = 250;
+  // GPIX_TILED_PIPELINE: whether a tiled run's worker pushes slab k + 1 while slab k is
+  // filtered (tiled.cpp's worker): 0 never, 1 always, unset (-1) the backend's default
+  // (DeviceImpl::tiled_pipeline). For measuring the two against each other.
+  int tiled_pipeline = -1;
 
   // Whether the named driver workaround is switched off.
   bool workaround_disabled(std::string_view name) const;

@@ -12,6 +12,7 @@
 #include <optional>
 #include <thread>
 
+#include "backend/backend.h"
 #include "detail.h"
 #include "filters/registry.h"
 #include "gpix/array.h"
@@ -398,6 +399,7 @@ class TiledRun {
     auto& dev = detail::Access::impl(device);
     std::vector<SlabBuffer> in_buffers(inputs_.size());
     double read_s = 0, push_s = 0, run_s = 0;
+    const bool pipeline = dev.tiled_pipeline();
     Puller puller(*this, device_index, device);
     try {
       std::optional<std::size_t> t = take_slab(worker_index, true);
@@ -414,7 +416,7 @@ class TiledRun {
         dims[0] = l1 - l0;
         // The next slab: its arrays and the planes it shares with this one now, on this
         // thread, before the filter is queued; its host planes on the pushing thread.
-        const std::optional<std::size_t> tn = take_slab(worker_index, false);
+        std::optional<std::size_t> tn = pipeline ? take_slab(worker_index, false) : std::nullopt;
         Incoming next;
         std::future<void> pushing;
         double next_read_s = 0, next_push_s = 0;
@@ -446,6 +448,16 @@ class TiledRun {
           push_s += next_push_s;
         }
         if (!handed) break;
+        if (!pipeline) {  // the next slab after this one's filter, on this thread
+          tn = take_slab(worker_index, false);
+          if (tn) {
+            check_cancel();
+            const SlabPlanes sn = slab_planes(*tn, slab_, planes_, halo_);
+            next = prepare(sn.l0, sn.l1, device, halo_ > 0 ? cur.arrays : std::vector<Array>{}, l0,
+                           l1);
+            fill(next, device, in_buffers, read_s, push_s);
+          }
+        }
         cur = std::move(next);
         t = tn;
       }

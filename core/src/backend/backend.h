@@ -358,6 +358,13 @@ class DeviceImpl {
   // programs_per_entry(), which applies that.
   virtual bool prefers_programs_per_entry() const { return false; }
   bool programs_per_entry() const;
+  // Whether a tiled run's worker pushes slab k + 1 while slab k's filter runs
+  // (detail::write_all_after; GPIX_TILED_PIPELINE overrides it): where a kernel runs beside a
+  // transfer of another queue. NVIDIA's OpenCL started the filter only once the push had
+  // landed (a slab's run time grew to its push time, 0.23 -> 0.28 s for an 8 GB Gaussian from
+  // pinned memory), CUDA ran them together (0.185 -> 0.175 s; bench/RESULTS.md).
+  virtual bool prefers_tiled_pipeline() const { return false; }
+  bool tiled_pipeline() const;
 
   // A push that host threads feed while a kernel on the device already takes it in (CUDA,
   // kernels/staging.kernel). `host` is page-locked memory from allocate_host(); its `bytes`

@@ -457,6 +457,11 @@ bool DeviceImpl::programs_per_entry() const {
   return prefers_programs_per_entry();
 }
 
+bool DeviceImpl::tiled_pipeline() const {
+  const int c = config().tiled_pipeline;
+  return c < 0 ? prefers_tiled_pipeline() : c == 1;
+}
+
 DeviceImpl::CacheCounters DeviceImpl::cache_counters() {
   std::lock_guard lock(cache_mutex_);
   return counters_;

@@ -85,6 +85,8 @@ class CudaDevice final : public DeviceImpl {
   void do_finish(QueueImpl& q) override;
 
   std::shared_ptr<EventImpl> marker(QueueImpl& q, Waits waits) override;
+  // A kernel runs beside a copy of another stream (backend.h).
+  bool prefers_tiled_pipeline() const override { return true; }
 
   std::shared_ptr<EventImpl> user_event() override;
 
