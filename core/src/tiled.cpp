@@ -209,8 +209,13 @@ class TiledRun {
     // arrays of the output's size): twice inputs plus output is the working set assumed,
     // One more output: a worker's previous slab may still be on its way back (Puller) while
     // the next one runs.
+    // A worker that pushes its next slab while the filter runs (DeviceImpl::tiled_pipeline)
+    // holds one more slab of inputs during the filter.
+    bool pipelined = false;
+    for (const Device& d : devices_) pipelined |= detail::Access::impl(d).tiled_pipeline();
     const std::size_t plane_cost =
-        std::max(2 * (in_plane_bytes + plane_ * widest) + plane_ * widest, plane_ * pixel_bytes);
+        std::max(2 * (in_plane_bytes + plane_ * widest) + plane_ * widest, plane_ * pixel_bytes) +
+        (pipelined ? in_plane_bytes : 0);
     const std::size_t per_device = std::max<std::size_t>(1, workers / devices_.size());
     std::size_t slab = planes_;
     for (const Device& d : devices_) {
