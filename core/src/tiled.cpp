@@ -421,15 +421,19 @@ class TiledRun {
         dims[0] = l1 - l0;
         // The next slab: its arrays and the planes it shares with this one now, on this
         // thread, before the filter is queued; its host planes on the pushing thread.
+        // Slab k's arrays, with the planes it shares with this slab copied in.
+        auto prepare_next = [&](std::size_t k) {
+          check_cancel();
+          const SlabPlanes sn = slab_planes(k, slab_, planes_, halo_);
+          return prepare(sn.l0, sn.l1, device, halo_ > 0 ? cur.arrays : std::vector<Array>{},
+                         cur.l0, cur.l1);
+        };
         std::optional<std::size_t> tn = pipeline ? take_slab(worker_index, false) : std::nullopt;
         Incoming next;
         std::future<void> pushing;
         double next_read_s = 0, next_push_s = 0;
         if (tn) {
-          check_cancel();
-          const SlabPlanes sn = slab_planes(*tn, slab_, planes_, halo_);
-          next =
-              prepare(sn.l0, sn.l1, device, halo_ > 0 ? cur.arrays : std::vector<Array>{}, l0, l1);
+          next = prepare_next(*tn);
           const std::shared_ptr<detail::EventImpl> before = dev.marker(dev.default_queue(), {});
           pushing = std::async(std::launch::async, [&, before] {
             fill(next, device, in_buffers, next_read_s, next_push_s, before.get());
@@ -456,10 +460,7 @@ class TiledRun {
         if (!pipeline) {  // the next slab after this one's filter, on this thread
           tn = take_slab(worker_index, false);
           if (tn) {
-            check_cancel();
-            const SlabPlanes sn = slab_planes(*tn, slab_, planes_, halo_);
-            next = prepare(sn.l0, sn.l1, device, halo_ > 0 ? cur.arrays : std::vector<Array>{}, l0,
-                           l1);
+            next = prepare_next(*tn);
             fill(next, device, in_buffers, read_s, push_s);
           }
         }
