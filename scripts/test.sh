@@ -31,6 +31,12 @@ stage build scripts/build.sh -DGPIX_WERROR=ON
 # clang-tidy (.clang-tidy's checks) on the C++ files this branch changes; a finding fails.
 stage tidy scripts/tidy.sh
 export QT_QPA_PLATFORM=offscreen
+# PoCL builds every kernel twice by default: a work-group function for any local size, then one
+# specialised for the local size of the first launch. The suites' first launches are what CI
+# waits on (PoCL compiles one kernel at a time: test_filters_neighbourhood spent 745 s of a cold
+# run compiling); with the specialisation off the same cases compiled in 55 s instead of 84,
+# and a warm run took 2.6 s instead of 2.2. The kernels and their results are the same.
+export POCL_WORK_GROUP_SPECIALIZATION=${POCL_WORK_GROUP_SPECIALIZATION:-0}
 # Where the CUDA toolkit is present, its NVRTC must compile every kernel variant.
 if [ -e /usr/local/cuda/include/nvrtc.h ]; then export GPIX_REQUIRE_NVRTC=1; fi
 stage ctest run_ctest "$@"
