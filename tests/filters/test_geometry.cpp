@@ -655,6 +655,67 @@ GPIX_REFERENCE("histogram") {
   });
 });
 
+// crop, flip and transpose on shapes that cross many of the remap kernels' blocks (32 x 32
+// tiles; rows of 64 x RK columns; more rows or tiles than CUDA's 65535 groups of dimension 1,
+// which the kernels' grid-stride loops cover), each output in poisoned memory, against a plain
+// reference: out(x, y, z) = in[at(f(x, y, z))].
+template <class T>
+void remap_case(const Device& dev, const Shape& shape) {
+  auto [a, host] = push_random<T>(dev, shape);
+  const ref::Dims dm(shape);
+  const DType t = a.dtype();
+  const auto check = [&](const char* what, const Result& r, long ow, long oh, long od,
+                         const auto& source) {
+    std::vector<T> expect;
+    expect.reserve(static_cast<std::size_t>(ow * oh * od));
+    for (long z = 0; z < od; ++z)
+      for (long y = 0; y < oh; ++y)
+        for (long x = 0; x < ow; ++x) expect.push_back(host[source(x, y, z)]);
+    expect_equal(r.array.pull_as<T>(), expect, where(what, t, shape));
+  };
+  const auto poisoned = [&](const Shape& s) {
+    Array p = Array::empty(s, t, dev);
+    p.fill(poison(t));
+  };
+  for (int combo = 1; combo < 8; ++combo) {
+    const bool fx = combo & 1, fy = combo & 2, fz = (combo & 4) && shape.ndim() == 3;
+    poisoned(shape);
+    check("flip",
+          run("flip", a, {{"flip_x", double(fx)}, {"flip_y", double(fy)}, {"flip_z", double(fz)}}),
+          dm.w, dm.h, dm.d, [&](long x, long y, long z) {
+            return dm.at(fx ? dm.w - 1 - x : x, fy ? dm.h - 1 - y : y, fz ? dm.d - 1 - z : z);
+          });
+    if (QTest::currentTestFailed()) return;
+  }
+  const long ox = dm.w / 3, oy = dm.h / 2, sx = dm.w - ox, sy = dm.h - oy;
+  poisoned(shape.ndim() == 3 ? Shape{std::size_t(dm.d), std::size_t(sy), std::size_t(sx)}
+                             : Shape{std::size_t(sy), std::size_t(sx)});
+  check("crop",
+        run("crop", a,
+            {{"origin_x", double(ox)},
+             {"origin_y", double(oy)},
+             {"size_x", double(sx)},
+             {"size_y", double(sy)}}),
+        sx, sy, dm.d, [&](long x, long y, long z) { return dm.at(ox + x, oy + y, z); });
+  for (const char* axes : {"xy", "xz", "yz"}) {
+    if (shape.ndim() == 2 && std::string(axes) != "xy") continue;
+    long ext[3] = {dm.w, dm.h, dm.d};
+    const int ia = axes[0] - 'x', ib = axes[1] - 'x';
+    std::swap(ext[ia], ext[ib]);
+    poisoned(shape.ndim() == 3
+                 ? Shape{std::size_t(ext[2]), std::size_t(ext[1]), std::size_t(ext[0])}
+                 : Shape{std::size_t(ext[1]), std::size_t(ext[0])});
+    check("transpose", run("transpose", a, {{"axes", std::string(axes)}}), ext[0], ext[1], ext[2],
+          [&](long x, long y, long z) {
+            long c[3] = {x, y, z};
+            std::swap(c[ia], c[ib]);
+            return dm.at(c[0], c[1], c[2]);
+          });
+    if (QTest::currentTestFailed()) return;
+  }
+  expect_equal(a.template pull_as<T>(), host, where("remap input", t, shape));
+}
+
 }  // namespace
 
 class TestGeometry : public QObject {
@@ -666,6 +727,24 @@ class TestGeometry : public QObject {
   void projections() { run_row(); }
   void reductions_data() { add_rows(Category::reductions); }
   void reductions() { run_row(); }
+
+  // crop, flip and transpose across many blocks of the remap kernels, for each element size.
+  void remap_across_blocks_data() { test::add_device_rows(); }
+  void remap_across_blocks() {
+    const Device dev = test::fetch_device();
+    const std::vector<Shape> shapes = {Shape{70, 45}, Shape{3, 1100}, Shape{1100, 3},
+                                       Shape{37, 41, 67}, Shape{2, 70, 33}};
+    for (const Shape& s : shapes) {
+      remap_case<std::uint8_t>(dev, s);
+      remap_case<std::uint16_t>(dev, s);
+      remap_case<float>(dev, s);
+      remap_case<double>(dev, s);
+      if (QTest::currentTestFailed()) return;
+    }
+    // More output rows (remap_rows) and tiles (remap_tile) than 65535 groups of 4 rows or 8.
+    remap_case<std::uint8_t>(dev, Shape{270000, 2});
+    remap_case<double>(dev, Shape{66000, 40, 3});
+  }
 
   // Every pixel NaN: min, max, mean, std NaN; sum 0; the histogram refuses an automatic range.
   void reductions_all_nan() {

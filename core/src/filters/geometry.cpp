@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "filters/launch.h"
@@ -29,8 +30,14 @@ DType bits_type(DType t) {
   }
 }
 
+// remap_rows' elements per work-item (RK): 16 bytes at least, at most 8 elements.
+int remap_elements(DType t) {
+  return static_cast<int>(std::clamp<std::size_t>(16 / size_of(t), 2, 8));
+}
+
 Defines remap_defines(DType t) {
-  return {{"T", std::string(kernel_type(bits_type(t)))}};
+  const DType b = bits_type(t);
+  return {{"T", std::string(kernel_type(b))}, {"RK", std::to_string(remap_elements(b))}};
 }
 
 Defines sample_defines(DType t) {
@@ -52,14 +59,31 @@ Shape make_shape(int ndim, std::size_t w, std::size_t h, std::size_t d) {
   return ndim == 3 ? Shape{d, h, w} : Shape{h, w};
 }
 
-// out(x, y, z) = in[base + x sx + y sy + z sz].
+// out(x, y, z) = in[base + x sx + y sy + z sz]: remap_rows where x runs along the input's rows
+// (|sx| == 1) or no axis does, remap_tile where the input's x becomes the output's y or z.
 Array remap(const Array& in, const Shape& out_shape, std::int64_t base, std::int64_t sx,
             std::int64_t sy, std::int64_t sz) {
   Array out = Array::empty(out_shape, in.dtype(), in.device());
   std::vector<KernelArg> args = {arg(in), arg(out)};
   push_shape(args, out_shape);
   for (std::int64_t v : {base, sx, sy, sz}) args.push_back(arg(v));
-  launch(in, "geometry.kernel", "remap", remap_defines(in.dtype()), image_grid(out_shape), args);
+  const Defines d = remap_defines(in.dtype());
+  // Groups in dimension 1 go round the kernels' grid-stride loops: CUDA allows 65535.
+  constexpr std::size_t kMaxGroups1 = 65535;
+  const std::size_t w = out_shape.width(), h = out_shape.height(), depth = out_shape.depth();
+  const int axis = std::abs(sx) == 1 ? 0 : (std::abs(sy) == 1 ? 1 : (std::abs(sz) == 1 ? 2 : 0));
+  if (axis == 0) {
+    const auto cols = static_cast<std::size_t>(64 * remap_elements(bits_type(in.dtype())));
+    const std::size_t groups = std::min(ceil_div(h * depth, 4), kMaxGroups1);
+    launch(in, "geometry.kernel", "remap_rows", d,
+           grid({ceil_div(w, cols) * 64, groups * 4, 1}, {64, 4, 1}), args);
+  } else {
+    const std::size_t ext_a = axis == 1 ? h : depth, ext_b = axis == 1 ? depth : h;
+    const std::size_t groups = std::min(ceil_div(ext_a, 32) * ext_b, kMaxGroups1);
+    args.push_back(arg(axis));
+    launch(in, "geometry.kernel", "remap_tile", d,
+           grid({ceil_div(w, 32) * 32, groups * 8, 1}, {32, 8, 1}), args);
+  }
   return out;
 }
 
@@ -374,7 +398,8 @@ void register_geometry(Catalog& c) {
 
 void add_geometry_variants(std::vector<KernelVariant>& out) {
   for (DType t : {DType::u8, DType::u16, DType::u32, DType::u64}) {
-    out.push_back({"geometry.kernel", "remap", remap_defines(t)});
+    out.push_back({"geometry.kernel", "remap_rows", remap_defines(t)});
+    out.push_back({"geometry.kernel", "remap_tile", remap_defines(t)});
   }
   for (DType t : kAllDTypes) {
     out.push_back({"geometry.kernel", "sample_affine", sample_defines(t)});
