@@ -687,16 +687,20 @@ void remap_case(const Device& dev, const Shape& shape) {
           });
     if (QTest::currentTestFailed()) return;
   }
-  const long ox = dm.w / 3, oy = dm.h / 2, sx = dm.w - ox, sy = dm.h - oy;
-  poisoned(shape.ndim() == 3 ? Shape{std::size_t(dm.d), std::size_t(sy), std::size_t(sx)}
-                             : Shape{std::size_t(sy), std::size_t(sx)});
-  check("crop",
-        run("crop", a,
-            {{"origin_x", double(ox)},
-             {"origin_y", double(oy)},
-             {"size_x", double(sx)},
-             {"size_y", double(sy)}}),
-        sx, sy, dm.d, [&](long x, long y, long z) { return dm.at(ox + x, oy + y, z); });
+  // An origin off the 4-element vectors, and one on them (with a width that keeps the rows
+  // whole vectors where the image's width does).
+  for (const long ox : {dm.w / 3, dm.w > 8 ? 4L : 0L}) {
+    const long oy = dm.h / 2, sx = ox == 4 ? dm.w - 8 : dm.w - ox, sy = dm.h - oy;
+    poisoned(shape.ndim() == 3 ? Shape{std::size_t(dm.d), std::size_t(sy), std::size_t(sx)}
+                               : Shape{std::size_t(sy), std::size_t(sx)});
+    check("crop",
+          run("crop", a,
+              {{"origin_x", double(ox)},
+               {"origin_y", double(oy)},
+               {"size_x", double(sx)},
+               {"size_y", double(sy)}}),
+          sx, sy, dm.d, [&](long x, long y, long z) { return dm.at(ox + x, oy + y, z); });
+  }
   for (const char* axes : {"xy", "xz", "yz"}) {
     if (shape.ndim() == 2 && std::string(axes) != "xy") continue;
     long ext[3] = {dm.w, dm.h, dm.d};
@@ -732,8 +736,10 @@ class TestGeometry : public QObject {
   void remap_across_blocks_data() { test::add_device_rows(); }
   void remap_across_blocks() {
     const Device dev = test::fetch_device();
-    const std::vector<Shape> shapes = {Shape{70, 45}, Shape{3, 1100}, Shape{1100, 3},
-                                       Shape{37, 41, 67}, Shape{2, 70, 33}};
+    // Widths that are multiples of 4 take whole vectors for 1- and 2-byte elements.
+    const std::vector<Shape> shapes = {Shape{70, 45},   Shape{3, 1100},    Shape{1100, 3},
+                                       Shape{33, 64},   Shape{37, 41, 67}, Shape{2, 70, 33},
+                                       Shape{5, 7, 128}};
     for (const Shape& s : shapes) {
       remap_case<std::uint8_t>(dev, s);
       remap_case<std::uint16_t>(dev, s);
@@ -741,8 +747,9 @@ class TestGeometry : public QObject {
       remap_case<double>(dev, s);
       if (QTest::currentTestFailed()) return;
     }
-    // More output rows (remap_rows) and tiles (remap_tile) than 65535 groups of 4 rows or 8.
-    remap_case<std::uint8_t>(dev, Shape{270000, 2});
+    // More output rows (remap_rows, its vector form for uint8) and tiles (remap_tile) than
+    // 65535 groups of 4 rows or 8.
+    remap_case<std::uint8_t>(dev, Shape{270000, 4});
     remap_case<double>(dev, Shape{66000, 40, 3});
   }
 

@@ -60,7 +60,8 @@ Shape make_shape(int ndim, std::size_t w, std::size_t h, std::size_t d) {
 }
 
 // out(x, y, z) = in[base + x sx + y sy + z sz]: remap_rows where x runs along the input's rows
-// (|sx| == 1) or no axis does, remap_tile where the input's x becomes the output's y or z.
+// (|sx| == 1; remap_rows_v4 where those rows are aligned vectors of 1- or 2-byte elements) or
+// no axis does, remap_tile where the input's x becomes the output's y or z.
 Array remap(const Array& in, const Shape& out_shape, std::int64_t base, std::int64_t sx,
             std::int64_t sy, std::int64_t sz) {
   Array out = Array::empty(out_shape, in.dtype(), in.device());
@@ -73,9 +74,14 @@ Array remap(const Array& in, const Shape& out_shape, std::int64_t base, std::int
   const std::size_t w = out_shape.width(), h = out_shape.height(), depth = out_shape.depth();
   const int axis = std::abs(sx) == 1 ? 0 : (std::abs(sy) == 1 ? 1 : (std::abs(sz) == 1 ? 2 : 0));
   if (axis == 0) {
-    const auto cols = static_cast<std::size_t>(64 * remap_elements(bits_type(in.dtype())));
+    // Whole aligned vectors for 1- and 2-byte elements: every row starts at a vector's first
+    // element (sx = 1) or ends at one's last (sx = -1).
+    const bool v4 = std::abs(sx) == 1 && flat_v4_ok({&in}, out) && w % 4 == 0 && sy % 4 == 0 &&
+                    sz % 4 == 0 && base % 4 == (sx > 0 ? 0 : 3);
+    const auto cols =
+        static_cast<std::size_t>(64 * remap_elements(bits_type(in.dtype()))) * (v4 ? 4 : 1);
     const std::size_t groups = std::min(ceil_div(h * depth, 4), kMaxGroups1);
-    launch(in, "geometry.kernel", "remap_rows", d,
+    launch(in, "geometry.kernel", v4 ? "remap_rows_v4" : "remap_rows", d,
            grid({ceil_div(w, cols) * 64, groups * 4, 1}, {64, 4, 1}), args);
   } else {
     const std::size_t ext_a = axis == 1 ? h : depth, ext_b = axis == 1 ? depth : h;
@@ -400,6 +406,7 @@ void add_geometry_variants(std::vector<KernelVariant>& out) {
   for (DType t : {DType::u8, DType::u16, DType::u32, DType::u64}) {
     out.push_back({"geometry.kernel", "remap_rows", remap_defines(t)});
     out.push_back({"geometry.kernel", "remap_tile", remap_defines(t)});
+    if (size_of(t) <= 2) out.push_back({"geometry.kernel", "remap_rows_v4", remap_defines(t)});
   }
   for (DType t : kAllDTypes) {
     out.push_back({"geometry.kernel", "sample_affine", sample_defines(t)});
