@@ -747,9 +747,9 @@ class TestGeometry : public QObject {
       remap_case<double>(dev, s);
       if (QTest::currentTestFailed()) return;
     }
-    // More output rows (remap_rows, its vector form for uint8) and tiles (remap_tile) than
-    // 65535 groups of 4 rows or 8.
-    remap_case<std::uint8_t>(dev, Shape{270000, 4});
+    // More output rows (remap_rows, its vector form for uint8: up to 32 rows a work-group)
+    // and tiles (remap_tile) than 65535 groups take.
+    remap_case<std::uint8_t>(dev, Shape{2200000, 4});
     remap_case<double>(dev, Shape{66000, 40, 3});
   }
 

@@ -78,11 +78,17 @@ Array remap(const Array& in, const Shape& out_shape, std::int64_t base, std::int
     // element (sx = 1) or ends at one's last (sx = -1).
     const bool v4 = std::abs(sx) == 1 && flat_v4_ok({&in}, out) && w % 4 == 0 && sy % 4 == 0 &&
                     sz % 4 == 0 && base % 4 == (sx > 0 ? 0 : 3);
-    const auto cols =
-        static_cast<std::size_t>(64 * remap_elements(bits_type(in.dtype()))) * (v4 ? 4 : 1);
-    const std::size_t groups = std::min(ceil_div(h * depth, 4), kMaxGroups1);
+    // RK units (elements or vectors) a work-item: as many columns 64 apart as the rows have
+    // room for (a power of two), the rest in consecutive rows.
+    const auto rk = static_cast<std::size_t>(remap_elements(bits_type(in.dtype())));
+    const std::size_t units = v4 ? w / 4 : w;
+    int lkx = 0;
+    while ((std::size_t{64} << lkx) < units && (std::size_t{1} << (lkx + 1)) <= rk) ++lkx;
+    const std::size_t rows_per_group = 4 * (rk >> lkx);
+    const std::size_t groups = std::min(ceil_div(h * depth, rows_per_group), kMaxGroups1);
+    args.push_back(arg(lkx));
     launch(in, "geometry.kernel", v4 ? "remap_rows_v4" : "remap_rows", d,
-           grid({ceil_div(w, cols) * 64, groups * 4, 1}, {64, 4, 1}), args);
+           grid({ceil_div(units, std::size_t{64} << lkx) * 64, groups * 4, 1}, {64, 4, 1}), args);
   } else {
     const std::size_t ext_a = axis == 1 ? h : depth, ext_b = axis == 1 ? depth : h;
     const std::size_t groups = std::min(ceil_div(ext_a, 32) * ext_b, kMaxGroups1);
