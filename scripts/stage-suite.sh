@@ -36,7 +36,7 @@ rm -rf "$dest"
 mkdir -p "$dest/.carry" "$dest/bench" "$dest/scripts" "$dest/.whl"
 cp .carry/gpu.tar.xz "$dest/.carry/"
 cp bench/suite.py bench/suite_peers.py bench/suite_report.py bench/peers-requirements.txt \
-  bench/dma_ceiling.py "$dest/bench/"
+  bench/dma_ceiling.py bench/remap_probe.py "$dest/bench/"
 cp scripts/gpu-run.sh "$dest/scripts/"
 for pin in "${pins[@]}"; do
   name=${pin%%==*} version=${pin##*==}

@@ -35,9 +35,13 @@ int remap_elements(DType t) {
   return static_cast<int>(std::clamp<std::size_t>(16 / size_of(t), 2, 8));
 }
 
-Defines remap_defines(DType t) {
+// The remap kernels' program for dtype t; lkx: remap_rows' columns per work-item (log2; a
+// compile-time constant there, 0 for remap_tile).
+Defines remap_defines(DType t, int lkx = 0) {
   const DType b = bits_type(t);
-  return {{"T", std::string(kernel_type(b))}, {"RK", std::to_string(remap_elements(b))}};
+  return {{"T", std::string(kernel_type(b))},
+          {"RK", std::to_string(remap_elements(b))},
+          {"LKX", std::to_string(lkx)}};
 }
 
 Defines sample_defines(DType t) {
@@ -68,7 +72,6 @@ Array remap(const Array& in, const Shape& out_shape, std::int64_t base, std::int
   std::vector<KernelArg> args = {arg(in), arg(out)};
   push_shape(args, out_shape);
   for (std::int64_t v : {base, sx, sy, sz}) args.push_back(arg(v));
-  const Defines d = remap_defines(in.dtype());
   // Groups in dimension 1 go round the kernels' grid-stride loops: CUDA allows 65535.
   constexpr std::size_t kMaxGroups1 = 65535;
   const std::size_t w = out_shape.width(), h = out_shape.height(), depth = out_shape.depth();
@@ -86,14 +89,14 @@ Array remap(const Array& in, const Shape& out_shape, std::int64_t base, std::int
     while ((std::size_t{64} << lkx) < units && (std::size_t{1} << (lkx + 1)) <= rk) ++lkx;
     const std::size_t rows_per_group = 4 * (rk >> lkx);
     const std::size_t groups = std::min(ceil_div(h * depth, rows_per_group), kMaxGroups1);
-    args.push_back(arg(lkx));
-    launch(in, "geometry.kernel", v4 ? "remap_rows_v4" : "remap_rows", d,
+    launch(in, "geometry.kernel", v4 ? "remap_rows_v4" : "remap_rows",
+           remap_defines(in.dtype(), lkx),
            grid({ceil_div(units, std::size_t{64} << lkx) * 64, groups * 4, 1}, {64, 4, 1}), args);
   } else {
     const std::size_t ext_a = axis == 1 ? h : depth, ext_b = axis == 1 ? depth : h;
     const std::size_t groups = std::min(ceil_div(ext_a, 32) * ext_b, kMaxGroups1);
     args.push_back(arg(axis));
-    launch(in, "geometry.kernel", "remap_tile", d,
+    launch(in, "geometry.kernel", "remap_tile", remap_defines(in.dtype()),
            grid({ceil_div(w, 32) * 32, groups * 8, 1}, {32, 8, 1}), args);
   }
   return out;
@@ -410,9 +413,13 @@ void register_geometry(Catalog& c) {
 
 void add_geometry_variants(std::vector<KernelVariant>& out) {
   for (DType t : {DType::u8, DType::u16, DType::u32, DType::u64}) {
-    out.push_back({"geometry.kernel", "remap_rows", remap_defines(t)});
     out.push_back({"geometry.kernel", "remap_tile", remap_defines(t)});
-    if (size_of(t) <= 2) out.push_back({"geometry.kernel", "remap_rows_v4", remap_defines(t)});
+    for (int lkx = 0; (1 << lkx) <= remap_elements(t); ++lkx) {
+      out.push_back({"geometry.kernel", "remap_rows", remap_defines(t, lkx)});
+      if (size_of(t) <= 2) {
+        out.push_back({"geometry.kernel", "remap_rows_v4", remap_defines(t, lkx)});
+      }
+    }
   }
   for (DType t : kAllDTypes) {
     out.push_back({"geometry.kernel", "sample_affine", sample_defines(t)});
