@@ -35,13 +35,20 @@ int remap_elements(DType t) {
   return static_cast<int>(std::clamp<std::size_t>(16 / size_of(t), 2, 8));
 }
 
+// remap_tile's tile is 32 TK columns of the output (16 loads a work-item for 1- and 2-byte
+// elements, 4 for wider ones).
+std::size_t remap_tile_rows(DType t) {
+  return std::max<std::size_t>(1, 4 / size_of(t));
+}
+
 // The remap kernels' program for dtype t; lkx: remap_rows' columns per work-item (log2; a
 // compile-time constant there, 0 for remap_tile).
 Defines remap_defines(DType t, int lkx = 0) {
   const DType b = bits_type(t);
   return {{"T", std::string(kernel_type(b))},
           {"RK", std::to_string(remap_elements(b))},
-          {"LKX", std::to_string(lkx)}};
+          {"LKX", std::to_string(lkx)},
+          {"TK", std::to_string(remap_tile_rows(b))}};
 }
 
 Defines sample_defines(DType t) {
@@ -97,7 +104,8 @@ Array remap(const Array& in, const Shape& out_shape, std::int64_t base, std::int
     const std::size_t groups = std::min(ceil_div(ext_a, 32) * ext_b, kMaxGroups1);
     args.push_back(arg(axis));
     launch(in, "geometry.kernel", "remap_tile", remap_defines(in.dtype()),
-           grid({ceil_div(w, 32) * 32, groups * 8, 1}, {32, 8, 1}), args);
+           grid({ceil_div(w, 32 * remap_tile_rows(in.dtype())) * 32, groups * 8, 1}, {32, 8, 1}),
+           args);
   }
   return out;
 }
