@@ -736,10 +736,11 @@ class TestGeometry : public QObject {
   void remap_across_blocks_data() { test::add_device_rows(); }
   void remap_across_blocks() {
     const Device dev = test::fetch_device();
-    // Widths that are multiples of 4 take whole vectors for 1- and 2-byte elements.
-    const std::vector<Shape> shapes = {Shape{70, 45},   Shape{3, 1100},    Shape{1100, 3},
-                                       Shape{33, 64},   Shape{37, 41, 67}, Shape{2, 70, 33},
-                                       Shape{5, 7, 128}};
+    // Widths that are multiples of 4 take whole vectors for 1- and 2-byte elements (rows:
+    // the image's width; transposes: both the image's width and the output's).
+    const std::vector<Shape> shapes = {
+        Shape{70, 45},   Shape{3, 1100},    Shape{1100, 3},   Shape{33, 64},    Shape{36, 64},
+        Shape{260, 136}, Shape{37, 41, 67}, Shape{2, 70, 33}, Shape{5, 7, 128}, Shape{8, 12, 132}};
     for (const Shape& s : shapes) {
       remap_case<std::uint8_t>(dev, s);
       remap_case<std::uint16_t>(dev, s);
@@ -751,6 +752,7 @@ class TestGeometry : public QObject {
     // and tiles (remap_tile) than 65535 groups take.
     remap_case<std::uint8_t>(dev, Shape{2200000, 4});
     remap_case<double>(dev, Shape{66000, 40, 3});
+    remap_case<std::uint8_t>(dev, Shape{66000, 8, 4});
   }
 
   // Every pixel NaN: min, max, mean, std NaN; sum 0; the histogram refuses an automatic range.

@@ -150,7 +150,7 @@ class TestKernelEntry : public QObject {
     QCOMPARE(detail::recognised_entries(r1), std::vector<std::string>{"r1_sum_2d"});
     // Kernels with unrolled loops (GPIX_UNROLL, not a #pragma line in the body) and the
     // walking gradient leave their files' other programs.
-    for (const char* e : {"remap_rows", "remap_rows_v4", "remap_tile", "sample_affine", "sample_scale"}) {
+    for (const char* e : {"remap_rows", "remap_rows_v4", "remap_tile", "remap_tile_v4", "sample_affine", "sample_scale"}) {
       const std::string g = detail::single_entry_source(detail::program("geometry.kernel").text, e);
       QCOMPARE(detail::recognised_entries(g), std::vector<std::string>{e});
     }

@@ -72,7 +72,8 @@ Shape make_shape(int ndim, std::size_t w, std::size_t h, std::size_t d) {
 
 // out(x, y, z) = in[base + x sx + y sy + z sz]: remap_rows where x runs along the input's rows
 // (|sx| == 1; remap_rows_v4 where those rows are aligned vectors of 1- or 2-byte elements) or
-// no axis does, remap_tile where the input's x becomes the output's y or z.
+// no axis does, remap_tile where the input's x becomes the output's y or z (remap_tile_v4
+// where both sides' rows are aligned vectors of 1- or 2-byte elements).
 Array remap(const Array& in, const Shape& out_shape, std::int64_t base, std::int64_t sx,
             std::int64_t sy, std::int64_t sz) {
   Array out = Array::empty(out_shape, in.dtype(), in.device());
@@ -101,11 +102,17 @@ Array remap(const Array& in, const Shape& out_shape, std::int64_t base, std::int
            grid({ceil_div(units, std::size_t{64} << lkx) * 64, groups * 4, 1}, {64, 4, 1}), args);
   } else {
     const std::size_t ext_a = axis == 1 ? h : depth, ext_b = axis == 1 ? depth : h;
-    const std::size_t groups = std::min(ceil_div(ext_a, 32) * ext_b, kMaxGroups1);
+    const std::int64_t sa = axis == 1 ? sy : sz, sb = axis == 1 ? sz : sy;
+    // Whole aligned vectors on both sides for 1- and 2-byte elements: input rows forward
+    // along the axis from vector starts, output rows whole vectors.
+    const bool v4 = sa == 1 && flat_v4_ok({&in}, out) && w % 4 == 0 && ext_a % 4 == 0 &&
+                    base % 4 == 0 && sx % 4 == 0 && sb % 4 == 0;
+    const std::size_t tile_a = v4 ? 128 : 32;
+    const std::size_t tile_x = v4 ? 128 : 32 * remap_tile_rows(in.dtype());
+    const std::size_t groups = std::min(ceil_div(ext_a, tile_a) * ext_b, kMaxGroups1);
     args.push_back(arg(axis));
-    launch(in, "geometry.kernel", "remap_tile", remap_defines(in.dtype()),
-           grid({ceil_div(w, 32 * remap_tile_rows(in.dtype())) * 32, groups * 8, 1}, {32, 8, 1}),
-           args);
+    launch(in, "geometry.kernel", v4 ? "remap_tile_v4" : "remap_tile", remap_defines(in.dtype()),
+           grid({ceil_div(w, tile_x) * 32, groups * 8, 1}, {32, 8, 1}), args);
   }
   return out;
 }
@@ -422,6 +429,7 @@ void register_geometry(Catalog& c) {
 void add_geometry_variants(std::vector<KernelVariant>& out) {
   for (DType t : {DType::u8, DType::u16, DType::u32, DType::u64}) {
     out.push_back({"geometry.kernel", "remap_tile", remap_defines(t)});
+    if (size_of(t) <= 2) out.push_back({"geometry.kernel", "remap_tile_v4", remap_defines(t)});
     for (int lkx = 0; (1 << lkx) <= remap_elements(t); ++lkx) {
       out.push_back({"geometry.kernel", "remap_rows", remap_defines(t, lkx)});
       if (size_of(t) <= 2) {
