@@ -39,6 +39,10 @@ function(gpix_add_test name)
   gpix_warnings(${name})
   _gpix_test_pch_host(host)
   target_precompile_headers(${name} REUSE_FROM ${host})
+  # AUTOMOC's mocs_compilation.cpp is all but empty for suites that include their own .moc:
+  # loading the 230 MB header took each from 0.02 s to 0.7 s (72 of them, a fresh clone).
+  set_source_files_properties(${CMAKE_CURRENT_BINARY_DIR}/${name}_autogen/mocs_compilation.cpp
+                              TARGET_DIRECTORY ${name} PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
   add_test(NAME ${name} COMMAND ${name})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 600)
