@@ -13,6 +13,9 @@
 # default 1) instead of whatever a time budget reaches, SECONDS then only a cap. CI's run must
 # be reproducible: a random run on a fresh clone found a different old reader bug now and then
 # and refused an unrelated change; exploring is what the long runs without it are for.
+# GPIX_FUZZ_JOBS (default: the cores) targets run at once; each one's report is printed, in
+# the targets' order, when it ends. One at a time left a core of CI's two idle for the two
+# minutes the targets take.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
@@ -33,8 +36,11 @@ fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 mkdir -p "$build"/findings
-status=0
-for t in "${targets[@]}"; do
+# run_target T: one target's run; its report goes to BUILD/T.report, its exit status to
+# BUILD/T.rc.
+run_target() {
+  local t=$1 seeds timeout work runs
+  local -a fixed=()
   seeds=fuzz/corpus/${t#fuzz_read_}
   [ "$t" = fuzz_raw ] && seeds=fuzz/corpus/raw
   [ "$t" = fuzz_api ] && seeds=fuzz/corpus/api
@@ -48,7 +54,6 @@ for t in "${targets[@]}"; do
   [ "$t" = fuzz_api ] && timeout=120
   [ "$t" = fuzz_dlpack ] && timeout=60  # its pushes may build staging kernels on PoCL
   work=$build/fuzz-corpus/$t
-  fixed=()
   if [ -n "${GPIX_FUZZ_RUNS:-}" ]; then
     # fuzz_api a third as many: its inputs compile kernels on PoCL (1000 of them took 18 s in
     # a fresh-clone CI run, 3000 of a reader 1-3 s). Its sequence is the same only up to its
@@ -59,15 +64,30 @@ for t in "${targets[@]}"; do
     fixed=(-runs="$runs" -seed="${GPIX_FUZZ_SEED:-1}")
   fi
   mkdir -p "$work"
-  echo "== $t: ${GPIX_FUZZ_RUNS:+${runs} runs (seed ${GPIX_FUZZ_SEED:-1}) within }${seconds}s from $seeds ($(ls "$seeds" | wc -l) seeds, $(ls "$work" | wc -l) found before)"
-  start=$SECONDS
-  if ! "$build"/fuzz/"$t" "$work" "$seeds" -max_total_time="$seconds" "${fixed[@]}" -timeout=$timeout \
-       -use_value_profile=1 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
-       -artifact_prefix="$build"/findings/"$t"- 2>"$build"/"$t".log; then
-    status=1
-    tail -40 "$build"/"$t".log
-  fi
-  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$build"/"$t".log || true
-  echo "== $t: $((SECONDS - start)) s"
+  local start=$SECONDS rc=0
+  {
+    echo "== $t: ${GPIX_FUZZ_RUNS:+${runs} runs (seed ${GPIX_FUZZ_SEED:-1}) within }${seconds}s from $seeds ($(ls "$seeds" | wc -l) seeds, $(ls "$work" | wc -l) found before)"
+    "$build"/fuzz/"$t" "$work" "$seeds" -max_total_time="$seconds" "${fixed[@]}" \
+      -timeout=$timeout -use_value_profile=1 -rss_limit_mb=2048 -max_len=65536 \
+      -print_final_stats=1 -artifact_prefix="$build"/findings/"$t"- 2>"$build"/"$t".log || {
+      rc=1
+      tail -40 "$build"/"$t".log
+    }
+    grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$build"/"$t".log || true
+    echo "== $t: $((SECONDS - start)) s"
+  } >"$build/$t.report" 2>&1
+  echo $rc >"$build/$t.rc"
+}
+njobs=${GPIX_FUZZ_JOBS:-$(nproc)}
+for t in "${targets[@]}"; do
+  rm -f "$build/$t.rc"
+  while (($(jobs -rp | wc -l) >= njobs)); do wait -n || true; done
+  run_target "$t" &
+done
+wait
+status=0
+for t in "${targets[@]}"; do
+  cat "$build/$t.report"
+  [ "$(cat "$build/$t.rc" 2>/dev/null)" = 0 ] || status=1
 done
 exit $status

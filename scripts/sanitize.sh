@@ -27,7 +27,7 @@ if [ "${1:-}" = tsan ]; then
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPIX_SANITIZE_THREAD=ON \
     -DGPIX_WERROR=$san_werror -DGPIX_WITH_CUDA=OFF -DGPIX_BUILD_BENCH=OFF -DGPIX_WITH_IO=ON \
     -DGPIX_WITH_UI=OFF -DGPIX_WITH_APPS=OFF "${launcher[@]}" \
-    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$san_opt" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$san_opt" >/dev/null
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$tsan_opt" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$tsan_opt" >/dev/null
   cmake --build build-tsan --parallel "$(nproc)" --target test_core_stress test_core_copy_threads \
     test_kernel_cache test_kernel_tiers test_core_tiled test_io_formats test_io_bad
   cd build-tsan
