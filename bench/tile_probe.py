@@ -22,6 +22,12 @@ ndimage on the same data (mode "nearest", gpix's border).
         (default 8192) with 8 and 16 rows per work-item, and the four-column versions
         (r1_OP_2d_v4) under several rows per work-item and work-group shapes; further
         files: other versions.
+    python3 bench/tile_probe.py buckets [N]
+        tiled.kernel's box passes (sum, min, max) of radius 2 and 3 in the radius bucket TB 4
+        (predicated taps) against a bucket of exactly the radius (TB = r, every tap on): the
+        fused 2D pass (tile_OP_xy) on N x N and 2048 x 2048, and a volume's x-y pass plus z
+        pass (tile_OP_axis) on 256^3, float32 and uint16; every output compared bit for bit
+        with the TB 4 one and with CuPy.
 """
 import sys
 from pathlib import Path
@@ -235,6 +241,66 @@ def box2d(n, files):
             report(f"{path.name} r1_{op}_2d_v4 NB_RUN {run} block {block}", k, t, copy,
                    float(cp.abs(out - refs[op]).max()))
 
+def buckets(n):
+    zero = [np.uint64(0)] * 9
+    ops = {"sum": (1, lambda a, k: ndi.uniform_filter(a.astype(cp.float32), k, mode="nearest")),
+           "min": (2, lambda a, k: ndi.minimum_filter(a, k, mode="nearest")),
+           "max": (3, lambda a, k: ndi.maximum_filter(a, k, mode="nearest"))}
+    for dtype, tname in ((cp.float32, "gpix_f32"), (cp.uint16, "gpix_u16")):
+        for shape in ((2048, 2048), (n, n), (256, 256, 256)):
+            rng = cp.random.default_rng(1)
+            a = (rng.random(shape, dtype=cp.float32) * 60000).astype(dtype)
+            out = cp.empty_like(a)
+            copy = device_ms(lambda: cp.copyto(out, a))
+            dims = "x".join(map(str, shape))
+            print(f"buckets {dims} {cp.dtype(dtype).name}: copy {copy:.3f} ms", flush=True)
+            d = len(shape) == 3
+            w, h, z = shape[-1], shape[-2], (shape[0] if d else 1)
+            sh = (np.uint64(w), np.uint64(h), np.uint64(z))
+            for op, (code, peer) in ops.items():
+                for r in (2, 3):
+                    size = 2 * r + 1
+                    ref = peer(a, size)
+                    mid_t = "gpix_f32" if op == "sum" else tname
+                    mid = cp.empty(shape, cp.float32 if op == "sum" else dtype)
+                    first = None
+                    for tb in (4, r):
+                        base = ("CT=gpix_f32", f"TB={tb}", f"TILE_OP={code}")
+                        if d:
+                            kxy = compile_fn(root / "kernels/tiled.kernel", f"tile_{op}_xy",
+                                             (f"T_IN={tname}", f"T_OUT={mid_t}") + base)
+                            kz = compile_fn(root / "kernels/tiled.kernel", f"tile_{op}_axis",
+                                            (f"T_IN={mid_t}", f"T_OUT={tname}") + base)
+
+                            def run():
+                                kxy(((w + 63) // 64, (h + 63) // 64, z), (256, 1, 1),
+                                    (a, mid, *sh, *zero, *zero, np.int32(r), np.int32(r),
+                                     np.int32(0), np.float32(1)))
+                                kz(((w + 63) // 64, (z + 15) // 16, h), (64, 1, 1),
+                                   (mid, out, *sh, *zero, *zero, np.int32(r), np.int32(0),
+                                    np.int32(2), np.float32(size ** 3)))
+                            regs = f"{kxy.num_regs}/{kz.num_regs}"
+                        else:
+                            kxy = compile_fn(root / "kernels/tiled.kernel", f"tile_{op}_xy",
+                                             (f"T_IN={tname}", f"T_OUT={tname}") + base)
+
+                            def run():
+                                kxy(((w + 63) // 64, (h + 63) // 64, 1), (256, 1, 1),
+                                    (a, out, *sh, *zero, *zero, np.int32(r), np.int32(r),
+                                     np.int32(0), np.float32(size ** 2)))
+                            regs = f"{kxy.num_regs}"
+                        out.fill(0)
+                        t = device_ms(run)
+                        got = out.copy()
+                        err = float(cp.abs(got.astype(cp.float32) - ref.astype(cp.float32)).max())
+                        same = "" if first is None else (
+                            " bit-identical to TB 4" if bool(cp.array_equal(got, first))
+                            else " DIFFERS from TB 4")
+                        first = got if first is None else first
+                        print(f"  {op} r{r} TB {tb}: {t:.3f} ms ({t / copy:.2f}x copy) regs "
+                              f"{regs} max|diff| vs CuPy {err:.2e}{same}", flush=True)
+            del a, out
+
 
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "gauss"
@@ -248,6 +314,8 @@ def main():
         gauss3d(n or 512, rest)
     elif mode == "box3d":
         box3d(n or 512, rest)
+    elif mode == "buckets":
+        buckets(n or 8192)
     else:
         sys.exit(__doc__)
 

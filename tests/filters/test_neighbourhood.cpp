@@ -291,8 +291,8 @@ class TestNeighbourhood : public QObject {
     const std::vector<std::pair<Shape, std::vector<Radii>>> cases = {
         {Shape{70, 75}, {{1, 1, 0}, {3, 12, 0}, {13, 2, 0}, {40, 33, 0}}},
         // Several 64 x 32 register-blocked tiles; radii equal to a bucket (every tap on) and
-        // below it (taps switched off), x and y different.
-        {Shape{133, 69}, {{8, 8, 0}, {4, 7, 0}, {12, 5, 0}}},
+        // below it (taps switched off), x and y different; every bucket (2, 3, 4, 8).
+        {Shape{133, 69}, {{8, 8, 0}, {4, 7, 0}, {12, 5, 0}, {2, 2, 0}, {3, 1, 0}, {4, 4, 0}}},
         {Shape{300}, {{129, 0, 0}, {7, 0, 0}}},
         {Shape{13, 67, 37}, {{1, 1, 1}, {2, 3, 4}, {1, 1, 33}, {0, 0, 20}}},
         // Several 32 x 16 x 32 tiles of the radius-1 3D kernels on every axis.

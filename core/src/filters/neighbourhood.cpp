@@ -53,7 +53,7 @@ Defines flat_nb_defines(DType in, DType out, std::initializer_list<DType> loads,
 
 enum class SepOp { conv, sum, min, max };  // TILE_OP in tiled.kernel: 0 .. 3
 
-// tiled.kernel: the same types, the radius bucket TB (4 or 8) and the operation.
+// tiled.kernel: the same types, the radius bucket TB (2, 3, 4 or 8) and the operation.
 Defines tile_defines(DType in, DType out, int tb, SepOp op) {
   Defines d = nb_defines(in, out);
   d.emplace_back("TB", std::to_string(tb));
@@ -111,16 +111,20 @@ bool fits(const Array& a, SepOp op, DType in, DType out, std::size_t elements) {
   return a.device().info().local_memory >= elements * size_of(acc_type(op, in, out));
 }
 
-// tiled.kernel (register-blocked passes) serves radii up to 8 in buckets of 4 and 8 when the
-// accumulator is at most 4 bytes wide (its local tiles are sized for that). A bucket of 12 was
-// no faster than separable.kernel on an H200 (predicated taps, 80 registers) and its float
+// tiled.kernel (register-blocked passes) serves radii up to 8 in buckets of 2, 3, 4 and 8 when
+// the accumulator is at most 4 bytes wide (its local tiles are sized for that). Radii 2 and 3
+// have buckets of their own because a radius below its bucket pays a predicate for every tap
+// the bucket holds: in bucket 4, a 5x5 and a 7x7 minimum of an 8192^2 float32 image took
+// 0.340 ms (2.5x the copy), in buckets 2 and 3 0.167 and 0.172 ms (bench/RESULTS.md,
+// 2026-11-29); each added bucket is one more program per operation and type pair. A bucket of 12
+// was no faster than separable.kernel on an H200 (predicated taps, 80 registers) and its float
 // convolution crashes PoCL 3.1's LLVM 15 (SLP vectorizer) at compile time.
 constexpr int kTileRmax = 8;
 constexpr std::size_t kTileX = 64, kTileRun = 16;
 // Output rows of a tiled.kernel xy tile (TL_Y there).
 constexpr std::size_t kTileY = 64;
 int tile_bucket(int r) {
-  return r <= 4 ? 4 : 8;
+  return r <= 2 ? 2 : (r == 3 ? 3 : (r == 4 ? 4 : 8));
 }
 bool tile_acc_ok(SepOp op, DType in, DType out) {
   return size_of(acc_type(op, in, out)) <= 4;
@@ -882,7 +886,7 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
       for (SepOp op : {SepOp::conv, SepOp::sum, SepOp::min, SepOp::max}) {
         const bool order = op == SepOp::min || op == SepOp::max;
         if ((order && a != b) || !tile_acc_ok(op, a, b)) continue;
-        for (int tb : {4, 8}) {
+        for (int tb : {2, 3, 4, 8}) {
           for (const char* sh : {"xy", "axis"}) {
             out.push_back({"tiled.kernel", std::string("tile_") + op_name(op) + "_" + sh,
                            tile_defines(a, b, tb, op)});
