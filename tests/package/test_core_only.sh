@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The smallest configuration configures and builds: GPIX_WITH_APPS=OFF and GPIX_WITH_IO=OFF
-# (no ITK, no gpix plugin, no programs; the host interface and the widgets stay), tests and
-# benchmarks on. What differs from the full build is the configuration, so that is what is
+# The smallest configuration (GPIX_WITH_APPS=OFF, GPIX_WITH_IO=OFF) configures and has the
+# targets it should: no ITK, no gpix plugin, no programs; the host interface, the widgets,
+# tests and benchmarks on. What differs from the full build is the configuration, so that is what is
 # checked: the targets that exist, and, with Ninja, the compile commands of the core set
 # (gpix_core, gpix_samples): present, and free of Qt's and ITK's include paths. No source reads
 # these options and the full build compiles every library with warnings as errors, so
