@@ -142,8 +142,8 @@ class TestStats : public QObject {
     QCOMPARE(s.min.exact_as<std::uint64_t>(), std::uint64_t{3});
   }
 
-  // detail::extrema (the catalog's minimum_of_all_pixels and maximum_of_all_pixels): the
-  // smallest and largest value put at every kind of place its kernel reads differently, the
+  // detail::extrema (the catalog's minimum_of_all_pixels and maximum_of_all_pixels) and stats():
+  // the smallest and largest value put at every kind of place its kernel reads differently, the
   // elements before and after the 16-byte words, each lane of a word (8- and 16-bit integers
   // compare as lanes of 32-bit words), across work-items, the last element; every dtype, sizes
   // around the word and pass boundaries, the dtype's own limits, NaN left out (floats), and
@@ -193,6 +193,12 @@ class TestStats : public QObject {
           QVERIFY2(static_cast<long double>(s.min.exact_as<T>()) == ref.min, at + " min");
           QVERIFY2(static_cast<long double>(s.max.exact_as<T>()) == ref.max, at + " max");
           QVERIFY2(s.nan_count == ref.nans && s.count == ref.count, at + " counts");
+          // stats() too: its kernel reads 4-byte elements 16 bytes a load, with the elements
+          // before and after the vectors apart.
+          const Stats t = stats(Array::push(v, Shape{n}, dev));
+          QVERIFY2(static_cast<long double>(t.min.exact_as<T>()) == ref.min, at + " stats min");
+          QVERIFY2(static_cast<long double>(t.max.exact_as<T>()) == ref.max, at + " stats max");
+          QVERIFY2(t.nan_count == ref.nans && t.count == ref.count, at + " stats counts");
           if (QTest::currentTestFailed()) return;
         }
       }
