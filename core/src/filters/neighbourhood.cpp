@@ -119,12 +119,18 @@ bool fits(const Array& a, SepOp op, DType in, DType out, std::size_t elements) {
 // 2026-11-29); each added bucket is one more program per operation and type pair. A bucket of 12
 // was no faster than separable.kernel on an H200 (predicated taps, 80 registers) and its float
 // convolution crashes PoCL 3.1's LLVM 15 (SLP vectorizer) at compile time.
-constexpr int kTileRmax = 8;
+// The buckets, ascending: a radius takes the first that holds it. The catalog's variants
+// (add_neighbourhood_variants) are one per bucket.
+constexpr std::array<int, 4> kTileBuckets = {2, 3, 4, 8};
+constexpr int kTileRmax = kTileBuckets.back();
 constexpr std::size_t kTileX = 64, kTileRun = 16;
 // Output rows of a tiled.kernel xy tile (TL_Y there).
 constexpr std::size_t kTileY = 64;
 int tile_bucket(int r) {
-  return r <= 2 ? 2 : (r == 3 ? 3 : (r == 4 ? 4 : 8));
+  for (const int b : kTileBuckets) {
+    if (r <= b) return b;
+  }
+  return kTileRmax;  // callers check r <= kTileRmax first
 }
 bool tile_acc_ok(SepOp op, DType in, DType out) {
   return size_of(acc_type(op, in, out)) <= 4;
@@ -886,7 +892,7 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
       for (SepOp op : {SepOp::conv, SepOp::sum, SepOp::min, SepOp::max}) {
         const bool order = op == SepOp::min || op == SepOp::max;
         if ((order && a != b) || !tile_acc_ok(op, a, b)) continue;
-        for (int tb : {2, 3, 4, 8}) {
+        for (const int tb : kTileBuckets) {
           for (const char* sh : {"xy", "axis"}) {
             out.push_back({"tiled.kernel", std::string("tile_") + op_name(op) + "_" + sh,
                            tile_defines(a, b, tb, op)});
