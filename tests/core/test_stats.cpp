@@ -193,8 +193,7 @@ class TestStats : public QObject {
           QVERIFY2(static_cast<long double>(s.min.exact_as<T>()) == ref.min, at + " min");
           QVERIFY2(static_cast<long double>(s.max.exact_as<T>()) == ref.max, at + " max");
           QVERIFY2(s.nan_count == ref.nans && s.count == ref.count, at + " counts");
-          // stats() too: its kernel reads 4-byte elements 16 bytes a load, with the elements
-          // before and after the vectors apart.
+          // stats() too: stats_partial reads the same positions through loops of its own.
           const Stats t = stats(Array::push(v, Shape{n}, dev));
           QVERIFY2(static_cast<long double>(t.min.exact_as<T>()) == ref.min, at + " stats min");
           QVERIFY2(static_cast<long double>(t.max.exact_as<T>()) == ref.max, at + " stats max");
