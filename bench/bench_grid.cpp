@@ -2,7 +2,7 @@
 // file through gpix::run on one device and writes one JSON line per case.
 //   bench_grid --device D --cases FILE [--data DIR] --json OUT [--max-reps 15] [--min-reps 3]
 //              [--target-ms 200] [--max-call-s 1.5] [--deadline EPOCH_S] [--case-timeout-s 60]
-//              [--prewarm | --first-call | --dump DIR]
+//              [--prewarm | --first-call | --dump DIR | --profile]
 // A case file has one case per line, tab-separated (bench/suite.py writes it):
 //   id  filter  shape (z x y x x)  dtype  inputs (comma-separated)  params (k=v,...)  from  factor
 // Inputs: noise / noise2 (hash noise, the same values bench/suite_peers.py makes), blob (the
@@ -24,6 +24,11 @@
 // push, then each case's first call and second call (ms) with the program cache's counters.
 // --dump DIR: the cases checked against the catalog, their inputs pulled back into raw files.
 // --case-timeout-s (default 60): a case running longer ends the process with status 124.
+// --profile: as the grid, and then one more call of each case (and one copy of each shape and
+// dtype) inside a profiled range for Nsight Compute (`ncu --profile-from-start off --nvtx`,
+// bench/suite.py's profile phase): cuProfilerStart/Stop around it, and an NVTX range named
+// after the case id so that each kernel in ncu's report names its case. CUDA builds only
+// (the NVTX header comes with the CUDA toolkit); elsewhere --profile is refused.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -41,6 +46,12 @@
 #include <vector>
 
 #include "gpix/gpix.h"
+
+#if GPIX_BENCH_NVTX
+#include <dlfcn.h>
+
+#include <nvtx3/nvToolsExt.h>
+#endif
 
 namespace {
 
@@ -381,8 +392,48 @@ std::map<std::string, double> earlier_results(const std::string& path) {
   return m;
 }
 
+#if GPIX_BENCH_NVTX
+// One profiled range: ncu (--profile-from-start off) collects the kernels launched between
+// cuProfilerStart and cuProfilerStop, and names their range after `name` (--nvtx). The driver's
+// entry points come from the libcuda gpix has already loaded (gpix loads it at run time too).
+class ProfileRange {
+ public:
+  explicit ProfileRange(const std::string& name) {
+    nvtxRangePushA(name.c_str());
+    if (start()) start()();
+  }
+  ProfileRange(const ProfileRange&) = delete;
+  ProfileRange& operator=(const ProfileRange&) = delete;
+  ~ProfileRange() {
+    if (stop()) stop()();
+    nvtxRangePop();
+  }
+  static bool available() { return start() && stop(); }
+
+ private:
+  using Fn = int (*)();
+  static void* lib() {
+    static void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    return h;
+  }
+  static Fn start() {
+    static const Fn f = lib() ? reinterpret_cast<Fn>(dlsym(lib(), "cuProfilerStart")) : nullptr;
+    return f;
+  }
+  static Fn stop() {
+    static const Fn f = lib() ? reinterpret_cast<Fn>(dlsym(lib(), "cuProfilerStop")) : nullptr;
+    return f;
+  }
+};
+#else
+struct ProfileRange {
+  explicit ProfileRange(const std::string&) {}
+  static bool available() { return false; }
+};
+#endif
+
 int run_grid(const std::vector<Case>& cases, const gpix::Device& dev, const std::string& data,
-             const std::string& json, const Options& o, bool prewarm) {
+             const std::string& json, const Options& o, bool prewarm, bool profile = false) {
   Inputs inputs(dev, data);
   // id -> median ms (-1: skipped), for the predictions.
   std::map<std::string, double> measured = earlier_results(json);
@@ -445,8 +496,17 @@ int run_grid(const std::vector<Case>& cases, const gpix::Device& dev, const std:
         out.line("{\"copy\": " + json_string(key) + ", \"median_ms\": " + json_number(t.median) +
                  ", \"min_ms\": " + json_number(t.min) + ", \"reps\": " + std::to_string(t.reps) +
                  ", \"bytes\": " + std::to_string(a.bytes()) + "}");
+        if (profile) {
+          const ProfileRange range("copy:" + key);
+          b.copy_from(a);
+          dev.finish();
+        }
       }
       const Timing t = time_it(f, o);
+      if (profile) {
+        const ProfileRange range(c.id);
+        f();
+      }
       const auto after = gpix::program_cache_stats(dev);
       measured[c.id] = t.median;
       out.line(record(
@@ -533,7 +593,7 @@ int main(int argc, char** argv) {
   const std::int64_t main_us = epoch_us();
   std::string device, cases_path, data = ".", json;
   Options o;
-  bool prewarm = false, first_call = false;
+  bool prewarm = false, first_call = false, profile = false;
   std::string dump;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -570,11 +630,13 @@ int main(int argc, char** argv) {
       prewarm = true;
     } else if (a == "--first-call") {
       first_call = true;
+    } else if (a == "--profile") {
+      profile = true;
     } else {
       std::fprintf(stderr,
                    "usage: bench_grid --device D --cases FILE [--data DIR] --json OUT [--max-reps "
                    "N] [--min-reps N] [--target-ms MS] [--max-call-s S] [--deadline EPOCH_S] "
-                   "[--case-timeout-s S] [--prewarm | --first-call | --dump DIR]\n");
+                   "[--case-timeout-s S] [--prewarm | --first-call | --dump DIR | --profile]\n");
       return 2;
     }
   }
@@ -589,7 +651,14 @@ int main(int argc, char** argv) {
     const gpix::Device dev = gpix::select_device(device);
     std::printf("bench_grid: %zu cases on %s%s\n", cases.size(), dev.label().c_str(),
                 prewarm ? " (prewarm)" : "");
-    const int ok = run_grid(cases, dev, data, json, o, prewarm);
+    if (profile && !ProfileRange::available()) {
+      std::fprintf(stderr,
+                   "bench_grid: --profile needs a CUDA device and a build with the CUDA "
+                   "toolkit's NVTX header (this one: %s)\n",
+                   dev.label().c_str());
+      return 2;
+    }
+    const int ok = run_grid(cases, dev, data, json, o, prewarm, profile);
     std::printf("bench_grid: %d of %zu cases ran\n", ok, cases.size());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_grid: %s\n", e.what());

@@ -5,7 +5,8 @@ suite_peers.py) timed on one grid in one run, plus first calls in new processes.
 
     suite.py --bench-grid PATH [--out DIR] [--work DIR] [--quick] [--budget S]
              [--gpix-devices cuda:,opencl:NVIDIA] [--peers cupy,cucim,cle] [--cle-device NVIDIA]
-             [--filters REGEX] [--phases firstcall,prewarm,grid] [--commit C]
+             [--filters REGEX] [--phases firstcall,prewarm,grid,profile] [--commit C]
+             [--profile-from RESULTS.json] [--ncu PATH]
     suite.py --list [--quick]          the grid's cases, one line each
 
 On the GPU machine: `scripts/gpu-run.sh suite` (which installs the carried wheels and passes
@@ -19,6 +20,12 @@ On the GPU machine: `scripts/gpu-run.sh suite` (which installs the carried wheel
   grid       one implementation after another, each in its own process, every case of the grid:
              median and minimum of repeated calls after two warm-up calls, and the device copy
              of the same array in the same process (bench_grid.cpp's header says how).
+  profile    (not in the default list) every case that misses issue 17's target (a memory-bound
+             case over 1.5x the copy, a case slower than the best peer), taken from this run's
+             grid or from --profile-from (an earlier run's results.json, whose grid the report
+             then shows), timed again on gpix CUDA and run once under Nsight Compute (ncu, one
+             process: bench_grid --profile's ranges, a few counters per kernel). The report
+             writes each case's cause next to its row (suite_report.cause()).
 A case predicted to take more than --max-call-s per call (from the same case on the smaller
 shape, or the next smaller window) is skipped and reported so; a runner that dies is restarted
 with the cases left, and the case it died in is reported as crashed.
@@ -620,6 +627,172 @@ def first_call_phase(impls, cases, work, data, deadline, quick, log):
     return out
 
 
+# ---------------------------------------------------------------------------------------------
+# The profile phase: why a case misses its target.
+
+# Per kernel: its time, the DRAM bytes it moved, how busy DRAM, L2 and the issue slots were, and
+# the warps it kept resident (ncu's names; "issue slots busy" is sm__inst_issued's share).
+PROFILE_METRICS = (
+    "gpu__time_duration.sum",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm__inst_issued.avg.pct_of_peak_sustained_active",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "launch__grid_size",
+    "launch__registers_per_thread",
+)
+
+
+def ncu_path():
+    for p in (shutil.which("ncu"), "/usr/local/cuda/bin/ncu"):
+        if p and os.path.exists(p):
+            return p
+    return None
+
+
+def number(text):
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def parse_ncu_csv(path, names):
+    """ncu's --csv --page raw log: {range name: [kernel rows]} for the names given (the case
+    ids and "copy:SHAPE/DTYPE"), each row {kernel, metric: value}, in launch order. A kernel's
+    range is found in the NVTX column (any cell naming one of the ranges, the longest name
+    winning, so that an id that is a prefix of another cannot take its kernels)."""
+    import csv
+
+    rows = []
+    with open(path, newline="") as f:
+        for line in f:
+            if line.startswith('"'):
+                rows.append(line)
+    table = list(csv.reader(rows))
+    if not table:
+        return {}
+    head = table[0]
+    col = {h: k for k, h in enumerate(head)}
+    kname = col.get("Kernel Name")
+    by_len = sorted(names, key=len, reverse=True)
+    out = {}
+    for r in table[1:]:
+        if kname is None or len(r) != len(head) or not r[col.get("ID", 0)].strip():
+            continue  # the units row, or a malformed one
+        blob = "\x1f".join(r)
+        owner = next((n for n in by_len if n in blob), None)
+        if owner is None:
+            continue
+        k = dict(kernel=r[kname])
+        for m in PROFILE_METRICS:
+            if m in col:
+                k[m] = number(r[col[m]])
+        out.setdefault(owner, []).append(k)
+    return out
+
+
+def profile_phase(results, bench_grid, data, work, deadline, o, log):
+    """Runs the cases that miss their targets once more on gpix CUDA, timed and then under ncu;
+    returns results["profile"]."""
+    import suite_report
+
+    cases = [c for c in results["cases"] if suite_report.over_target(results, c)]
+    ncu = o.ncu or ncu_path()
+    prof = dict(
+        date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        commit=o.commit,
+        metrics=list(PROFILE_METRICS),
+        cases={},
+    )
+    if not cases:
+        return prof
+    if not ncu:
+        prof["error"] = "ncu not found (PATH, /usr/local/cuda/bin)"
+        return prof
+    base = os.path.join(work, "profile-cases")
+    write_cases(cases, base)
+    csv_path = os.path.join(work, "profile-ncu.csv")
+    jsonl = os.path.join(work, "profile.jsonl")
+    cmd = [
+        ncu,
+        "--profile-from-start",
+        "off",
+        "--nvtx",
+        # The clocks the timed runs had (ncu locks them to base by default).
+        "--clock-control",
+        "none",
+        "--csv",
+        "--page",
+        "raw",
+        "--metrics",
+        ",".join(PROFILE_METRICS),
+        "--log-file",
+        csv_path,
+        bench_grid,
+        "--device",
+        "cuda:",
+        "--data",
+        data,
+        "--cases",
+        base + ".tsv",
+        "--json",
+        jsonl,
+        "--profile",
+        "--deadline",
+        f"{deadline:.3f}",
+        "--max-call-s",
+        str(o.max_call_s),
+        "--max-reps",
+        str(o.max_reps),
+        "--min-reps",
+        str(o.min_reps),
+        "--target-ms",
+        str(o.target_ms),
+        "--case-timeout-s",
+        str(4 * o.case_timeout_s),
+    ]
+    env = dict(os.environ, GPIX_TIERED_COMPILE="0", PYTHONUNBUFFERED="1")
+    env["GPIX_CACHE_DIR"] = o.gpix_cache if o.gpix_cache not in ("", "inherit") else os.path.join(
+        work, "gpix-cache"
+    )
+    if o.gpix_cache == "inherit":
+        env.pop("GPIX_CACHE_DIR")
+    log(f"profile: {len(cases)} cases under {ncu}")
+    with open(os.path.join(work, "profile.log"), "w") as logf:
+        p = subprocess.Popen(
+            cmd, env=env, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            rc = p.wait(timeout=max(1.0, deadline - time.time()) + 30)
+        except subprocess.TimeoutExpired:
+            kill_group(p)
+            rc = "timeout"
+    prof["rc"] = rc
+    header, copies, res = collect(read_jsonl(jsonl))
+    names = [c["id"] for c in cases] + ["copy:" + k for k in copies]
+    kernels = parse_ncu_csv(csv_path, names) if os.path.exists(csv_path) else {}
+    prof["device"] = header.get("device", "")
+    for c in cases:
+        r = res.get(c["id"])
+        if not r:
+            continue
+        cp = copies.get(r.get("copy", ""), {})
+        prof["cases"][c["id"]] = dict(
+            timing=r,
+            copy=cp,
+            kernels=kernels.get(c["id"], []),
+            copy_kernels=kernels.get("copy:" + r.get("copy", ""), []),
+        )
+    n_k = sum(1 for v in prof["cases"].values() if v["kernels"])
+    log(f"profile: {len(prof['cases'])} cases timed, {n_k} with ncu's kernels (exit {rc})")
+    if not n_k:
+        prof["error"] = last_line(open(os.path.join(work, "profile.log")).read()) or "no kernels"
+    return prof
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bench-grid", help="the bench_grid program (gpix)")
@@ -675,6 +848,13 @@ def main(argv=None):
         "compiles a program per image size); the others on small shapes",
     )
     ap.add_argument("--commit", default="")
+    ap.add_argument(
+        "--profile-from",
+        default="",
+        help="profile phase: the cases over target in this earlier results.json (default: "
+        "this run's grid)",
+    )
+    ap.add_argument("--ncu", default="", help="Nsight Compute's CLI (default: PATH, CUDA's bin)")
     ap.add_argument("--list", action="store_true", help="print the grid's cases and exit")
     o = ap.parse_args(argv)
     if o.quick:
@@ -838,12 +1018,33 @@ def main(argv=None):
                 + ("" if header else " -- no header: the runner did not start, see its log")
             )
 
-    results["meta"]["total_s"] = time.time() - t0
+    if "profile" in phases:
+        t = time.time()
+        if o.profile_from:
+            # The earlier run's grid, cases and first calls are the report's; this run adds the
+            # profile (and keeps its own meta under "profile").
+            earlier = json.load(open(o.profile_from))
+            for k in ("cases", "impls", "first_call", "first_call_cases"):
+                if k in earlier:
+                    results[k] = earlier[k]
+            results["meta"] = dict(earlier.get("meta", {}), profile_run=results["meta"])
+        gpix_cuda = "cuda:" in o.gpix_devices.split(",") or not o.gpix_devices
+        if not o.bench_grid or not gpix_cuda and not o.profile_from:
+            ap.error("the profile phase needs --bench-grid (and gpix CUDA's grid or --profile-from)")
+        results["profile"] = profile_phase(results, o.bench_grid, data, work, deadline, o, log)
+        results["phases"]["profile"] = time.time() - t
+
+    if o.profile_from and "profile" in phases:
+        results["meta"]["profile_run"]["total_s"] = time.time() - t0
+    else:
+        results["meta"]["total_s"] = time.time() - t0
     with open(os.path.join(o.out, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     with tarfile.open(os.path.join(o.out, "raw.tar.gz"), "w:gz") as tar:
         for name in sorted(os.listdir(work)):
-            if name.endswith((".jsonl", ".log", ".tsv")) or name.startswith("firstcall-cases"):
+            if name.endswith((".jsonl", ".log", ".tsv", ".csv")) or name.startswith(
+                "firstcall-cases"
+            ):
                 tar.add(os.path.join(work, name), arcname=name)
     import suite_report
 

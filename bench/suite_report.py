@@ -98,6 +98,137 @@ def copy_ratio(results, c):
     return g / cp["median_ms"] if cp and cp.get("median_ms") else None
 
 
+def over_target(results, c):
+    """Issue 17's targets for one case: a memory-bound case within 1.5x the copy, and no case
+    slower than the best peer."""
+    r = copy_ratio(results, c)
+    s = speedup(results, c)
+    return bool((memory_bound(c) and r and r > 1.5) or (s and s < 1))
+
+
+def profile_figures(results, c):
+    """The profile phase's figures of one case (suite.py): None where it was not profiled."""
+    e = (results.get("profile") or {}).get("cases", {}).get(c["id"])
+    if not e or not e.get("kernels") or not e.get("timing", {}).get("median_ms"):
+        return None
+    ks = e["kernels"]
+
+    def total(m):
+        return sum(k.get(m) or 0 for k in ks)
+
+    k_us = total("gpu__time_duration.sum") / 1e3
+
+    def weighted(m):
+        w = sum((k.get("gpu__time_duration.sum") or 0) * (k.get(m) or 0) for k in ks)
+        return w / (k_us * 1e3) if k_us else 0.0
+
+    moved = total("dram__bytes_read.sum") + total("dram__bytes_write.sum")
+    copy_bytes = 2 * (e.get("copy", {}).get("bytes") or 0)
+    return dict(
+        wall_us=e["timing"]["median_ms"] * 1e3,
+        copy_us=(e.get("copy", {}).get("median_ms") or 0) * 1e3,
+        kernels=len(ks),
+        names=sorted({k["kernel"].split("(")[0] for k in ks}),
+        kernel_us=k_us,
+        traffic=moved / copy_bytes if copy_bytes else None,
+        dram_pct=weighted("dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+        l2_pct=weighted("lts__throughput.avg.pct_of_peak_sustained_elapsed"),
+        issue_pct=weighted("sm__inst_issued.avg.pct_of_peak_sustained_active"),
+        occupancy_pct=weighted("sm__warps_active.avg.pct_of_peak_sustained_active"),
+    )
+
+
+def cause(results, c):
+    """Why a case misses its target, from its profile (ncu): the first of these that holds.
+    - fixed cost: over 40 % of the call's wall time is outside its kernels (launches, the
+      final pass's read-back, host work);
+    - traffic: its kernels move over 1.25x the copy's DRAM bytes (passes, intermediates);
+    - instruction issue: 60 % or more of the issue slots busy while DRAM is under 60 % busy;
+    - latency: DRAM and the issue slots both under-used (too few bytes in flight);
+    - otherwise the DRAM is busy and the case is at the memory's pace for what it moves.
+    "" where the case was not profiled."""
+    f = profile_figures(results, c)
+    if f is None:
+        return ""
+    wall, k = f["wall_us"], f["kernel_us"]
+    out = wall - k
+    if out > 0.4 * wall:
+        why = f"fixed cost: {out:.0f} of {wall:.0f} µs outside the kernels"
+    elif f["traffic"] and f["traffic"] > 1.25:
+        why = f"traffic: {f['traffic']:.2f}x the copy's DRAM bytes" + (
+            f" over {f['kernels']} kernels" if f["kernels"] > 1 else ""
+        )
+    elif f["issue_pct"] >= 60 and f["dram_pct"] < 60:
+        why = f"instruction issue: {f['issue_pct']:.0f}% of issue slots busy"
+    elif f["dram_pct"] < 60:
+        why = f"latency: occupancy {f['occupancy_pct']:.0f}%"
+    else:
+        why = "at the memory's pace"
+    return (
+        f"{why} (kernels {k:.0f} µs / call {wall:.0f}; DRAM {f['dram_pct']:.0f}%, L2 "
+        f"{f['l2_pct']:.0f}%, issue {f['issue_pct']:.0f}%)"
+    )
+
+
+def causes_table(results):
+    """Every case that misses a target, with its profile's figures and cause."""
+    prof = results.get("profile")
+    if not prof:
+        return ""
+    rows = [
+        "| case | shape | dtype | x copy | speed-up | call µs | kernels (µs) | DRAM bytes / "
+        "copy's | DRAM % | L2 % | issue % | warps % | cause |",
+        "|" + "---|" * 13,
+    ]
+    missing = []
+    for c in results["cases"]:
+        if not over_target(results, c):
+            continue
+        f = profile_figures(results, c)
+        r, s = copy_ratio(results, c), speedup(results, c)
+        head = [case_name(c), "x".join(map(str, c["shape"])), c["dtype"]]
+        head += [f"{r:.2f}" if r else "—", f"{s:.2f}x" if s else "—"]
+        if f is None:
+            missing.append(c)
+            continue
+        rows.append(
+            "| "
+            + " | ".join(
+                head
+                + [
+                    f"{f['wall_us']:.0f}",
+                    f"{f['kernels']} ({f['kernel_us']:.0f}): {', '.join(f['names'])}",
+                    f"{f['traffic']:.2f}" if f["traffic"] is not None else "—",
+                    f"{f['dram_pct']:.0f}",
+                    f"{f['l2_pct']:.0f}",
+                    f"{f['issue_pct']:.0f}",
+                    f"{f['occupancy_pct']:.0f}",
+                    cause(results, c).split(" (")[0],
+                ]
+            )
+            + " |"
+        )
+    note = (
+        f"\nProfiled {prof.get('date', '')} at commit {prof.get('commit', '') or 'unknown'} on "
+        f"{prof.get('device', '') or 'gpix CUDA'} (bench/suite.py's profile phase: the case timed "
+        "again, then one call under ncu with the clocks left alone). call µs: that run's median; "
+        "kernels: ncu's durations summed, with the kernels' names; DRAM bytes / copy's: read "
+        "plus written over twice the input's bytes (arrays that fit in L2 move fewer); DRAM %, "
+        "L2 %, issue % (issue slots busy), warps % (achieved occupancy): time-weighted over the "
+        "kernels. The cause is suite_report.cause()'s first rule that holds.\n"
+    )
+    if prof.get("error"):
+        note += f"\nThe profile run reported: {prof['error']}\n"
+    if missing:
+        note += (
+            f"\nNot profiled ({len(missing)}): "
+            + ", ".join(f"{c['filter']} {c['label']} {c['dtype']} "
+                        f"{'x'.join(map(str, c['shape']))}" for c in missing)
+            + ".\n"
+        )
+    return "\n".join(rows) + "\n" + note
+
+
 def fmt_ms(v):
     if v >= 100:
         return f"{v:.0f}"
@@ -151,8 +282,12 @@ def case_name(c):
 
 def table(results):
     present = [(i, n) for i, n in GPIX + PEERS if i in results["impls"]]
+    profiled = bool((results.get("profile") or {}).get("cases"))
     head = (
-        ["case", "shape", "dtype"] + [n for _, n in present] + ["best peer", "speed-up", "x copy"]
+        ["case", "shape", "dtype"]
+        + [n for _, n in present]
+        + ["best peer", "speed-up", "x copy"]
+        + (["cause (ncu)"] if profiled else [])
     )
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     notes = {}
@@ -167,6 +302,10 @@ def table(results):
             (f"**{s:.2f}x**" if s < 1 else f"{s:.2f}x") if s else "—",
             f"{r:.2f}" if r else "—",
         ]
+        if profiled:
+            cells.append(
+                (cause(results, c).split(" (")[0] or "not profiled") if over_target(results, c) else ""
+            )
         rows.append("| " + " | ".join(cells) + " |")
     foot = [
         "",
@@ -303,6 +442,7 @@ def summary(results):
                     f"{copy_ratio(results, c):.2f}"
                     for c in over[:15]
                 )
+                + (f" and {len(over) - 15} more" if len(over) > 15 else "")
                 if over
                 else ""
             )
@@ -357,6 +497,9 @@ def markdown(results, command=""):
     fc = first_call_table(results)
     if fc:
         out += "### First call\n\n" + fc + "\n"
+    ct = causes_table(results)
+    if ct:
+        out += "### Cases over target, with their profile\n\n" + ct + "\n"
     out += "### The grid\n\n" + table(results)
     return out
 

@@ -367,6 +367,96 @@ def report_table_and_plot(o, tmp):
 
 
 @test
+def profile_parse_and_causes(o, tmp):
+    """The profile phase's reading of ncu's CSV (kernels to their case by the NVTX range, the
+    longest range name winning, the units row and ncu's own lines skipped) and each rule of
+    suite_report.cause(), in the report's grid column and its table of causes."""
+    import csv
+    import io
+
+    res = fake_results()
+    over = [c for c in res["cases"] if suite_report.over_target(res, c)]
+    assert len(over) >= 5, len(over)
+    fine = [c for c in res["cases"] if not suite_report.over_target(res, c)]
+    metrics = list(suite.PROFILE_METRICS)
+    nvtx = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
+    head = ["ID", "Process ID", "Process Name", "Host Name", nvtx, "Kernel Name", "Context"]
+    head += metrics
+    units = [""] * 7 + ["nsecond", "byte", "byte", "%", "%", "%", "%", "", "register/thread"]
+    assert len(units) == len(head)
+
+    def line(cells):
+        f = io.StringIO()
+        csv.writer(f, quoting=csv.QUOTE_ALL, lineterminator="\n").writerow(cells)
+        return f.getvalue()
+
+    rows = []
+
+    def kernel(rng, name, us, read, written, dram, l2, issue, warps):
+        rows.append(
+            [str(len(rows)), "42", "bench_grid", "gpu", f"<default domain>:{rng}:none:none",
+             f"{name}(float const*, float*, int)", "1"]
+            + [f"{us * 1000:,.0f}", f"{read:,}", f"{written:,}", str(dram), str(l2), str(issue),
+               str(warps), "4,096", "32"]
+        )
+
+    mb = 1 << 20
+    a, b, c, d, e = over[:5]
+    longer = a["id"] + "-longer"
+    kernel(a["id"], "tile_conv_xy", 400, 16 * mb, 16 * mb, 40, 50, 75, 60)
+    kernel(a["id"], "tile_conv_axis", 300, 16 * mb, 16 * mb, 70, 60, 50, 55)
+    kernel(longer, "not_a", 1, 0, 0, 0, 0, 0, 0)  # a range whose name a["id"] begins
+    kernel(b["id"], "stats_partial", 200, 8 * mb, 0, 60, 40, 20, 80)
+    kernel(c["id"], "sep_conv_xy", 950, 8 * mb, 8 * mb, 30, 40, 80, 45)
+    kernel(d["id"], "remap", 950, 8 * mb, 8 * mb, 30, 35, 20, 25)
+    kernel(e["id"], "unary", 950, 8 * mb, 8 * mb, 85, 60, 30, 70)
+    path = os.path.join(tmp, "ncu.csv")
+    with open(path, "w") as f:
+        f.write("==PROF== Connected to process 42 (bench_grid)\n")
+        f.write(line(head) + line(units) + "".join(line(r) for r in rows))
+        f.write("==PROF== Disconnected from process 42\n")
+    names = [x["id"] for x in (a, b, c, d, e)] + [longer]
+    got = suite.parse_ncu_csv(path, names)
+    assert [k["kernel"].split("(")[0] for k in got[a["id"]]] == ["tile_conv_xy", "tile_conv_axis"]
+    assert len(got[longer]) == 1 and len(got[e["id"]]) == 1, got.keys()
+    assert got[a["id"]][0]["gpu__time_duration.sum"] == 400000
+    assert got[a["id"]][0]["dram__bytes_read.sum"] == 16 * mb
+
+    def entry(cid):
+        return dict(
+            timing=dict(median_ms=1.0), copy=dict(median_ms=0.5, bytes=8 * mb), kernels=got[cid]
+        )
+
+    res["profile"] = dict(
+        date="2026-01-01 01:00 UTC",
+        commit="def5678",
+        device="Fake GPU",
+        cases={x["id"]: entry(x["id"]) for x in (a, b, c, d, e)},
+    )
+    want = {
+        a["id"]: "traffic: 4.00x the copy's DRAM bytes over 2 kernels",
+        b["id"]: "fixed cost: 800 of 1000 µs outside the kernels",
+        c["id"]: "instruction issue: 80% of issue slots busy",
+        d["id"]: "latency: occupancy 25%",
+        e["id"]: "at the memory's pace",
+    }
+    for x in (a, b, c, d, e):
+        got_cause = suite_report.cause(res, x)
+        assert got_cause.startswith(want[x["id"]] + " ("), (x["id"], got_cause)
+    f = suite_report.profile_figures(res, a)
+    assert abs(f["kernel_us"] - 700) < 1e-6 and f["kernels"] == 2
+    assert abs(f["dram_pct"] - (400 * 40 + 300 * 70) / 700) < 1e-9
+    assert suite_report.cause(res, fine[0]) == "" if fine else True
+    md = suite_report.markdown(res, "scripts/gpu-run.sh suite")
+    assert "### Cases over target, with their profile" in md
+    assert "| cause (ncu) |" in md
+    grid = md.split("### The grid")[1]
+    assert want[b["id"]] in grid and "not profiled" in grid
+    causes = md.split("### Cases over target, with their profile")[1].split("### The grid")[0]
+    assert "tile_conv_axis, tile_conv_xy" in causes and "Not profiled (" in causes
+
+
+@test
 def peer_arguments(o, tmp):
     nd = 3
     assert suite_peers.sizes({"radius_x": "1", "radius_y": "2", "radius_z": "3"}, nd) == (7, 5, 3)
