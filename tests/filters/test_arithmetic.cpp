@@ -405,6 +405,43 @@ void check_flat_pass(const Device& dev, DType t, std::size_t n) {
 
 }  // namespace
 
+// power on special values and random ones for one float type (TestArithmetic::power_exponents).
+template <class T>
+void power_exponents_of(const Device& dev, DType t) {
+  using L = std::numeric_limits<T>;
+  std::vector<T> v = {L::quiet_NaN(), T(0), -T(0),    L::infinity(), -L::infinity(), T(-2), T(-0.5),
+                      T(0.5),         T(3), L::min(), L::max(),      -L::max(),      T(1),  T(-1)};
+  for (T x : moderate_values<T>(101, false)) v.push_back(x);
+  const Array a = input(v, Shape{v.size()}, dev);
+  for (double e : {2.0, 3.0, 4.0, -1.0, -2.0, 0.0, 1.0, 0.5, 1.5, -3.0, 2.5}) {
+    const auto got = run("power", a, {{"exponent", e}}).array.template pull_as<T>();
+    const QByteArray at = where("power", t, Shape{v.size()}) + " exponent " + QByteArray::number(e);
+    // pow's bound (OpenCL: 16 ulp); products round at most twice.
+    const double rel = std::is_same_v<T, float> ? 2e-6 : 1e-14;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const T want = static_cast<T>(std::pow(static_cast<double>(v[i]), e));
+      const T g = got[i];
+      bool ok;
+      if (std::isnan(want) || std::isnan(g)) {
+        ok = std::isnan(want) && std::isnan(g);
+      } else if (want == 0 || std::isinf(want) || !std::isnormal(want)) {
+        // Zeros keep their sign; infinities and subnormal results (flushed to zero
+        // on devices without denormals: within one smallest normal) as pow gives them.
+        ok = (want == 0 || std::isinf(want)) ? g == want && std::signbit(g) == std::signbit(want)
+                                             : std::fabs(g - want) <= L::min();
+      } else {
+        ok = std::fabs(g - want) <= rel * std::fabs(want);
+      }
+      if (!ok) {
+        QFAIL((at + ": pow(" + QByteArray::number(double(v[i]), 'g', 17) + ") gave " +
+               QByteArray::number(double(g), 'g', 17) + ", expected " +
+               QByteArray::number(double(want), 'g', 17))
+                  .constData());
+      }
+    }
+  }
+}
+
 class TestArithmetic : public QObject {
   Q_OBJECT
  private slots:
@@ -441,6 +478,22 @@ class TestArithmetic : public QObject {
         check_flat_pass(dev, t, n);
         if (QTest::currentTestFailed()) return;
       }
+    }
+  }
+
+  // power's exponents: the integer ones -2..4 run as products, the rest through pow; both
+  // against std::pow on special values (NaN, signed zeros, infinities, negatives, tiny and huge
+  // values) and random ones, an odd length so that the flat passes' tails run too.
+  void power_exponents_data() { test::add_device_rows(); }
+  void power_exponents() {
+    const Device dev = test::fetch_device();
+    for (DType t : {DType::f32, DType::f64}) {
+      if (t == DType::f64 && !dev.supports_fp64()) continue;
+      visit_dtype(t, [&](auto z) {
+        using T = decltype(z);
+        if constexpr (std::is_floating_point_v<T>) power_exponents_of<T>(dev, t);
+      });
+      if (QTest::currentTestFailed()) return;
     }
   }
 

@@ -332,6 +332,24 @@ const Filter<FactorParams> kMultiplyScalar(
 struct PowerParams {
   double exponent;
 };
+
+// pow(a, b) with the exponent a kernel argument, except for the integer exponents -2..4, which
+// become products (as numpy's fast_scalar_power does for -1, 0, 1 and 2): at most two IEEE
+// roundings, inside pow's own error bound (OpenCL allows 16 ulp in float32), with pow's
+// special cases (pow(x, 0) = 1 even for NaN; signed zeros and infinities follow from the
+// products) and a fraction of its instructions. Why: ncu found the float32 pow kept 85 % of
+// the issue slots busy, at 1.2-2.0x the time of a copy of the same array (bench/RESULTS.md,
+// 2026-11-29, the suite's profile); a square runs at the copy's pace.
+const char* power_op(double e) {
+  if (e == 0) return "(CT)1";
+  if (e == 1) return "a";
+  if (e == 2) return "a*a";
+  if (e == 3) return "a*a*a";
+  if (e == 4) return "(a*a)*(a*a)";
+  if (e == -1) return "1/a";
+  if (e == -2) return "1/(a*a)";
+  return "pow(a,b)";
+}
 const Filter<PowerParams> kPower(
     {.name = "power",
      .category = Category::arithmetic,
@@ -342,8 +360,8 @@ const Filter<PowerParams> kPower(
      .output_dtype = "float32 (float64 stays float64)",
      .halo = pointwise,
      .fn = [](std::span<const Array> x, const PowerParams& p, const RunOptions&) {
-       return one(
-           unary(x[0], output_dtype(x[0].dtype(), OutRule::floating), "pow(a,b)", p.exponent));
+       return one(unary(x[0], output_dtype(x[0].dtype(), OutRule::floating), power_op(p.exponent),
+                        p.exponent));
      }});
 
 struct ClipParams {

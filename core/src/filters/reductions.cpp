@@ -184,10 +184,19 @@ Histogram histogram_typed(const Array& a, int nbins, double lo, double hi) {
     dev.launch(*dev.kernel(program("histogram.kernel"), "histogram_partial", defines), l, args);
   }
   {
+    // Work-items per bin in the combine: a power of two up to 32 (and the group size) that
+    // leaves each at least four groups' counts to sum.
+    std::size_t rpb = 1;
+    while (rpb < 32 && rpb * 2 <= wg && rpb * 8 <= groups) rpb *= 2;
+    const std::size_t per_group = wg / rpb;
     const KernelArg args[] = {KernelArg::mem(*partial), KernelArg::scalar<std::uint64_t>(groups),
-                              KernelArg::scalar<std::int32_t>(nbins), KernelArg::mem(*counts)};
-    dev.launch(*dev.kernel(program("histogram.kernel"), "histogram_combine", defines),
-               flat_grid(static_cast<std::size_t>(nbins)), args);
+                              KernelArg::scalar<std::int32_t>(nbins),
+                              KernelArg::scalar<std::int32_t>(static_cast<std::int32_t>(rpb)),
+                              KernelArg::mem(*counts)};
+    Launch l;
+    l.global[0] = (static_cast<std::size_t>(nbins) + per_group - 1) / per_group * wg;
+    l.local[0] = wg;
+    dev.launch(*dev.kernel(program("histogram.kernel"), "histogram_combine", defines), l, args);
   }
   Histogram h;
   h.counts.resize(static_cast<std::size_t>(nbins));
