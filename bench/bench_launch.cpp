@@ -63,6 +63,7 @@ struct Case {
   const char* filter;
   gpix::Params params;
   bool volume;
+  const char* label = "";
 };
 
 struct Row {
@@ -104,6 +105,9 @@ int main(int argc, char** argv) {
         {"mean_box", {{"radius_x", 1.0}, {"radius_y", 1.0}}, false},
         {"median_box", {{"radius_x", 1.0}, {"radius_y", 1.0}}, false},
         {"maximum_of_all_pixels", {}, false},
+        {"std_of_all_pixels", {}, false},
+        {"histogram", {{"n_bins", 256.0}, {"minimum", 0.0}, {"maximum", 1.0}}, false, " [0, 1]"},
+        {"histogram", {{"n_bins", 256.0}}, false, " own range"},
         {"gaussian_blur", {{"sigma_x", 1.0}, {"sigma_y", 1.0}, {"sigma_z", 1.0}}, true},
         {"maximum_z_projection", {}, true},
     };
@@ -116,7 +120,7 @@ int main(int argc, char** argv) {
     std::printf("  %-34s %10s %14s %12s %14s\n", "filter", "issue us", "round trip us",
                 "host allocs", "device allocs");
     for (const Case& c : cases) {
-      const std::string name = std::string(c.filter) + (c.volume ? " 8^3" : " 8^2");
+      const std::string name = std::string(c.filter) + c.label + (c.volume ? " 8^3" : " 8^2");
       if (name.find(only) == std::string::npos) continue;
       const gpix::Array& in = c.volume ? a3 : a2;
       const auto call = [&] { (void)gpix::run(c.filter, in, c.params); };

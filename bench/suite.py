@@ -23,9 +23,10 @@ On the GPU machine: `scripts/gpu-run.sh suite` (which installs the carried wheel
   profile    (not in the default list) every case that misses issue 17's target (a memory-bound
              case over 1.5x the copy, a case slower than the best peer), taken from this run's
              grid or from --profile-from (an earlier run's results.json, whose grid the report
-             then shows), timed again on gpix CUDA and run once under Nsight Compute (ncu, one
-             process: bench_grid --profile's ranges, a few counters per kernel). The report
-             writes each case's cause next to its row (suite_report.cause()).
+             then shows), run once more on gpix CUDA under Nsight Compute (ncu, one process:
+             bench_grid --profile's ranges, a few counters per kernel; not timed, since ncu
+             slows every call: the grid's timings stand). The report writes each case's cause
+             next to its row (suite_report.cause()).
 A case predicted to take more than --max-call-s per call (from the same case on the smaller
 shape, or the next smaller window) is skipped and reported so; a runner that dies is restarted
 with the cases left, and the case it died in is reported as crashed.
@@ -695,8 +696,8 @@ def parse_ncu_csv(path, names):
 
 
 def profile_phase(results, bench_grid, data, work, deadline, o, log):
-    """Runs the cases that miss their targets once more on gpix CUDA, timed and then under ncu;
-    returns results["profile"]."""
+    """Runs the cases that miss their targets once more on gpix CUDA under ncu (not timed: ncu
+    slows every API call; the grid's timings stand); returns results["profile"]."""
     import suite_report
 
     cases = [c for c in results["cases"] if suite_report.over_target(results, c)]
@@ -721,8 +722,12 @@ def profile_phase(results, bench_grid, data, work, deadline, o, log):
         "--profile-from-start",
         "off",
         "--nvtx",
-        # The clocks the timed runs had (ncu locks them to base by default).
+        # The clocks the timed runs had (ncu locks them to base by default), and their caches:
+        # by default ncu flushes them before each kernel, which made a combine of 1 MB of
+        # partial histograms, L2-resident when timed, take 113 us instead of a few.
         "--clock-control",
+        "none",
+        "--cache-control",
         "none",
         "--csv",
         "--page",
@@ -771,18 +776,16 @@ def profile_phase(results, bench_grid, data, work, deadline, o, log):
             kill_group(p)
             rc = "timeout"
     prof["rc"] = rc
-    header, copies, res = collect(read_jsonl(jsonl))
-    names = [c["id"] for c in cases] + ["copy:" + k for k in copies]
+    header, _, res = collect(read_jsonl(jsonl))
+    copy_keys = sorted({r["copy"] for r in res.values() if r.get("copy")})
+    names = [c["id"] for c in cases] + ["copy:" + k for k in copy_keys]
     kernels = parse_ncu_csv(csv_path, names) if os.path.exists(csv_path) else {}
     prof["device"] = header.get("device", "")
     for c in cases:
         r = res.get(c["id"])
-        if not r:
+        if not r or r.get("status") != "ok":
             continue
-        cp = copies.get(r.get("copy", ""), {})
         prof["cases"][c["id"]] = dict(
-            timing=r,
-            copy=cp,
             kernels=kernels.get(c["id"], []),
             copy_kernels=kernels.get("copy:" + r.get("copy", ""), []),
         )

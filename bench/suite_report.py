@@ -107,10 +107,14 @@ def over_target(results, c):
 
 
 def profile_figures(results, c):
-    """The profile phase's figures of one case (suite.py): None where it was not profiled."""
+    """The profile phase's figures of one case (suite.py), with gpix CUDA's time and copy from
+    the grid: None where it was not profiled."""
     e = (results.get("profile") or {}).get("cases", {}).get(c["id"])
-    if not e or not e.get("kernels") or not e.get("timing", {}).get("median_ms"):
+    r = result(results, "gpix-cuda", c["id"])
+    wall = ok_ms(r)
+    if not e or not e.get("kernels") or wall is None:
         return None
+    cp = results["impls"]["gpix-cuda"].get("copies", {}).get(r.get("copy", ""), {})
     ks = e["kernels"]
 
     def total(m):
@@ -123,10 +127,10 @@ def profile_figures(results, c):
         return w / (k_us * 1e3) if k_us else 0.0
 
     moved = total("dram__bytes_read.sum") + total("dram__bytes_write.sum")
-    copy_bytes = 2 * (e.get("copy", {}).get("bytes") or 0)
+    copy_bytes = 2 * (cp.get("bytes") or 0)
     return dict(
-        wall_us=e["timing"]["median_ms"] * 1e3,
-        copy_us=(e.get("copy", {}).get("median_ms") or 0) * 1e3,
+        wall_us=wall * 1e3,
+        copy_us=(cp.get("median_ms") or 0) * 1e3,
         kernels=len(ks),
         names=sorted({k["kernel"].split("(")[0] for k in ks}),
         kernel_us=k_us,
@@ -210,8 +214,9 @@ def causes_table(results):
         )
     note = (
         f"\nProfiled {prof.get('date', '')} at commit {prof.get('commit', '') or 'unknown'} on "
-        f"{prof.get('device', '') or 'gpix CUDA'} (bench/suite.py's profile phase: the case timed "
-        "again, then one call under ncu with the clocks left alone). call µs: that run's median; "
+        f"{prof.get('device', '') or 'gpix CUDA'} (bench/suite.py's profile phase: one call of "
+        "each case under ncu, clocks and caches left alone). call µs: gpix CUDA's median in the "
+        "grid; "
         "kernels: ncu's durations summed, with the kernels' names; DRAM bytes / copy's: read "
         "plus written over twice the input's bytes (arrays that fit in L2 move fewer); DRAM %, "
         "L2 %, issue % (issue slots busy), warps % (achieved occupancy): time-weighted over the "
