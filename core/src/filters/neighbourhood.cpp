@@ -434,6 +434,9 @@ Array subtract_sat(const Array& a, const Array& b) {
 // 7x7 window; the fixed program's compile time grows with the square of the window (on PoCL
 // a 105-pixel one took 30 s more than a 25-pixel one).
 constexpr int kMedianFixedMax = 49;
+// Windows up to this many pixels take median_count while their fast kernel compiles (a small
+// program, n^2 compares: 729 a pixel at 27), larger ones median_radix(_local). 27: 3x3x3.
+constexpr int kMedianCountMax = 27;
 
 Defines median_fixed_defines(DType t, const Radii& r) {
   Defines d = nb_defines(t, t);
@@ -472,7 +475,8 @@ std::array<std::size_t, 3> median_group(DType t, int ndim, const Radii& r) {
 
 Array median(const Array& in, const Radii& r) {
   // A median is exact whichever kernel finds it, so while the specialised kernel (the r1
-  // sorting network, median_fixed's registers) compiles, median_radix serves.
+  // sorting network, median_fixed's registers) compiles, median_count (up to 27 values) or
+  // median_radix serves.
   if (radius_one(in, r) && r1_ready(in, "median", in.dtype())) {
     return radius_one_box(in, "median", in.dtype(), 1.0);
   }
@@ -487,7 +491,12 @@ Array median(const Array& in, const Radii& r) {
   } else {
     for (int v : r) args.push_back(arg(v));
     const std::array<std::size_t, 3> group = median_group(in.dtype(), in.ndim(), r);
-    if (group[0] != 0) {
+    if (window <= kMedianCountMax) {
+      // Only while the window's fast kernel compiles (tiered compilation): a quick first
+      // build. On NVIDIA's OpenCL median_radix_local took 181 ms to build (bench/RESULTS.md).
+      launch(in, "median.kernel", "median_count", nb_defines(in.dtype(), in.dtype()),
+             image_grid(in.shape()), args);
+    } else if (group[0] != 0) {
       const Shape& s = in.shape();
       launch(in, "median.kernel", "median_radix_local", nb_defines(in.dtype(), in.dtype()),
              grid({s.width(), s.height(), s.depth()}, group), args);
@@ -912,6 +921,7 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
     // same with other constants).
     out.push_back({"median.kernel", "median_radix", nb_defines(t, t)});
     out.push_back({"median.kernel", "median_radix_local", nb_defines(t, t)});
+    out.push_back({"median.kernel", "median_count", nb_defines(t, t)});
     out.push_back({"median.kernel", "median_fixed", median_fixed_defines(t, {2, 1, 1})});
     if (size_of(t) <= 4) {
       for (const char* e : {"r1_sum_2d_v4", "r1_min_2d_v4", "r1_max_2d_v4"})
