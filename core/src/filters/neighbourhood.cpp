@@ -435,7 +435,8 @@ Array subtract_sat(const Array& a, const Array& b) {
 // a 105-pixel one took 30 s more than a 25-pixel one).
 constexpr int kMedianFixedMax = 49;
 // Windows up to this many pixels take median_count while their fast kernel compiles (a small
-// program, n^2 compares: 729 a pixel at 27), larger ones median_radix(_local). 27: 3x3x3.
+// program: the window's keys loaded once, then n^2 compares, 729 a pixel at 27), larger ones
+// median_radix(_local). 27: 3x3x3; MD_COUNT_MAX in median.kernel, the size of its key array.
 constexpr int kMedianCountMax = 27;
 
 Defines median_fixed_defines(DType t, const Radii& r) {
