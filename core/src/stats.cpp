@@ -218,9 +218,9 @@ Moments moments(const Array& a) {
   const DType acc = a.device().supports_fp64() ? DType::f64 : DType::f32;
   const auto& kernel =
       dev.kernel(program("stats.kernel"), "stats_moments", stats_defines(impl.dtype, acc, wg));
-  // The groups' counts, means and M2s in one buffer, read back at once: three reads (each a
-  // wait for the device) were about 30 us of a 2048^2 float32 standard deviation's 79 on an
-  // H200 (bench/RESULTS.md, 2026-11-29).
+  // The groups' counts, means and M2s in one buffer, read back at once: with three reads (each
+  // a wait for the device) a 2048^2 float32 standard deviation took 79 us on an H200, with one
+  // 54 (bench/RESULTS.md, 2026-11-29).
   const std::size_t acc_bytes = size_of(acc);
   auto part = dev.allocate(groups * (sizeof(std::uint64_t) + 2 * acc_bytes));
   const KernelArg args[] = {KernelArg::mem(*impl.memory), KernelArg::scalar<std::uint64_t>(n),
