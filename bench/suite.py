@@ -723,8 +723,8 @@ def profile_phase(results, bench_grid, data, work, deadline, o, log):
         "off",
         "--nvtx",
         # The clocks the timed runs had (ncu locks them to base by default), and their caches:
-        # by default ncu flushes them before each kernel, which made a combine of 1 MB of
-        # partial histograms, L2-resident when timed, take 113 us instead of a few.
+        # by default ncu flushes them before each kernel, so a kernel whose data sits in L2
+        # when it is timed (a histogram's 1 MB of partial counts) reads it from DRAM instead.
         "--clock-control",
         "none",
         "--cache-control",
@@ -790,7 +790,7 @@ def profile_phase(results, bench_grid, data, work, deadline, o, log):
             copy_kernels=kernels.get("copy:" + r.get("copy", ""), []),
         )
     n_k = sum(1 for v in prof["cases"].values() if v["kernels"])
-    log(f"profile: {len(prof['cases'])} cases timed, {n_k} with ncu's kernels (exit {rc})")
+    log(f"profile: {len(prof['cases'])} cases run, {n_k} with ncu's kernels (exit {rc})")
     if not n_k:
         prof["error"] = last_line(open(os.path.join(work, "profile.log")).read()) or "no kernels"
     return prof
