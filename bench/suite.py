@@ -695,9 +695,10 @@ def parse_ncu_csv(path, names):
     return out
 
 
-def profile_phase(results, bench_grid, data, work, deadline, o, log):
+def profile_phase(results, bench_grid, data, work, deadline, o, log, env):
     """Runs the cases that miss their targets once more on gpix CUDA under ncu (not timed: ncu
-    slows every API call; the grid's timings stand); returns results["profile"]."""
+    slows every API call; the grid's timings stand), with the grid's environment env; returns
+    results["profile"]."""
     import suite_report
 
     cases = [c for c in results["cases"] if suite_report.over_target(results, c)]
@@ -759,12 +760,6 @@ def profile_phase(results, bench_grid, data, work, deadline, o, log):
         "--case-timeout-s",
         str(4 * o.case_timeout_s),
     ]
-    env = dict(os.environ, GPIX_TIERED_COMPILE="0", PYTHONUNBUFFERED="1")
-    env["GPIX_CACHE_DIR"] = o.gpix_cache if o.gpix_cache not in ("", "inherit") else os.path.join(
-        work, "gpix-cache"
-    )
-    if o.gpix_cache == "inherit":
-        env.pop("GPIX_CACHE_DIR")
     log(f"profile: {len(cases)} cases under {ncu}")
     with open(os.path.join(work, "profile.log"), "w") as logf:
         p = subprocess.Popen(
@@ -901,17 +896,18 @@ def main(argv=None):
     if o.gpix_cache != "inherit":
         grid_env["GPIX_CACHE_DIR"] = o.gpix_cache or os.path.join(work, "gpix-cache")
     impls = []
+    # The grid times kernels in their steady state: the fast programs built in the prewarm,
+    # never the plain tier that serves while a fast one compiles (GPIX_TIERED_COMPILE=0:
+    # otherwise a case could time the plain kernel until its fast one's background build,
+    # which waits for a quiet compiler, came in; first_call_phase gives tiers back). The
+    # profile phase runs with the same environment.
+    gpix_env = dict(grid_env, GPIX_TIERED_COMPILE="0")
     for dev in filter(None, o.gpix_devices.split(",")):
         if not o.bench_grid:
             ap.error("--bench-grid is needed for gpix devices")
         name = "gpix-" + (
             "cuda" if dev.startswith("cuda") else "opencl" if dev.startswith("opencl") else dev
         )
-        # The grid times kernels in their steady state: the fast programs built in the prewarm,
-        # never the plain tier that serves while a fast one compiles (GPIX_TIERED_COMPILE=0:
-        # otherwise a case could time the plain kernel until its fast one's background build,
-        # which waits for a quiet compiler, came in; first_call_phase gives tiers back).
-        gpix_env = dict(grid_env, GPIX_TIERED_COMPILE="0")
         impls.append(Impl(name, [o.bench_grid, "--device", dev, "--data", data], gpix_env, ".tsv"))
     for peer in filter(None, o.peers.split(",")):
         impls.append(
@@ -1034,7 +1030,9 @@ def main(argv=None):
         gpix_cuda = "cuda:" in o.gpix_devices.split(",") or not o.gpix_devices
         if not o.bench_grid or not gpix_cuda and not o.profile_from:
             ap.error("the profile phase needs --bench-grid (and gpix CUDA's grid or --profile-from)")
-        results["profile"] = profile_phase(results, o.bench_grid, data, work, deadline, o, log)
+        results["profile"] = profile_phase(
+            results, o.bench_grid, data, work, deadline, o, log, gpix_env
+        )
         results["phases"]["profile"] = time.time() - t
 
     if o.profile_from and "profile" in phases:

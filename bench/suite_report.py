@@ -130,7 +130,6 @@ def profile_figures(results, c):
     copy_bytes = 2 * (cp.get("bytes") or 0)
     return dict(
         wall_us=wall * 1e3,
-        copy_us=(cp.get("median_ms") or 0) * 1e3,
         kernels=len(ks),
         names=sorted({k["kernel"].split("(")[0] for k in ks}),
         kernel_us=k_us,
@@ -150,7 +149,7 @@ def cause(results, c):
     - instruction issue: 60 % or more of the issue slots busy while DRAM is under 60 % busy;
     - latency: DRAM and the issue slots both under-used (too few bytes in flight);
     - otherwise the DRAM is busy and the case is at the memory's pace for what it moves.
-    "" where the case was not profiled."""
+    "" where the case was not profiled. The figures behind it are causes_table()'s columns."""
     f = profile_figures(results, c)
     if f is None:
         return ""
@@ -168,10 +167,7 @@ def cause(results, c):
         why = f"latency: occupancy {f['occupancy_pct']:.0f}%"
     else:
         why = "at the memory's pace"
-    return (
-        f"{why} (kernels {k:.0f} µs / call {wall:.0f}; DRAM {f['dram_pct']:.0f}%, L2 "
-        f"{f['l2_pct']:.0f}%, issue {f['issue_pct']:.0f}%)"
-    )
+    return why
 
 
 def causes_table(results):
@@ -207,7 +203,7 @@ def causes_table(results):
                     f"{f['l2_pct']:.0f}",
                     f"{f['issue_pct']:.0f}",
                     f"{f['occupancy_pct']:.0f}",
-                    cause(results, c).split(" (")[0],
+                    cause(results, c),
                 ]
             )
             + " |"
@@ -309,7 +305,7 @@ def table(results):
         ]
         if profiled:
             cells.append(
-                (cause(results, c).split(" (")[0] or "not profiled") if over_target(results, c) else ""
+                (cause(results, c) or "not profiled") if over_target(results, c) else ""
             )
         rows.append("| " + " | ".join(cells) + " |")
     foot = [
