@@ -199,6 +199,16 @@ struct MetaHeader {
   std::vector<double> dim_size;      // DimSize, x first
 };
 
+// A MetaImage boolean as MetaIO reads one: true when its first character is T, t or 1.
+bool meta_true(const std::string& value) {
+  return !value.empty() && (value[0] == 'T' || value[0] == 't' || value[0] == '1');
+}
+
+// The fields as MetaIO's MET_Read finds them: a name runs to the first '=' or ':', blanks
+// around it dropped, and is compared case-sensitively; the value follows the separators and
+// blanks after it. Reading names any other way let a fuzzed header through: gpix took a line
+// "elementdatafile = ..." for the header's end and stopped checking there, MetaIO skipped it as
+// an unknown field and read on to an NDims = 2111...1 (fuzz_read_mha, a timeout in CI).
 MetaHeader parse_meta(const fs::path& path) {
   MetaHeader h;
   std::ifstream f(path, std::ios::binary);
@@ -206,22 +216,24 @@ MetaHeader parse_meta(const fs::path& path) {
   std::uint64_t consumed = 0;
   while (std::getline(f, line)) {
     consumed += line.size() + 1;
-    const auto eq = line.find('=');
-    if (eq == std::string::npos) continue;
-    const std::string key = lower(trim(line.substr(0, eq)));
-    const std::string value = trim(line.substr(eq + 1));
-    if (key == "compresseddata") h.compressed = lower(value) == "true";
+    const auto sep = line.find_first_of("=:");
+    if (sep == std::string::npos) continue;
+    const std::string key = trim(line.substr(0, sep));
+    const auto value_start = line.find_first_not_of("=: \t", sep);
+    const std::string value =
+        value_start == std::string::npos ? std::string() : trim(line.substr(value_start));
+    if (key == "CompressedData") h.compressed = meta_true(value);
     // Numbers as MetaIO reads them (as doubles: "1e3" is 1000).
-    if (key == "compresseddatasize") h.compressed_size = std::strtod(value.c_str(), nullptr);
-    if (key == "headersize") h.header_size = std::strtod(value.c_str(), nullptr);
-    if (key == "binarydatabyteordermsb" || key == "elementbyteordermsb")
-      h.big_endian = lower(value) == "true";
-    if (key == "ndims") h.ndims = value;
-    if (key == "dimsize") {
+    if (key == "CompressedDataSize") h.compressed_size = std::strtod(value.c_str(), nullptr);
+    if (key == "HeaderSize") h.header_size = std::strtod(value.c_str(), nullptr);
+    if (key == "BinaryDataByteOrderMSB" || key == "ElementByteOrderMSB")
+      h.big_endian = meta_true(value);
+    if (key == "NDims") h.ndims = value;
+    if (key == "DimSize") {
       std::istringstream words(value);
       for (double d = 0; words >> d;) h.dim_size.push_back(d);
     }
-    if (key == "elementdatafile") {
+    if (key == "ElementDataFile") {
       h.data_file = value;
       h.header_bytes = consumed;
       break;
@@ -270,7 +282,10 @@ bool meta_file_list(const MetaHeader& h) {
 }
 
 std::optional<MetaDataFile> meta_data_file(const fs::path& path, const MetaHeader& h) {
-  if (lower(h.data_file) == "local") return MetaDataFile{path, true};
+  // MetaIO's three spellings; "LoCaL" is a file of that name to it.
+  if (h.data_file == "LOCAL" || h.data_file == "Local" || h.data_file == "local") {
+    return MetaDataFile{path, true};
+  }
   // Any other name without a '%' (spaces included) is one file to MetaIO: left unchecked, a
   // fuzzed name "LOC~~~ = ??" let a header claiming 10 GB reach the allocation of its pixels.
   if (h.data_file.empty() || meta_file_list(h) || h.data_file.find('%') != std::string::npos) {
@@ -462,12 +477,19 @@ std::string check_meta_ndims(const std::string& value) {
 std::string check_meta_header(const fs::path& path) {
   const MetaHeader h = parse_meta(path);
   std::ifstream f(path, std::ios::binary);
-  // The header, up to its ElementDataFile line (or 4 KiB where there is none; 16 MiB at most).
-  std::string text(std::clamp<std::size_t>(h.header_bytes, 4096, std::size_t{16} << 20), '\0');
+  // Text headers are a few hundred bytes; past 16 MiB this is not one, and its lines are not
+  // read into memory to check them.
+  if (h.header_bytes > (std::uint64_t{16} << 20)) {
+    return "its header runs for " + std::to_string(h.header_bytes) +
+           " bytes before its ElementDataFile line; a MetaImage header is at most 16 MiB of text "
+           "(the file is corrupt)";
+  }
+  // Without an ElementDataFile line, its first 4 KiB: a more precise refusal than the one below
+  // if they hold one.
+  std::string text(h.header_bytes ? h.header_bytes : 4096, '\0');
   f.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<std::size_t>(f.gcount()));
-  const std::size_t end =
-      h.header_bytes ? std::min<std::size_t>(h.header_bytes, text.size()) : text.size();
+  const std::size_t end = text.size();
   for (std::size_t i = 0; i < end; ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
     if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
@@ -512,6 +534,12 @@ std::string check_meta_header(const fs::path& path) {
   if (h.ndims) {
     const std::string broken = check_meta_ndims(*h.ndims);
     if (!broken.empty()) return broken;
+  }
+  // MetaIO requires the field and reads every line before it: without one it reads to the end
+  // of the file, past anything checked here, only to refuse the header there.
+  if (h.header_bytes == 0) {
+    return "its header has no 'ElementDataFile = ...' line, the field a MetaImage header ends "
+           "with (the file is truncated, corrupt or not a MetaImage)";
   }
   // MetaIO takes a value with '%' for a pattern of files, anything else for one file name.
   if (h.data_file.find('%') == std::string::npos) return {};
