@@ -6,7 +6,9 @@
 #include <csetjmp>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -325,6 +327,104 @@ MetaStream meta_stream(const fs::path& path, const MetaHeader& h, std::uint64_t 
 // on stderr), a last name with no line break after it, and shifts every slice after a blank
 // line, returning the image with slices unread; so each of those is refused here, naming the
 // file. Compressed slices are left to MetaIO (their sizes say nothing).
+// A header's number as written ("3", "1e+12"), not to_string's "3.000000".
+std::string number(double v) {
+  std::array<char, 32> text{};
+  std::snprintf(text.data(), text.size(), "%.17g", v);
+  return text.data();
+}
+
+// Whether compressed data of `compressed_bytes` can hold `data_bytes` of pixels: deflate expands
+// at most about 1032-fold (a 258-byte match in a code of at least 2 bits), so a header claiming
+// more cannot be what its files hold, and the pixels it claims are not allocated to find out.
+std::string compressed_room(const MetaHeader& h, std::uint64_t compressed_bytes,
+                            std::uint64_t data_bytes, const std::string& what) {
+  if (!h.compressed || compressed_bytes >= data_bytes / 1032 + 1024) return {};
+  return what + " hold " + std::to_string(compressed_bytes) +
+         " bytes of compressed data, which cannot inflate to the " + std::to_string(data_bytes) +
+         " bytes its header claims (deflate expands at most about 1032-fold)";
+}
+
+// An ElementDataFile value's words as MetaIO's MET_StringToWordArray splits it: at spaces only.
+std::vector<std::string> meta_words(const std::string& value) {
+  std::vector<std::string> words;
+  std::size_t i = 0;
+  while (i < value.size()) {
+    while (i < value.size() && value[i] == ' ') ++i;
+    const std::size_t j = std::min(value.find(' ', i), value.size());
+    if (j > i) words.push_back(value.substr(i, j - i));
+    i = j;
+  }
+  return words;
+}
+
+// Whether `words` are a file pattern MetaIO can use safely: "name%0Nd.ext first last step",
+// the name with one conversion (%d or %i, a 0 flag and up to 2 digits of width: MetaIO hands
+// the name to sprintf as its format, so %s read an int as a pointer and a wide field ran past
+// its buffer) and three integers.
+bool meta_pattern(const std::vector<std::string>& words) {
+  if (words.size() != 4) return false;
+  const std::string& name = words[0];
+  const auto pct = name.find('%');
+  if (pct == std::string::npos || name.find('%', pct + 1) != std::string::npos) return false;
+  std::size_t k = pct + 1;
+  if (k < name.size() && name[k] == '0') ++k;
+  const std::size_t width = k;
+  while (k < name.size() && std::isdigit(static_cast<unsigned char>(name[k]))) ++k;
+  if (k - width > 2 || k >= name.size() || (name[k] != 'd' && name[k] != 'i')) return false;
+  return std::all_of(words.begin() + 1, words.end(), [](const std::string& w) {
+    char* stop = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(w.c_str(), &stop, 10);
+    return *stop == '\0' && stop != w.c_str() && errno == 0 &&
+           v >= std::numeric_limits<std::int32_t>::min() &&
+           v <= std::numeric_limits<std::int32_t>::max();
+  });
+}
+
+// A file pattern's files against the pixels they must hold. MetaIO reads one slice (the last
+// dimension's) from each name it makes, from first to last by step, into slice 0, 1, ...: a
+// step of 0 or less loops for ever, more names than slices write past the image, fewer leave
+// slices unread, and a name it cannot open is skipped with a message on the console. None of
+// that is an image.
+std::string check_meta_pattern(const fs::path& path, const MetaHeader& h,
+                               std::uint64_t data_bytes) {
+  const std::vector<std::string> words = meta_words(h.data_file);
+  if (!meta_pattern(words) || h.dim_size.empty()) return {};  // the header check says why
+  const long long first = std::stoll(words[1]), last = std::stoll(words[2]),
+                  step = std::stoll(words[3]);
+  const double slices = h.dim_size.back();
+  if (step <= 0) {
+    return "its file pattern '" + h.data_file + "' steps by " + std::to_string(step) +
+           "; the step must be 1 or more";
+  }
+  const long long count = last < first ? 0 : (last - first) / step + 1;
+  if (static_cast<double>(count) != slices) {
+    return "its file pattern '" + h.data_file + "' names " + std::to_string(count) +
+           " file(s), one per slice, but its DimSize has " + number(slices) +
+           " slices in its last dimension";
+  }
+  const std::uint64_t slice_bytes = data_bytes / static_cast<std::uint64_t>(count);
+  const std::uint64_t skip = h.header_size > 0 ? static_cast<std::uint64_t>(h.header_size) : 0;
+  std::uint64_t total = 0;
+  for (long long i = first; i <= last; i += step) {
+    std::array<char, 256> name{};
+    std::snprintf(name.data(), name.size(), words[0].c_str(), static_cast<int>(i));
+    const fs::path file = path.parent_path() / fs::u8path(name.data());
+    const std::string which = "its slice file '" + std::string(name.data()) +
+                              "' (from the pattern '" + h.data_file + "')";
+    std::error_code ec;
+    if (!fs::is_regular_file(file, ec)) return which + " does not exist";
+    const std::uint64_t size = fs::file_size(file, ec);
+    total += size;
+    if (!h.compressed && size < skip + slice_bytes) {
+      return which + " is truncated: " + std::to_string(size) + " bytes, " +
+             std::to_string(skip + slice_bytes) + " expected";
+    }
+  }
+  return compressed_room(h, total, data_bytes, "its pattern's files");
+}
+
 std::string check_meta_list(const fs::path& path, const MetaHeader& h, std::uint64_t data_bytes) {
   int ndims = h.ndims ? std::atoi(h.ndims->c_str()) : 0;
   if (ndims <= 0 || ndims > static_cast<int>(h.dim_size.size())) {
@@ -386,6 +486,7 @@ std::string check_meta_list(const fs::path& path, const MetaHeader& h, std::uint
   const std::uint64_t slice_bytes = data_bytes / count;
   // HeaderSize > 0 skips that many bytes of every slice file (-1 reads each file's tail).
   const std::uint64_t skip = h.header_size > 0 ? static_cast<std::uint64_t>(h.header_size) : 0;
+  std::uint64_t total = 0;
   for (std::size_t i = 0; i < names.size(); ++i) {
     const fs::path file = path.parent_path() / fs::u8path(names[i]);
     std::error_code ec;
@@ -393,13 +494,14 @@ std::string check_meta_list(const fs::path& path, const MetaHeader& h, std::uint
                               " of " + std::to_string(count) + " in its list)";
     if (!fs::is_regular_file(file, ec)) return which + " does not exist";
     const std::uint64_t size = fs::file_size(file, ec);
+    total += ec ? 0 : size;
     if (!h.compressed && !ec && size < skip + slice_bytes) {
       return which + " is truncated: " + std::to_string(size) + " bytes, " +
              std::to_string(skip + slice_bytes) + " expected" +
              (skip > 0 ? " (HeaderSize " + std::to_string(skip) + " and the slice)" : "");
     }
   }
-  return {};
+  return compressed_room(h, total, data_bytes, "its listed files");
 }
 
 std::string check_meta(const fs::path& path, std::uint64_t data_bytes) {
@@ -422,6 +524,7 @@ std::string check_meta(const fs::path& path, std::uint64_t data_bytes) {
            "; it must be a byte count (the header is corrupt)";
   }
   if (meta_file_list(h)) return check_meta_list(path, h, data_bytes);
+  if (h.data_file.find('%') != std::string::npos) return check_meta_pattern(path, h, data_bytes);
   const auto data = meta_data_file(path, h);
   if (!data) return {};
   const auto& [file, local] = *data;
@@ -541,21 +644,30 @@ std::string check_meta_header(const fs::path& path) {
     return "its header has no 'ElementDataFile = ...' line, the field a MetaImage header ends "
            "with (the file is truncated, corrupt or not a MetaImage)";
   }
-  // MetaIO takes a value with '%' for a pattern of files, anything else for one file name.
-  if (h.data_file.find('%') == std::string::npos) return {};
-  std::vector<std::string> words;
-  std::istringstream in(h.data_file);
-  for (std::string w; in >> w;) words.push_back(w);
-  const bool pattern = words.size() == 4 && words[0].find('%') != std::string::npos &&
-                       std::all_of(words.begin() + 1, words.end(), [](const std::string& w) {
-                         return !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
-                           return std::isdigit(static_cast<unsigned char>(c)) || c == '-';
-                         });
-                       });
-  if (pattern) return {};
+  // MetaIO opens the directory as its data file and reads nothing into the pixels gpix has
+  // already allocated to the size the header claims (10 GB for a fuzzed header, an
+  // out-of-memory stop of an exploratory fuzz run).
+  if (h.data_file.empty()) {
+    return "its ElementDataFile is empty; it must be LOCAL, a data file's name, LIST or a file "
+           "pattern (the header is corrupt)";
+  }
+  const bool list = meta_file_list(h);
+  const bool has_pattern = h.data_file.find('%') != std::string::npos;
+  if (!list && !has_pattern) return {};
+  // MetaIO splits a list's or a pattern's value at spaces into words of 80 bytes each, copied
+  // without a bound.
+  const std::vector<std::string> words = meta_words(h.data_file);
+  for (const std::string& w : words) {
+    if (w.size() >= 80) {
+      return "its ElementDataFile '" + h.data_file.substr(0, 60) + "...' has a word of " +
+             std::to_string(w.size()) + " characters; MetaIO reads words of up to 79 there";
+    }
+  }
+  if (list) return {};
+  if (meta_pattern(words)) return {};
   return "its ElementDataFile '" + h.data_file +
-         "' holds a % but is not a file pattern 'name%03d.raw first last step' (the header is "
-         "corrupt)";
+         "' holds a % but is not a file pattern 'name%03d.raw first last step' (one %d, with a "
+         "width of at most 2 digits; the header is corrupt)";
 }
 
 // One detached data file, not a list or a pattern of several.

@@ -236,6 +236,52 @@ class TestIoBad : public QObject {
     QCOMPARE(v[2], std::uint16_t{0xff00});
   }
 
+  // A file pattern ("slice%02d.raw 1 3 1") is read slice by slice, as MetaIO makes the names;
+  // a pattern MetaIO would loop on, write past the image with, leave slices unread from or
+  // hand to sprintf unsafely is refused before the pixels are allocated.
+  void metaimage_file_patterns() {
+    QTemporaryDir dir;
+    const std::string head =
+        "ObjectType = Image\nNDims = 3\nDimSize = 4 2 3\nElementType = MET_UCHAR\n";
+    std::vector<std::uint8_t> want(24);
+    for (std::size_t i = 0; i < want.size(); ++i) want[i] = static_cast<std::uint8_t>(i * 7 + 1);
+    for (int z = 0; z < 3; ++z) {
+      char name[32];
+      std::snprintf(name, sizeof name, "slice%02d.raw", 2 * z + 1);
+      put(in(dir, name), std::string(reinterpret_cast<const char*>(want.data()) + 8 * z, 8));
+    }
+    const auto good = in(dir, "good.mha");
+    put(good, head + "ElementDataFile = slice%02d.raw 1 5 2\n");
+    const io::Image img = io::read(good);
+    QCOMPARE(img.pixels.shape(), (Shape{3, 2, 4}));
+    QCOMPARE(std::memcmp(img.pixels.data(), want.data(), want.size()), 0);
+    const auto refused = [&](const std::string& value, const std::string& words,
+                             const std::string& dims = "4 2 3") {
+      const auto p = in(dir, "bad.mha");
+      put(p, "ObjectType = Image\nNDims = 3\nDimSize = " + dims +
+                 "\nElementType = MET_UCHAR\nElementDataFile = " + value + "\n");
+      expect_io_error([&] { io::read(p); }, p, words);
+    };
+    refused("slice%02d.raw 1 5 0", "steps by 0");
+    refused("slice%02d.raw 5 1 -2", "steps by -2");
+    refused("slice%02d.raw 1 3 1", "'slice02.raw' (from the pattern");
+    refused("slice%02d.raw 1 7 2", "names 4 file(s), one per slice, but its DimSize has 3 slices");
+    refused("slice%02d.raw 3 7 2", "'slice07.raw' (from the pattern");
+    refused("slice%02d.raw 1 5 2", "is truncated: 8 bytes, 16 expected", "8 2 3");
+    refused("slice%s.raw 1 5 2", "not a file pattern");
+    refused("slice%0100d.raw 1 5 2", "not a file pattern");
+    refused("slice%d%d.raw 1 5 2", "not a file pattern");
+    refused("slice%02d.raw 1 5 99999999999", "not a file pattern");
+    refused("", "its ElementDataFile is empty");
+    refused("LIST " + std::string(90, 'x'), "a word of 90 characters");
+    // Compressed slices are left to MetaIO's inflate, within what deflate can expand to.
+    const auto big = in(dir, "big.mha");
+    put(big,
+        "ObjectType = Image\nNDims = 3\nDimSize = 100000 1000 3\nElementType = MET_UCHAR\n"
+        "CompressedData = True\nElementDataFile = slice%02d.raw 1 5 2\n");
+    expect_io_error([&] { io::read(big); }, big, "cannot inflate to the 300000000 bytes");
+  }
+
   // Headers ITK cannot survive: an unknown MetaImage element type made ITK throw from outside
   // gpix's translation (gpix info aborted), a NaN in a NIfTI affine made vnl abort the process.
   void headers_itk_cannot_survive() {
@@ -534,6 +580,11 @@ class TestIoBad : public QObject {
     // the finding cut down by hand).
     const auto lc = corpus / "mha" / "regression-metaio-lowercase-elementdatafile.mha";
     expect_io_error([&] { io::read(lc); }, lc, "NDims = 21111111111111111111");
+    // Two ElementDataFile lines, the first empty: MetaIO took the empty name (and opened the
+    // folder), and gpix allocated the 10 GB the header claims first (an out-of-memory stop of
+    // the exploratory fuzz run of 2026-11-29).
+    const auto empty = corpus / "mha" / "regression-metaio-empty-data-file-10gb.mha";
+    expect_io_error([&] { io::read(empty); }, empty, "its ElementDataFile is empty");
     // A header claiming 2^31 x 5 pixels whose ElementDataFile ("LOC~~~ = ??") holds spaces: a
     // name with a space was left to MetaIO unchecked, so gpix allocated the 10 GB image first
     // (an out-of-memory stop of the same fuzz run); MetaIO opens it as one file name.
