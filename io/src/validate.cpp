@@ -232,6 +232,7 @@ MetaHeader parse_meta(const fs::path& path) {
       h.big_endian = meta_true(value);
     if (key == "NDims") h.ndims = value;
     if (key == "DimSize") {
+      h.dim_size.clear();  // MetaIO keeps the last
       std::istringstream words(value);
       for (double d = 0; words >> d;) h.dim_size.push_back(d);
     }
@@ -452,7 +453,12 @@ std::string check_meta_list(const fs::path& path, const MetaHeader& h, std::uint
   }
   double files = 1;
   for (int i = slice_dims; i < ndims; ++i) files *= h.dim_size[static_cast<std::size_t>(i)];
-  if (!(files >= 1 && files <= 1e7)) return {};  // the size checks name an absurd DimSize
+  // More files than any list holds (the header check refuses a DimSize that is not a size):
+  // leaving it to MetaIO allocated the image first (2 GB for a fuzzed header).
+  if (!(files >= 1 && files <= 1e7)) {
+    return "its ElementDataFile = " + h.data_file + " needs " + number(files) +
+           " slice files for its DimSize; a list of that many is not read";
+  }
   const auto count = static_cast<std::uint64_t>(files);
   const std::string needs = "; its DimSize needs " + std::to_string(count) + " slice files";
   std::ifstream f(path, std::ios::binary);
@@ -650,6 +656,18 @@ std::string check_meta_header(const fs::path& path) {
   if (h.data_file.empty()) {
     return "its ElementDataFile is empty; it must be LOCAL, a data file's name, LIST or a file "
            "pattern (the header is corrupt)";
+  }
+  // MetaIO keeps each size in an int: a larger one is undefined there, and what ITK then
+  // reports is not what the header says (a fuzzed 7777...7 became 2^31, and a list check
+  // working from the header's numbers let a 2 GB image be allocated).
+  const std::size_t sizes = std::min(
+      h.dim_size.size(), static_cast<std::size_t>(h.ndims ? std::atoi(h.ndims->c_str()) : 10));
+  for (std::size_t i = 0; i < sizes; ++i) {
+    const double d = h.dim_size[i];
+    if (d != std::floor(d) || d < 1 || d > std::numeric_limits<std::int32_t>::max()) {
+      return "its header says DimSize = ... " + number(d) +
+             " ...; each size must be a whole number from 1 to 2147483647 (the header is corrupt)";
+    }
   }
   const bool list = meta_file_list(h);
   const bool has_pattern = h.data_file.find('%') != std::string::npos;

@@ -273,6 +273,11 @@ class TestIoBad : public QObject {
     refused("slice%d%d.raw 1 5 2", "not a file pattern");
     refused("slice%02d.raw 1 5 99999999999", "not a file pattern");
     refused("", "its ElementDataFile is empty");
+    refused("slice%02d.raw 1 5 2", "DimSize = ... 2147483648 ...", "4 2147483648 3");
+    refused("slice%02d.raw 1 5 2", "DimSize = ... 0.5 ...", "4 0.5 3");
+    refused("LIST 1D", "needs 20000000 slice files", "4 10000 2000");
+    // A data file name with a space is one file to MetaIO, checked as one.
+    refused("no such file.raw", "its data file 'no such file.raw' does not exist");
     refused("LIST " + std::string(90, 'x'), "a word of 90 characters");
     // Compressed slices are left to MetaIO's inflate, within what deflate can expand to.
     const auto big = in(dir, "big.mha");
@@ -585,13 +590,19 @@ class TestIoBad : public QObject {
     // the exploratory fuzz run of 2026-11-29).
     const auto empty = corpus / "mha" / "regression-metaio-empty-data-file-10gb.mha";
     expect_io_error([&] { io::read(empty); }, empty, "its ElementDataFile is empty");
+    // DimSize = 7777...7 (31 digits) with a list of slice files: MetaIO's int made it 2^31,
+    // while the list check, working from the header's number, left an absurd count to MetaIO,
+    // and gpix allocated the 2 GB ITK reported (the same fuzz run).
+    const auto dimsize = corpus / "mha" / "regression-metaio-huge-dimsize-list-2gb.mha";
+    expect_io_error([&] { io::read(dimsize); }, dimsize,
+                    "each size must be a whole number from 1 to 2147483647");
     // A header claiming 2^31 x 5 pixels whose ElementDataFile ("LOC~~~ = ??") holds spaces: a
     // name with a space was left to MetaIO unchecked, so gpix allocated the 10 GB image first
-    // (an out-of-memory stop of the same fuzz run); MetaIO opens it as one file name.
+    // (an out-of-memory stop of the same fuzz run); MetaIO opens it as one file name. Its
+    // DimSize (7777...7) is refused first now; metaimage_file_patterns checks a spaced name.
     const auto spaced = corpus / "mha" / "regression-metaio-data-file-with-spaces-10gb.mha";
     expect_io_error([&] { io::read(spaced); }, spaced,
-                    "~~~~~ = ?"
-                    "?' does not exist");
+                    "each size must be a whole number from 1 to 2147483647");
     // A NIfTI-1 header with "n+2" as its magic, a corrupt sizeof_hdr and srow_y[1] = -inf:
     // the nifti library read it, and vnl aborted on the infinite affine.
     const auto n2 = corpus / "nii" / "regression-nifti1-with-n+2-magic.nii";
