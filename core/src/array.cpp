@@ -7,6 +7,7 @@
 #include "gpix/error.h"
 #include "memory_pool.h"
 #include "programs.h"
+#include "recycling.h"
 #include "util.h"
 
 namespace gpix {
@@ -20,6 +21,7 @@ ArrayImpl& Access::impl(const Array& a) {
 
 using detail::Access;
 using detail::ArrayImpl;
+using detail::Recycling;
 
 namespace {
 
@@ -92,12 +94,13 @@ Array Array::empty(const Shape& shape, DType dtype, const Device& device) {
   // The message only where it is needed (float64 on a device without it): every filter
   // output comes through here.
   if (dtype == DType::f64) {
-    detail::require_dtype(device, dtype, "an array of " + shape.str() + " pixels");
+    detail::require_dtype(device, dtype, [&] { return "an array of " + shape.str() + " pixels"; });
   }
   auto& dev = Access::impl(device);
   const std::size_t nbytes = shape.elements() * size_of(dtype);
   auto mem = dev.pool().allocate(nbytes);
-  return Array(std::make_shared<ArrayImpl>(Access::shared(device), std::move(mem), shape, dtype));
+  return Array(std::allocate_shared<ArrayImpl>(Recycling<ArrayImpl>(), Access::shared(device),
+                                               std::move(mem), shape, dtype));
 }
 
 Array Array::padded(const Shape& shape, const Shape& padded_shape, DType dtype,
@@ -110,10 +113,11 @@ Array Array::padded(const Shape& shape, const Shape& padded_shape, DType dtype,
                           std::to_string(shape.ndim()) + " dims of shape " + shape.str() +
                           " and be at least as large along each");
   }
-  detail::require_dtype(device, dtype, "an array of " + shape.str() + " pixels");
+  detail::require_dtype(device, dtype, [&] { return "an array of " + shape.str() + " pixels"; });
   auto& dev = Access::impl(device);
   auto mem = dev.pool().allocate(padded_shape.elements() * size_of(dtype));
-  auto impl = std::make_shared<ArrayImpl>(Access::shared(device), std::move(mem), shape, dtype);
+  auto impl = std::allocate_shared<ArrayImpl>(Recycling<ArrayImpl>(), Access::shared(device),
+                                              std::move(mem), shape, dtype);
   impl->padded = padded_shape;
   return Array(std::move(impl));
 }
@@ -138,7 +142,8 @@ Array Array::empty_image(const Shape& shape, DType dtype, const Device& device) 
                            " (one channel; gpix maps u8 i8 u16 i16 u32 i32 f32)");
   }
   auto mem = dev.pool().allocate_image(f);
-  auto impl = std::make_shared<ArrayImpl>(Access::shared(device), std::move(mem), shape, dtype);
+  auto impl = std::allocate_shared<ArrayImpl>(Recycling<ArrayImpl>(), Access::shared(device),
+                                              std::move(mem), shape, dtype);
   impl->kind = MemoryKind::image;
   return Array(std::move(impl));
 }
@@ -283,7 +288,7 @@ Mapping Array::map(MapMode mode) {
 Array Array::view(const Region& region) const {
   auto& a = Access::impl(*this);
   const Box b = check_box(a.shape, region.origin, region.extent, "view");
-  auto v = std::make_shared<ArrayImpl>(a);
+  auto v = std::allocate_shared<ArrayImpl>(Recycling<ArrayImpl>(), a);
   v->shape = shape_of(region.extent);
   v->view = true;
   v->region = true;
@@ -299,7 +304,8 @@ Array Array::reshape(const Shape& new_shape, bool* copied) const {
                           " (" + std::to_string(new_shape.elements()) + " pixels)");
   }
   if (a.contiguous()) {
-    auto v = std::make_shared<ArrayImpl>(a.device, a.memory, new_shape, a.dtype);
+    auto v = std::allocate_shared<ArrayImpl>(Recycling<ArrayImpl>(), a.device, a.memory, new_shape,
+                                             a.dtype);
     v->view = true;
     if (copied) *copied = false;
     return Array(std::move(v));

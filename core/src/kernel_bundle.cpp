@@ -53,20 +53,24 @@ std::string target_of(const std::string& key) {
 
 }  // namespace
 
+void append_program_key(std::string& out, const ProgramSource& src, const Defines& defines) {
+  out += src.hash;
+  for (const auto& [k, v] : defines) {
+    out += ';';
+    out += k;
+    out += '=';
+    out += v;
+  }
+}
+
 std::string program_key(const ProgramSource& src, const Defines& defines) {
-  // Sized once and appended in place: every filter call builds its key (one allocation, where
-  // ";" + k + "=" + v made temporaries for each define).
+  // Sized once and appended in place (one allocation, where ";" + k + "=" + v made temporaries
+  // for each define).
   std::size_t n = src.hash.size();
   for (const auto& [k, v] : defines) n += k.size() + v.size() + 2;
   std::string key;
   key.reserve(n);
-  key += src.hash;
-  for (const auto& [k, v] : defines) {
-    key += ';';
-    key += k;
-    key += '=';
-    key += v;
-  }
+  append_program_key(key, src, defines);
   return key;
 }
 

@@ -27,6 +27,9 @@ namespace gpix::detail {
 
 // The in-memory program cache's key: the source's hash and its defines.
 std::string program_key(const ProgramSource& src, const Defines& defines);
+// The same text appended to out (a buffer reused across calls allocates nothing once it is
+// large enough: the in-memory cache's lookup on every launch).
+void append_program_key(std::string& out, const ProgramSource& src, const Defines& defines);
 
 class KernelBundle {
  public:

@@ -17,7 +17,7 @@ namespace gpix::detail {
 
 class MemoryPool : public std::enable_shared_from_this<MemoryPool> {
  public:
-  explicit MemoryPool(DeviceImpl& device) : device_(device) {}
+  explicit MemoryPool(DeviceImpl& device) : device_(device) { spare_nodes_.reserve(64); }
   ~MemoryPool();
   MemoryPool(const MemoryPool&) = delete;
   MemoryPool& operator=(const MemoryPool&) = delete;
@@ -45,7 +45,10 @@ class MemoryPool : public std::enable_shared_from_this<MemoryPool> {
 
   DeviceImpl& device_;
   mutable std::mutex mutex_;
-  std::multimap<std::size_t, std::unique_ptr<Memory>> cache_;
+  using Cache = std::multimap<std::size_t, std::unique_ptr<Memory>>;
+  Cache cache_;
+  // Emptied nodes of cache_, reused by give_back() (reserved in the constructor).
+  std::vector<Cache::node_type> spare_nodes_;
   MemoryStats stats_;
   std::string limit_reason_;
 };

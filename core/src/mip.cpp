@@ -93,9 +93,10 @@ Array render_mip(const Array& volume, const MipOptions& o) {
   const bool linear = o.interpolation == Interpolation::linear;
   if (linear) {
     const DType ct = compute_type({volume.dtype()});
-    require_dtype(volume.device(), ct,
-                  "render_mip with linear interpolation on " + std::string(name(volume.dtype())) +
-                      " (interpolated in float64; nearest needs no fp64)");
+    require_dtype(volume.device(), ct, [&] {
+      return "render_mip with linear interpolation on " + std::string(name(volume.dtype())) +
+             " (interpolated in float64; nearest needs no fp64)";
+    });
   }
   // (x, y, z) order from here on.
   const double sp[3] = {o.spacing[2], o.spacing[1], o.spacing[0]};
@@ -135,7 +136,7 @@ Array render_mip(const Array& volume, const MipOptions& o) {
   Array out = Array::empty(Shape{h, w}, out_t, volume.device());
   if (w == 0 || h == 0) return out;
   const Array in = volume.is_contiguous() ? volume : volume.copy();
-  std::vector<KernelArg> args = {arg(in), arg(out)};
+  KernelArgs args = {arg(in), arg(out)};
   push_shape(args, s);
   args.push_back(arg(std::uint64_t{w}));
   args.push_back(arg(std::uint64_t{h}));

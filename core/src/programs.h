@@ -2,6 +2,7 @@
 // The embedded kernel sources as programs (dialect + kernel file), and kernel type names.
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "backend/backend.h"
 #include "gpix/dtype.h"
@@ -20,6 +21,13 @@ std::string_view kernel_type(DType t);
 
 // Throws UnsupportedDType when t is f64 and the device has no fp64 (or GPIX_DISABLE_FP64).
 void require_dtype(const Device& d, DType t, std::string_view what);
+// The same with the subject built only when the check fails (every call of a filter that
+// computes in float64 for some dtypes asks; built each time, the text was host allocations).
+template <class F>
+requires std::is_invocable_r_v<std::string, const F&>
+void require_dtype(const Device& d, DType t, const F& what) {
+  if (t == DType::f64 && !d.supports_fp64()) require_dtype(d, t, std::string_view(what()));
+}
 
 // Rounds n up to a multiple of m.
 constexpr std::size_t round_up(std::size_t n, std::size_t m) {

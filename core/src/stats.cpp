@@ -21,6 +21,7 @@ using detail::Access;
 using detail::KernelArg;
 
 using detail::Int128;
+using detail::RecycledVector;
 
 // stats.kernel's stats_final: the combined partial's slots.
 constexpr std::size_t kFinalSlots = 7;
@@ -52,9 +53,9 @@ void set_int_sum(Stats& s, Int128 total) {
 // contiguous run of partials in order, then a tree halves the wg sums. Where the device's
 // final pass is not ready yet (tiered compilation), the host's sum is the device's to the bit.
 template <class Acc>
-Acc tree_sum(const std::vector<Acc>& sums, std::size_t wg) {
+Acc tree_sum(const RecycledVector<Acc>& sums, std::size_t wg) {
   const std::size_t groups = sums.size(), per = (groups + wg - 1) / wg;
-  std::vector<Acc> part(wg, Acc{});
+  RecycledVector<Acc> part(wg, Acc{});
   for (std::size_t i = 0; i < wg; ++i) {
     for (std::size_t g = std::min(i * per, groups); g < std::min(i * per + per, groups); ++g)
       part[i] += sums[g];
@@ -66,8 +67,8 @@ Acc tree_sum(const std::vector<Acc>& sums, std::size_t wg) {
 }
 
 template <class T>
-Stats combine(const std::vector<T>& mins, const std::vector<T>& maxs, const auto& sums,
-              const std::vector<std::uint64_t>& nans, std::uint64_t n, std::size_t wg) {
+Stats combine(const RecycledVector<T>& mins, const RecycledVector<T>& maxs, const auto& sums,
+              const RecycledVector<std::uint64_t>& nans, std::uint64_t n, std::size_t wg) {
   Stats s;
   for (auto c : nans) s.nan_count += c;
   s.count = n - s.nan_count;
@@ -90,9 +91,9 @@ Stats combine(const std::vector<T>& mins, const std::vector<T>& maxs, const auto
 
 // Integers: the kernel sums the low 32 bits and the (signed) high 32 bits of each pixel apart.
 template <class T>
-Stats combine_int(const std::vector<T>& mins, const std::vector<T>& maxs,
-                  const std::vector<std::uint64_t>& lows, const std::vector<std::int64_t>& highs,
-                  std::uint64_t n) {
+Stats combine_int(const RecycledVector<T>& mins, const RecycledVector<T>& maxs,
+                  const RecycledVector<std::uint64_t>& lows,
+                  const RecycledVector<std::int64_t>& highs, std::uint64_t n) {
   Stats s;
   s.count = n;
   s.min = *std::min_element(mins.begin(), mins.end());
@@ -211,9 +212,10 @@ Moments moments(const Array& a) {
   // 32/64-bit dtypes need double: float would overflow on the squares of 64-bit values.
   const bool narrow = size_of(impl.dtype) <= 2 || impl.dtype == DType::f32;
   if (!narrow) {
-    require_dtype(
-        a.device(), DType::f64,
-        "the standard deviation of " + std::string(name(impl.dtype)) + " (accumulated in float64)");
+    require_dtype(a.device(), DType::f64, [&] {
+      return "the standard deviation of " + std::string(name(impl.dtype)) +
+             " (accumulated in float64)";
+    });
   }
   const DType acc = a.device().supports_fp64() ? DType::f64 : DType::f32;
   const auto& kernel =
@@ -229,17 +231,17 @@ Moments moments(const Array& a) {
   l.global[0] = groups * wg;
   l.local[0] = wg;
   dev.launch(*kernel, l, args);
-  std::vector<std::byte> bytes(groups * (sizeof(std::uint64_t) + 2 * acc_bytes));
+  RecycledVector<std::byte> bytes(groups * (sizeof(std::uint64_t) + 2 * acc_bytes));
   dev.read(*part, 0, bytes.data(), bytes.size());
-  std::vector<std::uint64_t> counts(groups);
-  std::vector<double> means(groups), m2s(groups);
+  RecycledVector<std::uint64_t> counts(groups);
+  RecycledVector<double> means(groups), m2s(groups);
   std::memcpy(counts.data(), bytes.data(), groups * sizeof(std::uint64_t));
   const std::byte* acc_at = bytes.data() + groups * sizeof(std::uint64_t);
   if (acc == DType::f64) {
     std::memcpy(means.data(), acc_at, groups * sizeof(double));
     std::memcpy(m2s.data(), acc_at + groups * sizeof(double), groups * sizeof(double));
   } else {
-    std::vector<float> f(2 * groups);
+    RecycledVector<float> f(2 * groups);
     std::memcpy(f.data(), acc_at, 2 * groups * sizeof(float));
     means.assign(f.begin(), f.begin() + static_cast<std::ptrdiff_t>(groups));
     m2s.assign(f.begin() + static_cast<std::ptrdiff_t>(groups), f.end());
@@ -317,9 +319,9 @@ Stats stats_of(const Array& a, const char* entry) {
       const T mn = bits_as<T>(f[0]), mx = bits_as<T>(f[1]);
       if constexpr (kFloat) {
         auto one_sum = [&](auto acc_zero) {
-          return combine<T>(std::vector<T>{mn}, std::vector<T>{mx},
-                            std::vector<decltype(acc_zero)>{bits_as<decltype(acc_zero)>(f[2])},
-                            std::vector<std::uint64_t>{f[3]}, n, 1);
+          return combine<T>(RecycledVector<T>{mn}, RecycledVector<T>{mx},
+                            RecycledVector<decltype(acc_zero)>{bits_as<decltype(acc_zero)>(f[2])},
+                            RecycledVector<std::uint64_t>{f[3]}, n, 1);
         };
         return acc_double ? one_sum(double{}) : one_sum(float{});
       } else {
@@ -337,24 +339,24 @@ Stats stats_of(const Array& a, const char* entry) {
       }
     }
 
-    std::vector<std::byte> raw(groups * slots * sizeof(std::uint64_t));
+    RecycledVector<std::byte> raw(groups * slots * sizeof(std::uint64_t));
     dev.read(*partials, 0, raw.data(), raw.size());
     const std::size_t slot = groups * sizeof(std::uint64_t);
-    std::vector<T> mins(groups), maxs(groups);
-    std::vector<std::uint64_t> nans(groups);
+    RecycledVector<T> mins(groups), maxs(groups);
+    RecycledVector<std::uint64_t> nans(groups);
     std::memcpy(mins.data(), raw.data(), groups * sizeof(T));
     std::memcpy(maxs.data(), raw.data() + slot, groups * sizeof(T));
     std::memcpy(nans.data(), raw.data() + 3 * slot, groups * sizeof(std::uint64_t));
     auto read_sums = [&](auto acc_zero) {
-      std::vector<decltype(acc_zero)> sums(groups);
+      RecycledVector<decltype(acc_zero)> sums(groups);
       std::memcpy(sums.data(), raw.data() + 2 * slot, groups * sizeof(decltype(acc_zero)));
       return combine<T>(mins, maxs, sums, nans, n, wg);
     };
     if constexpr (kFloat) {
       return acc_double ? read_sums(double{}) : read_sums(float{});
     } else {
-      std::vector<std::uint64_t> lows(groups);
-      std::vector<std::int64_t> highs(groups);
+      RecycledVector<std::uint64_t> lows(groups);
+      RecycledVector<std::int64_t> highs(groups);
       std::memcpy(lows.data(), raw.data() + 2 * slot, groups * sizeof(std::uint64_t));
       std::memcpy(highs.data(), raw.data() + 4 * slot, groups * sizeof(std::int64_t));
       return combine_int<T>(mins, maxs, lows, highs, n);

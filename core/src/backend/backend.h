@@ -24,6 +24,7 @@
 #include "backend/card_memory.h"
 #include "gpix/device.h"
 #include "gpix/dtype.h"
+#include "recycling.h"
 
 namespace gpix::detail {
 
@@ -166,8 +167,13 @@ struct KernelArg {
   }
 };
 
-// Compile-time defines for a kernel build: {"T", "gpix_f32"} becomes -DT=gpix_f32.
-using Defines = std::vector<std::pair<std::string, std::string>>;
+// Compile-time defines for a kernel build: {"T", "gpix_f32"} becomes -DT=gpix_f32. Every
+// launch makes one, so its buffer is recycled (recycling.h); most names and values fit in the
+// strings' own storage.
+using Defines = std::vector<std::pair<std::string, std::string>,
+                            Recycling<std::pair<std::string, std::string>>>;
+// A launch's arguments, recycled the same way.
+using KernelArgs = std::vector<KernelArg, Recycling<KernelArg>>;
 
 // A kernel source (the dialect is prepended by the caller) and a stable hash of it.
 struct ProgramSource {
@@ -563,6 +569,9 @@ class DeviceImpl {
   static const std::vector<std::string>* group_of(const ProgramSource& src, std::string_view name);
   ProgramRequest program_request(const ProgramSource& src, std::string_view name,
                                  const Defines& defines) const;
+  // The kernel where its program is in memory and built (nullptr otherwise: the caller takes
+  // the full path, which compiles, loads or waits). Allocates nothing on a hit.
+  KernelPtr built_kernel(const ProgramSource& src, std::string_view name, const Defines& defines);
   // The on-disk key of a program: its in-memory key plus everything about the device and
   // driver. Built only when the disk cache is asked (a memory hit, every repeated call, does
   // not need it: five allocations a call).

@@ -20,6 +20,34 @@
 
 namespace gpix::detail {
 
+DeviceImpl::KernelPtr DeviceImpl::built_kernel(const ProgramSource& src, std::string_view name,
+                                               const Defines& defines) {
+  // program_request()'s key, composed in a buffer this thread keeps: a repeated call's lookup
+  // allocates nothing (it made two strings a launch, bench_launch).
+  thread_local std::string key;
+  key.clear();
+  append_program_key(key, src, defines);
+  if (src.splittable && programs_per_entry()) {
+    const std::vector<std::string>* group = group_of(src, name);
+    key += "|entry=";
+    key += group ? std::string_view(group->front()) : name;
+  }
+  std::shared_ptr<ProgramEntry> entry;
+  {
+    std::lock_guard lock(cache_mutex_);
+    auto it = programs_.find(std::string_view(key));
+    if (it == programs_.end() ||
+        it->second->built.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      return nullptr;
+    }
+    it->second->last_use = ++use_clock_;
+    ++counters_.memory_hits;
+    entry = it->second;
+  }
+  entry->built.get();  // a program, or the error its compile threw
+  return kernel_of(entry, name);
+}
+
 DeviceImpl::ProgramRequest DeviceImpl::program_request(const ProgramSource& src,
                                                        std::string_view name,
                                                        const Defines& defines) const {
@@ -199,6 +227,7 @@ DeviceImpl::KernelPtr DeviceImpl::kernel_of(const std::shared_ptr<ProgramEntry>&
 
 DeviceImpl::KernelPtr DeviceImpl::kernel(const ProgramSource& src, std::string_view name,
                                          const Defines& defines) {
+  if (KernelPtr k = built_kernel(src, name, defines)) return k;
   const ProgramRequest r = program_request(src, name, defines);
   std::shared_ptr<ProgramEntry> entry;
   std::vector<std::shared_ptr<ProgramEntry>> dropped;  // released after the lock
@@ -246,6 +275,7 @@ DeviceImpl::KernelPtr DeviceImpl::kernel_if_ready(const ProgramSource& src, std:
   if (!tiered || releasing || !src.splittable || !programs_per_entry()) {
     return kernel(src, name, defines);
   }
+  if (KernelPtr k = built_kernel(src, name, defines)) return k;
   const ProgramRequest r = program_request(src, name, defines);
   std::shared_ptr<ProgramEntry> entry;
   std::vector<std::shared_ptr<ProgramEntry>> dropped;

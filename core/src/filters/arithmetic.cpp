@@ -72,11 +72,12 @@ bool needs_wide(std::initializer_list<DType> types) {
 
 void require_compute(const Array& a, DType ct, const std::string& what) {
   if (ct == DType::f64)
-    require_dtype(a.device(), DType::f64,
-                  what + " on " + std::string(name(a.dtype())) + " (computed in float64)");
+    require_dtype(a.device(), DType::f64, [&] {
+      return what + " on " + std::string(name(a.dtype())) + " (computed in float64)";
+    });
 }
 
-std::vector<KernelArg> scalars_for(DType ct, double b, double c, double d) {
+KernelArgs scalars_for(DType ct, double b, double c, double d) {
   if (ct == DType::f64) return {arg(b), arg(c), arg(d)};
   return {arg(static_cast<float>(b)), arg(static_cast<float>(c)), arg(static_cast<float>(d))};
 }
@@ -86,7 +87,7 @@ Array unary(const Array& in, DType out_t, const std::string& op, double b = 0, d
   const DType ct = compute_type({in.dtype(), out_t});
   require_compute(in, ct, "this operation");
   Array out = empty_like(in, out_t);
-  std::vector<KernelArg> args;
+  KernelArgs args;
   args.reserve(6);  // one allocation for the three arrays' and three scalars' arguments
   args.insert(args.end(), {arg(in), arg(out), arg<std::uint64_t>(in.elements())});
   for (auto& s : scalars_for(ct, b, c, d)) args.push_back(s);
@@ -111,7 +112,7 @@ KernelArg int_scalar(DType t, long double v) {
 Array unary_raw(const Array& in, DType out_t, const std::string& op,
                 std::array<long double, 4> scalars = {}) {
   Array out = empty_like(in, out_t);
-  std::vector<KernelArg> args = {arg(in), arg(out), arg<std::uint64_t>(in.elements())};
+  KernelArgs args = {arg(in), arg(out), arg<std::uint64_t>(in.elements())};
   for (long double s : scalars) args.push_back(int_scalar(in.dtype(), s));
   const Defines d = unary_defines(in.dtype(), out_t, op, OpKind::raw, flat_v4_ok({&in}, out));
   launch(in, "pointwise.kernel", "unary", d, flat_grid(in.elements(), d), args);
@@ -131,6 +132,13 @@ Array unary_wide(const Array& in, DType out_t, const std::string& op) {
 // saturated (as the float path would give), likewise above `hi`; the comparisons use
 // ceil(lo) and floor(hi), which an integer pixel compares with as it would with lo and hi.
 // long double holds every 64-bit integer exactly.
+// clip's operations, at most 15 characters each: a define's value that long is kept inside its
+// std::string, so a repeated call allocates nothing for it (bench_launch). The integer one is
+// x < b ? d : (x > c ? e : x) (?: groups to the right); the float one keeps NaN
+// (pointwise.kernel's CLIP_NAN).
+constexpr const char* kClipInteger = "x<b?d:x>c?e:x";
+constexpr const char* kClipFloat = "CLIP_NAN(a,b,c)";
+
 Array clip_integer(const Array& in, double lo, double hi) {
   const DType t = in.dtype();
   // Not a structured binding: clang before 16 cannot capture one in the lambda below.
@@ -145,7 +153,7 @@ Array clip_integer(const Array& in, double lo, double hi) {
   const long double hi_cmp = clamp(std::floor(static_cast<long double>(hi)));
   const long double lo_val = clamp(std::nearbyint(static_cast<long double>(lo)));
   const long double hi_val = clamp(std::nearbyint(static_cast<long double>(hi)));
-  return unary_raw(in, t, "(x<b?d:(x>c?e:x))", {lo_cmp, hi_cmp, lo_val, hi_val});
+  return unary_raw(in, t, kClipInteger, {lo_cmp, hi_cmp, lo_val, hi_val});
 }
 
 Array binary(const Array& a, const Array& b, DType out_t, const std::string& op,
@@ -155,7 +163,7 @@ Array binary(const Array& a, const Array& b, DType out_t, const std::string& op,
                           " and " + b.shape().str() + " (crop or resample one first)");
   }
   Array out = empty_like(a, out_t);
-  std::vector<KernelArg> args = {arg(a), arg(b), arg(out), arg<std::uint64_t>(a.elements())};
+  KernelArgs args = {arg(a), arg(b), arg(out), arg<std::uint64_t>(a.elements())};
   if (needs_wide({a.dtype(), b.dtype(), out_t})) {
     const Defines d = binary_defines(a.dtype(), b.dtype(), out_t, wide_op, OpKind::wide);
     launch(a, "pointwise.kernel", "binary", d, flat_grid(a.elements(), d), args);
@@ -380,7 +388,7 @@ const Filter<ClipParams> kClip(
                                Scalar(p.maximum).str());
        }
        if (!is_float(x[0].dtype())) return one(clip_integer(x[0], p.minimum, p.maximum));
-       return one(unary(x[0], x[0].dtype(), "(a!=a?a:(a<b?b:(a>c?c:a)))", p.minimum, p.maximum));
+       return one(unary(x[0], x[0].dtype(), kClipFloat, p.minimum, p.maximum));
      }});
 
 const Filter<> kInvert(
@@ -476,7 +484,9 @@ void add_pointwise_variants(std::vector<KernelVariant>& out) {
     unary_v(a, a, "(a-b)*c+d", OpKind::expr);
     if (!is_float(a)) {
       unary_v(a, a, "~x", OpKind::raw);
-      unary_v(a, a, "(x<b?d:(x>c?e:x))", OpKind::raw);
+      unary_v(a, a, kClipInteger, OpKind::raw);
+    } else {
+      unary_v(a, a, kClipFloat, OpKind::expr);
     }
     if (needs_wide({a})) unary_v(a, a, "gpix_wide_abs(a)", OpKind::wide);
     for (DType b : kAllDTypes) {

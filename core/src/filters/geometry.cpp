@@ -77,7 +77,7 @@ Shape make_shape(int ndim, std::size_t w, std::size_t h, std::size_t d) {
 Array remap(const Array& in, const Shape& out_shape, std::int64_t base, std::int64_t sx,
             std::int64_t sy, std::int64_t sz) {
   Array out = Array::empty(out_shape, in.dtype(), in.device());
-  std::vector<KernelArg> args = {arg(in), arg(out)};
+  KernelArgs args = {arg(in), arg(out)};
   push_shape(args, out_shape);
   for (std::int64_t v : {base, sx, sy, sz}) args.push_back(arg(v));
   // Groups in dimension 1 go round the kernels' grid-stride loops: CUDA allows 65535.
@@ -122,14 +122,16 @@ using Matrix = std::array<double, 12>;
 Array sample(const Array& in, const Shape& out_shape, const Matrix& m, bool linear,
              const char* who) {
   const DType ct = compute_type({in.dtype()});
-  require_dtype(
-      in.device(), ct,
-      std::string(who) + " on " + std::string(name(in.dtype())) + " (computed in float64)");
+  if (ct == DType::f64) {  // the message only where it can be needed: a call's allocation
+    require_dtype(in.device(), ct, [&] {
+      return std::string(who) + " on " + std::string(name(in.dtype())) + " (computed in float64)";
+    });
+  }
   for (double v : m) {
     if (!std::isfinite(v)) throw InvalidArgument(std::string(who) + ": the matrix must be finite");
   }
   Array out = Array::empty(out_shape, in.dtype(), in.device());
-  std::vector<KernelArg> args = {arg(in), arg(out)};
+  KernelArgs args = {arg(in), arg(out)};
   push_shape(args, in.shape());
   push_shape(args, out_shape);
   auto scalar = [&](double v) {

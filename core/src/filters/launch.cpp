@@ -72,15 +72,14 @@ Launch flat_grid(std::size_t n, const Defines& d) {
 }
 
 void launch(const Array& on, std::string_view file, std::string_view entry, const Defines& defines,
-            const Launch& grid, const std::vector<KernelArg>& args) {
+            const Launch& grid, const KernelArgs& args) {
   auto& dev = *Access::impl(on).device;
   const auto k = dev.kernel(program(file), entry, defines);
   dev.launch(*k, grid, args);
 }
 
 bool launch_if_ready(const Array& on, std::string_view file, std::string_view entry,
-                     const Defines& defines, const Launch& grid,
-                     const std::vector<KernelArg>& args) {
+                     const Defines& defines, const Launch& grid, const KernelArgs& args) {
   auto& dev = *Access::impl(on).device;
   const auto k = dev.kernel_if_ready(program(file), entry, defines);
   if (!k) return false;

@@ -75,7 +75,7 @@ inline bool aligned_rows(const Array& a, std::size_t bytes) {
 }
 
 // width, height, depth as gpix_index (64-bit) arguments.
-inline void push_shape(std::vector<KernelArg>& args, const Shape& s) {
+inline void push_shape(KernelArgs& args, const Shape& s) {
   args.push_back(KernelArg::scalar<std::uint64_t>(s.width()));
   args.push_back(KernelArg::scalar<std::uint64_t>(s.height()));
   args.push_back(KernelArg::scalar<std::uint64_t>(s.depth()));
@@ -83,14 +83,13 @@ inline void push_shape(std::vector<KernelArg>& args, const Shape& s) {
 
 // Builds (cached) and launches file:entry on `on`'s device.
 void launch(const Array& on, std::string_view file, std::string_view entry, const Defines& defines,
-            const Launch& grid, const std::vector<KernelArg>& args);
+            const Launch& grid, const KernelArgs& args);
 
 // launch(), where file:entry is ready to run now (DeviceImpl::kernel_if_ready); false, and
 // nothing launched, where it is not (its program then compiles in the background): the caller
 // runs its plain kernel. One lookup of the program for the launch and the question together.
 bool launch_if_ready(const Array& on, std::string_view file, std::string_view entry,
-                     const Defines& defines, const Launch& grid,
-                     const std::vector<KernelArg>& args);
+                     const Defines& defines, const Launch& grid, const KernelArgs& args);
 
 // Whether file:entry is ready to run on `on`'s device now (DeviceImpl::kernel_if_ready). Where
 // it is not, its program compiles in the background and the caller runs a plain kernel with

@@ -63,9 +63,9 @@ Defines tile_defines(DType in, DType out, int tb, SepOp op) {
 
 void require_compute(const Array& a, DType ct, std::string_view filter) {
   if (ct == DType::f64) {
-    require_dtype(
-        a.device(), DType::f64,
-        std::string(filter) + " on " + std::string(name(a.dtype())) + " (computed in float64)");
+    require_dtype(a.device(), DType::f64, [&] {
+      return std::string(filter) + " on " + std::string(name(a.dtype())) + " (computed in float64)";
+    });
   }
 }
 
@@ -96,8 +96,8 @@ constexpr std::size_t kLocalXY = (32 + 2 * kRmaxXY) * (32 + 2 * kRmaxXY) + 32 * 
 
 struct Separable {
   SepOp op;
-  std::array<int, 3> radius{0, 0, 0};         // per axis x, y, z (0 = leave the axis alone)
-  std::array<std::vector<double>, 3> taps{};  // conv only: 2 r + 1 taps per axis
+  std::array<int, 3> radius{0, 0, 0};            // per axis x, y, z (0 = leave the axis alone)
+  std::array<RecycledVector<double>, 3> taps{};  // conv only: 2 r + 1 taps per axis
 };
 
 // The type a pass accumulates in: min/max stay in the input dtype (exact), conv/sum use the
@@ -164,9 +164,9 @@ bool sep_launch(const Array& in, const Array& out, const Separable& s, const cha
                 const Launch& g, int axis_a, int axis_b, int axis, double divisor, int tb = 0) {
   const DType ct = compute_type({in.dtype(), out.dtype()});
   const auto radius = [&](int ax) { return ax >= 0 ? s.radius[static_cast<std::size_t>(ax)] : 0; };
-  std::vector<KernelArg> args = {arg(in), arg(out)};
+  KernelArgs args = {arg(in), arg(out)};
   push_shape(args, in.shape());
-  std::vector<Array> uploads;  // separable.kernel's taps; the arguments point into them
+  RecycledVector<Array> uploads;  // separable.kernel's taps; the arguments point into them
   uploads.reserve(2);
   for (int ax : {axis_a, axis_b}) {
     const bool conv = s.op == SepOp::conv && ax >= 0;
@@ -175,7 +175,7 @@ bool sep_launch(const Array& in, const Array& out, const Separable& s, const cha
       // the radius, in pairs per 64-bit word), no upload.
       std::array<float, 18> w{};
       if (conv) {
-        const std::vector<double>& t = s.taps[static_cast<std::size_t>(ax)];
+        const RecycledVector<double>& t = s.taps[static_cast<std::size_t>(ax)];
         const int r = radius(ax);
         for (int k = 0; k <= 2 * r; ++k) {
           w[static_cast<std::size_t>(tb - r + k)] =
@@ -190,10 +190,12 @@ bool sep_launch(const Array& in, const Array& out, const Separable& s, const cha
     } else if (!conv) {
       args.push_back(arg(in));  // only conv reads taps: a never-read placeholder
     } else {
-      const std::vector<double>& t = s.taps[static_cast<std::size_t>(ax)];
-      uploads.push_back(ct == DType::f64 ? Array::push(t, Shape{t.size()}, in.device())
-                                         : Array::push(std::vector<float>(t.begin(), t.end()),
-                                                       Shape{t.size()}, in.device()));
+      const RecycledVector<double>& t = s.taps[static_cast<std::size_t>(ax)];
+      uploads.push_back(
+          ct == DType::f64
+              ? Array::push(std::span<const double>(t), Shape{t.size()}, in.device())
+              : Array::push(std::span<const float>(RecycledVector<float>(t.begin(), t.end())),
+                            Shape{t.size()}, in.device()));
       args.push_back(arg(uploads.back()));
     }
   }
@@ -275,7 +277,7 @@ Array separable(const Array& in, const Separable& s, DType out_t, const RunOptio
       return sep_axis(out, out_t, s, 2, window);
     }
   }
-  std::vector<int> axes;
+  RecycledVector<int> axes;
   for (int axis = 0; axis < nd; ++axis) {
     if (rad(axis) > 0) axes.push_back(axis);
   }
@@ -290,10 +292,10 @@ Array separable(const Array& in, const Separable& s, DType out_t, const RunOptio
 }
 
 // scipy.ndimage.gaussian_filter's kernel: sampled, normalised, radius gaussian_radius(sigma).
-std::vector<double> gaussian_taps(double sigma) {
-  if (sigma <= 0) return {1.0};
+RecycledVector<double> gaussian_taps(double sigma) {
+  if (sigma <= 0) return RecycledVector<double>(1, 1.0);
   const int radius = static_cast<int>(gaussian_radius(sigma));
-  std::vector<double> t(static_cast<std::size_t>(2 * radius + 1));
+  RecycledVector<double> t(static_cast<std::size_t>(2 * radius + 1));
   double sum = 0;
   for (int i = -radius; i <= radius; ++i) {
     const double v = std::exp(-0.5 * i * i / (sigma * sigma));
@@ -378,7 +380,7 @@ Array radius_one_box(const Array& in, const char* op, DType out_t, double diviso
   Array out = empty_like(in, out_t);
   const Shape& s = in.shape();
   const bool median = std::string_view(op) == "median";
-  std::vector<KernelArg> args = {arg(in), arg(out)};
+  KernelArgs args = {arg(in), arg(out)};
   push_shape(args, s);
   args.push_back(ct_arg(compute_type({in.dtype(), out_t}), divisor));
   if (in.ndim() == 2 && !median && vector_ok(in) && vector_ok(out)) {
@@ -483,7 +485,7 @@ Array median(const Array& in, const Radii& r) {
   }
   const long window = (2L * r[0] + 1) * (2L * r[1] + 1) * (2L * r[2] + 1);
   Array out = empty_like(in, in.dtype());
-  std::vector<KernelArg> args = {arg(in), arg(out)};
+  KernelArgs args = {arg(in), arg(out)};
   push_shape(args, in.shape());
   if (!radius_one(in, r) && window <= kMedianFixedMax &&
       kernel_ready(in, "median.kernel", "median_fixed", median_fixed_defines(in.dtype(), r))) {
@@ -514,7 +516,7 @@ Array stencil(const Array& in, const char* entry, int extra, std::string_view fi
   const DType out_t = float_out(in.dtype());
   require_compute(in, compute_type({in.dtype(), out_t}), filter);
   Array out = empty_like(in, out_t);
-  std::vector<KernelArg> args = {arg(in), arg(out)};
+  KernelArgs args = {arg(in), arg(out)};
   push_shape(args, in.shape());
   args.push_back(arg(extra));
   // sobel, laplace and gradient walk ST_RUN (8) outputs along the last axis per work-item;
@@ -547,13 +549,13 @@ Array variance(const Array& in, const Radii& r) {
   const Defines defines = nb_defines(in.dtype(), out_t);
   if (r[0] <= 1 && r[1] <= 1 && r[2] == 0) {
     Array out = empty_like(in, out_t);
-    std::vector<KernelArg> args = {arg(in), arg(out)};
+    KernelArgs args = {arg(in), arg(out)};
     push_shape(args, in.shape());
     for (int v : r) args.push_back(arg(v));
     launch(in, "neighbourhood.kernel", "variance_box", defines, image_grid(in.shape()), args);
     return out;
   }
-  std::vector<int> axes;  // the merge passes: y, then z
+  RecycledVector<int> axes;  // the merge passes: y, then z
   for (int axis = 1; axis < 3; ++axis) {
     if (r[static_cast<std::size_t>(axis)] > 0) axes.push_back(axis);
   }
@@ -562,7 +564,7 @@ Array variance(const Array& in, const Radii& r) {
   std::optional<Array> out;
   if (axes.empty()) out = empty_like(in, out_t);
   {
-    std::vector<KernelArg> args = {arg(in), arg(mean), arg(m2), arg(out ? *out : mean)};
+    KernelArgs args = {arg(in), arg(mean), arg(m2), arg(out ? *out : mean)};
     push_shape(args, in.shape());
     args.push_back(arg(r[0]));
     args.push_back(arg(static_cast<int>(axes.empty())));
@@ -579,12 +581,12 @@ Array variance(const Array& in, const Radii& r) {
       next_mean = empty_like(in, ct);
       next_m2 = empty_like(in, ct);
     }
-    std::vector<KernelArg> args = {arg(in),
-                                   arg(mean),
-                                   arg(m2),
-                                   arg(last ? *out : *next_mean),
-                                   arg(last ? *out : *next_m2),
-                                   arg(last ? *out : *next_mean)};
+    KernelArgs args = {arg(in),
+                       arg(mean),
+                       arg(m2),
+                       arg(last ? *out : *next_mean),
+                       arg(last ? *out : *next_m2),
+                       arg(last ? *out : *next_mean)};
     push_shape(args, in.shape());
     for (int v : {axes[i], rr, count, static_cast<int>(last)}) args.push_back(arg(v));
     launch(in, "neighbourhood.kernel", "variance_merge", defines, image_grid(in.shape()), args);

@@ -58,11 +58,12 @@ Array z_project(const Array& in, ZOp op) {
   const bool extreme = op == ZOp::minimum || op == ZOp::maximum;
   const DType out_t = extreme ? in.dtype() : moments_out(in.dtype(), op);
   if (!extreme) {
-    require_dtype(in.device(), compute_type({in.dtype()}),
-                  "this projection on " + std::string(name(in.dtype())) + " (computed in float64)");
+    require_dtype(in.device(), compute_type({in.dtype()}), [&] {
+      return "this projection on " + std::string(name(in.dtype())) + " (computed in float64)";
+    });
   }
   Array out = Array::empty(out_shape, out_t, in.device());
-  std::vector<KernelArg> args = {arg(in), arg(out)};
+  KernelArgs args = {arg(in), arg(out)};
   push_shape(args, s);
   Launch grid = image_grid(out_shape);
   if (extreme) {
@@ -100,7 +101,7 @@ class ProjectionFold final : public SlabFold {
         out_ = Array::empty(out_shape_, dtype_, in.device());
         count_ = Array::empty(out_shape_, DType::u32, in.device());
       }
-      std::vector<KernelArg> args = {arg(in), arg(out_), arg(count_)};
+      KernelArgs args = {arg(in), arg(out_), arg(count_)};
       push_shape(args, s);
       args.push_back(arg(static_cast<std::int32_t>(op_ == ZOp::maximum)));
       args.push_back(arg(static_cast<std::int32_t>(first)));
@@ -110,13 +111,14 @@ class ProjectionFold final : public SlabFold {
     }
     const DType out_t = moments_out(dtype_, op_), ct = compute_type({dtype_});
     if (first) {
-      require_dtype(in.device(), ct,
-                    "this projection on " + std::string(name(dtype_)) + " (computed in float64)");
+      require_dtype(in.device(), ct, [&] {
+        return "this projection on " + std::string(name(dtype_)) + " (computed in float64)";
+      });
       out_ = Array::empty(out_shape_, out_t, in.device());
       state_ = Array::empty(Shape{3, out_shape_[0], out_shape_[1]}, ct, in.device());
       count_ = Array::empty(out_shape_, DType::u64, in.device());
     }
-    std::vector<KernelArg> args = {arg(in), arg(out_), arg(state_), arg(count_)};
+    KernelArgs args = {arg(in), arg(out_), arg(state_), arg(count_)};
     push_shape(args, s);
     args.push_back(
         arg(static_cast<std::int32_t>(op_ == ZOp::sum ? 0 : (op_ == ZOp::mean ? 1 : 2))));
@@ -238,8 +240,9 @@ std::pair<double, double> histogram_range(double lo, double hi, const Stats& who
 // The counts of a's pixels in bins over [lo, hi] (a settled range).
 Histogram histogram_counts(const Array& a, int nbins, double lo, double hi) {
   const DType ct = compute_type({a.dtype()});
-  require_dtype(a.device(), ct,
-                "histogram on " + std::string(name(a.dtype())) + " (computed in float64)");
+  require_dtype(a.device(), ct, [&] {
+    return "histogram on " + std::string(name(a.dtype())) + " (computed in float64)";
+  });
   return ct == DType::f64 ? histogram_typed<double>(a, nbins, lo, hi)
                           : histogram_typed<float>(a, nbins, lo, hi);
 }

@@ -90,33 +90,36 @@ const Entry& entry(std::string_view name) {
 }
 
 void check_inputs(const FilterInfo& info, std::span<const Array> inputs) {
-  const std::string who = "filter '" + info.name + "'";
+  // The messages are built only when an input is refused (as check_value's): built on every
+  // call they were three host allocations of each launch (bench_launch).
+  const auto who = [&] { return "filter '" + info.name + "'"; };
   if (inputs.size() != info.inputs.size()) {
     std::vector<std::string> names;
     for (const auto& i : info.inputs)
       names.push_back(i.name + " (" + std::string(gpix::name(i.kind)) + ")");
-    throw InvalidArgument(who + " takes " + std::to_string(info.inputs.size()) + " input(s): " +
+    throw InvalidArgument(who() + " takes " + std::to_string(info.inputs.size()) + " input(s): " +
                           join(names) + "; it was given " + std::to_string(inputs.size()));
   }
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const Array& a = inputs[i];
-    const std::string in = who + " input '" + info.inputs[i].name + "'";
-    if (!a.valid()) throw InvalidArgument(in + " is a null array");
+    const auto in = [&] { return who() + " input '" + info.inputs[i].name + "'"; };
+    if (!a.valid()) throw InvalidArgument(in() + " is a null array");
     if (std::find(info.dtypes.begin(), info.dtypes.end(), a.dtype()) == info.dtypes.end()) {
       std::vector<std::string> names;
       for (DType t : info.dtypes) names.emplace_back(gpix::name(t));
-      throw UnsupportedDType(in + " is " + std::string(gpix::name(a.dtype())) + "; it accepts " +
+      throw UnsupportedDType(in() + " is " + std::string(gpix::name(a.dtype())) + "; it accepts " +
                              join(names) + " (convert first with 'convert')");
     }
     if (std::find(info.dims.begin(), info.dims.end(), a.ndim()) == info.dims.end()) {
       std::vector<std::string> names;
       for (int d : info.dims) names.push_back(std::to_string(d) + "D");
-      throw InvalidArgument(in + " is " + std::to_string(a.ndim()) + "D (" + a.shape().str() +
+      throw InvalidArgument(in() + " is " + std::to_string(a.ndim()) + "D (" + a.shape().str() +
                             "); it works on " + join(names, " and ") + " images");
     }
     if (i > 0 && !(a.device() == inputs[0].device())) {
-      throw InvalidArgument(in + " is on '" + a.device().label() + "' but the first input is on '" +
-                            inputs[0].device().label() + "'; copy it over first");
+      throw InvalidArgument(in() + " is on '" + a.device().label() +
+                            "' but the first input is on '" + inputs[0].device().label() +
+                            "'; copy it over first");
     }
   }
 }
@@ -164,6 +167,12 @@ void check_value(const FilterInfo& info, const ParamSpec& spec, const ParamValue
     throw InvalidArgument(p() + " is " + Scalar(*d).str() + "; it must be a whole number from " +
                           describe_range(spec));
   }
+}
+
+bool needs_copy(const FilterInfo& info, std::span<const Array> inputs) {
+  return info.layout == InputLayout::contiguous &&
+         std::any_of(inputs.begin(), inputs.end(),
+                     [](const Array& a) { return !a.is_contiguous(); });
 }
 
 std::vector<Array> readable(const FilterInfo& info, std::span<const Array> inputs) {

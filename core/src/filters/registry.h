@@ -36,6 +36,9 @@ ParamValue given_or_default(const ParamSpec& spec, const Params& given);
 // InputLayout::any, every non-contiguous input (padded, region view, image) becomes one
 // contiguous device copy. The one place where layouts are decided.
 std::vector<Array> readable(const FilterInfo& info, std::span<const Array> inputs);
+// Whether readable() would copy any of the inputs (a strided one for a filter that reads only
+// contiguous buffers).
+bool needs_copy(const FilterInfo& info, std::span<const Array> inputs);
 
 // Throws Cancelled when options.cancel is set; reports progress in 0..1.
 void checkpoint(const RunOptions& options, double progress, std::string_view what);
@@ -361,8 +364,9 @@ class Filter final : public Entry {
   }
   Result invoke(std::span<const Array> inputs, const P& p, const RunOptions& o) const {
     checkpoint(o, 0.0, info().name);
-    const std::vector<Array> in = readable(info(), inputs);
-    Result r = fn_(in, p, o);
+    // Inputs the filter can read as they are go through as they are: copying the handles into
+    // a vector was a host allocation of every call (bench_launch).
+    Result r = needs_copy(info(), inputs) ? fn_(readable(info(), inputs), p, o) : fn_(inputs, p, o);
     if (o.progress) o.progress(1.0);
     return r;
   }

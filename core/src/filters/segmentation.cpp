@@ -85,17 +85,17 @@ Defines label_stats_defines(DType t, bool fp64) {
 }
 
 // Label images index with uint32: one value is kept for "background".
-void require_u32_indices(const Array& a, const std::string& what) {
+void require_u32_indices(const Array& a, std::string_view what) {
   if (a.elements() >= kNone) {
-    throw InvalidArgument(what + " works on images of fewer than 4294967295 pixels; this one has " +
-                          std::to_string(a.elements()) + " (" + a.shape().str() +
-                          "); crop it into parts first");
+    throw InvalidArgument(
+        std::string(what) + " works on images of fewer than 4294967295 pixels; this one has " +
+        std::to_string(a.elements()) + " (" + a.shape().str() + "); crop it into parts first");
   }
 }
 
-void require_same_shape(const Array& a, const Array& b, const std::string& what) {
+void require_same_shape(const Array& a, const Array& b, std::string_view what) {
   if (!(a.shape() == b.shape())) {
-    throw InvalidArgument(what + ": the two inputs must have the same shape; got " +
+    throw InvalidArgument(std::string(what) + ": the two inputs must have the same shape; got " +
                           a.shape().str() + " and " + b.shape().str());
   }
 }
@@ -395,7 +395,7 @@ Array to_mask(const Array& in, bool invert) {
   return out;
 }
 
-Array logic(const Array& a, const Array& b_in, int op, const std::string& what) {
+Array logic(const Array& a, const Array& b_in, int op, std::string_view what) {
   require_same_shape(a, b_in, what);
   // Mixed dtypes go through a uint8 mask of b, so programs exist for (t, t) and (t, u8) only.
   const Array b = a.dtype() == b_in.dtype() ? b_in : to_mask(b_in, false);
@@ -418,7 +418,7 @@ Array morph(const Array& in, int radius, bool cross, std::initializer_list<bool>
   const std::size_t nw = ceil_div(s.width(), 32), words = nw * s.height() * s.depth();
   const Launch rows = grid({nw, s.height(), s.depth()}, {32, 8, 1});
   const auto rows_args = [&](const Array& src, const Array& dst) {
-    std::vector<KernelArg> a = {arg(src), arg(dst)};
+    KernelArgs a = {arg(src), arg(dst)};
     push_shape(a, s);
     a.push_back(arg<std::uint64_t>(nw));
     return a;
@@ -427,11 +427,11 @@ Array morph(const Array& in, int radius, bool cross, std::initializer_list<bool>
   Array cur = Array::empty(Shape{words}, DType::u32, in.device());
   Array next = Array::empty(Shape{words}, DType::u32, in.device());
   {
-    std::vector<KernelArg> a = rows_args(in, cur);
+    KernelArgs a = rows_args(in, cur);
     a.push_back(arg(aligned_rows(in, 16) ? 1 : 0));
     launch(in, kFile, "mask_pack", seg_defines(in.dtype()), rows, a);
   }
-  const auto pass = [&](const char* entry, const Launch& g, std::vector<KernelArg> a) {
+  const auto pass = [&](const char* entry, const Launch& g, KernelArgs a) {
     launch(in, kFile, entry, u32, g, a);
     std::swap(cur, next);
   };
@@ -443,13 +443,13 @@ Array morph(const Array& in, int radius, bool cross, std::initializer_list<bool>
     if (cross) {
       // The diamond |dx| + |dy| + |dz| <= r: the radius-1 cross applied r times.
       for (int p = 0; p < radius; ++p) {
-        std::vector<KernelArg> a = rows_args(cur, next);
+        KernelArgs a = rows_args(cur, next);
         a.push_back(arg(op));
         pass("mask_cross", rows, a);
       }
       continue;
     }
-    std::vector<KernelArg> a = rows_args(cur, next);
+    KernelArgs a = rows_args(cur, next);
     for (int v : {radius, op}) a.push_back(arg(v));
     pass("mask_x", rows, a);
     for (int axis = 1; axis < nd; ++axis) {
@@ -508,7 +508,7 @@ Array label_components(const Array& bin, bool full, const RunOptions& o,
     return (len + static_cast<std::size_t>(t) - 1) / t;
   };
   const std::size_t ntiles = tiles(s.width(), tx) * tiles(s.height(), ty) * tiles(s.depth(), tz);
-  const auto tile_args = [&](std::vector<KernelArg> a) {
+  const auto tile_args = [&](KernelArgs a) {
     push_shape(a, s);
     a.push_back(arg(tx));
     a.push_back(arg(ty));
@@ -525,7 +525,7 @@ Array label_components(const Array& bin, bool full, const RunOptions& o,
          {arg(parents), arg(ranks), arg(counts), arg<std::uint64_t>(n)});
   const std::uint32_t roots = exclusive_scan(counts);
   if (count) *count = roots;
-  std::vector<KernelArg> write_args = {arg(parents), arg(ranks), arg(counts), arg(out)};
+  KernelArgs write_args = {arg(parents), arg(ranks), arg(counts), arg(out)};
   push_shape(write_args, s);
   for (int t : {tx, ty, tz}) write_args.push_back(arg(t));
   launch(bin, kFile, "cc_write", u32, flat_grid(ntiles * 256), write_args);
@@ -579,9 +579,9 @@ Array relabel(const Array& labels, const RunOptions& o) {
 Array voronoi_otsu(const Array& in, double spot_sigma, double outline_sigma, const RunOptions& o) {
   require_u32_indices(in, "voronoi_otsu_labeling");
   const DType w = compute_type({in.dtype()});
-  require_dtype(
-      in.device(), w,
-      "voronoi_otsu_labeling on " + std::string(name(in.dtype())) + " (blurred in float64)");
+  require_dtype(in.device(), w, [&] {
+    return "voronoi_otsu_labeling on " + std::string(name(in.dtype())) + " (blurred in float64)";
+  });
   const Array work = in.dtype() == w ? in : convert(in, w);
   const bool three = in.ndim() == 3;
   checkpoint(o, 0.05, "voronoi_otsu_labeling");
@@ -592,7 +592,7 @@ Array voronoi_otsu(const Array& in, double spot_sigma, double outline_sigma, con
   checkpoint(o, 0.35, "voronoi_otsu_labeling");
   const Array mask = threshold_otsu_impl(outline_blur);
   Array spots = empty_like(in, DType::u8);
-  std::vector<KernelArg> args = {arg(spot_blur), arg(mask), arg(spots)};
+  KernelArgs args = {arg(spot_blur), arg(mask), arg(spots)};
   push_shape(args, in.shape());
   launch(in, kFile, "local_maxima", seg_defines(w), image_grid(in.shape()), args);
   checkpoint(o, 0.45, "voronoi_otsu_labeling");
@@ -604,7 +604,7 @@ Array voronoi_otsu(const Array& in, double spot_sigma, double outline_sigma, con
   for (int step = 0;; ++step) {
     if (step % 8 == 0) checkpoint(o, 0.5, "voronoi_otsu_labeling");
     changed.zero();
-    std::vector<KernelArg> a = {arg(cur), arg(mask), arg(next)};
+    KernelArgs a = {arg(cur), arg(mask), arg(next)};
     push_shape(a, in.shape());
     a.push_back(arg(step % 2));
     a.push_back(arg(changed));
@@ -644,7 +644,7 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
   const DType vt = image.dtype();
   if (vt == DType::u64 || vt == DType::i64) {
     require_dtype(image.device(), DType::f64,
-                  what + " on " + std::string(name(vt)) + " (summed in float64)");
+                  [&] { return what + " on " + std::string(name(vt)) + " (summed in float64)"; });
   }
   const StatsKind k = stats_kind(vt, fp64);
   const Array lab = labels.dtype() == DType::u32 ? labels : convert(labels, DType::u32);
@@ -676,7 +676,7 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
   const std::size_t off_nans = off_area + words(rows, 4);
   const std::size_t total = off_nans + words(rows, 4);
   Array table = Array::create(Shape{total}, DType::u64, dev);
-  std::vector<KernelArg> args = {arg(lab), arg(image)};
+  KernelArgs args = {arg(lab), arg(image)};
   push_shape(args, s);
   for (KernelArg a : {arg(tx), arg(ty), arg(tz), arg(table), arg(std::uint64_t{off_mins}),
                       arg(std::uint64_t{off_maxs}), arg(std::uint64_t{off_area}),

@@ -13,7 +13,8 @@ std::unique_ptr<QueueImpl> CudaDevice::create_queue() {
 
 void CudaDevice::do_finish(QueueImpl& q) {
   ContextScope scope(*ctx_);
-  check(drv().cuStreamSynchronize(native(q)), "waiting for a queue of '" + info().name + "'");
+  check_what(drv().cuStreamSynchronize(native(q)),
+             [&] { return "waiting for a queue of '" + info().name + "'"; });
 }
 
 std::shared_ptr<EventImpl> CudaDevice::marker(QueueImpl& q, Waits waits) {

@@ -52,11 +52,11 @@ void CudaDevice::do_read(const Memory& src, std::size_t offset, void* dst, std::
 void CudaDevice::do_copy(const Memory& src, std::size_t src_offset, Memory& dst,
                          std::size_t dst_offset, std::size_t bytes) {
   ContextScope scope(*ctx_);
-  const std::string what = "copying " + human(bytes) + " on '" + info().name + "'";
-  check(
+  const auto what = [&] { return "copying " + human(bytes) + " on '" + info().name + "'"; };
+  check_what(
       drv().cuMemcpyDtoDAsync(native(dst) + dst_offset, native(src) + src_offset, bytes, stream()),
       what);
-  sync(what);
+  check_what(drv().cuStreamSynchronize(stream()), what);
 }
 
 std::shared_ptr<EventImpl> CudaDevice::do_write_rect(QueueImpl& q, Memory& dst, const Pitched& d,
@@ -112,8 +112,9 @@ std::shared_ptr<EventImpl> CudaDevice::do_copy_rect(QueueImpl& q, const Memory& 
                                                     const Pitched& s, Memory& dst, const Pitched& d,
                                                     Extent ext, Waits waits) {
   ContextScope scope(*ctx_);
-  const std::string what =
-      "copying " + human(ext[0] * ext[1] * ext[2]) + " on '" + info().name + "'";
+  const auto what = [&] {
+    return "copying " + human(ext[0] * ext[1] * ext[2]) + " on '" + info().name + "'";
+  };
   const CUstream st = native(q);
   wait_for(st, waits, what);
   copy3d(st, side(src, s), side(dst, d), ext, what);

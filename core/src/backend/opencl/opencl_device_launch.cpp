@@ -12,9 +12,9 @@ void ClDevice::do_fill(Memory& dst, std::size_t offset, std::size_t bytes, const
     return;
   }
   std::lock_guard lock(mutex_);
-  cl::check(clEnqueueFillBuffer(default_.get(), native(dst), pattern, pattern_bytes, offset, bytes,
-                                0, nullptr, nullptr),
-            "filling " + human(bytes) + " on '" + info().name + "'");
+  cl::check_lazy(clEnqueueFillBuffer(default_.get(), native(dst), pattern, pattern_bytes, offset,
+                                     bytes, 0, nullptr, nullptr),
+                 [&] { return "filling " + human(bytes) + " on '" + info().name + "'"; });
 }
 
 bool ClDevice::fill_by_kernel(std::size_t offset, std::size_t bytes) const {
@@ -59,9 +59,10 @@ std::shared_ptr<EventImpl> ClDevice::do_fill_async(QueueImpl& q, Memory& dst, st
     fill_kernel(native(q), dst, offset, bytes, pattern, pattern_bytes, w, &e);
     return wrap(e);
   }
-  cl::check(clEnqueueFillBuffer(native(q), native(dst), pattern, pattern_bytes, offset, bytes,
-                                static_cast<cl_uint>(w.size()), w.empty() ? nullptr : w.data(), &e),
-            "filling " + human(bytes) + " on '" + info().name + "'");
+  cl::check_lazy(
+      clEnqueueFillBuffer(native(q), native(dst), pattern, pattern_bytes, offset, bytes,
+                          static_cast<cl_uint>(w.size()), w.empty() ? nullptr : w.data(), &e),
+      [&] { return "filling " + human(bytes) + " on '" + info().name + "'"; });
   return wrap(e);
 }
 
@@ -113,7 +114,7 @@ cl_sampler ClDevice::sampler(const SamplerDesc& d) {
     s = cl::Sampler(clCreateSampler(ctx_.get(), d.normalized ? CL_TRUE : CL_FALSE,
                                     CL_ADDRESS_CLAMP_TO_EDGE,
                                     d.linear ? CL_FILTER_LINEAR : CL_FILTER_NEAREST, &err));
-    cl::check(err, "creating a sampler on '" + info().name + "'");
+    cl::check_lazy(err, [&] { return "creating a sampler on '" + info().name + "'"; });
   }
   return s.get();
 }

@@ -95,14 +95,14 @@ void* ClDevice::svm_allocate(std::size_t bytes) {
 }
 
 void ClDevice::svm_map(void* p, std::size_t bytes, MapAccess access) {
-  cl::check(
+  cl::check_lazy(
       clsvm::map(default_.get(), p, bytes, access != MapAccess::write, access != MapAccess::read),
-      "mapping shared virtual memory on '" + info().name + "'");
+      [&] { return "mapping shared virtual memory on '" + info().name + "'"; });
 }
 
 void ClDevice::svm_unmap(void* p) {
-  cl::check(clsvm::unmap(default_.get(), p),
-            "unmapping shared virtual memory on '" + info().name + "'");
+  cl::check_lazy(clsvm::unmap(default_.get(), p),
+                 [&] { return "unmapping shared virtual memory on '" + info().name + "'"; });
 }
 
 [[noreturn]] void ClDevice::throw_oom(std::size_t bytes, cl_int err, const char* what) {

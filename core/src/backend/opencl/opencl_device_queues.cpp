@@ -6,27 +6,28 @@ namespace gpix::detail::cl {
 std::unique_ptr<QueueImpl> ClDevice::create_queue() {
   cl_int err = CL_SUCCESS;
   cl::Queue q(clCreateCommandQueue(ctx_.get(), id_, 0, &err));
-  cl::check(err, "creating a queue on '" + info().name + "'");
+  cl::check_lazy(err, [&] { return "creating a queue on '" + info().name + "'"; });
   return std::make_unique<ClQueue>(std::move(q));
 }
 
 void ClDevice::do_finish(QueueImpl& q) {
-  cl::check(clFinish(native(q)), "waiting for a queue of '" + info().name + "'");
+  cl::check_lazy(clFinish(native(q)),
+                 [&] { return "waiting for a queue of '" + info().name + "'"; });
 }
 
 std::shared_ptr<EventImpl> ClDevice::marker(QueueImpl& q, Waits waits) {
   const auto w = wait_list(waits);
   cl_event e = nullptr;
-  cl::check(clEnqueueMarkerWithWaitList(native(q), static_cast<cl_uint>(w.size()),
-                                        w.empty() ? nullptr : w.data(), &e),
-            "enqueueing a marker on '" + info().name + "'");
+  cl::check_lazy(clEnqueueMarkerWithWaitList(native(q), static_cast<cl_uint>(w.size()),
+                                             w.empty() ? nullptr : w.data(), &e),
+                 [&] { return "enqueueing a marker on '" + info().name + "'"; });
   return wrap(e);
 }
 
 std::shared_ptr<EventImpl> ClDevice::user_event() {
   cl_int err = CL_SUCCESS;
   cl_event e = clCreateUserEvent(ctx_.get(), &err);
-  cl::check(err, "creating a user event on '" + info().name + "'");
+  cl::check_lazy(err, [&] { return "creating a user event on '" + info().name + "'"; });
   return std::make_shared<ClEvent>(e, true);
 }
 

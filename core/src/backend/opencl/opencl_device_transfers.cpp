@@ -27,9 +27,9 @@ void ClDevice::do_read(const Memory& src, std::size_t offset, void* dst, std::si
 void ClDevice::do_copy(const Memory& src, std::size_t src_offset, Memory& dst,
                        std::size_t dst_offset, std::size_t bytes) {
   std::lock_guard lock(mutex_);
-  cl::check(clEnqueueCopyBuffer(default_.get(), native(src), native(dst), src_offset, dst_offset,
-                                bytes, 0, nullptr, nullptr),
-            "copying " + human(bytes) + " on '" + info().name + "'");
+  cl::check_lazy(clEnqueueCopyBuffer(default_.get(), native(src), native(dst), src_offset,
+                                     dst_offset, bytes, 0, nullptr, nullptr),
+                 [&] { return "copying " + human(bytes) + " on '" + info().name + "'"; });
 }
 
 std::shared_ptr<EventImpl> ClDevice::do_write_rect(QueueImpl& q, Memory& dst, const Pitched& d,
@@ -125,7 +125,9 @@ std::shared_ptr<EventImpl> ClDevice::do_copy_rect(QueueImpl& q, const Memory& sr
                                   d.origin.data(), ext.data(), s.row_pitch, s.slice_pitch,
                                   d.row_pitch, d.slice_pitch, nw, wp, &e);
   }
-  cl::check(err, "copying " + human(ext[0] * ext[1] * ext[2]) + " on '" + info().name + "'");
+  cl::check_lazy(err, [&] {
+    return "copying " + human(ext[0] * ext[1] * ext[2]) + " on '" + info().name + "'";
+  });
   return wrap(e);
 }
 
@@ -137,14 +139,14 @@ void* ClDevice::do_map(Memory& m, std::size_t offset, std::size_t bytes, MapAcce
   cl_int err = CL_SUCCESS;
   void* p = clEnqueueMapBuffer(default_.get(), native(m), CL_TRUE, flags, offset, bytes, 0, nullptr,
                                nullptr, &err);
-  cl::check(err, "mapping " + human(bytes) + " of '" + info().name + "'");
+  cl::check_lazy(err, [&] { return "mapping " + human(bytes) + " of '" + info().name + "'"; });
   return p;
 }
 
 void ClDevice::do_unmap(Memory& m, void* ptr) {
   cl_int err = clEnqueueUnmapMemObject(default_.get(), native(m), ptr, 0, nullptr, nullptr);
   if (err == CL_SUCCESS) err = clFinish(default_.get());
-  cl::check(err, "unmapping an array of '" + info().name + "'");
+  cl::check_lazy(err, [&] { return "unmapping an array of '" + info().name + "'"; });
 }
 
 void ClDevice::do_svm_copy_to(Memory& dst, std::size_t dst_offset, const void* svm,
@@ -155,7 +157,8 @@ void ClDevice::do_svm_copy_to(Memory& dst, std::size_t dst_offset, const void* s
   cl_int err = clEnqueueWriteBuffer(default_.get(), native(dst), CL_TRUE, dst_offset, bytes, p, 0,
                                     nullptr, nullptr);
   svm_unmap(p);
-  cl::check(err, "copying shared virtual memory to an array on '" + info().name + "'");
+  cl::check_lazy(
+      err, [&] { return "copying shared virtual memory to an array on '" + info().name + "'"; });
 }
 
 void ClDevice::do_svm_copy_from(const Memory& src, std::size_t src_offset, void* svm,
@@ -164,7 +167,8 @@ void ClDevice::do_svm_copy_from(const Memory& src, std::size_t src_offset, void*
   cl_int err = clEnqueueReadBuffer(default_.get(), native(src), CL_TRUE, src_offset, bytes, svm, 0,
                                    nullptr, nullptr);
   svm_unmap(svm);
-  cl::check(err, "copying an array to shared virtual memory on '" + info().name + "'");
+  cl::check_lazy(
+      err, [&] { return "copying an array to shared virtual memory on '" + info().name + "'"; });
 }
 
 }  // namespace gpix::detail::cl

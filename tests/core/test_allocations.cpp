@@ -1,0 +1,118 @@
+// A repeated catalog call whose result is an array allocates nothing on the host (issue 17:
+// "no allocation on the hot path of a repeated call"): its output's handle, the pool block's
+// control block, the defines, the kernel arguments, the program lookup and the taps come from
+// recycled blocks or buffers kept between calls. (A table's result is host vectors by nature.) This
+// binary counts the global operator new; the allocation, not its time, is what the test checks
+// (bench_launch reports both).
+#include <QTest>
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "gpix/catalog.h"
+#include "gpix/gpix.h"
+#include "support/devices.h"
+
+namespace {
+std::atomic<std::uint64_t> g_news{0};
+}  // namespace
+
+void* operator new(std::size_t n) {
+  g_news.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  g_news.fetch_add(1, std::memory_order_relaxed);
+  const auto al = static_cast<std::size_t>(a);
+  if (void* p = std::aligned_alloc(al, (n + al - 1) / al * al)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t /*n*/) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t /*a*/) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t /*n*/, std::align_val_t /*a*/) noexcept {
+  std::free(p);
+}
+
+using namespace gpix;
+
+class TestAllocations : public QObject {
+  Q_OBJECT
+ private slots:
+  // Every catalog filter whose result is an array, with its defaults, on a 2D image of
+  // float32 (or its first dtype; uint8 for masks and labels), plus 3D rows of the neighbourhood
+  // filters with parameters that take other code paths (tiles, several passes).
+  void repeated_calls_data() {
+    QTest::addColumn<int>("device");
+    QTest::addColumn<QString>("filter");
+    QTest::addColumn<int>("ndim");
+    QTest::addColumn<int>("dtype");
+    struct Row {
+      std::string filter;
+      int ndim;
+      DType dtype;
+    };
+    std::vector<Row> rows;
+    for (const FilterInfo& f : filters()) {
+      if (f.output == OutputKind::table) continue;
+      const bool has2d = std::find(f.dims.begin(), f.dims.end(), 2) != f.dims.end();
+      DType t = f.dtypes.front();
+      const bool masks = std::any_of(f.inputs.begin(), f.inputs.end(),
+                                     [](const InputSpec& i) { return i.kind != InputKind::image; });
+      for (DType c : f.dtypes) {
+        if (c == (masks ? DType::u8 : DType::f32)) t = c;
+      }
+      rows.push_back({f.name, has2d ? 2 : 3, t});
+    }
+    for (const char* f : {"gaussian_blur", "mean_box", "minimum_box", "median_box", "variance_box"})
+      rows.push_back({f, 3, DType::u16});
+    for (const Device& d : test::test_devices()) {
+      for (const Row& r : rows) {
+        const std::string tag = test::row_name(d).toStdString() + " " + r.filter + " " +
+                                std::to_string(r.ndim) + "D " + std::string(name(r.dtype));
+        QTest::newRow(tag.c_str())
+            << static_cast<int>(&d - test::test_devices().data())
+            << QString::fromStdString(r.filter) << r.ndim << static_cast<int>(r.dtype);
+      }
+    }
+  }
+  void repeated_calls() {
+    QFETCH(int, device);
+    QFETCH(QString, filter);
+    QFETCH(int, ndim);
+    QFETCH(int, dtype);
+    const Device dev = test::device_at(device);
+    const auto t = static_cast<DType>(dtype);
+    const Shape shape = ndim == 2 ? Shape{9, 13} : Shape{5, 9, 13};
+    Array a = Array::empty(shape, t, dev);
+    a.fill(Scalar(1.0));
+    const std::string f = filter.toStdString();
+    std::vector<Array> inputs(gpix::filter(f).inputs.size(), a);
+    Params p;
+    if (ndim == 3 && f == "gaussian_blur")
+      p = {{"sigma_x", 1.5}, {"sigma_y", 1.0}, {"sigma_z", 3.0}};
+    if (ndim == 3 && f.ends_with("_box"))
+      p = {{"radius_x", 1.0}, {"radius_y", 2.0}, {"radius_z", 1.0}};
+    // Warm: compiles, the pool's blocks, the recycled blocks and the lookup buffer.
+    for (int i = 0; i < 10; ++i) (void)run(f, inputs, p);
+    dev.finish();
+    const std::uint64_t before = g_news.load();
+    for (int i = 0; i < 20; ++i) (void)run(f, inputs, p);
+    const std::uint64_t news = g_news.load() - before;
+    dev.finish();
+    QVERIFY2(news == 0, qPrintable(QString("%1 host allocations in 20 calls").arg(news)));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestAllocations)
+#include "test_allocations.moc"
