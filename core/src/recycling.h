@@ -5,8 +5,10 @@
 // allocation once a few calls have run (issue 17: "no allocation on the hot path of a
 // repeated call"; bench_launch counts them). Blocks of up to kLargestRecycled bytes are
 // rounded up to a power of two from 64 bytes, aligned to 64, and kept in one process-wide free
-// list per size (a lock and a pop: tens of nanoseconds), at most kRecycledBlocks each; larger
-// blocks and those past the bound go to and from the heap as usual.
+// list per size (a lock and a pop: tens of nanoseconds), at most kRecycledBlocks each (about
+// 8 MB in all at most); larger blocks and those past the bound go to and from the heap as
+// usual. Under AddressSanitizer every block goes to the heap: a recycled block would hide a
+// use after free of the objects that live in it.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -23,11 +25,23 @@ inline constexpr std::size_t kLargestRecycled = 4096;
 inline constexpr std::size_t kRecycledBlocks = 1024;
 inline constexpr std::size_t kRecycledAlign = 64;
 
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kRecycling = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kRecycling = false;
+#else
+inline constexpr bool kRecycling = true;
+#endif
+#else
+inline constexpr bool kRecycling = true;
+#endif
+
 class FreeBlocks {
  public:
   // The list for blocks of `bytes` (rounded up); nullptr past kLargestRecycled.
   static FreeBlocks* of(std::size_t bytes) {
-    if (bytes > kLargestRecycled) return nullptr;
+    if (!kRecycling || bytes > kLargestRecycled) return nullptr;
     static std::array<FreeBlocks*, kClasses> lists = [] {
       // Never destroyed: blocks may come back from static destructors after main().
       std::array<FreeBlocks*, kClasses> l{};
