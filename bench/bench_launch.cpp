@@ -10,52 +10,19 @@
 //                  global operator new)
 //   device allocs  requests that reached the device's allocator per call (memory_stats; the
 //                  pool serves the rest)
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <new>
 #include <string>
 #include <vector>
 
 #include "gpix/catalog.h"
 #include "gpix/gpix.h"
 #include "gpix/memory.h"
-
-namespace {
-
-std::atomic<std::uint64_t> g_news{0};
-
-}  // namespace
-
-// Counting replacements of the global allocation functions (every other form of operator new
-// forwards to these two in libstdc++).
-void* operator new(std::size_t n) {
-  g_news.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(std::size_t n, std::align_val_t a) {
-  g_news.fetch_add(1, std::memory_order_relaxed);
-  const auto al = static_cast<std::size_t>(a);
-  if (void* p = std::aligned_alloc(al, (n + al - 1) / al * al)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
+#include "support/counted_new.h"
 
 namespace {
 
@@ -128,10 +95,10 @@ int main(int argc, char** argv) {
       dev.finish();
       Row r;
       r.name = name;
-      const std::uint64_t news0 = g_news.load();
+      const std::uint64_t news0 = gpix::test::news();
       const std::uint64_t dev0 = gpix::memory_stats(dev).device_allocations;
       r.issue_us = per_call_us(calls, call, dev, false);
-      r.host_allocs = static_cast<double>(g_news.load() - news0) / calls;
+      r.host_allocs = static_cast<double>(gpix::test::news() - news0) / calls;
       r.device_allocs =
           static_cast<double>(gpix::memory_stats(dev).device_allocations - dev0) / calls;
       r.round_us = per_call_us(calls, call, dev, true);

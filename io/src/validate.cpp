@@ -321,13 +321,6 @@ MetaStream meta_stream(const fs::path& path, const MetaHeader& h, std::uint64_t 
   return {file, *offset, std::min(static_cast<std::uint64_t>(h.compressed_size), size - *offset)};
 }
 
-// A MetaImage whose slices lie in files listed after its header ("ElementDataFile = LIST",
-// optionally "LIST 2D": slices of that many dimensions, else NDims - 1), as MetaIO's
-// MetaImage::M_ReadElementData reads it: one name per line, relative to the header's folder,
-// HeaderSize applied to every slice file. MetaIO skips a slice file it cannot open (a message
-// on stderr), a last name with no line break after it, and shifts every slice after a blank
-// line, returning the image with slices unread; so each of those is refused here, naming the
-// file. Compressed slices are left to MetaIO (their sizes say nothing).
 // A header's number as written ("3", "1e+12"), not to_string's "3.000000".
 std::string number(double v) {
   std::array<char, 32> text{};
@@ -383,6 +376,23 @@ bool meta_pattern(const std::vector<std::string>& words) {
   });
 }
 
+// One slice file of a list or pattern (`which` names it): it must exist and, uncompressed, hold
+// HeaderSize's skip and the slice. Its size is added to *total (for compressed_room()).
+std::string check_slice_file(const fs::path& file, const std::string& which, const MetaHeader& h,
+                             std::uint64_t skip, std::uint64_t slice_bytes, std::uint64_t* total) {
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return which + " does not exist";
+  const std::uint64_t size = fs::file_size(file, ec);
+  if (ec) return {};
+  *total += size;
+  if (!h.compressed && size < skip + slice_bytes) {
+    return which + " is truncated: " + std::to_string(size) + " bytes, " +
+           std::to_string(skip + slice_bytes) + " expected" +
+           (skip > 0 ? " (HeaderSize " + std::to_string(skip) + " and the slice)" : "");
+  }
+  return {};
+}
+
 // A file pattern's files against the pixels they must hold. MetaIO reads one slice (the last
 // dimension's) from each name it makes, from first to last by step, into slice 0, 1, ...: a
 // step of 0 or less loops for ever, more names than slices write past the image, fewer leave
@@ -412,20 +422,22 @@ std::string check_meta_pattern(const fs::path& path, const MetaHeader& h,
     std::array<char, 256> name{};
     std::snprintf(name.data(), name.size(), words[0].c_str(), static_cast<int>(i));
     const fs::path file = path.parent_path() / fs::u8path(name.data());
-    const std::string which = "its slice file '" + std::string(name.data()) +
-                              "' (from the pattern '" + h.data_file + "')";
-    std::error_code ec;
-    if (!fs::is_regular_file(file, ec)) return which + " does not exist";
-    const std::uint64_t size = fs::file_size(file, ec);
-    total += size;
-    if (!h.compressed && size < skip + slice_bytes) {
-      return which + " is truncated: " + std::to_string(size) + " bytes, " +
-             std::to_string(skip + slice_bytes) + " expected";
-    }
+    const std::string broken = check_slice_file(file,
+                                                "its slice file '" + std::string(name.data()) +
+                                                    "' (from the pattern '" + h.data_file + "')",
+                                                h, skip, slice_bytes, &total);
+    if (!broken.empty()) return broken;
   }
   return compressed_room(h, total, data_bytes, "its pattern's files");
 }
 
+// A MetaImage whose slices lie in files listed after its header ("ElementDataFile = LIST",
+// optionally "LIST 2D": slices of that many dimensions, else NDims - 1), as MetaIO's
+// MetaImage::M_ReadElementData reads it: one name per line, relative to the header's folder,
+// HeaderSize applied to every slice file. MetaIO skips a slice file it cannot open (a message
+// on stderr), a last name with no line break after it, and shifts every slice after a blank
+// line, returning the image with slices unread; so each of those is refused here, naming the
+// file. Compressed slices are inflated by MetaIO; only their total is weighed here.
 std::string check_meta_list(const fs::path& path, const MetaHeader& h, std::uint64_t data_bytes) {
   int ndims = h.ndims ? std::atoi(h.ndims->c_str()) : 0;
   if (ndims <= 0 || ndims > static_cast<int>(h.dim_size.size())) {
@@ -494,18 +506,12 @@ std::string check_meta_list(const fs::path& path, const MetaHeader& h, std::uint
   const std::uint64_t skip = h.header_size > 0 ? static_cast<std::uint64_t>(h.header_size) : 0;
   std::uint64_t total = 0;
   for (std::size_t i = 0; i < names.size(); ++i) {
-    const fs::path file = path.parent_path() / fs::u8path(names[i]);
-    std::error_code ec;
-    const std::string which = "its slice file '" + names[i] + "' (" + std::to_string(i + 1) +
-                              " of " + std::to_string(count) + " in its list)";
-    if (!fs::is_regular_file(file, ec)) return which + " does not exist";
-    const std::uint64_t size = fs::file_size(file, ec);
-    total += ec ? 0 : size;
-    if (!h.compressed && !ec && size < skip + slice_bytes) {
-      return which + " is truncated: " + std::to_string(size) + " bytes, " +
-             std::to_string(skip + slice_bytes) + " expected" +
-             (skip > 0 ? " (HeaderSize " + std::to_string(skip) + " and the slice)" : "");
-    }
+    const std::string broken =
+        check_slice_file(path.parent_path() / fs::u8path(names[i]),
+                         "its slice file '" + names[i] + "' (" + std::to_string(i + 1) + " of " +
+                             std::to_string(count) + " in its list)",
+                         h, skip, slice_bytes, &total);
+    if (!broken.empty()) return broken;
   }
   return compressed_room(h, total, data_bytes, "its listed files");
 }

@@ -6,44 +6,14 @@
 // (bench_launch reports both).
 #include <QTest>
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
-#include <new>
 #include <string>
 #include <vector>
 
 #include "gpix/catalog.h"
 #include "gpix/gpix.h"
 #include "recycling.h"
+#include "support/counted_new.h"
 #include "support/devices.h"
-
-namespace {
-std::atomic<std::uint64_t> g_news{0};
-}  // namespace
-
-void* operator new(std::size_t n) {
-  g_news.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(std::size_t n, std::align_val_t a) {
-  g_news.fetch_add(1, std::memory_order_relaxed);
-  const auto al = static_cast<std::size_t>(a);
-  if (void* p = std::aligned_alloc(al, (n + al - 1) / al * al)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t /*n*/) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::align_val_t /*a*/) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t /*n*/, std::align_val_t /*a*/) noexcept {
-  std::free(p);
-}
 
 using namespace gpix;
 
@@ -108,9 +78,9 @@ class TestAllocations : public QObject {
     // Warm: compiles, the pool's blocks, the recycled blocks and the lookup buffer.
     for (int i = 0; i < 10; ++i) (void)run(f, inputs, p);
     dev.finish();
-    const std::uint64_t before = g_news.load();
+    const std::uint64_t before = gpix::test::news();
     for (int i = 0; i < 20; ++i) (void)run(f, inputs, p);
-    const std::uint64_t news = g_news.load() - before;
+    const std::uint64_t news = gpix::test::news() - before;
     dev.finish();
     QVERIFY2(news == 0, qPrintable(QString("%1 host allocations in 20 calls").arg(news)));
   }

@@ -569,6 +569,10 @@ class DeviceImpl {
   static const std::vector<std::string>* group_of(const ProgramSource& src, std::string_view name);
   ProgramRequest program_request(const ProgramSource& src, std::string_view name,
                                  const Defines& defines) const;
+  // Appends a request's key (program_request()'s r.key) to out: a reused buffer allocates
+  // nothing (built_kernel()).
+  void append_request_key(std::string& out, const ProgramSource& src, std::string_view name,
+                          const Defines& defines) const;
   // The kernel where its program is in memory and built (nullptr otherwise: the caller takes
   // the full path, which compiles, loads or waits). Allocates nothing on a hit.
   KernelPtr built_kernel(const ProgramSource& src, std::string_view name, const Defines& defines);

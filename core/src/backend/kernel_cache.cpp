@@ -26,12 +26,7 @@ DeviceImpl::KernelPtr DeviceImpl::built_kernel(const ProgramSource& src, std::st
   // allocates nothing (it made two strings a launch, bench_launch).
   thread_local std::string key;
   key.clear();
-  append_program_key(key, src, defines);
-  if (src.splittable && programs_per_entry()) {
-    const std::vector<std::string>* group = group_of(src, name);
-    key += "|entry=";
-    key += group ? std::string_view(group->front()) : name;
-  }
+  append_request_key(key, src, name, defines);
   std::shared_ptr<ProgramEntry> entry;
   {
     std::lock_guard lock(cache_mutex_);
@@ -52,17 +47,22 @@ DeviceImpl::ProgramRequest DeviceImpl::program_request(const ProgramSource& src,
                                                        std::string_view name,
                                                        const Defines& defines) const {
   ProgramRequest r;
-  // One program per entry where the backend compiles faster that way (kernel_entry.h): its
-  // key names the entry, in memory and on disk.
   r.one_entry = src.splittable && programs_per_entry();
-  if (!r.one_entry) {
-    r.key = program_key(src, defines);
-    return r;
-  }
-  // A kernel of a program group: the group's program, named by its first kernel.
-  r.group = group_of(src, name);
-  r.key = program_key(src, defines) + "|entry=" + std::string(r.group ? r.group->front() : name);
+  if (r.one_entry) r.group = group_of(src, name);
+  append_request_key(r.key, src, name, defines);
   return r;
+}
+
+void DeviceImpl::append_request_key(std::string& out, const ProgramSource& src,
+                                    std::string_view name, const Defines& defines) const {
+  append_program_key(out, src, defines);
+  // One program per entry where the backend compiles faster that way (kernel_entry.h): its
+  // key names the entry, in memory and on disk; a kernel of a program group names the group's
+  // program by its first kernel.
+  if (!src.splittable || !programs_per_entry()) return;
+  const std::vector<std::string>* group = group_of(src, name);
+  out += "|entry=";
+  out += group ? std::string_view(group->front()) : name;
 }
 
 const std::vector<std::string>* DeviceImpl::group_of(const ProgramSource& src,

@@ -122,11 +122,9 @@ using Matrix = std::array<double, 12>;
 Array sample(const Array& in, const Shape& out_shape, const Matrix& m, bool linear,
              const char* who) {
   const DType ct = compute_type({in.dtype()});
-  if (ct == DType::f64) {  // the message only where it can be needed: a call's allocation
-    require_dtype(in.device(), ct, [&] {
-      return std::string(who) + " on " + std::string(name(in.dtype())) + " (computed in float64)";
-    });
-  }
+  require_dtype(in.device(), ct, [&] {
+    return std::string(who) + " on " + std::string(name(in.dtype())) + " (computed in float64)";
+  });
   for (double v : m) {
     if (!std::isfinite(v)) throw InvalidArgument(std::string(who) + ": the matrix must be finite");
   }
