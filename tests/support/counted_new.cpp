@@ -25,6 +25,17 @@ void* operator new(std::size_t n, std::align_val_t a) {
   if (void* p = std::aligned_alloc(al, (n + al - 1) / al * al)) return p;
   throw std::bad_alloc();
 }
+// The nothrow forms too: libstdc++'s call the two above, but AddressSanitizer replaces them
+// with its own, whose blocks the deletes below would then free() (an alloc-dealloc mismatch).
+void* operator new(std::size_t n, const std::nothrow_t& /*tag*/) noexcept {
+  g_news.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(n ? n : 1);
+}
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t& /*tag*/) noexcept {
+  g_news.fetch_add(1, std::memory_order_relaxed);
+  const auto al = static_cast<std::size_t>(a);
+  return std::aligned_alloc(al, (n + al - 1) / al * al);
+}
 void operator delete(void* p) noexcept {
   std::free(p);
 }

@@ -1,6 +1,6 @@
 #pragma once
 // Counts the program's heap allocations: counted_new.cpp replaces the global operator new
-// (every other form forwards to its two in libstdc++); a binary that links it reads the count
+// (the plain and aligned forms, and their nothrow twins); a binary that links it reads the count
 // with gpix::test::news(). Used by test_core_allocations and bench_launch (issue 17: "no
 // allocation on the hot path of a repeated call").
 #include <cstdint>
