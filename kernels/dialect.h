@@ -25,7 +25,7 @@
  *                                                     returns the old value
  *   gpix_atomic_{add,min,max}_u64(p, v), gpix_atomic_cmpxchg_u64(p, cmp, v)
  *                                                     64-bit atomics on global memory, only
- *                                                     with GPIX_NEED_ATOMIC64 defined (an
+ *                                                     with GPIX_ATOMIC64 defined (an
  *                                                     OpenCL device without
  *                                                     cl_khr_int64_{base,extended}_atomics
  *                                                     fails to compile with a clear #error)
@@ -113,7 +113,7 @@ typedef ulong gpix_index;
 #define gpix_atomic_max_u32(p, v) atomic_max((p), (gpix_u32)(v))
 #define gpix_atomic_or_u32(p, v) atomic_or((p), (gpix_u32)(v))
 #define gpix_atomic_cmpxchg_u32(p, c, v) atomic_cmpxchg((p), (gpix_u32)(c), (gpix_u32)(v))
-#if defined(GPIX_NEED_ATOMIC64)
+#if defined(GPIX_ATOMIC64)
 #if !defined(cl_khr_int64_base_atomics) || !defined(cl_khr_int64_extended_atomics)
 #error \
     "gpix: this operation needs 64-bit atomics (cl_khr_int64_base_atomics and cl_khr_int64_extended_atomics), which this OpenCL device lacks; use a CUDA device or another OpenCL device"
@@ -192,7 +192,7 @@ typedef double gpix_f64;
 #define gpix_atomic_or_u32(p, v) atomicOr((unsigned int*)(p), (unsigned int)(v))
 #define gpix_atomic_cmpxchg_u32(p, c, v) \
   atomicCAS((unsigned int*)(p), (unsigned int)(c), (unsigned int)(v))
-#if defined(GPIX_NEED_ATOMIC64)
+#if defined(GPIX_ATOMIC64)
 #define gpix_atomic_add_u64(p, v) atomicAdd((unsigned long long*)(p), (unsigned long long)(v))
 #define gpix_atomic_min_u64(p, v) atomicMin((unsigned long long*)(p), (unsigned long long)(v))
 #define gpix_atomic_max_u64(p, v) atomicMax((unsigned long long*)(p), (unsigned long long)(v))

@@ -3,10 +3,11 @@
 // what every filter call creates and drops (its output's ArrayImpl, the pool block's
 // shared_ptr control block, the defines and kernel arguments of each launch) costs no heap
 // allocation once a few calls have run (issue 17: "no allocation on the hot path of a
-// repeated call"; bench_launch counts them). Blocks of up to kLargestRecycled bytes are
-// rounded up to a power of two from 64 bytes, aligned to 64, and kept in one process-wide free
-// list per size (a lock and a pop: tens of nanoseconds), at most kRecycledBlocks each (about
-// 8 MB in all at most); larger blocks and those past the bound go to and from the heap as
+// repeated call"; bench_launch counts them), and the small tables of reductions and
+// histograms. Blocks of up to kLargestRecycled bytes are rounded up to a power of two from 64
+// bytes, aligned to 64, and kept in one process-wide free list per size (a lock and a pop: tens
+// of nanoseconds), at most kRecycledBlocks each up to 4 KiB and 1 MiB's worth each above (about
+// 13 MB in all at most); larger blocks and those past the bound go to and from the heap as
 // usual. Under AddressSanitizer every block goes to the heap: a recycled block would hide a
 // use after free of the objects that live in it.
 #include <algorithm>
@@ -21,8 +22,10 @@
 namespace gpix::detail {
 
 inline constexpr std::size_t kSmallestRecycled = 64;
-inline constexpr std::size_t kLargestRecycled = 4096;
+// 128 KiB: the table of a histogram's largest bin count (4096 bins, three float64 columns).
+inline constexpr std::size_t kLargestRecycled = std::size_t{128} << 10;
 inline constexpr std::size_t kRecycledBlocks = 1024;
+inline constexpr std::size_t kRecycledBytesLarge = std::size_t{1} << 20;
 inline constexpr std::size_t kRecycledAlign = 64;
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -66,7 +69,7 @@ class FreeBlocks {
   void push(void* p) noexcept {
     {
       std::lock_guard lock(mutex_);
-      if (blocks_.size() < kRecycledBlocks) {
+      if (blocks_.size() < capacity_) {
         blocks_.push_back(p);  // reserved: never allocates
         return;
       }
@@ -77,8 +80,12 @@ class FreeBlocks {
  private:
   static constexpr std::size_t kClasses =
       static_cast<std::size_t>(std::countr_zero(kLargestRecycled / kSmallestRecycled)) + 1;
-  explicit FreeBlocks(std::size_t bytes) : bytes_(bytes) { blocks_.reserve(kRecycledBlocks); }
+  explicit FreeBlocks(std::size_t bytes)
+      : bytes_(bytes), capacity_(bytes <= 4096 ? kRecycledBlocks : kRecycledBytesLarge / bytes) {
+    blocks_.reserve(capacity_);
+  }
   std::size_t bytes_;
+  std::size_t capacity_;
   std::mutex mutex_;
   std::vector<void*> blocks_;
 };

@@ -224,7 +224,7 @@ Moments moments(const Array& a) {
   // a wait for the device) a 2048^2 float32 standard deviation took 79 us on an H200, with one
   // 54 (bench/RESULTS.md, 2026-11-29).
   const std::size_t acc_bytes = size_of(acc);
-  auto part = dev.allocate(groups * (sizeof(std::uint64_t) + 2 * acc_bytes));
+  auto part = dev.pool().allocate(groups * (sizeof(std::uint64_t) + 2 * acc_bytes));
   const KernelArg args[] = {KernelArg::mem(*impl.memory), KernelArg::scalar<std::uint64_t>(n),
                             KernelArg::mem(*part)};
   Launch l;

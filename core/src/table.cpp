@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "gpix/error.h"
+#include "recycling.h"
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -33,6 +34,8 @@ void* allocate_table_bytes(std::size_t bytes) {
     throw std::bad_alloc();
   }
 #endif
+  // A reduction's one-row table and a histogram's bins come and go with every call: recycled.
+  if (FreeBlocks* f = FreeBlocks::of(bytes)) return f->pop();
   return ::operator new(bytes);
 }
 
@@ -43,6 +46,7 @@ void free_table_bytes(void* p, std::size_t bytes) noexcept {
     return;
   }
 #endif
+  if (FreeBlocks* f = FreeBlocks::of(bytes)) return f->push(p);
   ::operator delete(p);
 }
 
@@ -52,10 +56,19 @@ std::vector<double> Table::Row::values() const {
   return {begin(), end()};
 }
 
+Table::Columns Table::shared_columns(std::vector<std::string> names) {
+  return std::make_shared<const std::vector<std::string>>(std::move(names));
+}
+
+const std::vector<std::string>& Table::columns() const noexcept {
+  static const std::vector<std::string> none;
+  return columns_ ? *columns_ : none;
+}
+
 Table::Table(const Table& other)
     : columns_(other.columns_), rows_(other.rows_), stride_(other.rows_) {
-  data_.resize(columns_.size() * rows_);
-  for (std::size_t c = 0; c < columns_.size(); ++c) {
+  data_.resize(width() * rows_);
+  for (std::size_t c = 0; c < width(); ++c) {
     const std::span<const double> from = other.column(c);
     std::copy(from.begin(), from.end(), data_.data() + c * stride_);
   }
@@ -66,7 +79,7 @@ Table::Table(Table&& other) noexcept
       data_(std::move(other.data_)),
       rows_(std::exchange(other.rows_, 0)),
       stride_(std::exchange(other.stride_, 0)) {
-  other.columns_.clear();
+  other.columns_.reset();
   other.data_.clear();
 }
 
@@ -76,7 +89,7 @@ Table& Table::operator=(Table&& other) noexcept {
     data_ = std::move(other.data_);
     rows_ = std::exchange(other.rows_, 0);
     stride_ = std::exchange(other.stride_, 0);
-    other.columns_.clear();
+    other.columns_.reset();
     other.data_.clear();
   }
   return *this;
@@ -87,43 +100,50 @@ Table& Table::operator=(const Table& other) {
   return *this;
 }
 
-Table::Table(std::vector<std::string> columns, std::size_t rows) : columns_(std::move(columns)) {
-  data_.assign(columns_.size() * rows, 0.0);
+Table::Table(std::vector<std::string> columns, std::size_t rows)
+    : columns_(shared_columns(std::move(columns))) {
+  data_.assign(width() * rows, 0.0);
   rows_ = stride_ = rows;
 }
 
 Table::Table(std::vector<std::string> columns,
              std::initializer_list<std::initializer_list<double>> rows)
-    : columns_(std::move(columns)) {
+    : columns_(shared_columns(std::move(columns))) {
   reserve(rows.size());
   for (const auto& r : rows) push_back(r);
 }
 
 Table Table::for_overwrite(std::vector<std::string> columns, std::size_t rows) {
+  return for_overwrite(shared_columns(std::move(columns)), rows);
+}
+
+Table Table::for_overwrite(Columns columns, std::size_t rows) {
   Table t;
   t.columns_ = std::move(columns);
-  t.data_.resize(t.columns_.size() * rows);  // default-initialised: left unset
+  t.data_.resize(t.width() * rows);  // default-initialised: left unset
   t.rows_ = t.stride_ = rows;
   return t;
 }
 
 std::size_t Table::column_index(std::string_view name) const {
-  for (std::size_t c = 0; c < columns_.size(); ++c) {
-    if (columns_[c] == name) return c;
+  const std::vector<std::string>& names = columns();
+  for (std::size_t c = 0; c < names.size(); ++c) {
+    if (names[c] == name) return c;
   }
   std::string there;
-  for (const std::string& c : columns_) there += (there.empty() ? "" : ", ") + c;
+  for (const std::string& c : names) there += (there.empty() ? "" : ", ") + c;
   throw InvalidArgument("table has no column \"" + std::string(name) +
                         "\"; its columns are: " + (there.empty() ? std::string("(none)") : there));
 }
 
 bool Table::has_column(std::string_view name) const noexcept {
-  return std::find(columns_.begin(), columns_.end(), name) != columns_.end();
+  const std::vector<std::string>& names = columns();
+  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 void Table::regrow(std::size_t capacity) {
-  std::vector<double, detail::ForOverwriteAllocator<double>> grown(columns_.size() * capacity);
-  for (std::size_t c = 0; c < columns_.size(); ++c) {
+  std::vector<double, detail::ForOverwriteAllocator<double>> grown(width() * capacity);
+  for (std::size_t c = 0; c < width(); ++c) {
     const double* from = data_.data() + c * stride_;
     std::copy(from, from + rows_, grown.data() + c * capacity);
   }
@@ -136,9 +156,9 @@ void Table::reserve(std::size_t rows) {
 }
 
 void Table::push_back(std::span<const double> row) {
-  if (row.size() != columns_.size()) {
+  if (row.size() != width()) {
     throw InvalidArgument("Table::push_back: a row of " + std::to_string(row.size()) +
-                          " values for a table of " + std::to_string(columns_.size()) +
+                          " values for a table of " + std::to_string(width()) +
                           " columns (give one value per column)");
   }
   if (rows_ == stride_) regrow(std::max<std::size_t>(8, 2 * stride_));
@@ -155,7 +175,7 @@ Table Table::select(std::span<const std::size_t> rows) const {
     }
   }
   Table t = for_overwrite(columns_, rows.size());
-  for (std::size_t c = 0; c < columns_.size(); ++c) {
+  for (std::size_t c = 0; c < width(); ++c) {
     const double* from = data_.data() + c * stride_;
     double* to = t.data_.data() + c * t.stride_;
     for (std::size_t i = 0; i < rows.size(); ++i) to[i] = from[rows[i]];
@@ -164,7 +184,7 @@ Table Table::select(std::span<const std::size_t> rows) const {
 }
 
 bool operator==(const Table& a, const Table& b) {
-  if (a.columns_ != b.columns_ || a.rows_ != b.rows_) return false;
+  if (a.columns() != b.columns() || a.rows_ != b.rows_) return false;
   for (std::size_t c = 0; c < a.width(); ++c) {
     const std::span<const double> x = a.column(c), y = b.column(c);
     if (!std::equal(x.begin(), x.end(), y.begin())) return false;

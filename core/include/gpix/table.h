@@ -100,8 +100,13 @@ class Table {
     std::size_t row_;
   };
 
+  // A list of column names that tables can share: copying a table, or making the same table
+  // on every call from one list kept by its producer, then allocates nothing for the names.
+  using Columns = std::shared_ptr<const std::vector<std::string>>;
+  static Columns shared_columns(std::vector<std::string> names);
+
   Table() = default;
-  // Copies hold the rows only (not the spare capacity).
+  // Copies hold the rows only (not the spare capacity) and share the column names.
   Table(const Table& other);
   Table& operator=(const Table& other);
   // Moves leave the source an empty table (no columns, no rows).
@@ -117,11 +122,12 @@ class Table {
   // `rows` rows whose values are left unset, for a producer that writes every value of every
   // column (through column(c)) before anyone reads them.
   static Table for_overwrite(std::vector<std::string> columns, std::size_t rows);
+  static Table for_overwrite(Columns columns, std::size_t rows);
 
-  const std::vector<std::string>& columns() const noexcept { return columns_; }
+  const std::vector<std::string>& columns() const noexcept;
   std::size_t size() const noexcept { return rows_; }  // rows
   bool empty() const noexcept { return rows_ == 0; }
-  std::size_t width() const noexcept { return columns_.size(); }  // columns
+  std::size_t width() const noexcept { return columns_ ? columns_->size() : 0; }  // columns
 
   // The index of a column; throws InvalidArgument naming the columns there are.
   std::size_t column_index(std::string_view name) const;
@@ -155,7 +161,7 @@ class Table {
  private:
   void regrow(std::size_t capacity);
 
-  std::vector<std::string> columns_;
+  Columns columns_;  // null: no columns
   // Column c's row r at data_[c * stride_ + r]; stride_ is the row capacity.
   std::vector<double, detail::ForOverwriteAllocator<double>> data_;
   std::size_t rows_ = 0;

@@ -103,9 +103,10 @@ void fill_keys(const LabelStatsBuffers& b, bool signed_sum, Table& t) {
 }  // namespace
 
 Table label_stats_table(const LabelStatsBuffers& b) {
-  Table t = Table::for_overwrite(
-      std::vector<std::string>(std::begin(kLabelStatsColumns), std::end(kLabelStatsColumns)),
-      b.rows);
+  // The names made once: every call's table shares them.
+  static const Table::Columns columns = Table::shared_columns(
+      std::vector<std::string>(std::begin(kLabelStatsColumns), std::end(kLabelStatsColumns)));
+  Table t = Table::for_overwrite(columns, b.rows);
   if (b.rows == 0) return t;
   const bool signed_sum = is_signed(b.value_dtype);
   if (b.key_bits == 64) {

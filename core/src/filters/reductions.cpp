@@ -3,10 +3,12 @@
 // deviation from detail::moments() (stats.kernel's stats_moments), the histogram from
 // kernels/histogram.kernel.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -16,15 +18,27 @@
 #include "gpix/filters/reductions.h"
 #include "gpix/stats.h"
 #include "kernel_variants.h"
+#include "memory_pool.h"
 #include "moments.h"
+#include "recycling.h"
 #include "stats_accumulator.h"
 
 namespace gpix::detail {
 namespace {
 
-Result row(const std::string& column, double value) {
+// A one-row, one-column table. The reductions' column names are made once, so that every
+// call's table shares its list and a repeated call allocates nothing for it.
+Result row(std::string_view column, double value) {
+  static const std::array<Table::Columns, 5> lists = {
+      Table::shared_columns({"minimum"}), Table::shared_columns({"maximum"}),
+      Table::shared_columns({"sum"}), Table::shared_columns({"mean"}),
+      Table::shared_columns({"std"})};
+  const auto known = std::find_if(lists.begin(), lists.end(),
+                                  [&](const Table::Columns& l) { return l->front() == column; });
   Result r;
-  r.table = Table({column}, {{value}});
+  r.table = Table::for_overwrite(
+      known != lists.end() ? *known : Table::shared_columns({std::string(column)}), 1);
+  r.table(0, 0) = value;
   return r;
 }
 
@@ -151,27 +165,35 @@ Defines histogram_defines(DType t, std::size_t wg) {
   return d;
 }
 
+// A histogram's bins as the catalog's table and the tiled fold use them: recycled vectors, so
+// that a repeated call allocates nothing on the host (the public histogram() copies them out).
+struct Bins {
+  RecycledVector<double> edges;          // n_bins + 1
+  RecycledVector<std::uint64_t> counts;  // n_bins
+};
+
 template <class CT>
-Histogram histogram_typed(const Array& a, int nbins, double lo, double hi) {
+Bins histogram_typed(const Array& a, int nbins, double lo, double hi) {
   auto& impl = Access::impl(a);
   auto& dev = *impl.device;
   // Edges as numpy.linspace(lo, hi, nbins + 1) computes them, then rounded to the compute
   // type: these exact values are what the kernel compares against, and what is reported.
-  std::vector<CT> edges(static_cast<std::size_t>(nbins) + 1);
+  RecycledVector<CT> edges(static_cast<std::size_t>(nbins) + 1);
   const double step = (hi - lo) / nbins;
   for (int i = 0; i < nbins; ++i)
     edges[static_cast<std::size_t>(i)] = static_cast<CT>(lo + i * step);
   edges.back() = static_cast<CT>(hi);
   const CT scale = static_cast<CT>(nbins / (hi - lo));
-  Array e = Array::push(edges, Shape{edges.size()}, a.device());
+  Array e = Array::push(std::span<const CT>(edges), Shape{edges.size()}, a.device());
 
   std::size_t wg = kHistWG;
   while (wg > dev.info().max_work_group && wg > 1) wg /= 2;
   const std::uint64_t n = a.elements();
   const std::size_t max_groups = std::clamp<std::size_t>(dev.info().compute_units * 8u, 16u, 4096u);
   const std::size_t groups = std::min<std::size_t>((n + wg - 1) / wg, max_groups);
-  auto partial = dev.allocate(groups * static_cast<std::size_t>(nbins) * sizeof(std::uint32_t));
-  auto counts = dev.allocate(static_cast<std::size_t>(nbins) * sizeof(std::uint64_t));
+  auto partial =
+      dev.pool().allocate(groups * static_cast<std::size_t>(nbins) * sizeof(std::uint32_t));
+  auto counts = dev.pool().allocate(static_cast<std::size_t>(nbins) * sizeof(std::uint64_t));
   const Defines defines = histogram_defines(a.dtype(), wg);
   {
     const KernelArg args[] = {arg(a),
@@ -200,7 +222,7 @@ Histogram histogram_typed(const Array& a, int nbins, double lo, double hi) {
     l.local[0] = wg;
     dev.launch(*dev.kernel(program("histogram.kernel"), "histogram_combine", defines), l, args);
   }
-  Histogram h;
+  Bins h;
   h.counts.resize(static_cast<std::size_t>(nbins));
   dev.read(*counts, 0, h.counts.data(), h.counts.size() * sizeof(std::uint64_t));
   h.edges.assign(edges.begin(), edges.end());
@@ -238,7 +260,7 @@ std::pair<double, double> histogram_range(double lo, double hi, const Stats& who
 }
 
 // The counts of a's pixels in bins over [lo, hi] (a settled range).
-Histogram histogram_counts(const Array& a, int nbins, double lo, double hi) {
+Bins histogram_counts(const Array& a, int nbins, double lo, double hi) {
   const DType ct = compute_type({a.dtype()});
   require_dtype(a.device(), ct, [&] {
     return "histogram on " + std::string(name(a.dtype())) + " (computed in float64)";
@@ -247,8 +269,7 @@ Histogram histogram_counts(const Array& a, int nbins, double lo, double hi) {
                           : histogram_typed<float>(a, nbins, lo, hi);
 }
 
-Histogram histogram_impl(const Array& a, long long nbins, double lo, double hi,
-                         const RunOptions& o) {
+Bins histogram_impl(const Array& a, long long nbins, double lo, double hi, const RunOptions& o) {
   Stats whole;
   if (own_range(lo, hi)) {
     whole = detail::extrema(a);  // the range alone
@@ -258,10 +279,11 @@ Histogram histogram_impl(const Array& a, long long nbins, double lo, double hi,
   return histogram_counts(a, static_cast<int>(nbins), l, h);
 }
 
-Result histogram_table(const Histogram& h) {
+Result histogram_table(const Bins& h) {
+  static const Table::Columns columns = Table::shared_columns({"bin_start", "bin_end", "count"});
   Result r;
   const std::size_t n = h.counts.size();
-  r.table = Table::for_overwrite({"bin_start", "bin_end", "count"}, n);
+  r.table = Table::for_overwrite(columns, n);
   const std::span<double> start = r.table.column(0), end = r.table.column(1),
                           count = r.table.column(2);
   for (std::size_t i = 0; i < n; ++i) {
@@ -285,7 +307,7 @@ class HistogramFold final : public SlabFold {
       return;
     }
     if (z0 == 0) std::tie(lo_, hi_) = histogram_range(lo_, hi_, range_.result());
-    Histogram part = histogram_counts(slab[0], nbins_, lo_, hi_);
+    Bins part = histogram_counts(slab[0], nbins_, lo_, hi_);
     if (sum_.counts.empty()) {
       sum_ = std::move(part);
     } else {
@@ -298,7 +320,7 @@ class HistogramFold final : public SlabFold {
   int nbins_;
   double lo_, hi_;
   StatsAccumulator range_;
-  Histogram sum_;
+  Bins sum_;
 };
 
 // Minimum, maximum, sum and mean slab by slab: every slab's stats() added up (see
@@ -551,6 +573,7 @@ double std_of_all_pixels(const Array& a) {
 }
 Histogram histogram(const Array& a, int n_bins, double minimum, double maximum) {
   const HistogramParams p{.n_bins = n_bins, .minimum = minimum, .maximum = maximum};
-  return histogram_impl(kHistogram.prepare({a}, p)[0], p.n_bins, p.minimum, p.maximum, {});
+  const Bins b = histogram_impl(kHistogram.prepare({a}, p)[0], p.n_bins, p.minimum, p.maximum, {});
+  return {.edges = {b.edges.begin(), b.edges.end()}, .counts = {b.counts.begin(), b.counts.end()}};
 }
 }  // namespace gpix

@@ -75,7 +75,8 @@ Defines label_stats_defines(DType t, bool fp64) {
   Defines d;
   add_type_defines(d, {{"T_V", t}});
   if (k.sum_mode == 2 && t != DType::f64) d.emplace_back("GPIX_NEED_FP64", "1");
-  if (k.key_bits == 64 || k.sum_mode != 1) d.emplace_back("GPIX_NEED_ATOMIC64", "1");
+  // Define names fit std::string's 15 inline characters: no allocation on a repeated call.
+  if (k.key_bits == 64 || k.sum_mode != 1) d.emplace_back("GPIX_ATOMIC64", "1");
   d.emplace_back("KEY", k.key_bits == 64 ? "gpix_u64" : "gpix_u32");
   d.emplace_back("KEY_BITS", std::to_string(k.key_bits));
   d.emplace_back("KEY_MODE", std::to_string(k.key_mode));
@@ -620,19 +621,21 @@ Array voronoi_otsu(const Array& in, double spot_sigma, double outline_sigma, con
 constexpr double kMaxStatLabel = 16777216;  // rows in the table
 
 Table label_stats(const Array& labels, const Array& image, const RunOptions& o) {
-  const std::string what = "label_statistics";
+  // 16 characters: a std::string of it would be a heap allocation on every call.
+  const std::string_view what = "label_statistics";
   if (is_float(labels.dtype())) {
-    throw UnsupportedDType(what + ": labels must have an integer dtype; got " +
+    throw UnsupportedDType(std::string(what) + ": labels must have an integer dtype; got " +
                            std::string(name(labels.dtype())) + " (convert first)");
   }
   require_same_shape(labels, image, what);
   const Stats ls = detail::extrema(labels);
   if (ls.min.as_double() < 0) {
-    throw InvalidArgument(what + ": labels must be >= 0 (0 is background); the smallest is " +
+    throw InvalidArgument(std::string(what) +
+                          ": labels must be >= 0 (0 is background); the smallest is " +
                           ls.min.str());
   }
   if (ls.max.as_double() > kMaxStatLabel) {
-    throw InvalidArgument(what +
+    throw InvalidArgument(std::string(what) +
                           " gives one row per label 1..max and takes labels up to 16777216;"
                           " the largest is " +
                           ls.max.str() + " (relabel_sequential makes them 1..n)");
@@ -643,8 +646,9 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
   const bool fp64 = image.device().supports_fp64();
   const DType vt = image.dtype();
   if (vt == DType::u64 || vt == DType::i64) {
-    require_dtype(image.device(), DType::f64,
-                  [&] { return what + " on " + std::string(name(vt)) + " (summed in float64)"; });
+    require_dtype(image.device(), DType::f64, [&] {
+      return std::string(what) + " on " + std::string(name(vt)) + " (summed in float64)";
+    });
   }
   const StatsKind k = stats_kind(vt, fp64);
   const Array lab = labels.dtype() == DType::u32 ? labels : convert(labels, DType::u32);
