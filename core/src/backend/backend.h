@@ -574,8 +574,10 @@ class DeviceImpl {
   void append_request_key(std::string& out, const ProgramSource& src, std::string_view name,
                           const Defines& defines) const;
   // The kernel where its program is in memory and built (nullptr otherwise: the caller takes
-  // the full path, which compiles, loads or waits). Allocates nothing on a hit.
-  KernelPtr built_kernel(const ProgramSource& src, std::string_view name, const Defines& defines);
+  // the full path, which compiles, loads or waits). Allocates nothing on a hit, nor where the
+  // program is still compiling, which `compiling` (when given) then says.
+  KernelPtr built_kernel(const ProgramSource& src, std::string_view name, const Defines& defines,
+                         bool* compiling = nullptr);
   // The on-disk key of a program: its in-memory key plus everything about the device and
   // driver. Built only when the disk cache is asked (a memory hit, every repeated call, does
   // not need it: five allocations a call).

@@ -162,7 +162,7 @@ class CudaDevice final : public DeviceImpl {
   const cuda::Driver& drv() const noexcept { return ctx_->driver(); }
   CUstream stream() const noexcept { return default_.get(); }
 
-  void sync(const std::string& what) { check(drv().cuStreamSynchronize(stream()), what); }
+  void sync(const What& what) { check_what(drv().cuStreamSynchronize(stream()), what); }
 
   static std::string hex(std::uint64_t v);
   static CUdeviceptr address(const void* p);
@@ -198,7 +198,7 @@ class CudaDevice final : public DeviceImpl {
 
   void enqueue_fill(CUstream st, Memory& dst, std::size_t offset, std::size_t bytes,
                     const void* pattern, std::size_t pattern_bytes, const Kernel* fill64,
-                    const std::string& what);
+                    const What& what);
 
   // Needs the context current.
   void enqueue_launch(CUstream st, const Kernel& k, const Launch& l,

@@ -11,7 +11,7 @@ void CudaDevice::do_fill(Memory& dst, std::size_t offset, std::size_t bytes, con
                          std::size_t pattern_bytes) {
   const KernelPtr fill64 = fill64_kernel(bytes, pattern_bytes);
   ContextScope scope(*ctx_);
-  const std::string what = "filling " + human(bytes) + " on '" + info().name + "'";
+  const auto what = [&] { return "filling " + human(bytes) + " on '" + info().name + "'"; };
   enqueue_fill(stream(), dst, offset, bytes, pattern, pattern_bytes, fill64.get(), what);
   sync(what);
 }
@@ -26,7 +26,7 @@ std::shared_ptr<EventImpl> CudaDevice::do_fill_async(QueueImpl& q, Memory& dst, 
                                                      std::size_t pattern_bytes, Waits waits) {
   const KernelPtr fill64 = fill64_kernel(bytes, pattern_bytes);
   ContextScope scope(*ctx_);
-  const std::string what = "filling " + human(bytes) + " on '" + info().name + "'";
+  const auto what = [&] { return "filling " + human(bytes) + " on '" + info().name + "'"; };
   const CUstream st = native(q);
   wait_for(st, waits, what);
   if (bytes) enqueue_fill(st, dst, offset, bytes, pattern, pattern_bytes, fill64.get(), what);
@@ -51,26 +51,26 @@ DeviceImpl::KernelPtr CudaDevice::fill64_kernel(std::size_t bytes, std::size_t p
 
 void CudaDevice::enqueue_fill(CUstream st, Memory& dst, std::size_t offset, std::size_t bytes,
                               const void* pattern, std::size_t pattern_bytes, const Kernel* fill64,
-                              const std::string& what) {
+                              const What& what) {
   const CUdeviceptr p = native(dst) + offset;
   const std::size_t n = bytes / pattern_bytes;
   switch (pattern_bytes) {
     case 1: {
       unsigned char v;
       std::memcpy(&v, pattern, 1);
-      check(drv().cuMemsetD8Async(p, v, n, st), what);
+      check_what(drv().cuMemsetD8Async(p, v, n, st), what);
       break;
     }
     case 2: {
       unsigned short v;
       std::memcpy(&v, pattern, 2);
-      check(drv().cuMemsetD16Async(p, v, n, st), what);
+      check_what(drv().cuMemsetD16Async(p, v, n, st), what);
       break;
     }
     case 4: {
       unsigned int v;
       std::memcpy(&v, pattern, 4);
-      check(drv().cuMemsetD32Async(p, v, n, st), what);
+      check_what(drv().cuMemsetD32Async(p, v, n, st), what);
       break;
     }
     default: {
@@ -85,8 +85,8 @@ void CudaDevice::enqueue_fill(CUstream st, Memory& dst, std::size_t offset, std:
       const std::uint64_t max_grid = std::max<std::uint64_t>(info().compute_units, 1) * 32;
       const auto grid =
           static_cast<unsigned>(std::min<std::uint64_t>((n + block - 1) / block, max_grid));
-      check(drv().cuLaunchKernel(k.get(), grid, 1, 1, block, 1, 1, 0, st, params, nullptr),
-            what + " (kernel fill_u64)");
+      check_what(drv().cuLaunchKernel(k.get(), grid, 1, 1, block, 1, 1, 0, st, params, nullptr),
+                 what, " (kernel fill_u64)");
       break;
     }
   }

@@ -37,15 +37,16 @@ void CUDA_CB run_unpack(void* data) {
 
 void CudaDevice::do_write(Memory& dst, std::size_t offset, const void* src, std::size_t bytes) {
   ContextScope scope(*ctx_);
-  const std::string what = "writing " + human(bytes) + " to '" + info().name + "'";
-  check(drv().cuMemcpyHtoDAsync(native(dst) + offset, src, bytes, stream()), what);
+  // The message is built only on failure: a repeated call allocates nothing (bench_launch).
+  const auto what = [&] { return "writing " + human(bytes) + " to '" + info().name + "'"; };
+  check_what(drv().cuMemcpyHtoDAsync(native(dst) + offset, src, bytes, stream()), what);
   sync(what);
 }
 
 void CudaDevice::do_read(const Memory& src, std::size_t offset, void* dst, std::size_t bytes) {
   ContextScope scope(*ctx_);
-  const std::string what = "reading " + human(bytes) + " from '" + info().name + "'";
-  check(drv().cuMemcpyDtoHAsync(dst, native(src) + offset, bytes, stream()), what);
+  const auto what = [&] { return "reading " + human(bytes) + " from '" + info().name + "'"; };
+  check_what(drv().cuMemcpyDtoHAsync(dst, native(src) + offset, bytes, stream()), what);
   sync(what);
 }
 
