@@ -11,6 +11,7 @@
 #include "detail.h"
 #include "gpix/error.h"
 #include "kernel_variants.h"
+#include "memory_pool.h"
 #include "programs.h"
 
 namespace gpix {
@@ -285,7 +286,8 @@ void render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size
   const std::vector<std::uint32_t> entries =
       contrast ? fine_table(lut, style.gamma)
                : std::vector<std::uint32_t>(lut.table.begin(), lut.table.end());
-  auto table = dev.allocate(entries.size() * sizeof(std::uint32_t));
+  // From the pool: a frame's 16 kB table took a device allocation (and its touch) per frame.
+  auto table = dev.pool().allocate(entries.size() * sizeof(std::uint32_t));
   dev.write(*table, 0, entries.data(), entries.size() * sizeof(std::uint32_t));
   const std::int32_t add = style.blend == Blend::add ? 1 : 0;
   const std::uint64_t offset = slice * n;
