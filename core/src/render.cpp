@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -186,16 +187,27 @@ namespace {
 // reference is exact.
 constexpr int kFine = 4096;
 
-std::vector<std::uint32_t> fine_table(const Lut& lut, double gamma) {
-  std::vector<std::uint32_t> t(kFine);
+// The kFine entries of a contrast table with its gamma curve in them. A viewer draws frame
+// after frame with the same table and gamma, so each thread keeps the last one it made: a frame
+// neither allocates it nor evaluates 4096 pow() calls again.
+const std::array<std::uint32_t, kFine>& fine_table(const Lut& lut, double gamma) {
+  struct Last {
+    std::array<std::uint32_t, 256> source{};
+    double gamma = 0;  // 0: none made yet (render_rgba() takes gamma > 0 only)
+    std::array<std::uint32_t, kFine> fine{};
+  };
+  thread_local Last last;
+  if (last.gamma == gamma && last.source == lut.table) return last.fine;
   for (int f = 0; f < kFine; ++f) {
     const int e = gamma == 1.0
                       ? f / 16
                       : static_cast<int>(std::min(
                             255.0, std::floor(256.0 * std::pow(f / double(kFine), gamma))));
-    t[static_cast<std::size_t>(f)] = lut.table[static_cast<std::size_t>(e)];
+    last.fine[static_cast<std::size_t>(f)] = lut.table[static_cast<std::size_t>(e)];
   }
-  return t;
+  last.source = lut.table;
+  last.gamma = gamma;
+  return last.fine;
 }
 
 }  // namespace
@@ -283,12 +295,12 @@ void render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size
                           " uint32 array on '" + a.device().label() + "'");
   }
   // Labels read the 256 entries; contrast the 4096 steps with the gamma curve in them.
-  const std::vector<std::uint32_t> entries =
-      contrast ? fine_table(lut, style.gamma)
-               : std::vector<std::uint32_t>(lut.table.begin(), lut.table.end());
+  const std::span<const std::uint32_t> entries =
+      contrast ? std::span<const std::uint32_t>(fine_table(lut, style.gamma))
+               : std::span<const std::uint32_t>(lut.table);
   // From the pool: a frame's 16 kB table took a device allocation (and its touch) per frame.
-  auto table = dev.pool().allocate(entries.size() * sizeof(std::uint32_t));
-  dev.write(*table, 0, entries.data(), entries.size() * sizeof(std::uint32_t));
+  auto table = dev.pool().allocate(entries.size_bytes());
+  dev.write(*table, 0, entries.data(), entries.size_bytes());
   const std::int32_t add = style.blend == Blend::add ? 1 : 0;
   const std::uint64_t offset = slice * n;
   detail::Launch l;

@@ -93,6 +93,45 @@ class TestAllocations : public QObject {
     dev.finish();
     QVERIFY2(news == 0, qPrintable(QString("%1 host allocations in 20 calls").arg(news)));
   }
+
+  // A viewer's frame: render_rgba() into the frame's buffer, with a gamma curve, additive
+  // blending (a composite's channels) and the label colours. The contrast table with its curve
+  // is kept between frames; a change of table or gamma makes it again (test_core_render).
+  void rendered_frames_data() {
+    QTest::addColumn<int>("device");
+    QTest::addColumn<int>("dtype");
+    for (const Device& d : test::test_devices()) {
+      for (DType t : {DType::u16, DType::f32}) {
+        const std::string tag = test::row_name(d).toStdString() + " " + std::string(name(t));
+        QTest::newRow(tag.c_str())
+            << static_cast<int>(&d - test::test_devices().data()) << static_cast<int>(t);
+      }
+    }
+  }
+  void rendered_frames() {
+    QFETCH(int, device);
+    QFETCH(int, dtype);
+    if (!detail::kRecycling) QSKIP("an AddressSanitizer build: gpix recycles no blocks there");
+    const Device dev = test::device_at(device);
+    const auto t = static_cast<DType>(dtype);
+    Array a = Array::empty(Shape{3, 9, 13}, t, dev);
+    a.fill(Scalar(7.0));
+    Array out = Array::empty(Shape{9, 13}, DType::u32, dev);
+    const Lut hot = Lut::hot(), green = Lut::colour(0, 255, 0), labels = Lut::labels();
+    auto frame = [&] {
+      render_rgba(a, 0.0, 100.0, hot, 1, out, {.gamma = 2.2});
+      render_rgba(a, 0.0, 100.0, hot, 2, out, {.gamma = 2.2});
+      render_rgba(a, 5.0, 50.0, green, 0, out, {.gamma = 1.0, .blend = Blend::add});
+      if (!is_float(t)) render_rgba(a, 0.0, 0.0, labels, 0, out, {});
+    };
+    for (int i = 0; i < 10; ++i) frame();
+    dev.finish();
+    const std::uint64_t before = gpix::test::news();
+    for (int i = 0; i < 20; ++i) frame();
+    const std::uint64_t news = gpix::test::news() - before;
+    dev.finish();
+    QVERIFY2(news == 0, qPrintable(QString("%1 host allocations in 20 frames").arg(news)));
+  }
 };
 
 QTEST_GUILESS_MAIN(TestAllocations)
