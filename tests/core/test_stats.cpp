@@ -2,6 +2,7 @@
 // metadata card.
 #include <QTest>
 
+#include "config.h"
 #include "moments.h"
 #include "support/devices.h"
 #include "support/random.h"
@@ -109,6 +110,32 @@ class TestStats : public QObject {
       for (bool specials : {false, true}) {
         visit_dtype(dtype, [&](auto z) { check<decltype(z)>(dev, s, specials); });
       }
+    }
+  }
+
+  // A reduction's result comes back through a blocking read, which on OpenCL polls its event
+  // for a while before it blocks (GPIX_CL_WAIT_SPIN_US; GPUs poll by default, CPU devices do
+  // not): the same results when it never polls, polls briefly then blocks, or polls until the
+  // end, on every device (CUDA ignores the setting).
+  void polled_reads_data() { test::add_device_rows(); }
+  void polled_reads() {
+    const Device dev = test::fetch_device();
+    for (long spin : {-1L, 0L, 1L, 1000000L}) {
+      const detail::ScopedConfig scope;
+      detail::config_for_testing().cl_wait_spin_us = spin;
+      for (const Shape& s : {Shape{1}, Shape{7, 13}, Shape{1023, 1025}, Shape{5, 33, 65}}) {
+        check<float>(dev, s, true);
+        check<std::uint16_t>(dev, s, false);
+        if (QTest::currentTestFailed()) {
+          qWarning("GPIX_CL_WAIT_SPIN_US=%ld", spin);
+          return;
+        }
+      }
+      // A write then a read of the same bytes, each blocking.
+      std::vector<std::int32_t> v(1000);
+      for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int32_t>(i * 7919 + spin);
+      Array a = Array::push(v, Shape{v.size()}, dev);
+      QCOMPARE(a.pull_as<std::int32_t>(), v);
     }
   }
 

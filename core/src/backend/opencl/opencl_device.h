@@ -4,6 +4,7 @@
 // opencl_device_transfers.cpp, opencl_device_launch.cpp, opencl_programs.cpp.
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -33,13 +34,17 @@ class ClDevice final : public DeviceImpl {
   std::unique_ptr<Memory> do_allocate(std::size_t bytes) override;
 
   // Checks an enqueue, then waits for the default queue; what() names the transfer in errors.
+  // With `e` (the enqueue's event; taken over) it polls the event for transfer_spin() before
+  // it blocks in the driver; the queue is in order, so the event's end is the end of
+  // everything before it too.
   template <class What>
-  void finish_transfer(cl_int enqueued, const What& what);
+  void finish_transfer(cl_int enqueued, cl_event e, const What& what);
+  // How long blocking transfers poll first (GPIX_CL_WAIT_SPIN_US; 0: they block at once).
+  std::chrono::microseconds transfer_spin() const noexcept;
 
-  // Blocking transfers: a non-blocking enqueue and clFinish, which NVIDIA's OpenCL returns
-  // from sooner than from a blocking call (H200, pinned 1 MB pushes 32.5-33.9 -> 34.2-35.3
-  // GB/s, same lease). The queue is in order, so both wait for the same work. Messages are
-  // built only on failure.
+  // Blocking transfers: a non-blocking enqueue and a wait for it (above), which NVIDIA's
+  // OpenCL returns from sooner than from a blocking call (H200, pinned 1 MB pushes 32.5-33.9
+  // -> 34.2-35.3 GB/s, same lease). Messages are built only on failure.
   void do_write(Memory& dst, std::size_t offset, const void* src, std::size_t bytes) override;
 
   void do_read(const Memory& src, std::size_t offset, void* dst, std::size_t bytes) override;
