@@ -71,12 +71,12 @@ struct Config {
   // it was meant to spare and the next filter's first build (bench/RESULTS.md); a person
   // looks at a result for longer than this before the next click.
   unsigned tier_quiet_ms = 250;
-  // GPIX_CL_WAIT_SPIN_US: how long a blocking read or write on an OpenCL device polls its
-  // event before it sleeps in the driver (ClDevice::finish_transfer); unset (-1): 100 on GPUs
-  // and 0 on CPU devices, where polling takes a core from the kernels being waited for; 0
-  // always blocks. NVIDIA's OpenCL wakes a thread blocked in clFinish tens of microseconds
-  // after the work ends, which was most of a whole-image reduction's call (bench/RESULTS.md).
-  long cl_wait_spin_us = -1;
+  // GPIX_CL_BLOCKING_KB: blocking reads and writes on OpenCL up to this size are one blocking
+  // call; larger ones a non-blocking enqueue and clFinish (ClDevice::finish_transfer). NVIDIA's
+  // OpenCL returned from a blocking read of a few bytes after a kernel 11 us sooner (16.5 us
+  // against 27.5, a reduction's read-back) and from a 1 MB pinned push later
+  // (bench/RESULTS.md, 2026-12-02).
+  std::size_t cl_blocking_bytes = std::size_t{64} << 10;
   // GPIX_TILED_PIPELINE: whether a tiled run's worker pushes slab k + 1 while slab k is
   // filtered (tiled.cpp's worker): 0 never, 1 always, unset (-1) the backend's default
   // (DeviceImpl::tiled_pipeline). For measuring the two against each other.

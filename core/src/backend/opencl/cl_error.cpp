@@ -83,8 +83,9 @@ void check(cl_int code, std::string_view what) {
   std::string msg = "OpenCL failed while " + std::string(what) + ": " + name;
   if (code == CL_MEM_OBJECT_ALLOCATION_FAILURE || code == CL_OUT_OF_RESOURCES ||
       code == CL_OUT_OF_HOST_MEMORY) {
-    throw OutOfMemory(msg + " (the device or host ran out of memory; free arrays or use a "
-                            "device with more memory)",
+    throw OutOfMemory(msg +
+                          " (the device or host ran out of memory; free arrays or use a "
+                          "device with more memory)",
                       0, name);
   }
   throw DeviceError(msg, name);

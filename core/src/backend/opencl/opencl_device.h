@@ -4,7 +4,6 @@
 // opencl_device_transfers.cpp, opencl_device_launch.cpp, opencl_programs.cpp.
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -33,18 +32,19 @@ class ClDevice final : public DeviceImpl {
 
   std::unique_ptr<Memory> do_allocate(std::size_t bytes) override;
 
-  // Checks an enqueue, then waits for the default queue; what() names the transfer in errors.
-  // With `e` (the enqueue's event; taken over) it polls the event for transfer_spin() before
-  // it blocks in the driver; the queue is in order, so the event's end is the end of
-  // everything before it too.
+  // Checks an enqueue, then (unless it was a blocking call) waits for the default queue;
+  // what() names the transfer in errors.
   template <class What>
-  void finish_transfer(cl_int enqueued, cl_event e, const What& what);
-  // How long blocking transfers poll first (GPIX_CL_WAIT_SPIN_US; 0: they block at once).
-  std::chrono::microseconds transfer_spin() const noexcept;
+  void finish_transfer(cl_int enqueued, bool blocking, const What& what);
+  // Whether a blocking transfer of `bytes` is one blocking call (GPIX_CL_BLOCKING_KB).
+  static bool blocks(std::size_t bytes) noexcept;
 
-  // Blocking transfers: a non-blocking enqueue and a wait for it (above), which NVIDIA's
-  // OpenCL returns from sooner than from a blocking call (H200, pinned 1 MB pushes 32.5-33.9
-  // -> 34.2-35.3 GB/s, same lease). Messages are built only on failure.
+  // Blocking transfers. Up to GPIX_CL_BLOCKING_KB (64) one blocking call: after a kernel,
+  // NVIDIA's OpenCL returned from a blocking read of 8 bytes (a reduction's result) in 16.5 us
+  // against 27.5 for a non-blocking read and clFinish (H200, bench/RESULTS.md 2026-12-02).
+  // Larger: a non-blocking enqueue and clFinish, which it returns from sooner than from a
+  // blocking call (pinned 1 MB pushes 32.5-33.9 -> 34.2-35.3 GB/s, same lease). The queue is
+  // in order, so both wait for the same work. Messages are built only on failure.
   void do_write(Memory& dst, std::size_t offset, const void* src, std::size_t bytes) override;
 
   void do_read(const Memory& src, std::size_t offset, void* dst, std::size_t bytes) override;

@@ -1,60 +1,35 @@
 // ClDevice: blocking and pitched transfers, mapping, shared-virtual-memory copies.
-#include <chrono>
-
 #include "backend/opencl/opencl_device.h"
 #include "backend/opencl/opencl_svm.h"
 #include "config.h"
 
 namespace gpix::detail::cl {
 
-std::chrono::microseconds ClDevice::transfer_spin() const noexcept {
-  const long us = config().cl_wait_spin_us;
-  return std::chrono::microseconds(us >= 0 ? us : (info().type == DeviceType::gpu ? 100 : 0));
+template <class What>
+void ClDevice::finish_transfer(cl_int enqueued, bool blocking, const What& what) {
+  cl::check_lazy(enqueued, what);
+  if (!blocking) cl::check_lazy(clFinish(default_.get()), what);
 }
 
-template <class What>
-void ClDevice::finish_transfer(cl_int enqueued, cl_event e, const What& what) {
-  const cl::EventHandle held(e);
-  cl::check_lazy(enqueued, what);
-  if (!e) {
-    cl::check_lazy(clFinish(default_.get()), what);
-    return;
-  }
-  // A reduction's result is a few bytes read right after its last kernel: NVIDIA's OpenCL woke
-  // a thread blocked in clFinish 28-62 us after such a read was issued, where the work itself
-  // took a few (bench/RESULTS.md, 2026-12-02). Polling the event sees the end sooner; past
-  // the spin time (a long kernel, a large transfer) the driver's wait does not hold a core.
-  cl::check_lazy(clFlush(default_.get()), what);
-  const auto until = std::chrono::steady_clock::now() + transfer_spin();
-  cl_int status = CL_QUEUED;
-  do {
-    cl::check_lazy(
-        clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr),
-        what);
-  } while (status > CL_COMPLETE && std::chrono::steady_clock::now() < until);
-  if (status > CL_COMPLETE) {
-    cl::check_lazy(clWaitForEvents(1, &e), what);
-    cl::check_lazy(
-        clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr),
-        what);
-  }
-  if (status < 0) cl::check_lazy(status, what);  // the transfer itself failed
+bool ClDevice::blocks(std::size_t bytes) noexcept {
+  return bytes <= config().cl_blocking_bytes;
 }
 
 void ClDevice::do_write(Memory& dst, std::size_t offset, const void* src, std::size_t bytes) {
   std::lock_guard lock(mutex_);
-  cl_event e = nullptr;  // set by the enqueue, which must come first
-  const cl_int err = clEnqueueWriteBuffer(default_.get(), native(dst), CL_FALSE, offset, bytes, src,
-                                          0, nullptr, transfer_spin().count() > 0 ? &e : nullptr);
-  finish_transfer(err, e, [&] { return "writing " + human(bytes) + " to '" + info().name + "'"; });
+  const bool blocking = blocks(bytes);
+  finish_transfer(clEnqueueWriteBuffer(default_.get(), native(dst), blocking ? CL_TRUE : CL_FALSE,
+                                       offset, bytes, src, 0, nullptr, nullptr),
+                  blocking,
+                  [&] { return "writing " + human(bytes) + " to '" + info().name + "'"; });
 }
 
 void ClDevice::do_read(const Memory& src, std::size_t offset, void* dst, std::size_t bytes) {
   std::lock_guard lock(mutex_);
-  cl_event e = nullptr;  // set by the enqueue, which must come first
-  const cl_int err = clEnqueueReadBuffer(default_.get(), native(src), CL_FALSE, offset, bytes, dst,
-                                         0, nullptr, transfer_spin().count() > 0 ? &e : nullptr);
-  finish_transfer(err, e,
+  const bool blocking = blocks(bytes);
+  finish_transfer(clEnqueueReadBuffer(default_.get(), native(src), blocking ? CL_TRUE : CL_FALSE,
+                                      offset, bytes, dst, 0, nullptr, nullptr),
+                  blocking,
                   [&] { return "reading " + human(bytes) + " from '" + info().name + "'"; });
 }
 
