@@ -90,8 +90,8 @@ Config Config::from(const std::function<const char*(const char*)>& get) {
   if (const char* pipe = get("GPIX_TILED_PIPELINE"); pipe && *pipe) {
     c.tiled_pipeline = std::string_view(pipe) == "0" ? 0 : 1;
   }
-  if (const char* kb = get("GPIX_CL_BLOCKING_KB"); kb && *kb) {
-    c.cl_blocking_bytes = static_cast<std::size_t>(std::clamp(std::atol(kb), 0L, 1L << 30)) << 10;
+  if (const char* blocking = get("GPIX_CL_BLOCKING"); blocking && *blocking) {
+    c.cl_blocking = std::string_view(blocking) == "0" ? 0 : 1;
   }
   if (const char* quiet = get("GPIX_TIER_QUIET_MS"); quiet && *quiet) {
     c.tier_quiet_ms = static_cast<unsigned>(std::clamp(std::atol(quiet), 0L, 60000L));

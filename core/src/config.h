@@ -71,12 +71,11 @@ struct Config {
   // it was meant to spare and the next filter's first build (bench/RESULTS.md); a person
   // looks at a result for longer than this before the next click.
   unsigned tier_quiet_ms = 250;
-  // GPIX_CL_BLOCKING_KB: blocking reads and writes on OpenCL up to this size are one blocking
-  // call; larger ones a non-blocking enqueue and clFinish (ClDevice::finish_transfer). NVIDIA's
-  // OpenCL returned from a blocking read of a few bytes after a kernel 11 us sooner (16.5 us
-  // against 27.5, a reduction's read-back) and from a 1 MB pinned push later
-  // (bench/RESULTS.md, 2026-12-02).
-  std::size_t cl_blocking_bytes = std::size_t{64} << 10;
+  // GPIX_CL_BLOCKING: how OpenCL's blocking reads and writes wait (ClDevice::blocks): 0 a
+  // queued transfer and clFinish for all, 1 one blocking call for all, unset (-1) by direction
+  // and size as NVIDIA's OpenCL measured fastest (reads up to 1 MB blocking, writes from 64 kB
+  // to 1 MB; bench/RESULTS.md, 2026-12-02).
+  int cl_blocking = -1;
   // GPIX_TILED_PIPELINE: whether a tiled run's worker pushes slab k + 1 while slab k is
   // filtered (tiled.cpp's worker): 0 never, 1 always, unset (-1) the backend's default
   // (DeviceImpl::tiled_pipeline). For measuring the two against each other.

@@ -114,28 +114,28 @@ class TestStats : public QObject {
   }
 
   // A reduction's result comes back through a blocking read, which on OpenCL is one blocking
-  // call up to GPIX_CL_BLOCKING_KB and a queued read and a wait above it: the same results
-  // with every read and write queued, the default, and every one blocking, on every device
-  // (CUDA ignores the setting). Arrays of 4 bytes to 2 MB go both ways through the same calls
-  // (below the staging size) or the staging ring.
+  // call or a queued read and a wait (GPIX_CL_BLOCKING; by default by direction and size):
+  // the same results with every read and write queued, the default, and every one blocking,
+  // on every device (CUDA ignores the setting). Arrays of 4 bytes to 2 MB go both ways
+  // through the same calls (below the staging size) or the staging ring.
   void blocking_and_queued_transfers_data() { test::add_device_rows(); }
   void blocking_and_queued_transfers() {
     const Device dev = test::fetch_device();
-    for (std::size_t kb : {std::size_t{0}, std::size_t{64}, std::size_t{1} << 20}) {
+    for (int blocking : {0, -1, 1}) {
       const detail::ScopedConfig scope;
-      detail::config_for_testing().cl_blocking_bytes = kb << 10;
+      detail::config_for_testing().cl_blocking = blocking;
       for (const Shape& s : {Shape{1}, Shape{7, 13}, Shape{1023, 1025}, Shape{5, 33, 65}}) {
         check<float>(dev, s, true);
         check<std::uint16_t>(dev, s, false);
         if (QTest::currentTestFailed()) {
-          qWarning("GPIX_CL_BLOCKING_KB=%zu", kb);
+          qWarning("GPIX_CL_BLOCKING=%d", blocking);
           return;
         }
       }
       for (std::size_t n :
            {std::size_t{1}, std::size_t{4096}, std::size_t{70000}, std::size_t{500000}}) {
         std::vector<std::int32_t> v(n);
-        for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::int32_t>(i * 7919 + kb);
+        for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::int32_t>(i * 7919) + blocking;
         Array a = Array::push(v, Shape{n}, dev);
         QCOMPARE(a.pull_as<std::int32_t>(), v);
       }

@@ -36,15 +36,16 @@ class ClDevice final : public DeviceImpl {
   // what() names the transfer in errors.
   template <class What>
   void finish_transfer(cl_int enqueued, bool blocking, const What& what);
-  // Whether a blocking transfer of `bytes` is one blocking call (GPIX_CL_BLOCKING_KB).
-  static bool blocks(std::size_t bytes) noexcept;
+  // Whether a blocking read (or write) of `bytes` is one blocking call (GPIX_CL_BLOCKING).
+  static bool blocks(bool read, std::size_t bytes) noexcept;
 
-  // Blocking transfers. Up to GPIX_CL_BLOCKING_KB (64) one blocking call: after a kernel,
-  // NVIDIA's OpenCL returned from a blocking read of 8 bytes (a reduction's result) in 16.5 us
-  // against 27.5 for a non-blocking read and clFinish (H200, bench/RESULTS.md 2026-12-02).
-  // Larger: a non-blocking enqueue and clFinish, which it returns from sooner than from a
-  // blocking call (pinned 1 MB pushes 32.5-33.9 -> 34.2-35.3 GB/s, same lease). The queue is
-  // in order, so both wait for the same work. Messages are built only on failure.
+  // Blocking transfers: one blocking call, or a non-blocking enqueue and clFinish (the queue
+  // is in order, so both wait for the same work), whichever NVIDIA's OpenCL returned from
+  // sooner after a kernel (H200, pageable memory, two rounds, bench/RESULTS.md 2026-12-02):
+  // reads up to 1 MB blocking (a reduction's 8-byte result 16.5-17.9 us against 26.1-26.6
+  // queued), writes up to 64 kB queued (a filter's taps: 8 bytes 13.6-14.7 against 16.9-18.2)
+  // and from there to 1 MB blocking (128 kB 30.4-33.5 against 45.0-46.2); above 1 MB the two
+  // rounds disagreed, and queued is what gpix did before. Messages are built only on failure.
   void do_write(Memory& dst, std::size_t offset, const void* src, std::size_t bytes) override;
 
   void do_read(const Memory& src, std::size_t offset, void* dst, std::size_t bytes) override;

@@ -11,13 +11,15 @@ void ClDevice::finish_transfer(cl_int enqueued, bool blocking, const What& what)
   if (!blocking) cl::check_lazy(clFinish(default_.get()), what);
 }
 
-bool ClDevice::blocks(std::size_t bytes) noexcept {
-  return bytes <= config().cl_blocking_bytes;
+bool ClDevice::blocks(bool read, std::size_t bytes) noexcept {
+  const int b = config().cl_blocking;
+  constexpr std::size_t kSmallWrite = std::size_t{64} << 10, kLarge = std::size_t{1} << 20;
+  return b >= 0 ? b == 1 : bytes <= kLarge && (read || bytes > kSmallWrite);
 }
 
 void ClDevice::do_write(Memory& dst, std::size_t offset, const void* src, std::size_t bytes) {
   std::lock_guard lock(mutex_);
-  const bool blocking = blocks(bytes);
+  const bool blocking = blocks(false, bytes);
   finish_transfer(clEnqueueWriteBuffer(default_.get(), native(dst), blocking ? CL_TRUE : CL_FALSE,
                                        offset, bytes, src, 0, nullptr, nullptr),
                   blocking,
@@ -26,7 +28,7 @@ void ClDevice::do_write(Memory& dst, std::size_t offset, const void* src, std::s
 
 void ClDevice::do_read(const Memory& src, std::size_t offset, void* dst, std::size_t bytes) {
   std::lock_guard lock(mutex_);
-  const bool blocking = blocks(bytes);
+  const bool blocking = blocks(true, bytes);
   finish_transfer(clEnqueueReadBuffer(default_.get(), native(src), blocking ? CL_TRUE : CL_FALSE,
                                       offset, bytes, dst, 0, nullptr, nullptr),
                   blocking,
