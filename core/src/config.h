@@ -73,8 +73,8 @@ struct Config {
   unsigned tier_quiet_ms = 250;
   // GPIX_CL_BLOCKING: how OpenCL's blocking reads and writes wait (ClDevice::blocks): 0 a
   // queued transfer and clFinish for all, 1 one blocking call for all, unset (-1) by direction
-  // and size as NVIDIA's OpenCL measured fastest (reads up to 1 MB blocking, writes from 64 kB
-  // to 1 MB; bench/RESULTS.md, 2026-12-02).
+  // and size as NVIDIA's OpenCL measured fastest (reads up to 512 kB blocking, writes from 64
+  // kB to 512 kB; bench/RESULTS.md, 2026-12-02).
   int cl_blocking = -1;
   // GPIX_TILED_PIPELINE: whether a tiled run's worker pushes slab k + 1 while slab k is
   // filtered (tiled.cpp's worker): 0 never, 1 always, unset (-1) the backend's default

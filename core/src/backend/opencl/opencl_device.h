@@ -42,10 +42,11 @@ class ClDevice final : public DeviceImpl {
   // Blocking transfers: one blocking call, or a non-blocking enqueue and clFinish (the queue
   // is in order, so both wait for the same work), whichever NVIDIA's OpenCL returned from
   // sooner after a kernel (H200, pageable memory, two rounds, bench/RESULTS.md 2026-12-02):
-  // reads up to 1 MB blocking (a reduction's 8-byte result 16.5-17.9 us against 26.1-26.6
+  // reads up to 512 kB blocking (a reduction's 8-byte result 16.5-17.9 us against 26.1-26.6
   // queued), writes up to 64 kB queued (a filter's taps: 8 bytes 13.6-14.7 against 16.9-18.2)
-  // and from there to 1 MB blocking (128 kB 30.4-33.5 against 45.0-46.2); above 1 MB the two
-  // rounds disagreed, and queued is what gpix did before. Messages are built only on failure.
+  // and from there to 512 kB blocking (128 kB 30.4-33.5 against 45.0-46.2). Larger ones stay
+  // queued: from ordinary memory they are staged (transfer.cpp), and a pinned 1 MB push was
+  // faster queued (32.5-33.9 -> 34.2-35.3 GB/s). Messages are built only on failure.
   void do_write(Memory& dst, std::size_t offset, const void* src, std::size_t bytes) override;
 
   void do_read(const Memory& src, std::size_t offset, void* dst, std::size_t bytes) override;

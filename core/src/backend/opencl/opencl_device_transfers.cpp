@@ -13,7 +13,10 @@ void ClDevice::finish_transfer(cl_int enqueued, bool blocking, const What& what)
 
 bool ClDevice::blocks(bool read, std::size_t bytes) noexcept {
   const int b = config().cl_blocking;
-  constexpr std::size_t kSmallWrite = std::size_t{64} << 10, kLarge = std::size_t{1} << 20;
+  // kLarge: the staging ring's threshold (GPIX_STAGING_MIN_MB's default), so that the rule
+  // changes the transfers from ordinary memory that were measured; above it come pinned ones
+  // (queued was faster for a pinned 1 MB push) and transfers with staging switched off.
+  constexpr std::size_t kSmallWrite = std::size_t{64} << 10, kLarge = std::size_t{512} << 10;
   return b >= 0 ? b == 1 : bytes <= kLarge && (read || bytes > kSmallWrite);
 }
 
