@@ -47,6 +47,9 @@
  *                                                     members .x .y .z .w), for loads and
  *                                                     stores of 4 * sizeof(T) aligned data
  *   gpix_has_v4(T)                                    1 where gpix_v4(T) exists, else 0
+ *   GPIX_GRID_EACH(T, in, n, STEP)                    STEP(v) for every element v of
+ *                                                     in[0..n), grid-stride with several
+ *                                                     loads in flight; see its definition
  *   GPIX_UNROLL                                       before a loop of constant trip count:
  *                                                     unroll it (a #pragma line inside a
  *                                                     kernel's body would keep the kernel in
@@ -427,6 +430,28 @@ GPIX_FUNC gpix_f32 gpix_sat_gpix_f32_f(float x) {
 #define gpix_max_value(T, k) GPIX_MM(GPIX_MAXVAL_, T)(T, k)
 #define GPIX_MIN_KEY_INIT(T) GPIX_MM(GPIX_MININIT_, T)(T)
 #define GPIX_MAX_KEY_INIT(T) GPIX_MM(GPIX_MAXINIT_, T)(T)
+
+/* GPIX_GRID_EACH(T, in, n, STEP): STEP(v) (a macro's name) for each T v of in[0..n) that this
+ * work-item takes, a grid apart. The loads of eight elements (four of 4 or 8 bytes) are issued
+ * before their steps, so that many bytes are in flight per work-item: one element at a time
+ * left the histograms latency-bound (ncu: warps waiting on memory with 86-89 % occupancy;
+ * a uint16 histogram at 3.5x the copy of its image, bench/RESULTS.md, 2026-11-29), as it had
+ * the statistics (stats.kernel's stats_partial, whose measured split this follows). */
+#define GPIX_GRID_EACH_K_(T, in, n, STEP, K)                                                   \
+  for (; ge_i_ + ((K)-1) * ge_stride_ < (n); ge_i_ += (K) * ge_stride_) {                      \
+    T ge_v_[K];                                                                                \
+    GPIX_UNROLL for (int ge_k_ = 0; ge_k_ < (K); ++ge_k_) ge_v_[ge_k_] =                       \
+        (in)[ge_i_ + (gpix_index)ge_k_ * ge_stride_];                                          \
+    GPIX_UNROLL for (int ge_k_ = 0; ge_k_ < (K); ++ge_k_) STEP(ge_v_[ge_k_])                   \
+  }
+#define GPIX_GRID_EACH(T, in, n, STEP)                                                         \
+  {                                                                                            \
+    const gpix_index ge_stride_ = gpix_global_size(0);                                         \
+    gpix_index ge_i_ = gpix_global_id(0);                                                      \
+    if (sizeof(T) <= 2) GPIX_GRID_EACH_K_(T, in, n, STEP, 8)                                   \
+    GPIX_GRID_EACH_K_(T, in, n, STEP, 4)                                                       \
+    for (; ge_i_ < (n); ge_i_ += ge_stride_) STEP((in)[ge_i_])                                 \
+  }
 
 /* Flat passes over n elements where a work-item takes FLAT_K indices (a define the host sets
  * with the grid, filters/launch.h's add_flat_define()), a work-group's size apart: a warp's

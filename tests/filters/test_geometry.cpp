@@ -786,6 +786,47 @@ class TestGeometry : public QObject {
     }
   }
 
+  // Images large enough that every work-item of histogram_partial takes its loops of eight
+  // and four loads in flight and the one-element tail (groups of 256, at most eight per compute
+  // unit: an H200's 1056 groups need more than 12 x 270336 elements), with NaN for floats,
+  // against the reference: a load counted twice or skipped moves a bin's count. Bin counts that
+  // take each size of local histogram (256, 1024 and 4096 bins), with the edges beside them in
+  // local memory or not, and float edges that rounding puts onto each other.
+  void histogram_many_elements_per_work_item_data() { test::add_device_dtype_rows(); }
+  void histogram_many_elements_per_work_item() {
+    const Device dev = test::fetch_device();
+    QFETCH(DType, dtype);
+    if (refused_without_fp64("histogram", dev, dtype, Shape{1})) return;
+    const Shape shape{1901, 1801};
+    visit_dtype(dtype, [&](auto z) {
+      using T = decltype(z);
+      auto v = moderate_values<T>(shape.elements(), false);
+      if constexpr (std::is_floating_point_v<T>) {
+        for (std::size_t i = 5; i < v.size(); i += 100003)
+          v[i] = std::numeric_limits<T>::quiet_NaN();
+      }
+      histogram_check(dev, v, shape, 256, 0, 0, where("histogram", dtype, shape) + " auto");
+      if (QTest::currentTestFailed()) return;
+      histogram_check(dev, v, shape, 100, -20, 30, where("histogram", dtype, shape) + " [-20, 30]");
+      if (QTest::currentTestFailed()) return;
+      // 1024 local bins; 4096 (float64 edges stay in global memory: no room beside the bins).
+      histogram_check(dev, v, shape, 600, 0, 0, where("histogram", dtype, shape) + " 600 bins");
+      if (QTest::currentTestFailed()) return;
+      histogram_check(dev, v, shape, 4096, -40, 40, where("histogram", dtype, shape) + " 4096");
+      if constexpr (std::is_floating_point_v<T>) {
+        // Bins narrower than float32's spacing there (1/16): their edges round onto each
+        // other, and the kernel's first guess can be several bins off, so it walks to the bin
+        // instead of taking one step each way.
+        if (QTest::currentTestFailed()) return;
+        std::vector<T> w(v.size());
+        for (std::size_t i = 0; i < w.size(); ++i)
+          w[i] = static_cast<T>(1e6 + static_cast<double>(i * 7919 % 17) / 16);
+        histogram_check(dev, w, shape, 256, 1e6, 1e6 + 1,
+                        where("histogram", dtype, shape) + " edges rounded together");
+      }
+    });
+  }
+
   void histogram_validation() {
     const Device d = test_devices().front();
     const Array a = input(std::vector<float>{1, 2, 3}, Shape{3}, d);

@@ -907,6 +907,42 @@ class TestSegmentation : public QObject {
     }
   }
 
+  // Otsu's counting kernels (otsu_count_local for integers, otsu_histogram for floats) on
+  // images large enough that every work-item takes the loops of eight and four loads and the
+  // tail (GPIX_GRID_EACH), against the transcription of scikit-image. Three modes laid out in
+  // bands of unequal size, so that counting a band's elements twice or not at all moves the
+  // threshold.
+  void otsu_large_images() {
+    const Shape s{1901, 1801};
+    const auto modes = [&](auto zero, double a, double b, double c, double spread) {
+      using T = decltype(zero);
+      std::vector<T> v(s.elements());
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const double centre = i < v.size() / 5 ? a : (i < v.size() / 2 ? b : c);
+        v[i] = static_cast<T>(centre + static_cast<double>(irand(1000)) / 1000.0 * spread);
+      }
+      return v;
+    };
+    for (const Device& dev : test_devices()) {
+      const auto check = [&](const auto& host, const char* what) {
+        bool constant = false;
+        const double want = ref_otsu(host, constant);
+        const double got = otsu_threshold(input(host, s, dev));
+        QVERIFY2(got == want,
+                 QByteArray::fromStdString(dev.name() + " " + what + " " + std::to_string(got) +
+                                           " vs " + std::to_string(want)));
+      };
+      check(modes(std::uint8_t{}, 10, 90, 170, 60), "uint8");
+      check(modes(std::uint16_t{}, 100, 1500, 2500, 1200), "uint16");
+      check(modes(std::int16_t{}, -1800, -200, 900, 1000), "int16");
+      auto f = modes(0.0f, 0.1, 0.45, 0.7, 0.25);
+      for (std::size_t i = 3; i < f.size(); i += 65537)
+        f[i] = std::numeric_limits<float>::quiet_NaN();
+      check(f, "float32");
+      if (dev.supports_fp64()) check(modes(0.0, -3, 1, 2.5, 1.5), "float64");
+    }
+  }
+
   // A long snake and a comb: many unions along long paths.
   void components_long_paths() {
     for (const Device& dev : test_devices()) {

@@ -4,9 +4,11 @@
 // kernels/histogram.kernel.
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -157,11 +159,25 @@ class ProjectionFold final : public SlabFold {
 constexpr int kMaxBins = 4096;  // local-memory sub-histogram of 16 kB
 constexpr std::size_t kHistWG = 256;
 
+// histogram_combine's defines; histogram_partial adds its local memory's to them.
 Defines histogram_defines(DType t, std::size_t wg) {
   Defines d;
   add_type_defines(d, {{"T", t}, {"CT", compute_type({t})}});
   d.emplace_back("WG", std::to_string(wg));
-  d.emplace_back("LBINS", std::to_string(kMaxBins));
+  return d;
+}
+
+// histogram_partial's local memory: bins for nbins rounded up to a power of two from 256 (one
+// program per power), and the edges beside them while both fit in 40 kB (every case but 4096
+// float64 bins; CUDA's static limit is 48 kB a block) and in the device's local memory
+// (local_memory; 0: unknown). histogram.kernel says why the edges move there.
+Defines histogram_partial_defines(DType t, std::size_t wg, int nbins, std::uint64_t local_memory) {
+  Defines d = histogram_defines(t, wg);
+  const auto lbins = std::max<std::size_t>(256, std::bit_ceil(static_cast<std::size_t>(nbins)));
+  const std::size_t edge_bytes = (lbins + 1) * size_of(compute_type({t}));
+  d.emplace_back("LBINS", std::to_string(lbins));
+  const std::uint64_t room = local_memory ? std::min<std::uint64_t>(40960, local_memory) : 40960;
+  d.emplace_back("LEDGES", edge_bytes + lbins * sizeof(std::uint32_t) <= room ? "1" : "0");
   return d;
 }
 
@@ -171,6 +187,25 @@ struct Bins {
   RecycledVector<double> edges;          // n_bins + 1
   RecycledVector<std::uint64_t> counts;  // n_bins
 };
+
+// Whether histogram_partial's first guess of a value's bin, (v - edges[0]) * scale truncated
+// and clamped as the kernel computes it in CT, is never more than one bin from the right one
+// for these edges (histogram.kernel's one_step). The guess does not decrease as v grows, so it
+// is enough that each inner edge j guesses j - 1 or j: a value of bin j (from edge j up to
+// below edge j + 1) then guesses j - 1 to j + 1. This is a little stricter than checking each
+// bin's first and last value (a false answer only costs the loops), and one guess a bin.
+template <class CT>
+bool guess_within_one(std::span<const CT> edges, CT scale) {
+  const int nbins = static_cast<int>(edges.size()) - 1;
+  const CT lo = edges[0];
+  for (int j = 1; j < nbins; ++j) {
+    const CT g = (edges[static_cast<std::size_t>(j)] - lo) * scale;
+    const int guess =
+        g >= static_cast<CT>(nbins - 1) ? nbins - 1 : (g > CT(0) ? static_cast<int>(g) : 0);
+    if (guess < j - 1 || guess > j) return false;
+  }
+  return true;
+}
 
 template <class CT>
 Bins histogram_typed(const Array& a, int nbins, double lo, double hi) {
@@ -194,18 +229,22 @@ Bins histogram_typed(const Array& a, int nbins, double lo, double hi) {
   auto partial =
       dev.pool().allocate(groups * static_cast<std::size_t>(nbins) * sizeof(std::uint32_t));
   auto counts = dev.pool().allocate(static_cast<std::size_t>(nbins) * sizeof(std::uint64_t));
-  const Defines defines = histogram_defines(a.dtype(), wg);
   {
     const KernelArg args[] = {arg(a),
                               KernelArg::scalar<std::uint64_t>(n),
                               arg(e),
                               KernelArg::scalar<std::int32_t>(nbins),
                               KernelArg::scalar<CT>(scale),
+                              KernelArg::scalar<std::int32_t>(
+                                  guess_within_one(std::span<const CT>(edges), scale) ? 1 : 0),
                               KernelArg::mem(*partial)};
     Launch l;
     l.global[0] = groups * wg;
     l.local[0] = wg;
-    dev.launch(*dev.kernel(program("histogram.kernel"), "histogram_partial", defines), l, args);
+    dev.launch(
+        *dev.kernel(program("histogram.kernel"), "histogram_partial",
+                    histogram_partial_defines(a.dtype(), wg, nbins, dev.info().local_memory)),
+        l, args);
   }
   {
     // Work-items per bin in the combine: a power of two up to 32 (and the group size) that
@@ -220,7 +259,9 @@ Bins histogram_typed(const Array& a, int nbins, double lo, double hi) {
     Launch l;
     l.global[0] = (static_cast<std::size_t>(nbins) + per_group - 1) / per_group * wg;
     l.local[0] = wg;
-    dev.launch(*dev.kernel(program("histogram.kernel"), "histogram_combine", defines), l, args);
+    dev.launch(*dev.kernel(program("histogram.kernel"), "histogram_combine",
+                           histogram_defines(a.dtype(), wg)),
+               l, args);
   }
   Bins h;
   h.counts.resize(static_cast<std::size_t>(nbins));
@@ -530,7 +571,10 @@ void add_reduction_variants(std::vector<KernelVariant>& out) {
       out.push_back(
           {"projection.kernel", "z_moments_carry", moments_defines(t, moments_out(t, op))});
     }
-    out.push_back({"histogram.kernel", "histogram_partial", histogram_defines(t, kHistWG)});
+    for (int nbins = 256; nbins <= kMaxBins; nbins *= 2) {
+      out.push_back({"histogram.kernel", "histogram_partial",
+                     histogram_partial_defines(t, kHistWG, nbins, 0)});
+    }
     out.push_back({"histogram.kernel", "histogram_combine", histogram_defines(t, kHistWG)});
   }
 }
