@@ -194,10 +194,14 @@ struct Bins {
 // is enough that each inner edge j guesses j - 1 or j: a value of bin j (from edge j up to
 // below edge j + 1) then guesses j - 1 to j + 1. This is a little stricter than checking each
 // bin's first and last value (a false answer only costs the loops), and one guess a bin.
+// Bins so narrow that a subnormal difference v - edges[0] spans a whole bin are left to the
+// loops: a device that flushes subnormals to zero guesses bin 0 for it, where this check
+// computed otherwise.
 template <class CT>
 bool guess_within_one(std::span<const CT> edges, CT scale) {
   const int nbins = static_cast<int>(edges.size()) - 1;
   const CT lo = edges[0];
+  if (!(std::numeric_limits<CT>::min() * scale < CT(1))) return false;
   for (int j = 1; j < nbins; ++j) {
     const CT g = (edges[static_cast<std::size_t>(j)] - lo) * scale;
     const int guess =
