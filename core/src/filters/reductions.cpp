@@ -156,8 +156,10 @@ class ProjectionFold final : public SlabFold {
 
 // ---------------------------------------------------------------- histogram
 
-constexpr int kMaxBins = 4096;  // local-memory sub-histogram of 16 kB
+constexpr int kMaxBins = 4096;  // the largest local-memory sub-histogram: 16 kB
 constexpr std::size_t kHistWG = 256;
+// histogram_partial's local bins and edges together at most: under CUDA's static 48 kB a block.
+constexpr std::uint64_t kHistLocalBytes = 40960;
 
 // histogram_combine's defines; histogram_partial adds its local memory's to them.
 Defines histogram_defines(DType t, std::size_t wg) {
@@ -168,15 +170,16 @@ Defines histogram_defines(DType t, std::size_t wg) {
 }
 
 // histogram_partial's local memory: bins for nbins rounded up to a power of two from 256 (one
-// program per power), and the edges beside them while both fit in 40 kB (every case but 4096
-// float64 bins; CUDA's static limit is 48 kB a block) and in the device's local memory
-// (local_memory; 0: unknown). histogram.kernel says why the edges move there.
+// program per power), and the edges beside them while both fit in kHistLocalBytes (every case
+// but 4096 float64 bins) and in the device's local memory (local_memory; 0: unknown).
+// histogram.kernel says why the edges move there.
 Defines histogram_partial_defines(DType t, std::size_t wg, int nbins, std::uint64_t local_memory) {
   Defines d = histogram_defines(t, wg);
   const auto lbins = std::max<std::size_t>(256, std::bit_ceil(static_cast<std::size_t>(nbins)));
   const std::size_t edge_bytes = (lbins + 1) * size_of(compute_type({t}));
   d.emplace_back("LBINS", std::to_string(lbins));
-  const std::uint64_t room = local_memory ? std::min<std::uint64_t>(40960, local_memory) : 40960;
+  const std::uint64_t room =
+      local_memory ? std::min(kHistLocalBytes, local_memory) : kHistLocalBytes;
   d.emplace_back("LEDGES", edge_bytes + lbins * sizeof(std::uint32_t) <= room ? "1" : "0");
   return d;
 }
