@@ -58,7 +58,9 @@ run_target() {
     # fuzz_api a third as many: its inputs compile kernels on PoCL (1000 of them took 18 s in
     # a fresh-clone CI run, 3000 of a reader 1-3 s). Its sequence is the same only up to its
     # background compiles and the kernel disk cache, which change what code an input
-    # reaches; the readers' runs repeat exactly. (Its memory: docs/RELIABILITY.md.)
+    # reaches; the readers' runs repeat exactly for one binary. A change to any code a target
+    # links can change its sequence: stop 42's run met a JPEG no earlier run had. (Its memory:
+    # docs/RELIABILITY.md.)
     runs=$GPIX_FUZZ_RUNS
     [ "$t" = fuzz_api ] && runs=$((runs / 3))
     fixed=(-runs="$runs" -seed="${GPIX_FUZZ_SEED:-1}")

@@ -379,6 +379,12 @@ Image read_unchecked(const fs::path& path, const ReadOptions& options) {
     elements *= e;
   }
   const std::uint64_t claimed = elements * csize * static_cast<std::uint64_t>(comps);
+  if (options.max_bytes != 0 && claimed > options.max_bytes) {
+    fail(path, "has a header that claims " + human_bytes(claimed) + " (" + std::to_string(claimed) +
+                   " bytes) of pixels, more than the " + human_bytes(options.max_bytes) + " (" +
+                   std::to_string(options.max_bytes) +
+                   " bytes) this read allows (ReadOptions::max_bytes)");
+  }
   const std::uint64_t avail = available_memory();
   if (claimed > avail) {
     fail(path, "has a header that claims " + human_bytes(claimed) +

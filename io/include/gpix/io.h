@@ -11,6 +11,7 @@
 // Errors: every failure is a gpix::IoError whose path() is the file and whose message says
 // what was asked, what was found and what would work. A failed write leaves no file behind
 // (writes go to a temporary folder next to the target and are renamed into place).
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -111,6 +112,12 @@ struct ReadOptions {
   Channels channels = Channels::error;
   int channel = 0;               // for Channels::channel
   bool palette_indices = false;  // read palette files as their index values
+  // The most bytes of pixels (every component, in the file's dtype) a header may declare, 0
+  // for no limit other than the machine's available memory. A header that claims more is refused
+  // before anything is allocated or decoded (IoError naming both sizes): a guard for files from
+  // elsewhere, whose few hundred bytes may declare gigabytes that the decoder then allocates before
+  // it finds the damage.
+  std::uint64_t max_bytes = 0;
 };
 
 struct WriteOptions {
