@@ -4,6 +4,7 @@
 #include "gpix/filters/segmentation.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -22,6 +23,7 @@
 #include "gpix/stats.h"
 #include "kernel_variants.h"
 #include "moments.h"
+#include "recycling.h"
 #include "stats_accumulator.h"
 
 namespace gpix::detail {
@@ -160,10 +162,14 @@ Array threshold_gt(const Array& in, double value) {
 // are summed from the top in the search itself, and the lower class's weight is the total less
 // the upper's (exact in integers). An integer image may have 2^24 bins, and the four arrays
 // numpy keeps (plus the centres, 16 bytes each) took 0.9 GB there against 128 MB now.
+// Otsu's counts, one per bin: recycled, so that a repeated call allocates nothing on the host
+// up to 16384 bins (detail::kLargestRecycled; wider integer ranges take the heap).
+using OtsuCounts = detail::RecycledVector<std::uint64_t>;
+
 template <class Centre, class CentreOf>
-std::size_t otsu_bin(const std::vector<std::uint64_t>& counts, CentreOf centre) {
+std::size_t otsu_bin(const OtsuCounts& counts, CentreOf centre) {
   const std::size_t nb = counts.size();
-  std::vector<double> m1(nb);
+  detail::RecycledVector<double> m1(nb);
   std::uint64_t cw = 0;
   Centre cm = 0;
   for (std::size_t i = 0; i < nb; ++i) {
@@ -210,9 +216,9 @@ struct OtsuBins {
   // Set when the stats settle the threshold without counts (no value but NaN, one value).
   std::optional<Otsu> settled;
   std::size_t bins = 0;
-  Scalar lo;                  // integers: one bin per value from lo; floats: the first edge
-  double norm = 0;            // floats: 256 / (max - min), as the image's float type
-  std::vector<double> edges;  // floats: 257 edges, each a value of the image's float type
+  Scalar lo;        // integers: one bin per value from lo; floats: the first edge
+  double norm = 0;  // floats: 256 / (max - min), as the image's float type
+  detail::RecycledVector<double> edges;  // floats: 257 edges, each a value of the image's type
 };
 
 OtsuBins otsu_bins(DType t, const Stats& s) {
@@ -265,7 +271,7 @@ OtsuBins otsu_bins(DType t, const Stats& s) {
 }
 
 // Adds the counts of in's pixels in the bins to counts (b.bins of them).
-void otsu_count(const Array& in, const OtsuBins& b, std::vector<std::uint64_t>& counts) {
+void otsu_count(const Array& in, const OtsuBins& b, OtsuCounts& counts) {
   require_u32_indices(in, "threshold_otsu");  // uint32 bin counts
   visit_dtype(b.dtype, [&](auto zero) {
     using T = decltype(zero);
@@ -291,18 +297,20 @@ void otsu_count(const Array& in, const OtsuBins& b, std::vector<std::uint64_t>& 
                {arg(in), arg<std::uint64_t>(in.elements()), arg(lo), arg(hist)});
       }
     } else {
-      std::vector<T> edges(b.edges.begin(), b.edges.end());
-      Array edge_arr = Array::push(edges, Shape{edges.size()}, in.device());
+      const detail::RecycledVector<T> edges(b.edges.begin(), b.edges.end());
+      Array edge_arr = Array::push(std::span<const T>(edges), Shape{edges.size()}, in.device());
       launch(in, kFile, "otsu_histogram", otsu_defines(in.dtype()), l,
              {arg(in), arg<std::uint64_t>(in.elements()), arg(lo), arg(static_cast<T>(b.norm)),
               arg(edge_arr), arg(hist)});
     }
-    const auto c32 = hist.pull_as<std::uint32_t>();
+    detail::RecycledVector<std::uint32_t> c32(b.bins);
+    const auto& h = Access::impl(hist);
+    h.device->read(*h.memory, 0, c32.data(), c32.size() * sizeof(std::uint32_t));
     for (std::size_t i = 0; i < c32.size(); ++i) counts[i] += c32[i];
   });
 }
 
-Otsu otsu_threshold(const OtsuBins& b, const std::vector<std::uint64_t>& counts) {
+Otsu otsu_threshold(const OtsuBins& b, const OtsuCounts& counts) {
   if (b.settled) return *b.settled;
   return visit_dtype(b.dtype, [&](auto zero) -> Otsu {
     using T = decltype(zero);
@@ -316,8 +324,8 @@ Otsu otsu_threshold(const OtsuBins& b, const std::vector<std::uint64_t>& counts)
           static_cast<T>(static_cast<std::uint64_t>(lo) + otsu_bin<long double>(counts, centre)));
     } else {
       // Centres (e[i] + e[i+1]) / 2 in T.
-      std::vector<double> centres(256);
-      std::vector<T> centres_t(256);
+      std::array<double, 256> centres{};
+      std::array<T, 256> centres_t{};
       for (std::size_t i = 0; i < 256; ++i) {
         centres_t[i] =
             static_cast<T>((static_cast<T>(b.edges[i]) + static_cast<T>(b.edges[i + 1])) / T(2));
@@ -335,7 +343,7 @@ Otsu otsu(const Array& in) {
   require_u32_indices(in, "threshold_otsu");  // uint32 bin counts
   // Count, minimum and maximum: the extremes' pass (16-byte loads for 8- and 16-bit images).
   const OtsuBins b = otsu_bins(in.dtype(), detail::extrema(in));
-  std::vector<std::uint64_t> counts(b.bins, 0);
+  OtsuCounts counts(b.bins, 0);
   if (!b.settled) otsu_count(in, b, counts);
   return otsu_threshold(b, counts);
 }
@@ -384,7 +392,7 @@ class OtsuFold final : public SlabFold {
   DType dtype_;
   StatsAccumulator stats_;
   OtsuBins bins_;
-  std::vector<std::uint64_t> counts_;
+  OtsuCounts counts_;
 };
 
 // ------------------------------------------------------------------ binary logic, morphology
