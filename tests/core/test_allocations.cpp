@@ -22,7 +22,8 @@ class TestAllocations : public QObject {
  private slots:
   // Every catalog filter, with its defaults, on a 2D image of float32 (or its first dtype;
   // uint8 for masks and labels), plus 3D rows of the neighbourhood filters with parameters that
-  // take other code paths (tiles, several passes) and histograms of other bin counts and ranges.
+  // take other code paths (tiles, several passes), histograms of other bin counts and ranges,
+  // and the dtypes below.
   void repeated_calls_data() {
     QTest::addColumn<int>("device");
     QTest::addColumn<QString>("filter");
@@ -52,6 +53,15 @@ class TestAllocations : public QObject {
     rows.push_back({"histogram", 2, DType::f32, "n_bins=4096 minimum=0 maximum=1"});
     rows.push_back({"histogram", 3, DType::u16, "n_bins=1000"});
     rows.push_back({"std_of_all_pixels", 3, DType::u16, ""});
+    // Dtypes with host paths of their own: 64-bit integers take the exact wide operations,
+    // and labels other than u8/u16/u32 are converted (signed ones with saturation). Their
+    // defines once held expressions too long for a string's inline storage.
+    for (const char* f : {"absolute", "add_images", "divide_images"}) {
+      rows.push_back({f, 2, DType::u64, ""});
+      rows.push_back({f, 2, DType::i64, ""});
+    }
+    rows.push_back({"label_statistics", 2, DType::i16, ""});
+    rows.push_back({"label_statistics", 2, DType::i64, ""});
     for (const Device& d : test::test_devices()) {
       for (const Row& r : rows) {
         const std::string tag = test::row_name(d).toStdString() + " " + r.filter + " " +

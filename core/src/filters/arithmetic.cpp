@@ -119,7 +119,8 @@ Array unary_raw(const Array& in, DType out_t, const std::string& op,
   return out;
 }
 
-// A WIDE_OP on a (exact, see needs_wide).
+// A WIDE_OP on a (exact, see needs_wide): op names the function the kernel applies to a, at
+// most 15 characters so that the define's value needs no allocation.
 Array unary_wide(const Array& in, DType out_t, const std::string& op) {
   Array out = empty_like(in, out_t);
   const Defines d = unary_defines(in.dtype(), out_t, op, OpKind::wide);
@@ -179,22 +180,17 @@ Array binary(const Array& a, const Array& b, DType out_t, const std::string& op,
 }
 
 // Exact integer-to-integer conversion with saturation, done in the integer types (a detour
-// through double would round 64-bit values).
-std::string int_convert_op(DType in, DType out) {
+// through double would round 64-bit values): pointwise.kernel's CVT_* expressions, whose names
+// keep the define's value short (no allocation on a repeated call).
+const char* int_convert_op(DType in, DType out) {
   auto max_of = [](DType t) -> long double {
     return std::ldexp(1.0L, static_cast<int>(size_of(t) * 8) - (is_signed(t) ? 1 : 0)) - 1;
   };
-  std::string expr = "(T_OUT)x";
-  if (max_of(in) > max_of(out))
-    expr = "(x>(T_A)GPIX_HIGHEST(T_OUT)?GPIX_HIGHEST(T_OUT):" + expr + ")";
-  if (is_signed(in)) {
-    if (!is_signed(out)) {
-      expr = "(x<(T_A)0?(T_OUT)0:" + expr + ")";
-    } else if (size_of(out) < size_of(in)) {
-      expr = "(x<(T_A)GPIX_LOWEST(T_OUT)?GPIX_LOWEST(T_OUT):" + expr + ")";
-    }
-  }
-  return expr;
+  const bool high = max_of(in) > max_of(out);
+  if (is_signed(in) && !is_signed(out)) return high ? "CVT_Z_HI" : "CVT_Z";
+  // A narrower signed type: its highest is below the input's too.
+  if (is_signed(in) && size_of(out) < size_of(in)) return "CVT_LO_HI";
+  return high ? "CVT_HI" : "(T_OUT)x";
 }
 
 // ---- the catalog rows
@@ -209,32 +205,32 @@ struct BinaryOp {
 constexpr BinaryOp kAdd{
     .name = "add_images",
     .op = "a+b",
-    .wide_op = "gpix_wide_add(a,b)",
+    .wide_op = "gpix_wide_add",
     .doc = "a + b pixel by pixel; the output has the first image's dtype and integers saturate"};
 constexpr BinaryOp kSubtract{
     .name = "subtract_images",
     .op = "a-b",
-    .wide_op = "gpix_wide_sub(a,b)",
+    .wide_op = "gpix_wide_sub",
     .doc = "a - b pixel by pixel; the output has the first image's dtype and integers saturate"};
 constexpr BinaryOp kMultiply{
     .name = "multiply_images",
     .op = "a*b",
-    .wide_op = "gpix_wide_mul(a,b)",
+    .wide_op = "gpix_wide_mul",
     .doc = "a * b pixel by pixel; the output has the first image's dtype and integers saturate"};
 constexpr BinaryOp kDivide{
     .name = "divide_images",
     .op = "a/b",
-    .wide_op = "gpix_wide_div(a,b)",
+    .wide_op = "gpix_wide_div",
     .doc =
         "a / b pixel by pixel; integers round half to even and saturate, x/0 gives the dtype's "
         "max (or min for negative x, 0 for 0/0) in integers and inf/NaN in floats"};
 constexpr BinaryOp kMinimum{.name = "minimum_images",
                             .op = "fmin(a,b)",
-                            .wide_op = "gpix_wide_min(a,b)",
+                            .wide_op = "gpix_wide_min",
                             .doc = "the smaller of a and b per pixel (a NaN loses to a number)"};
 constexpr BinaryOp kMaximum{.name = "maximum_images",
                             .op = "fmax(a,b)",
-                            .wide_op = "gpix_wide_max(a,b)",
+                            .wide_op = "gpix_wide_max",
                             .doc = "the larger of a and b per pixel (a NaN loses to a number)"};
 constexpr BinaryOp kBinary[] = {kAdd, kSubtract, kMultiply, kDivide, kMinimum, kMaximum};
 
@@ -294,7 +290,7 @@ Filter<> unary_filter(const UnaryOp& op) {
                              std::span<const Array> x, const NoParams&, const RunOptions&) {
                      const DType out = output_dtype(x[0].dtype(), rule);
                      if (is_abs && needs_wide({x[0].dtype(), out}))
-                       return one(unary_wide(x[0], out, "gpix_wide_abs(a)"));
+                       return one(unary_wide(x[0], out, "gpix_wide_abs"));
                      return one(unary(x[0], out, expr));
                    }});
 }
@@ -488,7 +484,7 @@ void add_pointwise_variants(std::vector<KernelVariant>& out) {
     } else {
       unary_v(a, a, kClipFloat, OpKind::expr);
     }
-    if (needs_wide({a})) unary_v(a, a, "gpix_wide_abs(a)", OpKind::wide);
+    if (needs_wide({a})) unary_v(a, a, "gpix_wide_abs", OpKind::wide);
     for (DType b : kAllDTypes) {
       if (needs_wide({a, b})) {
         for (const auto& op : kBinary) {
