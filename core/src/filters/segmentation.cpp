@@ -153,6 +153,10 @@ Array threshold_gt(const Array& in, double value) {
   return threshold_with(in, t, all);
 }
 
+// Otsu's counts, one per bin: recycled, so that a repeated call allocates nothing on the host
+// up to 16384 bins (detail::kLargestRecycled; wider integer ranges take the heap).
+using OtsuCounts = detail::RecycledVector<std::uint64_t>;
+
 // skimage.filters.threshold_otsu's search, operation for operation as numpy evaluates it:
 // integer class weights (their product taken as an integer before it meets the float
 // square), class sums accumulated in the centres' precision, the first maximum wins.
@@ -162,10 +166,6 @@ Array threshold_gt(const Array& in, double value) {
 // are summed from the top in the search itself, and the lower class's weight is the total less
 // the upper's (exact in integers). An integer image may have 2^24 bins, and the four arrays
 // numpy keeps (plus the centres, 16 bytes each) took 0.9 GB there against 128 MB now.
-// Otsu's counts, one per bin: recycled, so that a repeated call allocates nothing on the host
-// up to 16384 bins (detail::kLargestRecycled; wider integer ranges take the heap).
-using OtsuCounts = detail::RecycledVector<std::uint64_t>;
-
 template <class Centre, class CentreOf>
 std::size_t otsu_bin(const OtsuCounts& counts, CentreOf centre) {
   const std::size_t nb = counts.size();
