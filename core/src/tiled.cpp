@@ -845,30 +845,33 @@ Result run_in_slabs(std::string_view name, std::span<const Array> inputs, const 
 
   Array out;
   std::vector<std::size_t> dims(shape.dims().begin(), shape.dims().end());
-  for (std::size_t t = 0; t < tiles; ++t) {
+  const auto cancelled = [&](std::size_t done) {
     if (options.cancel && options.cancel->load()) {
       throw Cancelled("filter '" + std::string(name) + "' was cancelled after " +
-                      std::to_string(t) + " of " + std::to_string(tiles) + " slabs");
+                      std::to_string(done) + " of " + std::to_string(tiles) + " slabs");
     }
+  };
+  for (std::size_t t = 0; t < tiles; ++t) {
+    cancelled(t);
     const auto [z0, z1, l0, l1] = slab_planes(t, per, planes, halo);
     std::vector<Array> views;
     views.reserve(inputs.size());
     for (const Array& a : inputs) views.push_back(a.view(planes_box(dims, l0, l1)));
     detail::report_phase("slab " + std::to_string(t + 1) + " of " + std::to_string(tiles));
+    // The filter's own progress is not passed on: it comes as its passes are queued, not as
+    // the device does them, and moved the bar through a slab before the device had begun it.
     RunOptions ro;
     ro.cancel = options.cancel;
-    if (options.progress) {
-      ro.progress = [&, t](double f) {
-        options.progress((static_cast<double>(t) + f) / static_cast<double>(tiles));
-      };
-    }
     const Result r = run(name, views, params, ro);
     if (!out.valid()) out = Array::empty(shape, r.array.dtype(), inputs[0].device());
+    // Blocking: when it returns, the device has done this slab.
     out.view(planes_box(dims, z0, z1)).copy_from(r.array.view(planes_box(dims, z0 - l0, z1 - l0)));
     if (options.progress) {
       options.progress(static_cast<double>(t + 1) / static_cast<double>(tiles));
     }
   }
+  // A cancel during the last slab discards the result too.
+  cancelled(tiles);
   Result result;
   result.array = std::move(out);
   return result;

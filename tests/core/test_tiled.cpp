@@ -11,9 +11,11 @@
 // on the host, numbers included, on blobs, spirals, stripes and objects that cross every slab.
 #include <QTest>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <future>
 #include <limits>
 #include <numbers>
 #include <random>
@@ -613,6 +615,45 @@ class TestTiled : public QObject {
       if (f >= 0.5 && ++slabs == 1) cancel = true;
     };
     QVERIFY_THROWS_EXCEPTION(Cancelled, run_in_slabs("mean_box", in, {{"radius_z", 1.0}}, o, 6));
+    QVERIFY(std::memcmp(a.pull().data(), h.data(), h.bytes()) == 0);
+  }
+
+  // run_in_slabs's progress follows the device: while the device is held (a marker waiting on
+  // a user event heads the queue) the call reports no progress and has not returned; a cancel
+  // then stops it after the slab in flight. It passed on the filter's own progress, which
+  // comes as passes are queued, so the bar moved through a slab the device had not begun.
+  void device_slabs_follow_the_device() {
+    const Device dev = test::test_devices().front();
+    Event hold;
+    try {
+      hold = Event::user(dev);
+    } catch (const UnsupportedFeature&) {
+      QSKIP("this backend has no user events");
+    }
+    const HostArray h = random_host(Shape{16, 9, 11}, DType::f32);
+    const Array a = Array::push(h, dev);
+    const Array in[] = {a};
+    const Params p = {{"radius_z", 1.0}};
+    (void)run("mean_box", a, p);  // compiled before the queue is held
+    dev.finish();
+    (void)Queue::default_for(dev).marker({hold});
+    std::atomic<bool> cancel{false};
+    std::atomic<int> reports{0};
+    RunOptions o;
+    o.cancel = &cancel;
+    o.progress = [&](double) { ++reports; };
+    auto call =
+        std::async(std::launch::async, [&] { return run_in_slabs("mean_box", in, p, o, 4); });
+    const bool returned =
+        call.wait_for(std::chrono::milliseconds(300)) == std::future_status::ready;
+    const int early = reports.load();
+    cancel = true;
+    hold.complete();
+    QVERIFY2(!returned, "run_in_slabs returned while the device was held");
+    QCOMPARE(early, 0);
+    QVERIFY_THROWS_EXCEPTION(Cancelled, (void)call.get());
+    QVERIFY2(reports.load() <= 1, qPrintable(QString::number(reports.load())));
+    dev.finish();
     QVERIFY(std::memcmp(a.pull().data(), h.data(), h.bytes()) == 0);
   }
 

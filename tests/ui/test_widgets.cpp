@@ -25,6 +25,7 @@
 #include "formats.h"
 #include "gpix/basic_host.h"
 #include "gpix/memory.h"
+#include "gpix/queue.h"
 #include "gpix/ui/device_panel.h"
 #include "gpix/ui/filter_help.h"
 #include "gpix/ui/filter_panel.h"
@@ -328,6 +329,39 @@ class TestWidgets : public QObject {
     panel.findChild<QPushButton*>(QStringLiteral("cancel"))->click();
     release.release();
     QVERIFY(done.wait(30000));
+    QCOMPARE(done.first().first().toBool(), false);
+    QVERIFY2(panel.error_text().contains(QStringLiteral("ancel")), qPrintable(panel.error_text()));
+    QCOMPARE(host().layer_ids().size(), 1);
+    QVERIFY(same_bytes(host().layer(id).array.pull(), h));
+    QVERIFY(workflow_->steps().isEmpty());
+    QVERIFY(host().undo_stack()->count() == 0);
+  }
+
+  // A run of one slab cannot stop inside its kernels; a cancel pressed while the device does
+  // them must still add nothing (the viewer added such a result after a 12-minute median).
+  // The gate holds the device (a marker waiting on a user event heads its queue), so the
+  // worker waits in "finishing on the device" until the test has pressed Cancel.
+  void cancel_during_the_device_work_adds_nothing() {
+    ui::FilterPanel panel(host(), workflow_.get());
+    const HostArray h = random_host<float>(Shape{5, 33, 35});
+    const int id = add(host(), QStringLiteral("stack"), h);
+    const gpix::Device dev = host().device();
+    gpix::Event hold;
+    try {
+      hold = gpix::Event::user(dev);
+    } catch (const gpix::UnsupportedFeature&) {
+      QSKIP("this backend has no user events");
+    }
+    QVERIFY(panel.select_filter(QStringLiteral("gaussian_blur")));
+    panel.set_worker_gate([&] { (void)gpix::Queue::default_for(dev).marker({hold}); });
+    QSignalSpy done(&panel, &ui::FilterPanel::finished);
+    panel.run();
+    QTRY_VERIFY_WITH_TIMEOUT(panel.phase_text().contains(QStringLiteral("finishing on the device")),
+                             60000);
+    QVERIFY(done.isEmpty());
+    panel.findChild<QPushButton*>(QStringLiteral("cancel"))->click();
+    hold.complete();
+    QVERIFY(done.wait(60000));
     QCOMPARE(done.first().first().toBool(), false);
     QVERIFY2(panel.error_text().contains(QStringLiteral("ancel")), qPrintable(panel.error_text()));
     QCOMPARE(host().layer_ids().size(), 1);

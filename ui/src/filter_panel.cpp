@@ -665,6 +665,9 @@ void FilterPanel::start(bool preview) {
             phase("finishing on the device");
             o.result.array.device().finish();
           }
+          // A run of one slab cannot stop inside its kernels: a cancel during them still
+          // discards the result, as the dialog promises.
+          if (opts.cancel->load()) throw gpix::Cancelled(name + " was cancelled");
         } catch (const gpix::Cancelled& e) {
           o.cancelled = true;
           o.error = QString::fromStdString(e.what());

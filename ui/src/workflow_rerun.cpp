@@ -114,6 +114,10 @@ RerunOutcome run_plan(const std::vector<PlannedStep>& plan, const std::shared_pt
       gpix::Result r =
           gpix::run_in_slabs(p.recorded.operation.toStdString(), arrays, p.recorded.params, opts);
       if (r.array.valid()) r.array.device().finish();  // added when the device is done
+      // A cancel during a run of one slab (which cannot stop inside its kernels) adds nothing.
+      if (opts.cancel && opts.cancel->load()) {
+        throw gpix::Cancelled(p.recorded.operation.toStdString() + " was cancelled");
+      }
       o.results.push_back(std::move(r));
     }
   } catch (const gpix::Cancelled& e) {

@@ -200,7 +200,9 @@ inline HostArray run_tiled(std::string_view name, const HostArray& input, const 
 // for a long filter. The result equals gpix::run's bit for bit. `slabs` 0 chooses: about 16
 // MB or more of input, and slabs of at least 8 halos each (so the halos add at most a quarter
 // of the work), at most 32; a filter without a halo rule (untileable, or folding), or 1 slab,
-// runs as gpix::run does.
+// runs as gpix::run does (asynchronously: its kernels may still run when it returns). With
+// several slabs each is done on the device before the next is queued, progress counts the
+// slabs done, and a cancel seen after the last one throws Cancelled too.
 Result run_in_slabs(std::string_view name, std::span<const Array> inputs, const Params& params = {},
                     const RunOptions& options = {}, std::size_t slabs = 0);
 
