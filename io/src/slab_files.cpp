@@ -449,6 +449,12 @@ std::unique_ptr<FileSlabSource> open_slabs(const fs::path& path) {
   const Format& format = format_for(path);
   detail::check_input_file(path);
   if (format.name == "TIFF") {
+    // The checks io::read makes before anything is allocated: a 768-byte file claiming a
+    // 20 GB page opened in the viewer as an empty file-backed layer instead of being refused.
+    for (const std::string& why : {detail::check_structure(format.name, path),
+                                   detail::check_data_size(format.name, path, 0)}) {
+      if (!why.empty()) fail(path, "is not a readable TIFF file: " + why);
+    }
     if (!detail::libtiff_reads(str(path))) return nullptr;  // colour, palette: ITK, whole
     return std::make_unique<TiffSource>(path);
   }
