@@ -105,6 +105,18 @@ class TestUnits : public QObject {
     view.set_scale_bar_visible(false);
     QVERIFY(view.scale_bar().label.isEmpty());
     QVERIFY(view.grab().toImage().pixelColor(right - 5, y) != QColor(Qt::white));
+    // An uncalibrated layer made current has no bar, not the stack's (the GUI walk-through
+    // saw "200 µm" on a 1 x 1 px image); the stack current again has its own.
+    view.set_scale_bar_visible(true);
+    const int cells = host().layer_ids().front();
+    Layer plain;
+    plain.name = QStringLiteral("plain");
+    plain.host = HostArray::from(test::random_values<float>(40 * 50), Shape{40, 50});
+    const int other = host().add_layer(plain);
+    host().set_current_layer(other);
+    QVERIFY2(view.scale_bar().label.isEmpty(), qPrintable(view.scale_bar().label));
+    host().set_current_layer(cells);
+    QCOMPARE(view.scale_bar().label, QStringLiteral("50 \u00b5m"));
   }
 
   // Lengths in µm convert per axis with that axis' spacing; the pixels are what runs and what

@@ -367,9 +367,15 @@ ImageView::ScaleBar ImageView::scale_bar() const {
     const Layer l = host_.layer(id);
     return l.valid() && l.visible && l.calibrated() ? l : Layer{};
   };
+  // The current layer's own calibration, or none: another layer's pixel size says nothing
+  // about this one's (an uncalibrated image over a calibrated stack showed the stack's µm).
+  // Without a visible current layer, the topmost visible calibrated one.
+  const Layer current = host_.layer(host_.current_layer());
   Layer l = shown(host_.current_layer());
-  const QList<int> ids = host_.layer_ids();
-  for (auto it = ids.rbegin(); !l.valid() && it != ids.rend(); ++it) l = shown(*it);
+  if (!(current.valid() && current.visible)) {
+    const QList<int> ids = host_.layer_ids();
+    for (auto it = ids.rbegin(); !l.valid() && it != ids.rend(); ++it) l = shown(*it);
+  }
   if (!l.valid()) return {};
   const double sx = l.spacing_or_default().back();  // x: the screen's horizontal
   if (!(sx > 0) || !(zoom_ > 0)) return {};
