@@ -117,14 +117,14 @@ MainWindow::MainWindow(QSettings* settings, QWidget* parent) : QMainWindow(paren
   auto* layers_dock = new QDockWidget(tr("Layers"), this);
   layers_dock->setObjectName(QStringLiteral("dock_layers"));
   layers_ = new gpix::ui::LayerList(*host_);
-  layers_dock->setWidget(layers_);
+  layers_dock->setWidget(scrolling(layers_));
   addDockWidget(Qt::LeftDockWidgetArea, layers_dock);
 
   // Beside the view it serves: clicks pick labels, rows centre them.
   auto* labels_dock = new QDockWidget(tr("Labels"), this);
   labels_dock->setObjectName(QStringLiteral("dock_labels"));
   labels_ = new gpix::ui::LabelPanel(*host_, view_);
-  labels_dock->setWidget(labels_);
+  labels_dock->setWidget(scrolling(labels_));
   addDockWidget(Qt::RightDockWidgetArea, labels_dock);
 
   // Limits dragged on the histogram, gamma, and a composite's channels.
@@ -132,7 +132,7 @@ MainWindow::MainWindow(QSettings* settings, QWidget* parent) : QMainWindow(paren
   histogram_dock->setObjectName(QStringLiteral("dock_histogram"));
   histogram_ = new gpix::ui::HistogramPanel(*host_);
   histogram_->setObjectName(QStringLiteral("histogram_panel"));
-  histogram_dock->setWidget(histogram_);
+  histogram_dock->setWidget(scrolling(histogram_));
   addDockWidget(Qt::RightDockWidgetArea, histogram_dock);
 
   cursor_ = new QLabel;
@@ -309,12 +309,12 @@ void MainWindow::build_roi_tools() {
   auto* roi_dock = new QDockWidget(tr("ROIs"), this);
   roi_dock->setObjectName(QStringLiteral("dock_rois"));
   roi_panel_ = new gpix::ui::RoiPanel(*host_, rois_);
-  roi_dock->setWidget(roi_panel_);
+  roi_dock->setWidget(scrolling(roi_panel_));
   addDockWidget(Qt::RightDockWidgetArea, roi_dock);
   auto* profile_dock = new QDockWidget(tr("Line profile"), this);
   profile_dock->setObjectName(QStringLiteral("dock_profile"));
   profile_ = new gpix::ui::ProfilePanel(*host_, view_, rois_);
-  profile_dock->setWidget(profile_);
+  profile_dock->setWidget(scrolling(profile_));
   addDockWidget(Qt::BottomDockWidgetArea, profile_dock);
   // The dock shows itself when a line is drawn; until then it would be empty.
   profile_dock->hide();

@@ -2,7 +2,16 @@
 
 #include <QDockWidget>
 #include <QMenuBar>
+#include <QScrollArea>
 #include <QStatusBar>
+
+QWidget* scrolling(QWidget* content) {
+  auto* area = new QScrollArea;
+  area->setFrameShape(QFrame::NoFrame);
+  area->setWidgetResizable(true);
+  area->setWidget(content);
+  return area;
+}
 
 ViewerHost::ViewerHost(QMainWindow* window, const gpix::Device& device, QSettings* settings)
     : BasicHost(device, settings, window), window_(window) {}
@@ -10,7 +19,7 @@ ViewerHost::ViewerHost(QMainWindow* window, const gpix::Device& device, QSetting
 void ViewerHost::add_dock(const QString& id, const QString& title, QWidget* widget, int area) {
   auto* dock = new QDockWidget(title, window_);
   dock->setObjectName(QStringLiteral("dock_") + id);  // saveState() needs stable names
-  dock->setWidget(widget);
+  dock->setWidget(scrolling(widget));
   window_->addDockWidget(static_cast<Qt::DockWidgetArea>(area), dock);
   view_menu()->addAction(dock->toggleViewAction());
   BasicHost::add_dock(id, title, nullptr, area);  // listed, but the dock owns the widget

@@ -6,6 +6,11 @@
 
 #include "gpix/basic_host.h"
 
+// A dock's content in a frameless scroll area that gives it the dock's width and height down to
+// the content's own minimum and scrolls below it, so that no dock sets the window's minimum
+// height (the docks stacked in one area asked for 1178 px, more than a 1080-pixel screen).
+QWidget* scrolling(QWidget* content);
+
 class ViewerHost : public gpix::plugin::BasicHost {
   Q_OBJECT
  public:

@@ -178,6 +178,24 @@ class TestViewer : public QObject {
         view->describe(widget_pos).startsWith(QStringLiteral("x 5  y 7  value %1").arg(v)), 30000);
   }
 
+  // The window fits a 1920 x 1080 screen with room for a title bar and a panel: every dock
+  // scrolls rather than growing the window (it asked for at least 1178 px of height, so the
+  // slice slider and the status bar fell off a 1080-pixel screen), also once a stack, a
+  // labels image and results are open.
+  void fits_a_1080p_screen() {
+    auto w = make();
+    QSignalSpy opened(w.get(), &MainWindow::files_opened);
+    w->open_default();
+    w->show();
+    QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    QVERIFY(opened.wait(60000));
+    for (QDockWidget* d : w->findChildren<QDockWidget*>()) d->show();
+    QApplication::processEvents();
+    const QSize least = w->minimumSizeHint().expandedTo(w->minimumSize());
+    QVERIFY2(least.height() <= 960 && least.width() <= 1800,
+             qPrintable(QStringLiteral("%1 x %2").arg(least.width()).arg(least.height())));
+  }
+
   void drop_several_files_opens_layers() {
     auto w = make();
     const Shape s2{13, 21}, s3{4, 9, 11};
