@@ -79,6 +79,18 @@ class TestWidgets : public QObject {
 
   BasicHost& host() { return *host_; }
 
+  // A run that ended cancelled: finished(false), the panel says so, and nothing was added,
+  // recorded or changed (layer `id` still holds h).
+  void expect_cancelled(const QSignalSpy& done, const ui::FilterPanel& panel, int id,
+                        const HostArray& h) {
+    QCOMPARE(done.first().first().toBool(), false);
+    QVERIFY2(panel.error_text().contains(QStringLiteral("ancel")), qPrintable(panel.error_text()));
+    QCOMPARE(host().layer_ids().size(), 1);
+    QVERIFY(same_bytes(host().layer(id).array.pull(), h));
+    QVERIFY(workflow_->steps().isEmpty());
+    QVERIFY(host().undo_stack()->count() == 0);
+  }
+
  private slots:
   void init() {
     host_ = std::make_unique<BasicHost>(
@@ -329,12 +341,7 @@ class TestWidgets : public QObject {
     panel.findChild<QPushButton*>(QStringLiteral("cancel"))->click();
     release.release();
     QVERIFY(done.wait(30000));
-    QCOMPARE(done.first().first().toBool(), false);
-    QVERIFY2(panel.error_text().contains(QStringLiteral("ancel")), qPrintable(panel.error_text()));
-    QCOMPARE(host().layer_ids().size(), 1);
-    QVERIFY(same_bytes(host().layer(id).array.pull(), h));
-    QVERIFY(workflow_->steps().isEmpty());
-    QVERIFY(host().undo_stack()->count() == 0);
+    expect_cancelled(done, panel, id, h);
   }
 
   // A run of one slab cannot stop inside its kernels; a cancel pressed while the device does
@@ -362,12 +369,7 @@ class TestWidgets : public QObject {
     panel.findChild<QPushButton*>(QStringLiteral("cancel"))->click();
     hold.complete();
     QVERIFY(done.wait(60000));
-    QCOMPARE(done.first().first().toBool(), false);
-    QVERIFY2(panel.error_text().contains(QStringLiteral("ancel")), qPrintable(panel.error_text()));
-    QCOMPARE(host().layer_ids().size(), 1);
-    QVERIFY(same_bytes(host().layer(id).array.pull(), h));
-    QVERIFY(workflow_->steps().isEmpty());
-    QVERIFY(host().undo_stack()->count() == 0);
+    expect_cancelled(done, panel, id, h);
   }
 
   // A real long filter, no gate: a 3D median on a 64 x 256 x 256 stack runs slab by slab
