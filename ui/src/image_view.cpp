@@ -371,8 +371,10 @@ ImageView::ScaleBar ImageView::scale_bar() const {
   // about this one's (an uncalibrated image over a calibrated stack showed the stack's µm).
   // Without a visible current layer, the topmost visible calibrated one.
   const Layer current = host_.layer(host_.current_layer());
-  Layer l = shown(host_.current_layer());
-  if (!(current.valid() && current.visible)) {
+  Layer l;
+  if (current.valid() && current.visible) {
+    if (current.calibrated()) l = current;
+  } else {
     const QList<int> ids = host_.layer_ids();
     for (auto it = ids.rbegin(); !l.valid() && it != ids.rend(); ++it) l = shown(*it);
   }
