@@ -153,18 +153,29 @@ bool tile_xy_ok(const Array& a, SepOp op, DType out, int rx, int ry) {
   return fits(a, op, a.dtype(), out, rows * ((kTileX + 2 * tb + 1) + (kTileX + 1)));
 }
 
-// tiled.kernel's tile_OP_xyz (the three passes of a 3D window in one kernel): its xy tile and
-// the buckets it serves.
-constexpr std::size_t kXyzX = 32, kXyzY = 32;
+// tiled.kernel's tile_OP_xyz (the three passes of a 3D window in one kernel): its xy tile (TZ_X x
+// TZ_Y there), the buckets it serves by default, and whether it applies. By default only on
+// GPUs: it was measured there (bench/RESULTS.md, 2026-12-02), and PoCL 5.0 aborts compiling it
+// (an assertion in its parallel-region pass; PoCL 3.1 builds and runs it).
+constexpr std::size_t kXyzX = 32;
+std::size_t xyz_tile_y(int tb) {
+  return tb > 4 ? 16 : 32;
+}
 constexpr std::array<int, 4> kXyzBuckets = {2, 3, 4, 8};
 bool xyz_bucket(int tb) {
   return std::find(kXyzBuckets.begin(), kXyzBuckets.end(), tb) != kXyzBuckets.end();
 }
 bool xyz_ok(const Array& a, SepOp op, DType out, int tb) {
   const int setting = config().fused_3d;
-  if (setting == 0 || (setting < 0 && !xyz_bucket(tb))) return false;
+  if (setting == 0 ||
+      (setting < 0 && (!xyz_bucket(tb) || a.device().info().type != DeviceType::gpu))) {
+    return false;
+  }
   const auto b = static_cast<std::size_t>(tb);
-  return fits(a, op, a.dtype(), out, (kXyzY + 2 * b) * ((kXyzX + 2 * b + 1) + (kXyzX + 1)));
+  const std::size_t y = xyz_tile_y(tb);
+  // The input tile, the x pass's output and the ring of 2 tb + 1 xy results.
+  return fits(a, op, a.dtype(), out,
+              (y + 2 * b) * ((kXyzX + 2 * b + 1) + (kXyzX + 1)) + (2 * b + 1) * kXyzX * y);
 }
 
 // The taps of one axis for tiled.kernel: float32 at window positions 0 .. 2 tb (zero beyond the
@@ -189,7 +200,8 @@ void push_tile_taps(KernelArgs& args, const Separable& s, int axis, int tb) {
 // nothing launched, otherwise: the caller runs the two-pass path, with the same bits).
 bool xyz_launch(const Array& in, const Array& out, const Separable& s, double divisor, int tb) {
   const Shape& sh = in.shape();
-  const std::size_t tiles = ceil_div(sh.width(), kXyzX) * ceil_div(sh.height(), kXyzY);
+  const std::size_t tile_y = xyz_tile_y(tb);
+  const std::size_t tiles = ceil_div(sh.width(), kXyzX) * ceil_div(sh.height(), tile_y);
   // Output slices per work-group: enough work-groups for four per compute unit, yet runs of at
   // least 4 tb slices, so that the halo slices' xy passes (2 tb a run, computed twice) stay
   // under half the work.
@@ -205,7 +217,7 @@ bool xyz_launch(const Array& in, const Array& out, const Separable& s, double di
   args.push_back(ct_arg(compute_type({in.dtype(), out.dtype()}), divisor));
   return launch_if_ready(in, "tiled.kernel", std::string("tile_") + op_name(s.op) + "_xyz",
                          tile_defines(in.dtype(), out.dtype(), tb, s.op),
-                         grid({ceil_div(sh.width(), kXyzX) * 256, ceil_div(sh.height(), kXyzY),
+                         grid({ceil_div(sh.width(), kXyzX) * 256, ceil_div(sh.height(), tile_y),
                                ceil_div(sh.depth(), zr)},
                               {256, 1, 1}),
                          args);
