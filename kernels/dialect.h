@@ -50,10 +50,6 @@
  *   GPIX_GRID_EACH(T, in, n, STEP)                    STEP(v) for every element v of
  *                                                     in[0..n), grid-stride with several
  *                                                     loads in flight; see its definition
- *   GPIX_KERNEL GPIX_BOUNDS_256_4 void name(...)      an entry point always launched with
- *                                                     work-groups of 256 x 1 x 1, four of
- *                                                     which should fit a multiprocessor (CUDA:
- *                                                     registers capped for that)
  *   GPIX_UNROLL                                       before a loop of constant trip count:
  *                                                     unroll it (a #pragma line inside a
  *                                                     kernel's body would keep the kernel in
@@ -71,7 +67,6 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
 #define GPIX_KERNEL __kernel
-#define GPIX_BOUNDS_256_4 __attribute__((reqd_work_group_size(256, 1, 1)))
 #define GPIX_FUNC static inline
 #define GPIX_GLOBAL __global
 #define GPIX_CONST_GLOBAL __global const
@@ -156,7 +151,6 @@ typedef ulong gpix_index;
 #elif defined(__CUDACC__) || defined(__CUDACC_RTC__)
 /* ---------------------------------------------------------------- CUDA C++ (NVRTC) */
 #define GPIX_KERNEL extern "C" __global__
-#define GPIX_BOUNDS_256_4 __launch_bounds__(256, 4)
 #define GPIX_FUNC static __device__ __forceinline__
 #define GPIX_GLOBAL
 #define GPIX_CONST_GLOBAL const

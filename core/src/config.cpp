@@ -90,9 +90,6 @@ Config Config::from(const std::function<const char*(const char*)>& get) {
   if (const char* pipe = get("GPIX_TILED_PIPELINE"); pipe && *pipe) {
     c.tiled_pipeline = std::string_view(pipe) == "0" ? 0 : 1;
   }
-  if (const char* fused = get("GPIX_FUSED_3D"); fused && *fused) {
-    c.fused_3d = std::string_view(fused) == "0" ? 0 : 1;
-  }
   if (const char* blocking = get("GPIX_CL_BLOCKING"); blocking && *blocking) {
     c.cl_blocking = std::string_view(blocking) == "0" ? 0 : 1;
   }

@@ -80,11 +80,6 @@ struct Config {
   // filtered (tiled.cpp's worker): 0 never, 1 always, unset (-1) the backend's default
   // (DeviceImpl::tiled_pipeline). For measuring the two against each other.
   int tiled_pipeline = -1;
-  // GPIX_FUSED_3D: whether a 3D box or Gaussian whose window fits tiled.kernel runs as one
-  // kernel (tile_OP_xyz) instead of an xy pass and a z pass: 0 never, 1 for every radius
-  // bucket, unset (-1) for the buckets where it measured faster (neighbourhood.cpp). Same
-  // results either way; for measuring the two against each other.
-  int fused_3d = -1;
 
   // Whether the named driver workaround is switched off.
   bool workaround_disabled(std::string_view name) const;

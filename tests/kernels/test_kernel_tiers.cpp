@@ -5,7 +5,6 @@
 #include <QDateTime>
 #include <QProcess>
 #include <QTest>
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -226,84 +225,6 @@ class TestKernelTiers : public QObject {
     for (int i = 0; i < 12; ++i) {
       (void)impl.kernel(src, "fill_u64", {{"GPIX_LRU_BOUND", id + std::to_string(i)}});
       QVERIFY(impl.programs_in_memory() <= 3);
-    }
-  }
-
-  // A 3D box or Gaussian as one kernel (tiled.kernel's tile_OP_xyz, GPIX_FUSED_3D=1) gives
-  // the bits of the xy pass followed by the z pass (GPIX_FUSED_3D=0): every operation, every
-  // radius bucket (taps switched off where a radius is below its bucket, one axis at radius
-  // 0), volumes with tiles clear of the border and runs of slices per work-group, a 1-pixel
-  // axis; float32 with NaN, infinities and signed zeros for the selects, uint16 and uint8.
-  // The fused result's buffer is poisoned first (the pool hands a freed block back).
-  void fused_3d_is_the_two_passes_data() { test::add_device_rows(); }
-  void fused_3d_is_the_two_passes() {
-    const Device dev = test::fetch_device();
-    auto& impl = detail::Access::impl(dev);
-    const detail::ScopedConfig scope;
-    detail::config_for_testing().no_disk_cache = true;
-    detail::config_for_testing().program_unit = "entry";
-    detail::config_for_testing().tiered_compile = false;
-    impl.clear_memory_cache();
-    std::set<std::string> built;
-    std::mutex built_m;
-    impl.set_compile_hook_for_testing(
-        [&](const detail::ProgramSource& src, const detail::Defines&) {
-          const std::lock_guard lock(built_m);
-          built.insert(src.name);
-        });
-    struct Input {
-      std::string name;
-      Array a;
-      bool specials;
-    };
-    const std::vector<Input> inputs = {
-        {"f32 101x103x37", random_array<float>(Shape{101, 103, 37}, dev, false), false},
-        {"f32 71x97x30 with specials", random_array<float>(Shape{71, 97, 30}, dev, true), true},
-        {"u16 67x35x70", random_array<std::uint16_t>(Shape{67, 35, 70}, dev, false), false},
-        {"u8 33x1x9", random_array<std::uint8_t>(Shape{33, 1, 9}, dev, false), false},
-        {"f32 1x40x26", random_array<float>(Shape{1, 40, 26}, dev, false), false},
-    };
-    const std::vector<Case> ops = {
-        {"gaussian 0.5", [](const Array& a) { return gaussian_blur(a, 0.5); }, false},
-        {"gaussian 0.8 x 0 x 0.6", [](const Array& a) { return gaussian_blur(a, 0.8, 0.0, 0.6); },
-         false},
-        {"gaussian 1", [](const Array& a) { return gaussian_blur(a, 1.0); }, false},
-        {"gaussian 2 x 1.3 x 1.6", [](const Array& a) { return gaussian_blur(a, 2.0, 1.3, 1.6); },
-         false},
-        {"mean 2x2x2", [](const Array& a) { return mean_box(a, 2, 2, 2); }, false},
-        {"mean 1x3x2", [](const Array& a) { return mean_box(a, 1, 3, 2); }, false},
-        {"mean 4x4x4", [](const Array& a) { return mean_box(a, 4, 4, 4); }, false},
-        {"minimum 3x0x3", [](const Array& a) { return minimum_box(a, 3, 0, 3); }, true},
-        {"minimum 2x2x1", [](const Array& a) { return minimum_box(a, 2, 2, 1); }, true},
-        {"maximum 8x8x8", [](const Array& a) { return maximum_box(a, 8, 8, 8); }, true},
-        {"maximum 1x2x4", [](const Array& a) { return maximum_box(a, 1, 2, 4); }, true},
-    };
-    std::string differ;
-    for (const Input& in : inputs) {
-      for (const Case& c : ops) {
-        if (in.specials && !c.nan_safe) continue;
-        detail::config_for_testing().fused_3d = 1;
-        {
-          Array poisoned = Array::empty(in.a.shape(), in.a.dtype(), dev);
-          poisoned.fill(Scalar(113));
-        }
-        const HostArray fused = c.run(in.a).pull();
-        detail::config_for_testing().fused_3d = 0;
-        const HostArray two = c.run(in.a).pull();
-        if (fused.bytes() != two.bytes() ||
-            std::memcmp(fused.data(), two.data(), fused.bytes()) != 0) {
-          differ += "; " + c.name + " on " + in.name;
-        }
-      }
-    }
-    impl.set_compile_hook_for_testing({});
-    QVERIFY2(differ.empty(), ("the fused 3D kernel differs from the two passes:" + differ).c_str());
-    for (const char* op : {"conv", "sum", "min", "max"}) {
-      const std::string entry = std::string("entry tile_") + op + "_xyz";
-      QVERIFY2(
-          std::any_of(built.begin(), built.end(),
-                      [&](const std::string& n) { return n.find(entry) != std::string::npos; }),
-          (entry + " was never built: the fused path did not run").c_str());
     }
   }
 

@@ -3,7 +3,6 @@
 // steps (kernels/steps.kernel) for the rest.
 #include "gpix/filters/neighbourhood.h"
 
-#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -13,7 +12,6 @@
 #include <span>
 #include <vector>
 
-#include "config.h"
 #include "filters/launch.h"
 #include "filters/registry.h"
 #include "filters/shared.h"
@@ -153,76 +151,6 @@ bool tile_xy_ok(const Array& a, SepOp op, DType out, int rx, int ry) {
   return fits(a, op, a.dtype(), out, rows * ((kTileX + 2 * tb + 1) + (kTileX + 1)));
 }
 
-// tiled.kernel's tile_OP_xyz (the three passes of a 3D window in one kernel): its xy tile (TZ_X x
-// TZ_Y there), the buckets it serves by default, and whether it applies. By default only on
-// GPUs: it was measured there (bench/RESULTS.md, 2026-12-02), and PoCL 5.0 aborts compiling it
-// (an assertion in its parallel-region pass; PoCL 3.1 builds and runs it).
-constexpr std::size_t kXyzX = 32;
-std::size_t xyz_tile_y(int tb) {
-  return tb > 4 ? 16 : 32;
-}
-constexpr std::array<int, 4> kXyzBuckets = {2, 3, 4, 8};
-bool xyz_bucket(int tb) {
-  return std::find(kXyzBuckets.begin(), kXyzBuckets.end(), tb) != kXyzBuckets.end();
-}
-bool xyz_ok(const Array& a, SepOp op, DType out, int tb) {
-  const int setting = config().fused_3d;
-  if (setting == 0 ||
-      (setting < 0 && (!xyz_bucket(tb) || a.device().info().type != DeviceType::gpu))) {
-    return false;
-  }
-  const auto b = static_cast<std::size_t>(tb);
-  const std::size_t y = xyz_tile_y(tb);
-  // The input tile, the x pass's output and the ring of 2 tb + 1 xy results.
-  return fits(a, op, a.dtype(), out,
-              (y + 2 * b) * ((kXyzX + 2 * b + 1) + (kXyzX + 1)) + (2 * b + 1) * kXyzX * y);
-}
-
-// The taps of one axis for tiled.kernel: float32 at window positions 0 .. 2 tb (zero beyond the
-// radius), in pairs per 64-bit word; all zeros where the operation takes no taps.
-void push_tile_taps(KernelArgs& args, const Separable& s, int axis, int tb) {
-  std::array<float, 18> w{};
-  if (s.op == SepOp::conv && axis >= 0) {
-    const RecycledVector<double>& t = s.taps[static_cast<std::size_t>(axis)];
-    const int r = s.radius[static_cast<std::size_t>(axis)];
-    for (int k = 0; k <= 2 * r; ++k) {
-      w[static_cast<std::size_t>(tb - r + k)] = static_cast<float>(t[static_cast<std::size_t>(k)]);
-    }
-  }
-  for (std::size_t i = 0; i < w.size(); i += 2) {
-    std::uint64_t word = 0;
-    std::memcpy(&word, &w[i], sizeof word);
-    args.push_back(arg(word));
-  }
-}
-
-// The whole 3D operation as one tile_OP_xyz launch where its program is ready (false, and
-// nothing launched, otherwise: the caller runs the two-pass path, with the same bits).
-bool xyz_launch(const Array& in, const Array& out, const Separable& s, double divisor, int tb) {
-  const Shape& sh = in.shape();
-  const std::size_t tile_y = xyz_tile_y(tb);
-  const std::size_t tiles = ceil_div(sh.width(), kXyzX) * ceil_div(sh.height(), tile_y);
-  // Output slices per work-group: enough work-groups for four per compute unit, yet runs of at
-  // least 4 tb slices, so that the halo slices' xy passes (2 tb a run, computed twice) stay
-  // under half the work.
-  const std::size_t cu = std::max<std::size_t>(in.device().info().compute_units, 1);
-  const std::size_t runs = std::max<std::size_t>(1, ceil_div(4 * cu, tiles));
-  const std::size_t zr =
-      std::min(sh.depth(), std::max(ceil_div(sh.depth(), runs), static_cast<std::size_t>(4 * tb)));
-  KernelArgs args = {arg(in), arg(out)};
-  push_shape(args, sh);
-  for (int axis = 0; axis < 3; ++axis) push_tile_taps(args, s, axis, tb);
-  for (int r : s.radius) args.push_back(arg(r));
-  args.push_back(arg(static_cast<int>(zr)));
-  args.push_back(ct_arg(compute_type({in.dtype(), out.dtype()}), divisor));
-  return launch_if_ready(in, "tiled.kernel", std::string("tile_") + op_name(s.op) + "_xyz",
-                         tile_defines(in.dtype(), out.dtype(), tb, s.op),
-                         grid({ceil_div(sh.width(), kXyzX) * 256, ceil_div(sh.height(), tile_y),
-                               ceil_div(sh.depth(), zr)},
-                              {256, 1, 1}),
-                         args);
-}
-
 // One launch of sep_<op>_<shape>; wa/wb are the taps of axes axis_a/axis_b (-1: none).
 // tb > 0 selects tiled.kernel's tile_<op>_<shape> with radius bucket tb instead, where its
 // program is ready; false, and nothing launched, where it is not. Its unrolled kernels take
@@ -243,7 +171,22 @@ bool sep_launch(const Array& in, const Array& out, const Separable& s, const cha
   for (int ax : {axis_a, axis_b}) {
     const bool conv = s.op == SepOp::conv && ax >= 0;
     if (tb > 0) {
-      push_tile_taps(args, s, ax, tb);  // by value, no upload
+      // tiled.kernel: the taps by value (float32 at window positions 0 .. 2 tb, zero beyond
+      // the radius, in pairs per 64-bit word), no upload.
+      std::array<float, 18> w{};
+      if (conv) {
+        const RecycledVector<double>& t = s.taps[static_cast<std::size_t>(ax)];
+        const int r = radius(ax);
+        for (int k = 0; k <= 2 * r; ++k) {
+          w[static_cast<std::size_t>(tb - r + k)] =
+              static_cast<float>(t[static_cast<std::size_t>(k)]);
+        }
+      }
+      for (std::size_t i = 0; i < w.size(); i += 2) {
+        std::uint64_t word = 0;
+        std::memcpy(&word, &w[i], sizeof word);
+        args.push_back(arg(word));
+      }
     } else if (!conv) {
       args.push_back(arg(in));  // only conv reads taps: a never-read placeholder
     } else {
@@ -310,13 +253,6 @@ Array separable(const Array& in, const Separable& s, DType out_t, const RunOptio
   const auto rad = [&](int axis) { return s.radius[static_cast<std::size_t>(axis)]; };
   const bool z_pass = nd == 3 && rad(2) > 0;
   const DType t1 = z_pass ? inter : out_t;
-  // 3D: all three passes in one kernel where the window and the accumulator fit tiled.kernel.
-  const int rmax = std::max({rad(0), rad(1), rad(2)});
-  if (z_pass && rmax <= kTileRmax && tile_acc_ok(s.op, in.dtype(), out_t) &&
-      tile_extents_ok(in.shape()) && xyz_ok(in, s.op, out_t, tile_bucket(rmax))) {
-    Array out = empty_like(in, out_t);
-    if (xyz_launch(in, out, s, window, tile_bucket(rmax))) return out;
-  }
   const bool tile = nd >= 2 && tile_xy_ok(in, s.op, t1, rad(0), rad(1));
   const bool fused = nd >= 2 && rad(0) <= kRmaxXY && rad(1) <= kRmaxXY &&
                      fits(in, s.op, in.dtype(), inter, kLocalXY);
@@ -971,11 +907,6 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
         for (const int tb : kTileBuckets) {
           for (const char* sh : {"xy", "axis"}) {
             out.push_back({"tiled.kernel", std::string("tile_") + op_name(op) + "_" + sh,
-                           tile_defines(a, b, tb, op)});
-          }
-          // tile_OP_xyz reads the input and writes the output: the filters' own pairs only.
-          if (a == t) {
-            out.push_back({"tiled.kernel", std::string("tile_") + op_name(op) + "_xyz",
                            tile_defines(a, b, tb, op)});
           }
         }
