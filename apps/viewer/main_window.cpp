@@ -469,10 +469,23 @@ void MainWindow::end_batch(const OpenBatch& b) {
   last_error_ = b.errors.join(QLatin1Char('\n'));
   if (!b.errors.isEmpty()) {
     host_->show_status(b.errors.join(QStringLiteral("; ")), 0);
+    show_error(tr("Open"), b.errors.join(QStringLiteral("\n\n")));
   } else if (!b.ids.isEmpty()) {
     host_->show_status(tr("Opened %n layer(s)", nullptr, int(b.ids.size())));
   }
   emit files_opened(b.ids);
+}
+
+void MainWindow::show_error(const QString& title, const QString& text) {
+  if (error_box_ && error_box_->isVisible()) {
+    error_box_->setText(error_box_->text() + QStringLiteral("\n\n") + text);
+    return;
+  }
+  error_box_ = new QMessageBox(QMessageBox::Warning, title, text, QMessageBox::Ok, this);
+  error_box_->setObjectName(QStringLiteral("error_box"));
+  error_box_->setAttribute(Qt::WA_DeleteOnClose);
+  error_box_->setWindowModality(Qt::NonModal);
+  error_box_->show();  // not exec(): no nested event loop, and the window stays usable
 }
 
 void MainWindow::cancel_reading() {
@@ -534,6 +547,7 @@ void MainWindow::save_layer_as(int id, const QString& path) {
   } catch (const std::exception& e) {
     last_error_ = QString::fromUtf8(e.what());
     host_->show_status(last_error_, 0);
+    show_error(tr("Save layer"), last_error_);
     emit layer_saved(id, path, last_error_);
     return;
   }
@@ -551,6 +565,7 @@ void MainWindow::save_layer_as(int id, const QString& path) {
           close_when_saved_ = false;  // not written: the window stays, saying why
           last_error_ = error;
           host_->show_status(last_error_, 0);
+          show_error(tr("Save layer"), last_error_);
           emit layer_saved(id, path, error);
           return;
         }

@@ -5,6 +5,7 @@
 #include <QFutureWatcher>
 #include <QLabel>
 #include <QMainWindow>
+#include <QMessageBox>
 #include <QPointer>
 #include <QSlider>
 #include <atomic>
@@ -62,6 +63,9 @@ class MainWindow : public QMainWindow {
   // Reader threads still working, cancelled ones included.
   int reads_running() const { return running_->load(); }
   QString last_error() const { return last_error_; }
+  // The message box that shows a failed open or layer save (besides the status bar), while it
+  // is open; null otherwise. Not modal: the window goes on working behind it.
+  QMessageBox* error_box() const { return error_box_; }
   QStringList recent_files() const;
   void show_plugins_dialog();
 
@@ -183,6 +187,10 @@ class MainWindow : public QMainWindow {
   QMenu* recent_menu_ = nullptr;
   gpix::plugin::PluginLoader loader_;
   QString last_error_;
+  // Shows `text` in the error box, opening it where it is not open and adding a paragraph
+  // where it is (several files that fail at once make one box, not a stack of them).
+  void show_error(const QString& title, const QString& text);
+  QPointer<QMessageBox> error_box_;
   QString session_path_;
   std::function<int(const QStringList&)> ask_unsaved_;
   std::function<QString()> ask_folder_;

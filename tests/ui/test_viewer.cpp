@@ -23,10 +23,12 @@
 #include "gpix/io.h"
 #endif
 #include <QElapsedTimer>
+#include <QPointer>
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSlider>
+#include <QStatusBar>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
@@ -219,10 +221,33 @@ class TestViewer : public QObject {
     QCOMPARE(w->view()->slice(), 2);
     // Recent files, newest first, persist in the settings.
     QCOMPARE(w->recent_files().mid(0, 2), (QStringList{pb, pa}));
-    // A file no reader takes is reported, not fatal.
+    // A file no reader takes is reported, not fatal: in the status bar and in a message box
+    // that does not hold the window (not modal); a second failure while it is open adds to it.
+    QVERIFY(!w->error_box());
     QVERIFY(open_and_wait(w.get(), {tmp_.filePath(QStringLiteral("x.unknown"))}).isEmpty());
     QVERIFY(w->last_error().contains(QStringLiteral("no reader")));
     QCOMPARE(w->host().layer_ids().size(), 2);
+    QVERIFY(w->statusBar()->currentMessage().contains(QStringLiteral("no reader")));
+    QPointer<QMessageBox> box = w->error_box();
+    QVERIFY(box);
+    QVERIFY(box->isVisible());
+    QVERIFY(!box->isModal());
+    QCOMPARE(box->windowModality(), Qt::NonModal);
+    QVERIFY2(box->text().contains(QStringLiteral("x.unknown")), qPrintable(box->text()));
+    QVERIFY(open_and_wait(w.get(), {tmp_.filePath(QStringLiteral("y.unknown"))}).isEmpty());
+    QCOMPARE(w->error_box(), box.data());
+    QVERIFY2(box->text().contains(QStringLiteral("x.unknown")) &&
+                 box->text().contains(QStringLiteral("y.unknown")),
+             qPrintable(box->text()));
+    // The window still works behind it: the slice slider moves the view.
+    w->slice_slider()->setValue(1);
+    QCOMPARE(w->view()->slice(), 1);
+    box->close();
+    QTRY_VERIFY(!box);
+    QVERIFY(!w->error_box());
+    // A good file afterwards opens without a box.
+    QVERIFY(!open_and_wait(w.get(), {pa}).isEmpty());
+    QVERIFY(!w->error_box());
   }
 
 #if GPIX_TEST_HAVE_IO
