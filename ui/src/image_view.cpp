@@ -65,10 +65,14 @@ ImageView::ImageView(Workspace& host, QWidget* parent) : QWidget(parent), host_(
     if (tile_.id == id) tile_ = Tile{};
     update_depth();
     if (host_.layer_ids().isEmpty()) fitted_ = false;
+    refresh_readout();
     update();
   });
   connect(&host_, &Workspace::layers_reordered, this, qOverload<>(&QWidget::update));
-  connect(&host_, &Workspace::current_layer_changed, this, qOverload<>(&QWidget::update));
+  connect(&host_, &Workspace::current_layer_changed, this, [this] {
+    refresh_readout();
+    update();
+  });
 }
 
 void ImageView::on_layer_changed(int id) {
@@ -76,6 +80,11 @@ void ImageView::on_layer_changed(int id) {
   ensure_contrast(id);
   update_depth();
   invalidate(id);
+  refresh_readout();
+}
+
+void ImageView::refresh_readout() {
+  if (last_cursor_.x() >= 0) emit cursor_info(describe(last_cursor_));
 }
 
 int ImageView::slice_of(const Layer& l) const {
@@ -270,6 +279,7 @@ void ImageView::set_slice(int z) {
     if (l.valid() && l.shape().ndim() == 3 && !l.composite()) invalidate(id);
   }
   emit slice_changed(z);
+  refresh_readout();
   update();
 }
 
@@ -282,6 +292,7 @@ void ImageView::set_zoom(double zoom, QPointF anchor) {
   fitted_ = true;
   auto_fit_ = false;  // the user chose a zoom: keep it when the window resizes
   emit zoom_changed(zoom_);
+  refresh_readout();
   update();
 }
 
@@ -293,6 +304,7 @@ void ImageView::fit() {
   fitted_ = true;
   auto_fit_ = true;
   emit zoom_changed(zoom_);
+  refresh_readout();
   update();
 }
 
@@ -530,6 +542,7 @@ void ImageView::center_on(QPointF image_pos) {
   offset_ = QPointF(width() / 2.0, height() / 2.0) - image_pos * zoom_;
   fitted_ = true;
   auto_fit_ = false;  // the user asked for this place: keep it when the window resizes
+  refresh_readout();
   update();
 }
 

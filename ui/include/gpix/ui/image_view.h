@@ -114,6 +114,10 @@ class ImageView : public QWidget {
   };
 
   void on_layer_changed(int id);
+  // The readout again for the last cursor position, after what it shows changed without the
+  // mouse moving: the slice (keys, Ctrl+wheel, the slider), the zoom, the current layer or a
+  // layer's pixels. Nothing before the cursor has been over the view.
+  void refresh_readout();
   void invalidate(int id);
   void request_frame(int id);
   void ensure_contrast(int id);
