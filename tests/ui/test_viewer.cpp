@@ -14,6 +14,7 @@
 #include <QJsonObject>
 #include <QLabel>
 #include <QListWidget>
+#include <QMap>
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -196,6 +197,120 @@ class TestViewer : public QObject {
     const QSize least = w->minimumSizeHint().expandedTo(w->minimumSize());
     QVERIFY2(least.height() <= 960 && least.width() <= 1800,
              qPrintable(QStringLiteral("%1 x %2").arg(least.width()).arg(least.height())));
+  }
+
+  // The pixel readout in the status bar follows what changes under a still mouse: the slice
+  // by key (Page Up / Page Down) and by the slider, and the layer's pixels (a filter result
+  // replacing them); it used to keep the old slice's value until the mouse moved.
+  void readout_follows_slice_and_pixels() {
+    auto w = make();
+    const Shape s{3, 10, 12};
+    std::vector<float> v(s.elements());
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = float(i) + 0.5f;  // every voxel its own
+    const QString path = write_raw(tmp_.path(), QStringLiteral("slices"), v, s);
+    w->show();
+    QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    const QList<int> ids = open_and_wait(w.get(), {path});
+    QCOMPARE(ids.size(), 1);
+    ui::ImageView* view = w->view();
+    auto* label = w->findChild<QLabel*>(QStringLiteral("cursor_info"));
+    QVERIFY(label);
+    const int x = 4, y = 6;
+    const auto value = [&](int z) { return double(v[(std::size_t(z) * 10 + y) * 12 + x]); };
+    const auto expect = [&](int z, double val) {
+      return QStringLiteral("x %1  y %2  z %3  value %4").arg(x).arg(y).arg(z).arg(val);
+    };
+    const QPointF at = view->image_pos(QPointF(0, 0));
+    const QPoint pos = ((QPointF(x + 0.5, y + 0.5) - at) * view->zoom()).toPoint();
+    QTest::mouseMove(view, pos);
+    QTRY_VERIFY2_WITH_TIMEOUT(label->text().startsWith(expect(0, value(0))),
+                              qPrintable(label->text()), 30000);
+    view->setFocus();
+    QTest::keyClick(w.get(), Qt::Key_PageUp);
+    QCOMPARE(view->slice(), 1);
+    QTRY_VERIFY2_WITH_TIMEOUT(label->text().startsWith(expect(1, value(1))),
+                              qPrintable(label->text()), 30000);
+    w->slice_slider()->setValue(2);
+    QTRY_VERIFY2_WITH_TIMEOUT(label->text().startsWith(expect(2, value(2))),
+                              qPrintable(label->text()), 30000);
+    QTest::keyClick(w.get(), Qt::Key_PageDown);
+    QTRY_VERIFY2_WITH_TIMEOUT(label->text().startsWith(expect(1, value(1))),
+                              qPrintable(label->text()), 30000);
+    // New pixels in the layer (as a filter's result replaces them): the readout reads again.
+    ui::Layer l = w->host().layer(ids.first());
+    std::vector<float> doubled(v);
+    for (float& d : doubled) d *= 2;
+    l.array = Array::push(doubled, s, l.array.device());
+    w->host().replace_layer(ids.first(), l);
+    QTRY_VERIFY2_WITH_TIMEOUT(label->text().startsWith(expect(1, 2 * value(1))),
+                              qPrintable(label->text()), 30000);
+  }
+
+  // A layer with a very long name (over 200 characters: a generated file name, a chain of filter
+  // results) leaves every dock as wide as it was and the window's minimum as it was; the name
+  // is shortened where it is shown and whole in its tooltip.
+  void long_layer_name_keeps_the_docks() {
+    auto w = make();
+    w->resize(1600, 1000);
+    w->show();
+    QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    const Shape s{9, 11};
+    const auto a = test::random_values<float>(s.elements());
+    QVERIFY(
+        !open_and_wait(w.get(), {write_raw(tmp_.path(), QStringLiteral("short"), a, s)}).isEmpty());
+    QTest::qWait(200);
+    QMap<QString, int> widths;
+    for (QDockWidget* d : w->findChildren<QDockWidget*>()) {
+      if (d->isVisible()) widths[d->objectName()] = d->width();
+    }
+    const int least = w->minimumSizeHint().width();
+    const QString stem = QStringLiteral("long").repeated(50);
+    const QList<int> ids = open_and_wait(w.get(), {write_raw(tmp_.path(), stem, a, s)});
+    QCOMPARE(ids.size(), 1);
+    w->host().set_current_layer(ids.first());
+    QTest::qWait(200);
+    QString grew;
+    for (QDockWidget* d : w->findChildren<QDockWidget*>()) {
+      if (!widths.contains(d->objectName())) continue;
+      if (d->width() > widths[d->objectName()] + 2) {
+        grew += QStringLiteral(" %1 %2 -> %3")
+                    .arg(d->objectName())
+                    .arg(widths[d->objectName()])
+                    .arg(d->width());
+      }
+    }
+    QVERIFY2(grew.isEmpty(), qPrintable(QStringLiteral("docks grew:") + grew));
+    QVERIFY2(w->minimumSizeHint().width() <= least + 2,
+             qPrintable(QStringLiteral("%1 -> %2").arg(least).arg(w->minimumSizeHint().width())));
+    // A new window whose first layer has the long name lays its docks out as for a short one.
+    auto w2 = make();
+    w2->resize(1600, 1000);
+    QVERIFY(open_and_wait(w2.get(), {write_raw(tmp_.path(), stem, a, s)}).size() == 1);
+    w2->show();
+    QVERIFY(QTest::qWaitForWindowExposed(w2.get()));
+    QTest::qWait(200);
+    QString wider;
+    for (QDockWidget* d : w2->findChildren<QDockWidget*>()) {
+      if (!widths.contains(d->objectName())) continue;
+      if (d->width() > widths[d->objectName()] + 2) {
+        wider += QStringLiteral(" %1 %2 -> %3")
+                     .arg(d->objectName())
+                     .arg(widths[d->objectName()])
+                     .arg(d->width());
+      }
+    }
+    QVERIFY2(wider.isEmpty(), qPrintable(QStringLiteral("docks of a new window wider:") + wider));
+    // The layer card shortens the name to its width; the whole name is its value and tooltip.
+    auto* card = qobject_cast<ui::LayerCard*>(w2->host().dock_widget(QStringLiteral("layer_card")));
+    QVERIFY(card);
+    const QString full = w2->host().layer(w2->host().layer_ids().first()).name;
+    QVERIFY(full.size() > 200);
+    QCOMPARE(card->value(QStringLiteral("name")), full);
+    auto* shown = card->findChild<QLabel*>(QStringLiteral("card_name"));
+    QVERIFY(shown);
+    QCOMPARE(shown->toolTip(), full);
+    QVERIFY2(shown->text().contains(QChar(0x2026)) && shown->text().size() < full.size(),
+             qPrintable(shown->text()));
   }
 
   void drop_several_files_opens_layers() {

@@ -368,10 +368,12 @@ void HistogramPanel::refresh_controls() {
     gamma = ch.gamma;
     visible_->setChecked(ch.visible);
   }
+  const QString name = shown_name(l.name);
   title_->setText(!l.valid() ? tr("No layer")
-                  : c >= 0   ? tr("%1, channel %2").arg(l.name, l.channels[std::size_t(c)].name)
-                  : labels   ? tr("%1 (labels: no contrast)").arg(l.name)
-                             : l.name);
+                  : c >= 0   ? tr("%1, channel %2").arg(name, l.channels[std::size_t(c)].name)
+                  : labels   ? tr("%1 (labels: no contrast)").arg(name)
+                             : name);
+  title_->setToolTip(l.valid() ? l.name : QString());
   plot_->set_limits(lo, hi);
   plot_->set_gamma(gamma);
   gamma_->setValue(gamma);

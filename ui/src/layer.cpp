@@ -41,4 +41,10 @@ void inherit_calibration(const Layer& input, Layer& result) {
   result.unit = input.unit;
 }
 
+QString shown_name(const QString& name) {
+  constexpr qsizetype kMax = 40, kHead = 24, kTail = 15;
+  if (name.size() <= kMax) return name;
+  return name.left(kHead) + QChar(0x2026) + name.right(kTail);
+}
+
 }  // namespace gpix::ui

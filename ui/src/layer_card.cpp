@@ -1,10 +1,12 @@
 #include "gpix/ui/layer_card.h"
 
 #include <QFormLayout>
+#include <QLabel>
 #include <QPainter>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "async.h"
 #include "gpix/error.h"
@@ -18,6 +20,41 @@ namespace {
 QString qs(const std::string& s) {
   return QString::fromStdString(s);
 }
+
+// The layer's name, shortened in the middle to the width it is given (whole in its tooltip).
+// A word-wrapped label cannot break a name without spaces, so a 200-character file name made
+// the card ask for its whole width and the dock area opened that much wider (a GUI
+// walk-through, 2026-12-02); this one asks for at most about 24 characters.
+class NameLabel : public QLabel {
+ public:
+  void set_name(const QString& name) {
+    name_ = name;
+    setToolTip(name);
+    elide();
+  }
+  const QString& name() const { return name_; }
+  QSize sizeHint() const override {
+    QSize s = QLabel::sizeHint();
+    s.setWidth(std::min(s.width(), fontMetrics().averageCharWidth() * 24));
+    return s;
+  }
+  QSize minimumSizeHint() const override {
+    return {fontMetrics().averageCharWidth() * 4, QLabel::minimumSizeHint().height()};
+  }
+
+ protected:
+  void resizeEvent(QResizeEvent* e) override {
+    QLabel::resizeEvent(e);
+    elide();
+  }
+
+ private:
+  void elide() {
+    const QString shown = fontMetrics().elidedText(name_, Qt::ElideMiddle, width());
+    if (shown != text()) setText(shown);
+  }
+  QString name_;
+};
 }  // namespace
 
 void Histogram::paintEvent(QPaintEvent*) {
@@ -45,10 +82,11 @@ LayerCard::LayerCard(Workspace& host, QWidget* parent) : QWidget(parent), host_(
       {"mean", tr("Mean")},       {"device", tr("Device")},    {"kind", tr("Memory")},
       {"spacing", tr("Spacing")}, {"channels", tr("Channels")}};
   for (const auto& [key, label] : rows) {
-    auto* l = new QLabel;
+    const bool name = std::string_view(key) == "name";
+    QLabel* l = name ? new NameLabel : new QLabel;
     l->setObjectName(QStringLiteral("card_") + QLatin1String(key));
     l->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    l->setWordWrap(true);
+    l->setWordWrap(!name);
     form->addRow(label, l);
     fields_.insert(QLatin1String(key), l);
   }
@@ -136,6 +174,7 @@ void LayerCard::show_file(const Layer& layer) {
 
 QString LayerCard::value(const QString& key) const {
   const QLabel* l = fields_.value(key);
+  if (const auto* n = dynamic_cast<const NameLabel*>(l)) return n->name();
   return l ? l->text() : QString();
 }
 
@@ -144,6 +183,7 @@ void LayerCard::refresh() {
     l->clear();
     l->setToolTip({});
   }
+  static_cast<NameLabel*>(fields_["name"])->set_name({});
   hist_->set_counts({});
   form_->setRowVisible(fields_["channels"], false);
   error_->hide();
@@ -151,7 +191,7 @@ void LayerCard::refresh() {
   const int id = host_.current_layer();
   if (id < 0) return;
   const Layer layer = host_.layer(id);
-  fields_["name"]->setText(layer.name);
+  static_cast<NameLabel*>(fields_["name"])->set_name(layer.name);
   fields_["spacing"]->setText(spacing_text(layer));
   // A composite's first axis is its channels: said here, not as a spacing.
   fields_["channels"]->setText(channels_text(layer));

@@ -354,11 +354,13 @@ void RoiPanel::show_table() {
   if (!problems.isEmpty()) {
     status_->setText(problems.join(QLatin1Char('\n')));
   } else if (rois_.isEmpty()) {
-    status_->setText(l.valid() ? tr("No ROIs on '%1': draw one with a tool above.").arg(l.name)
-                               : tr("No layer."));
+    status_->setText(
+        l.valid() ? tr("No ROIs on '%1': draw one with a tool above.").arg(shown_name(l.name))
+                  : tr("No layer."));
   } else {
-    status_->setText(tr("%n ROI(s) on '%1'", nullptr, int(rois_.size())).arg(l.name));
+    status_->setText(tr("%n ROI(s) on '%1'", nullptr, int(rois_.size())).arg(shown_name(l.name)));
   }
+  status_->setToolTip(l.valid() ? l.name : QString());
   all_planes_->setEnabled(stack);
   crop_->setEnabled(!rois_.isEmpty());
   delete_->setEnabled(!rois_.isEmpty());

@@ -110,6 +110,12 @@ QString display_unit(const QString& unit);
 // only: a composite's channel axis is left out (channels_text() in composite.h says it).
 QString spacing_text(const Layer& layer);
 
+// A layer's name as a panel shows it inside a sentence or a title: names longer than 40
+// characters keep their first 24 and last 15 around an ellipsis, so that a generated
+// 200-character file name does not make its panel (and the dock area) that wide. The caller
+// puts the whole name in the widget's tooltip.
+QString shown_name(const QString& name);
+
 // Gives `result` (a filter's output) the calibration of `input` on the axes it keeps
 // (gpix::kept_axes: same shape, or a projection along z); none when it keeps none.
 void inherit_calibration(const Layer& input, Layer& result);
