@@ -379,9 +379,28 @@ void MainWindow::load_plugins(const QStringList& paths) {
   help->addSeparator();
   help->addAction(tr("&About gpix viewer"), this, &MainWindow::show_about);
   help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
+  tabify_default_docks();
   QSettings& s = host_->settings();
   restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
   restoreState(s.value(QStringLiteral("window/state")).toByteArray());
+}
+
+void MainWindow::tabify_default_docks() {
+  // Five docks stacked in the right area left each about 180 px at a 1000 px window (a GUI
+  // walk-through, 2026-12-02): the ones used together less often share a place as tabs. A
+  // saved layout (restoreState, after this) keeps the user's own arrangement.
+  const auto dock = [this](const char* name) {
+    return findChild<QDockWidget*>(QLatin1String(name), Qt::FindDirectChildrenOnly);
+  };
+  const std::pair<const char*, const char*> pairs[] = {{"dock_layer_card", "dock_devices"},
+                                                       {"dock_rois", "dock_labels"}};
+  for (const auto& [first, second] : pairs) {
+    QDockWidget* a = dock(first);
+    QDockWidget* b = dock(second);
+    if (!a || !b || dockWidgetArea(a) != dockWidgetArea(b)) continue;
+    tabifyDockWidget(a, b);
+    a->raise();  // the first of each pair is the tab in front
+  }
 }
 
 void MainWindow::open_files(const QStringList& paths) {

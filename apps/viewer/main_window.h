@@ -190,6 +190,8 @@ class MainWindow : public QMainWindow {
   // Shows `text` in the error box, opening it where it is not open and adding a paragraph
   // where it is (several files that fail at once make one box, not a stack of them).
   void show_error(const QString& title, const QString& text);
+  // The default arrangement of the docks: some pairs of the right area as tabs.
+  void tabify_default_docks();
   QPointer<QMessageBox> error_box_;
   QString session_path_;
   std::function<int(const QStringList&)> ask_unsaved_;

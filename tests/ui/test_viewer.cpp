@@ -199,6 +199,44 @@ class TestViewer : public QObject {
              qPrintable(QStringLiteral("%1 x %2").arg(least.width()).arg(least.height())));
   }
 
+  // At 1600 x 1000 (the window's first size) the right dock area gives each place room: the
+  // layer card shares one with the devices and the ROIs one with the labels, as tabs, so three
+  // places share the height instead of five (about 180 px each before). Every dock is still
+  // reachable: hidden behind a tab, not closed.
+  void right_docks_have_room() {
+    auto w = make();
+    w->resize(1600, 1000);
+    QSignalSpy opened(w.get(), &MainWindow::files_opened);
+    w->open_default();
+    w->show();
+    QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    QVERIFY(opened.wait(60000));
+    QApplication::processEvents();
+    QList<QDockWidget*> right;
+    for (QDockWidget* d : w->findChildren<QDockWidget*>()) {
+      if (d->isVisible() && w->dockWidgetArea(d) == Qt::RightDockWidgetArea) right << d;
+    }
+    QVERIFY(right.size() >= 5);
+    QString small;
+    for (QDockWidget* d : right) {
+      // A dock behind a tab is "visible" with no area on screen (visibleRegion empty).
+      if (d->visibleRegion().isEmpty()) continue;
+      if (d->height() < 250)
+        small += QStringLiteral(" %1 %2").arg(d->objectName()).arg(d->height());
+    }
+    QVERIFY2(small.isEmpty(), qPrintable(QStringLiteral("cramped:") + small));
+    const auto tabbed = [&](const char* a, const char* b) {
+      auto* da = w->findChild<QDockWidget*>(QLatin1String(a));
+      auto* db = w->findChild<QDockWidget*>(QLatin1String(b));
+      return da && db && w->tabifiedDockWidgets(da).contains(db);
+    };
+    QVERIFY(tabbed("dock_layer_card", "dock_devices"));
+    QVERIFY(tabbed("dock_rois", "dock_labels"));
+    // The layer card is the tab in front.
+    QVERIFY(
+        !w->findChild<QDockWidget*>(QStringLiteral("dock_layer_card"))->visibleRegion().isEmpty());
+  }
+
   // The pixel readout in the status bar follows what changes under a still mouse: the slice
   // by key (Page Up / Page Down) and by the slider, and the layer's pixels (a filter result
   // replacing them); it used to keep the old slice's value until the mouse moved.
