@@ -48,15 +48,7 @@ export QT_QPA_PLATFORM=offscreen
 # warm-up could end before it came in. The tests and the suite's first calls keep the default.
 bench_env=(env GPIX_TIERED_COMPILE="${GPIX_TIERED_COMPILE:-0}")
 # Only NVIDIA's OpenCL for the suites: PoCL's compiles would take the lease.
-# Seen on 2026-12-02: the lent machine sets OCL_ICD_FILENAMES=libpocl.so.2:libnvidia-opencl.so.1,
-# which the ICD loader reads besides OCL_ICD_VENDORS (PoCL's rows ran in the tests); with it unset
-# and the bare library name in the vendor file no OpenCL platform loaded at all; with the
-# absolute path NVIDIA's loads (that machine still listed PoCL, from /etc/OpenCL/vendors).
-nvlib=$(ldconfig -p 2>/dev/null | grep -o '/[^ ]*libnvidia-opencl\.so\.1$' | head -1)
-[ -n "$nvlib" ] || nvlib=$(ls /usr/local/nvidia/lib64/libnvidia-opencl.so.1 \
-  /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1 2>/dev/null | head -1)
-mkdir -p /tmp/nv-icd && echo "${nvlib:-libnvidia-opencl.so.1}" > /tmp/nv-icd/nvidia.icd
-unset OCL_ICD_FILENAMES
+mkdir -p /tmp/nv-icd && echo libnvidia-opencl.so.1 > /tmp/nv-icd/nvidia.icd
 # benches LOG B...: each benchmark B on CUDA and on NVIDIA OpenCL, appended to $out/LOG
 # (the last 25 lines of each shown).
 benches() {
