@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
-#include <future>
 #include <mutex>
-#include <system_error>
 
 #include "backend/backend.h"
 #include "config.h"
@@ -65,8 +63,8 @@ struct Part {
   std::vector<Device> devices;
 };
 
-// One backend's devices, or its status saying why there are none (never throws).
-BackendDevices enumerate_backend(BackendDevices (*enumerate)(), Backend backend) {
+Part enumerate_part(BackendDevices (*enumerate)(), Backend backend, std::size_t first_index) {
+  Part p;
   BackendDevices b;
   try {
     b = enumerate();
@@ -74,12 +72,6 @@ BackendDevices enumerate_backend(BackendDevices (*enumerate)(), Backend backend)
     b.status.backend = backend;
     b.status.detail = std::string("failed to enumerate: ") + e.what();
   }
-  return b;
-}
-
-// The devices numbered from first_index.
-Part make_part(BackendDevices b, std::size_t first_index) {
-  Part p;
   p.status = b.status;
   for (auto& d : b.devices) {
     d->set_index(static_cast<int>(first_index + p.devices.size()));
@@ -87,10 +79,6 @@ Part make_part(BackendDevices b, std::size_t first_index) {
     p.devices.push_back(Access::device(std::move(d)));
   }
   return p;
-}
-
-Part enumerate_part(BackendDevices (*enumerate)(), Backend backend, std::size_t first_index) {
-  return make_part(enumerate_backend(enumerate, backend), first_index);
 }
 
 // CUDA on its own: a `cuda:` query needs nothing else, and NVIDIA's OpenCL driver takes a
@@ -104,23 +92,9 @@ const Part& cuda_part() {
 const Registry& registry() {
   static const Registry r = [] {
     Registry reg;
-    // The OpenCL platforms start on a thread of their own while this one starts CUDA: each
-    // driver takes 160-250 ms to initialise (bench_startup on an H200: CUDA 222-255 ms, then
-    // NVIDIA's and PoCL's platforms 162-191 ms), and one after the other they made an
-    // `opencl:` query or the default device 380-410 ms from process start (bench/RESULTS.md,
-    // 2026-12-02). Numbered once both are known.
-    std::future<BackendDevices> cl_devices;
-    try {
-      cl_devices = std::async(std::launch::async,
-                              [] { return enumerate_backend(&enumerate_opencl, Backend::opencl); });
-    } catch (const std::system_error&) {
-      // No thread to be had: the same enumeration after CUDA's, as before.
-    }
     // CUDA first: where both backends see a card, the native API is listed (and ranked) first.
     const Part& cu = cuda_part();
-    Part cl = make_part(cl_devices.valid() ? cl_devices.get()
-                                           : enumerate_backend(&enumerate_opencl, Backend::opencl),
-                        cu.devices.size());
+    Part cl = enumerate_part(&enumerate_opencl, Backend::opencl, cu.devices.size());
     reg.status = {cu.status, cl.status};
     reg.devices = cu.devices;
     reg.devices.insert(reg.devices.end(), cl.devices.begin(), cl.devices.end());
