@@ -7,6 +7,7 @@
 // renders only the newest camera). With GPIX_SCREENSHOT_DIR the views of a blob volume are
 // saved as ortho_views.png and mip_3d.png (docs/img).
 #include <QApplication>
+#include <QCheckBox>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QSettings>
@@ -16,6 +17,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <set>
 
 #include "gpix/basic_host.h"
 #include "gpix/render.h"
@@ -318,6 +320,43 @@ class TestStackViews : public QObject {
     };
     check('z', 1, 0);
     if (QTest::currentTestFailed()) return;
+    // Zoomed in (3 screen pixels a voxel), the smooth view blends neighbouring columns; without
+    // smoothing every pixel is exactly one column's maximum, at any zoom.
+    std::set<float> maxima;
+    for (std::size_t y = 0; y < s.ny; ++y) {
+      for (std::size_t c = 0; c < s.nx; ++c) {
+        float m = -std::numeric_limits<float>::infinity();
+        for (std::size_t k = 0; k < s.nz; ++k) m = std::max(m, float(s.at(k, y, c)));
+        maxima.insert(m);
+      }
+    }
+    // The fraction of the camera's projected pixels (those on the volume) that are maxima.
+    const auto on_maxima = [&] {
+      const Array p = render_mip(Array::push(data, shape), v.frame_camera());
+      std::size_t in = 0, all = 0;
+      for (float x : p.pull_as<float>()) {
+        if (std::isnan(x)) continue;
+        ++all;
+        in += maxima.count(x);
+      }
+      return all ? double(in) / double(all) : 0.0;
+    };
+    QVERIFY(v.smooth());
+    v.set_zoom(3);
+    QTRY_VERIFY_WITH_TIMEOUT(!v.busy() && v.frame_camera().pixel < 0.5, 60000);
+    QCOMPARE(v.frame_camera().interpolation, Interpolation::linear);
+    const double smooth_share = on_maxima();
+    QVERIFY2(smooth_share < 0.5, qPrintable(QString::number(smooth_share)));
+    const int before = v.frames_rendered();
+    v.set_smooth(false);
+    QTRY_VERIFY_WITH_TIMEOUT(!v.busy() && v.frames_rendered() > before, 60000);
+    QCOMPARE(v.frame_camera().interpolation, Interpolation::nearest);
+    QCOMPARE(on_maxima(), 1.0);
+    v.set_smooth(true);
+    v.set_zoom(1);
+    QTRY_VERIFY_WITH_TIMEOUT(!v.busy() && v.frame_camera().pixel == 1 &&
+                                 v.frame_camera().interpolation == Interpolation::linear,
+                             60000);
     v.set_angles(90, 0);
     QTRY_VERIFY_WITH_TIMEOUT(!v.busy() && v.frame_camera().yaw == 90, 60000);
     check('x', 1, 0);
@@ -434,6 +473,13 @@ class TestStackViews : public QObject {
     auto* mip = window.findChild<ui::MipView*>();
     QVERIFY(mip && mip->isVisible());
     QTRY_VERIFY_WITH_TIMEOUT(!mip->busy() && !mip->frame().isNull(), 60000);
+    // The switch above the 3D view: smooth by default, off for the voxels themselves.
+    auto* smooth = window.findChild<QCheckBox*>(QStringLiteral("mip_smooth"));
+    QVERIFY(smooth && smooth->isVisible() && smooth->isChecked());
+    smooth->click();
+    QVERIFY(!mip->smooth());
+    QTRY_VERIFY_WITH_TIMEOUT(
+        !mip->busy() && mip->frame_camera().interpolation == Interpolation::nearest, 60000);
     QTRY_VERIFY_WITH_TIMEOUT(!ortho->busy(), 60000);
   }
 #endif

@@ -112,7 +112,7 @@ MipOptions MipView::camera() const {
   o.height = std::size_t(std::clamp(int(std::lround(height() * dpr)), 1, kMaxSide));
   o.pixel = std::min({sp[0], sp[1], sp[2]}) / (zoom_ * dpr);
   // Label ids must not be blended into ids that are not there.
-  o.interpolation = canonical_colormap(l.colormap) == QLatin1String("labels")
+  o.interpolation = !smooth_ || canonical_colormap(l.colormap) == QLatin1String("labels")
                         ? Interpolation::nearest
                         : Interpolation::linear;
   return o;
@@ -344,6 +344,12 @@ void MipView::set_angles(double yaw, double pitch) {
   yaw_ = yaw;
   pitch_ = pitch;
   emit camera_changed(yaw_, pitch_, zoom_);
+  invalidate();
+}
+
+void MipView::set_smooth(bool smooth) {
+  if (smooth == smooth_) return;
+  smooth_ = smooth;
   invalidate();
 }
 

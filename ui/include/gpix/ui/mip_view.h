@@ -46,6 +46,10 @@ class MipView : public QWidget {
   double pitch() const { return pitch_; }
   // Screen pixels per the layer's smallest voxel spacing.
   double zoom() const { return zoom_; }
+  // Whether samples between voxel centres are trilinear blends (the default: smooth when
+  // zoomed in and turned) or the voxel they fall in, which makes the view along an axis
+  // exactly the maximum projection along it at any zoom. Labels always take the voxel.
+  bool smooth() const { return smooth_; }
   // The last frame (null before the first); one image pixel per device pixel of the widget
   // (fewer while dragging), the volume's centre at the image's centre.
   QImage frame() const { return image_; }
@@ -63,6 +67,7 @@ class MipView : public QWidget {
  public slots:
   void set_angles(double yaw, double pitch);
   void set_zoom(double zoom);  // kept when the window resizes
+  void set_smooth(bool smooth);
   // Zoom so that the volume fits whatever way it is turned (its bounding sphere).
   void fit();
   void reset();  // angles 0 (looking down z) and fit
@@ -101,6 +106,7 @@ class MipView : public QWidget {
   int layer_ = -1;
   double yaw_ = 0, pitch_ = 0, zoom_ = 1;
   bool user_zoom_ = false;  // the user zoomed: resizing keeps the zoom
+  bool smooth_ = true;
   bool dragging_ = false;
   QPointF last_;
   QImage image_;
