@@ -29,6 +29,7 @@
 #include "gpix/ui/device_panel.h"
 #include "gpix/ui/filter_help.h"
 #include "gpix/ui/filter_panel.h"
+#include "gpix/ui/layer.h"
 #include "gpix/ui/layer_card.h"
 #include "gpix/ui/layer_commands.h"
 #include "gpix/ui/layer_list.h"
@@ -92,6 +93,30 @@ class TestWidgets : public QObject {
   }
 
  private slots:
+  // Panels shorten long layer names in their sentences: 40 characters at most, the start and
+  // the end kept around an ellipsis, never half of a surrogate pair.
+  void shown_name_cuts_long_names() {
+    QCOMPARE(ui::shown_name(QStringLiteral("cells")), QStringLiteral("cells"));
+    const QString forty(40, QLatin1Char('a'));
+    QCOMPARE(ui::shown_name(forty), forty);
+    const QString longer =
+        QStringLiteral("start_") + QString(200, QLatin1Char('x')) + QStringLiteral("_the_end.tif");
+    const QString cut = ui::shown_name(longer);
+    QCOMPARE(cut.size(), 40);
+    QVERIFY(cut.startsWith(QStringLiteral("start_")));
+    QVERIFY(cut.endsWith(QStringLiteral("_the_end.tif")));
+    QVERIFY(cut.contains(QChar(0x2026)));
+    // An emoji (two UTF-16 units) across either cut stays whole or goes whole.
+    const QString emoji = QString::fromUtf8("\xF0\x9F\x94\xAC");  // microscope
+    for (int at = 20; at < 28; ++at) {
+      QString n = QString(at, QLatin1Char('b')) + emoji + QString(60, QLatin1Char('c')) + emoji +
+                  QString(at % 17, QLatin1Char('d'));
+      const QString c = ui::shown_name(n);
+      QVERIFY(c.size() <= 40);
+      QCOMPARE(QString::fromUtf8(c.toUtf8()), c);  // no lone surrogate (it would become U+FFFD)
+    }
+  }
+
   void init() {
     host_ = std::make_unique<BasicHost>(
         default_device(),

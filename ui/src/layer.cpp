@@ -42,9 +42,13 @@ void inherit_calibration(const Layer& input, Layer& result) {
 }
 
 QString shown_name(const QString& name) {
-  constexpr qsizetype kMax = 40, kHead = 24, kTail = 15;
+  constexpr qsizetype kMax = 40;
   if (name.size() <= kMax) return name;
-  return name.left(kHead) + QChar(0x2026) + name.right(kTail);
+  // Cut between characters, never inside a surrogate pair (an emoji in a file name).
+  qsizetype head = 24, tail = 15;
+  if (name.at(head - 1).isHighSurrogate()) --head;
+  if (name.at(name.size() - tail).isLowSurrogate()) --tail;
+  return name.left(head) + QChar(0x2026) + name.right(tail);
 }
 
 }  // namespace gpix::ui
