@@ -302,21 +302,26 @@ class TestViewer : public QObject {
       if (d->isVisible()) widths[d->objectName()] = d->width();
     }
     const int least = w->minimumSizeHint().width();
+    // " name before -> after" for each dock of `win` wider than `widths` says (2 px of slack).
+    const auto grown = [&](MainWindow* win) {
+      QString out;
+      for (QDockWidget* d : win->findChildren<QDockWidget*>()) {
+        if (!widths.contains(d->objectName())) continue;
+        if (d->width() > widths[d->objectName()] + 2) {
+          out += QStringLiteral(" %1 %2 -> %3")
+                     .arg(d->objectName())
+                     .arg(widths[d->objectName()])
+                     .arg(d->width());
+        }
+      }
+      return out;
+    };
     const QString stem = QStringLiteral("long").repeated(50);
     const QList<int> ids = open_and_wait(w.get(), {write_raw(tmp_.path(), stem, a, s)});
     QCOMPARE(ids.size(), 1);
     w->host().set_current_layer(ids.first());
     QTest::qWait(200);
-    QString grew;
-    for (QDockWidget* d : w->findChildren<QDockWidget*>()) {
-      if (!widths.contains(d->objectName())) continue;
-      if (d->width() > widths[d->objectName()] + 2) {
-        grew += QStringLiteral(" %1 %2 -> %3")
-                    .arg(d->objectName())
-                    .arg(widths[d->objectName()])
-                    .arg(d->width());
-      }
-    }
+    const QString grew = grown(w.get());
     QVERIFY2(grew.isEmpty(), qPrintable(QStringLiteral("docks grew:") + grew));
     QVERIFY2(w->minimumSizeHint().width() <= least + 2,
              qPrintable(QStringLiteral("%1 -> %2").arg(least).arg(w->minimumSizeHint().width())));
@@ -327,16 +332,7 @@ class TestViewer : public QObject {
     w2->show();
     QVERIFY(QTest::qWaitForWindowExposed(w2.get()));
     QTest::qWait(200);
-    QString wider;
-    for (QDockWidget* d : w2->findChildren<QDockWidget*>()) {
-      if (!widths.contains(d->objectName())) continue;
-      if (d->width() > widths[d->objectName()] + 2) {
-        wider += QStringLiteral(" %1 %2 -> %3")
-                     .arg(d->objectName())
-                     .arg(widths[d->objectName()])
-                     .arg(d->width());
-      }
-    }
+    const QString wider = grown(w2.get());
     QVERIFY2(wider.isEmpty(), qPrintable(QStringLiteral("docks of a new window wider:") + wider));
     // The layer card shortens the name to its width; the whole name is its value and tooltip.
     auto* card = qobject_cast<ui::LayerCard*>(w2->host().dock_widget(QStringLiteral("layer_card")));
