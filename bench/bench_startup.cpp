@@ -1,7 +1,9 @@
 // Where process start -> first device ready goes (issue 17's "under 200 ms warm"): each step
 // of what select_device() and a first push do, timed separately in a fresh process. Run it
 // twice in new processes; the second has the driver's caches warm.
-//   bench_startup [cuda|opencl]
+//   bench_startup [cuda|opencl|steps|opencl-alone]
+// opencl-alone: the OpenCL platforms enumerated and the first GPU pushed to, the CUDA driver
+// never started in the process (what an `opencl:` query could cost without CUDA's start).
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -9,6 +11,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/nvrtc.h"
+#include "detail.h"
 #include "gpix/array.h"
 #include "gpix/device.h"
 
@@ -36,6 +39,23 @@ int main(int argc, char** argv) {
     t = Clock::now();
     auto cl = detail::enumerate_opencl();
     std::printf("enumerate opencl    %8.1f ms (%zu devices)\n", ms_since(t), cl.devices.size());
+    std::printf("total               %8.1f ms\n", ms_since(t0));
+    return 0;
+  }
+  if (which == "opencl-alone") {
+    auto cl = detail::enumerate_opencl();
+    std::printf("enumerate opencl    %8.1f ms (%zu devices, no CUDA)\n", ms_since(t),
+                cl.devices.size());
+    for (auto& impl : cl.devices) {
+      if (impl->info().type != DeviceType::gpu) continue;
+      const Device d = detail::Access::device(impl);
+      t = Clock::now();
+      std::vector<float> host(2048 * 2048, 1.0f);
+      Array a = Array::push(host, Shape{2048, 2048}, d);
+      d.finish();
+      std::printf("first push 16 MB    %8.1f ms  %s\n", ms_since(t), d.label().c_str());
+      break;
+    }
     std::printf("total               %8.1f ms\n", ms_since(t0));
     return 0;
   }

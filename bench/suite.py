@@ -268,6 +268,22 @@ def fmt(v):
     return str(v)
 
 
+def parse_shapes(text):
+    """--shapes: '2:AxB,CxD;3:AxBxC,DxExF' -> {2: [(A, B), (C, D)], 3: [...]}, the grid's form
+    (two shapes per dimensionality, the smaller first: it predicts the larger's times)."""
+    shapes = {}
+    for part in filter(None, text.split(";")):
+        nd, _, items = part.partition(":")
+        nd = int(nd)
+        got = [tuple(int(v) for v in item.split("x")) for item in items.split(",")]
+        if nd not in (2, 3) or len(got) != 2 or any(len(s) != nd for s in got):
+            raise SystemExit(f"--shapes: '{part}' is not '{nd}:' and two {nd}D shapes like AxB")
+        shapes[nd] = sorted(got, key=math.prod)
+    if set(shapes) != {2, 3}:
+        raise SystemExit("--shapes needs both '2:' and '3:' (two shapes each)")
+    return shapes
+
+
 def grid(shapes, filters=None):
     """The cases, small shapes first (2D, 3D), then the large ones, each with its predictor:
     the same case on the smaller shape (factor: the ratio of pixels), or on the smaller shape
@@ -816,6 +832,12 @@ def main(argv=None):
         "--cle-device", default="NVIDIA", help="pyclesperanto's device (part of its name)"
     )
     ap.add_argument("--filters", default="", help="only filters whose name matches this regex")
+    ap.add_argument(
+        "--shapes",
+        default="",
+        help="other shapes than the grid's, two per dimensionality, smaller first: "
+        "'2:1999x2047,3001x4099;3:64x512x512,97x301x263' (checks that a win holds off the grid)",
+    )
     ap.add_argument("--phases", default="firstcall,prewarm,grid")
     ap.add_argument(
         "--max-call-s",
@@ -861,7 +883,7 @@ def main(argv=None):
             min(o.min_reps, 2),
             min(o.target_ms, 20),
         )
-    shapes = QUICK_SHAPES if o.quick else SHAPES
+    shapes = parse_shapes(o.shapes) if o.shapes else QUICK_SHAPES if o.quick else SHAPES
     cases = grid(shapes, o.filters)
     if o.list:
         for c in cases:

@@ -100,6 +100,27 @@ def grid_ids_and_predictors(o, tmp):
 
 
 @test
+def shapes_off_the_grid(o, tmp):
+    got = suite.parse_shapes("2:3001x4099,1999x2047;3:64x512x512,97x301x263")
+    assert got == {2: [(1999, 2047), (3001, 4099)], 3: [(97, 301, 263), (64, 512, 512)]}, got
+    cases = suite.grid(got)
+    assert {"x".join(map(str, c["shape"])) for c in cases} == {
+        "1999x2047",
+        "3001x4099",
+        "97x301x263",
+        "64x512x512",
+    }
+    assert len(cases) == len(suite.grid(suite.SHAPES))
+    for bad in ("2:10x10", "2:10x10,20x20", "2:10x10,20x20;3:1x2x3,4x5", "2:10x10x1,2x2;3:1x1x1,2x2x2"):
+        try:
+            suite.parse_shapes(bad)
+        except SystemExit as e:
+            assert "--shapes" in str(e), e
+        else:
+            raise AssertionError(f"{bad!r} was accepted")
+
+
+@test
 def prewarm_and_shards(o, tmp):
     cases = suite.grid(suite.QUICK_SHAPES)
     pre = suite.prewarm_cases(cases, suite.QUICK_PREWARM_SHAPES)
