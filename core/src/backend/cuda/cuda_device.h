@@ -220,6 +220,11 @@ class CudaDevice final : public DeviceImpl {
   std::unique_ptr<StreamControl> control_;
   std::mutex maps_mutex_;
   std::map<void*, Mapped> maps_;
+  // do_read's landing block for small reads into pageable memory (a reduction's result), taken
+  // from pinned_ on first use; the mutex covers the copy into it and out of it.
+  std::mutex small_read_mutex_;
+  std::shared_ptr<std::byte> small_read_;
+  bool small_read_refused_ = false;  // no page-locked memory for it: reads stay pageable
   std::mutex peer_mutex_;
   std::map<const CudaDevice*, bool> peers_;
 };
