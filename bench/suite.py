@@ -424,19 +424,31 @@ def write_cases(cases, base):
 # Data: the blob images every implementation reads.
 
 
+# Blob images up to this many pixels are made on the host: CuPy's first use compiles its kernels
+# (15-20 s for the first 32^3 shape on an H200 machine, 2026-12-02), which took the whole time of
+# a first-call-only run; scipy makes a 256^3 one in about 2.5 s.
+HOST_DATA_MAX = 1 << 24
+
+
 def make_data(shapes, data_dir, log):
-    try:
-        import cupy as xp
-        import cupyx.scipy.ndimage as ndi
+    import numpy
+    import scipy.ndimage
 
-        to_host = xp.asnumpy
-    except ImportError:
-        import numpy as xp
-        import scipy.ndimage as ndi
-
-        to_host = lambda a: a  # noqa: E731
+    gpu = None
     os.makedirs(data_dir, exist_ok=True)
     for shape in shapes:
+        if math.prod(shape) <= HOST_DATA_MAX:
+            xp, ndi, to_host = numpy, scipy.ndimage, lambda a: a
+        else:
+            if gpu is None:
+                try:
+                    import cupy
+                    import cupyx.scipy.ndimage
+
+                    gpu = (cupy, cupyx.scipy.ndimage, cupy.asnumpy)
+                except ImportError:
+                    gpu = (numpy, scipy.ndimage, lambda a: a)
+            xp, ndi, to_host = gpu
         key = shape_str(shape)
         b, i = os.path.join(data_dir, f"blob_{key}.u8"), os.path.join(
             data_dir, f"blobimg_{key}.f32"
@@ -449,8 +461,8 @@ def make_data(shapes, data_dir, log):
         to_host(img).tofile(i)
         log(f"data {key}: {float(blob.mean()) * 100:.1f}% foreground, {time.time() - t:.1f} s")
         del blob, img
-    if xp.__name__ == "cupy":
-        xp.get_default_memory_pool().free_all_blocks()
+    if gpu is not None and gpu[0].__name__ == "cupy":
+        gpu[0].get_default_memory_pool().free_all_blocks()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -903,12 +915,19 @@ def main(argv=None):
     phases = set(filter(None, o.phases.split(",")))
     pre_shapes = QUICK_PREWARM_SHAPES if o.quick else PREWARM_SHAPES
     fc_shape = QUICK_FIRST_CALL_SHAPE if o.quick else FIRST_CALL_SHAPE
-    need = {
-        tuple(c["shape"])
-        for c in cases
-        if set(c["inputs"]) & {"blob", "blobimg", "labels", "sparse_labels"}
-    }
-    need |= {tuple(pre_shapes[2]), tuple(pre_shapes[3]), tuple(fc_shape)}
+    # Only the data the chosen phases read (the prewarm reads the grid's shapes too, for the
+    # implementations prewarmed there).
+    need = set()
+    if phases & {"grid", "profile"} or "prewarm" in phases and o.prewarm_real:
+        need = {
+            tuple(c["shape"])
+            for c in cases
+            if set(c["inputs"]) & {"blob", "blobimg", "labels", "sparse_labels"}
+        }
+    if "prewarm" in phases:
+        need |= {tuple(pre_shapes[2]), tuple(pre_shapes[3])}
+    if "firstcall" in phases:
+        need.add(tuple(fc_shape))
     data = os.path.join(work, "data")
     make_data(sorted(need, key=math.prod), data, log)
 
@@ -978,7 +997,10 @@ def main(argv=None):
             fc_cases,
             work,
             data,
-            min(deadline, t + (0.15 if o.quick else 0.12) * o.budget),
+            # Its share of the budget, or all that is left when no phase follows it.
+            min(deadline, t + (0.15 if o.quick else 0.12) * o.budget)
+            if phases - {"firstcall"}
+            else deadline,
             o.quick,
             log,
         )
@@ -990,7 +1012,11 @@ def main(argv=None):
         t = time.time()
         pre = prewarm_cases(cases, pre_shapes)
         real = set(o.prewarm_real.split(","))
-        pdl = min(deadline, t + (0.3 if o.quick else 0.22) * o.budget)
+        pdl = (
+            min(deadline, t + (0.3 if o.quick else 0.22) * o.budget)
+            if phases & {"grid", "profile"}
+            else deadline
+        )
         procs = []
         import threading
 
