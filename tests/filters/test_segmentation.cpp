@@ -767,7 +767,8 @@ class TestSegmentation : public QObject {
   // Box and cross morphology run on masks packed 32 pixels to a word: rows that end inside a
   // word, span several, or fit one exactly; windows wider than a word and than the image;
   // sparse, dense and half-full masks (erosion of a sparse mask alone would say little);
-  // rows that load and store as vectors (widths 64 and 40) and ones that do not; uint8 inputs
+  // rows that load and store as vectors (widths 64 and 40) and ones that do not (of them, 8-bit
+  // rows of any width still load and store 16 bytes at a time); uint8 inputs
   // whose true pixels take every value 1..255, int16 ones negative values too, float ones whose
   // true pixels include NaN and whose false ones include -0.
   void morphology_across_words() {
@@ -777,7 +778,10 @@ class TestSegmentation : public QObject {
                                                         {Shape{2, 33}, {1, 16}},
                                                         {Shape{2, 3, 129}, {1, 2, 5}},
                                                         {Shape{3, 4, 40}, {1, 3}},
-                                                        {Shape{9, 2, 1}, {1, 4}}};
+                                                        {Shape{9, 2, 1}, {1, 4}},
+                                                        // A realistic odd width: rows start
+                                                        // anywhere in the 16-byte vectors.
+                                                        {Shape{67, 1999}, {1, 4}}};
     const char* filters[] = {"binary_erosion", "binary_dilation", "binary_opening",
                              "binary_closing"};
     std::bernoulli_distribution coin(0.5);
