@@ -434,21 +434,19 @@ def make_data(shapes, data_dir, log):
     import numpy
     import scipy.ndimage
 
-    gpu = None
+    host = (numpy, scipy.ndimage, lambda a: a)
+    gpu = None  # CuPy's, imported at the first shape that needs it (the host's without CuPy)
     os.makedirs(data_dir, exist_ok=True)
     for shape in shapes:
-        if math.prod(shape) <= HOST_DATA_MAX:
-            xp, ndi, to_host = numpy, scipy.ndimage, lambda a: a
-        else:
-            if gpu is None:
-                try:
-                    import cupy
-                    import cupyx.scipy.ndimage
+        if math.prod(shape) > HOST_DATA_MAX and gpu is None:
+            try:
+                import cupy
+                import cupyx.scipy.ndimage
 
-                    gpu = (cupy, cupyx.scipy.ndimage, cupy.asnumpy)
-                except ImportError:
-                    gpu = (numpy, scipy.ndimage, lambda a: a)
-            xp, ndi, to_host = gpu
+                gpu = (cupy, cupyx.scipy.ndimage, cupy.asnumpy)
+            except ImportError:
+                gpu = host
+        xp, ndi, to_host = host if math.prod(shape) <= HOST_DATA_MAX else gpu
         key = shape_str(shape)
         b, i = os.path.join(data_dir, f"blob_{key}.u8"), os.path.join(
             data_dir, f"blobimg_{key}.f32"
@@ -847,7 +845,8 @@ def main(argv=None):
     ap.add_argument(
         "--shapes",
         default="",
-        help="other shapes than the grid's, two per dimensionality, smaller first: "
+        help="other shapes than the grid's, two per dimensionality (the smaller predicts the "
+        "larger's times): "
         "'2:1999x2047,3001x4099;3:64x512x512,97x301x263' (checks that a win holds off the grid)",
     )
     ap.add_argument("--phases", default="firstcall,prewarm,grid")

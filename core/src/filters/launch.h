@@ -58,20 +58,26 @@ template <class T>
 KernelArg arg(T v) {
   return KernelArg::scalar(v);
 }
+
+// Whether a's allocation starts on a `bytes` boundary (OpenCL buffers, which have no address
+// here, count as aligned: their base alignment is the device's, 128 bytes or more).
+inline bool aligned_base(const Array& a, std::size_t bytes) {
+  return Access::impl(a).memory->native_pointer() % bytes == 0;
+}
+
 // Whether a's rows load and store as the dialect's gpix_v4 vectors: 8-, 16- and 32-bit types,
 // rows of whole vectors (width a multiple of 4) and an allocation aligned to a vector. gpix's
 // own allocations always are (CUDA: 256 bytes, OpenCL: CL_DEVICE_MEM_BASE_ADDR_ALIGN, and
 // native_pointer() is 0 there); memory wrapped from elsewhere (DLPack) may not be.
 inline bool vector_ok(const Array& a) {
-  const std::size_t vec = 4 * size_of(a.dtype());
   return size_of(a.dtype()) <= 4 && a.shape().width() % 4 == 0 &&
-         Access::impl(a).memory->native_pointer() % vec == 0;
+         aligned_base(a, 4 * size_of(a.dtype()));
 }
 
 // Whether every row of a (8-, 16- or 32-bit elements) starts on a `bytes` boundary.
 inline bool aligned_rows(const Array& a, std::size_t bytes) {
   return size_of(a.dtype()) <= 4 && a.shape().width() * size_of(a.dtype()) % bytes == 0 &&
-         Access::impl(a).memory->native_pointer() % bytes == 0;
+         aligned_base(a, bytes);
 }
 
 // width, height, depth as gpix_index (64-bit) arguments.

@@ -439,8 +439,9 @@ Array morph(const Array& in, int radius, bool cross, std::initializer_list<bool>
     KernelArgs a = rows_args(in, cur);
     // 1: rows of whole aligned vectors; 2: 8-bit pixels in an aligned allocation, rows of any
     // width (the kernel's 16-byte loads around each word); 0: an element at a time.
-    const bool base16 = Access::impl(in).memory->native_pointer() % 16 == 0;
-    a.push_back(arg(aligned_rows(in, 16) ? 1 : (size_of(in.dtype()) == 1 && base16 ? 2 : 0)));
+    a.push_back(arg(aligned_rows(in, 16)                               ? 1
+                    : size_of(in.dtype()) == 1 && aligned_base(in, 16) ? 2
+                                                                       : 0));
     launch(in, kFile, "mask_pack", seg_defines(in.dtype()), rows, a);
   }
   const auto pass = [&](const char* entry, const Launch& g, KernelArgs a) {
@@ -473,8 +474,10 @@ Array morph(const Array& in, int radius, bool cross, std::initializer_list<bool>
   Array out = empty_like(in, DType::u8);
   // 16-byte stores for every width where the allocation allows them (vec 0: 16 pixels of the
   // flat image a work-item, rows ending inside them).
-  const bool out16 = Access::impl(out).memory->native_pointer() % 16 == 0;
-  const int vec = aligned_rows(out, 16) ? 16 : (out16 ? 0 : (aligned_rows(out, 4) ? 4 : 1));
+  const int vec = aligned_rows(out, 16)   ? 16
+                  : aligned_base(out, 16) ? 0
+                  : aligned_rows(out, 4)  ? 4
+                                          : 1;
   launch(in, kFile, "mask_unpack", u32,
          flat_grid(ceil_div(in.elements(), static_cast<std::size_t>(vec == 0 ? 16 : vec))),
          {arg(cur), arg(out), arg<std::uint64_t>(s.width()), arg<std::uint64_t>(in.elements()),
