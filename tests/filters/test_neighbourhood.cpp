@@ -399,12 +399,15 @@ class TestNeighbourhood : public QObject {
     }
   }
 
-  // Radius-1 2D mean/minimum/maximum on widths that are a multiple of 4 (the four-column
-  // kernels for 8-, 16- and 32-bit types; the one-column ones for 64-bit types): against the
-  // reference on every dtype, and bit for bit against the one-column kernels: the same image
-  // with its last column repeated (width + 1, not a multiple of 4) has the same first
-  // `width` columns of output under border replication. Outputs land in poisoned memory (a
-  // released array of the same size, filled, which the pool hands out again).
+  // Radius-1 2D mean/minimum/maximum through each of their kernels: four columns a work-item
+  // from vectors (r1_OP_2d_v4: widths that are a multiple of 4, 8-, 16- and 32-bit types), four
+  // from scalars (r1_OP_2d_c4: float32 minima and maxima of other widths) and one column
+  // (r1_OP_2d: the rest). Against the reference on every dtype, and bit for bit across kernels:
+  // the same image with its last column repeated (width + 1) has the same first `width`
+  // columns of output under border replication, and one of the two widths is a multiple of 4
+  // wherever the other is not (the scalar kernel's last work-item of a row holds 1, 2 or 3
+  // columns in the shapes below). Outputs land in poisoned memory (a released array of the
+  // same size, filled, which the pool hands out again).
   void radius_one_vector_widths_data() { devices_data(); }
   void radius_one_vector_widths() {
     const Device dev = test::fetch_device();
@@ -413,7 +416,9 @@ class TestNeighbourhood : public QObject {
       if (dtype == DType::f64 && !dev.supports_fp64()) continue;
       visit_dtype(dtype, [&](auto z) {
         using T = decltype(z);
-        for (const Shape& shape : {Shape{1, 4}, Shape{17, 4}, Shape{5, 8}, Shape{33, 76}}) {
+        for (const Shape& shape :
+             {Shape{1, 4}, Shape{17, 4}, Shape{5, 8}, Shape{33, 76}, Shape{9, 1}, Shape{2, 3},
+              Shape{6, 7}, Shape{13, 11}, Shape{4, 5}}) {
           const std::size_t h = shape.height(), w = shape.width();
           for (const char* f : {"mean_box", "minimum_box", "maximum_box"}) {
             const std::string name(f);
@@ -435,7 +440,7 @@ class TestNeighbourhood : public QObject {
             for (std::size_t y = 0; y < h; ++y) {
               QVERIFY2(
                   std::memcmp(got.data() + y * w, one.data() + y * (w + 1), w * sizeof(T)) == 0,
-                  at + ": four-column and one-column kernels differ in row " +
+                  at + ": the kernels for widths w and w + 1 differ in row " +
                       QByteArray::number(static_cast<qulonglong>(y)));
             }
             if (name == "mean_box") {

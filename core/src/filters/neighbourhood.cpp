@@ -354,18 +354,33 @@ bool radius_one(const Array& a, const Radii& r) {
 }
 
 // r1_<op>_2d / _3d (kernels/neighbourhood.kernel). Rows per work-item in 2D: NB_RUN (8),
-// NB_RUN_MEDIAN (16) for the median, NB_RUN_V4 (2) for the four-column r1_<op>_2d_v4; the 3D
-// box kernels' tile: NB_TX x NB_TY x NB_TZ; r1_median_3d: NB_RUN planes per work-item.
-constexpr std::size_t kR1Run = 8, kR1RunMedian = 16, kR1RunV4 = 2;
+// NB_RUN_MEDIAN (16) for the median, NB_RUN_V4 (2) and NB_RUN_C4 (2) for the four-column
+// r1_<op>_2d_v4 and r1_<op>_2d_c4; the 3D box kernels' tile: NB_TX x NB_TY x NB_TZ;
+// r1_median_3d: NB_RUN planes per work-item.
+constexpr std::size_t kR1Run = 8, kR1RunMedian = 16, kR1RunV4 = 2, kR1RunC4 = 2;
 constexpr std::size_t kR1TileX = 32, kR1TileY = 16, kR1TileZ = 32;
 
+// Whether the four-column scalar kernel r1_<op>_2d_c4 serves a 2D radius-1 box that the vector
+// kernel cannot take (a width that is not a multiple of 4, memory not aligned to a vector):
+// float32 minima and maxima only. Their loads pay a conversion to an order key each, which the
+// one-column kernel repeats for the three outputs whose window holds a value; c4 converts each
+// once, at the price of loads 16 bytes apart across a warp. On an H200 (bench/RESULTS.md,
+// 2026-12-02, seventeenth session), 1999 x 2047 and 3001 x 4099 float32: minimum and maximum
+// 0.90-0.98x the one-column kernel's time, the hats built on them 0.92-0.95x; the same kernel
+// for means 1.09-1.21x, 16-bit types 0.93-1.35x, float64 1.16-1.52x, so those stay on r1_<op>_2d.
+bool r1_c4(const Array& in, const char* op) {
+  const std::string_view o(op);
+  return in.ndim() == 2 && in.dtype() == DType::f32 && (o == "min" || o == "max") && !vector_ok(in);
+}
 // Whether r1_<op>_2d_v4 takes `a`: vector_ok (launch.h).
 // The r1_<op>_* kernel that radius_one_box runs on `in` (its output, a new gpix allocation, is
 // aligned like any).
 std::string r1_entry(const Array& in, const char* op) {
   const bool median = std::string_view(op) == "median";
-  if (in.ndim() == 2)
-    return std::string("r1_") + op + (!median && vector_ok(in) ? "_2d_v4" : "_2d");
+  if (in.ndim() == 2 && median) return "r1_median_2d";
+  if (in.ndim() == 2) {
+    return std::string("r1_") + op + (vector_ok(in) ? "_2d_v4" : r1_c4(in, op) ? "_2d_c4" : "_2d");
+  }
   return std::string("r1_") + op + "_3d";
 }
 // Whether that kernel has its program now (filters/launch.h, kernel_ready): the r1 median's
@@ -389,6 +404,11 @@ Array radius_one_box(const Array& in, const char* op, DType out_t, double diviso
     launch(in, "neighbourhood.kernel", std::string("r1_") + op + "_2d_v4",
            nb_defines(in.dtype(), out_t),
            grid({s.width() / 4, ceil_div(s.height(), kR1RunV4), s.depth()}, {64, 4, 1}), args);
+  } else if (r1_c4(in, op)) {
+    launch(in, "neighbourhood.kernel", std::string("r1_") + op + "_2d_c4",
+           nb_defines(in.dtype(), out_t),
+           grid({ceil_div(s.width(), 4), ceil_div(s.height(), kR1RunC4), s.depth()}, {64, 4, 1}),
+           args);
   } else if (in.ndim() == 2) {
     launch(in, "neighbourhood.kernel", std::string("r1_") + op + "_2d",
            nb_defines(in.dtype(), out_t),
@@ -928,6 +948,10 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
     out.push_back({"median.kernel", "median_fixed", median_fixed_defines(t, {2, 1, 1})});
     if (size_of(t) <= 4) {
       for (const char* e : {"r1_sum_2d_v4", "r1_min_2d_v4", "r1_max_2d_v4"})
+        out.push_back({"neighbourhood.kernel", e, nb_defines(t, t)});
+    }
+    if (t == DType::f32) {
+      for (const char* e : {"r1_min_2d_c4", "r1_max_2d_c4"})
         out.push_back({"neighbourhood.kernel", e, nb_defines(t, t)});
     }
     for (const char* e : floats)
