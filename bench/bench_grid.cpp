@@ -164,16 +164,27 @@ gpix::HostArray noise(const gpix::Shape& s, gpix::DType t, std::uint32_t seed) {
     auto v = h.as<T>();
     for (std::size_t i = 0; i < v.size(); ++i) {
       const std::uint32_t x = hash32(static_cast<std::uint32_t>(i), seed);
+      // Signed types take the top bits as non-negative values; float64 has float32's values.
       if constexpr (std::is_same_v<T, float>) {
         v[i] = static_cast<float>(x >> 8) * (1000.0f / 16777216.0f);
+      } else if constexpr (std::is_same_v<T, double>) {
+        v[i] = static_cast<double>(x >> 8) * (1000.0 / 16777216.0);
       } else if constexpr (std::is_same_v<T, std::uint8_t>) {
         v[i] = static_cast<T>(x >> 24);
+      } else if constexpr (std::is_same_v<T, std::int8_t>) {
+        v[i] = static_cast<T>(x >> 25);
       } else if constexpr (std::is_same_v<T, std::uint16_t>) {
         v[i] = static_cast<T>(x >> 16);
+      } else if constexpr (std::is_same_v<T, std::int16_t>) {
+        v[i] = static_cast<T>(x >> 17);
       } else if constexpr (std::is_same_v<T, std::uint32_t>) {
         v[i] = x;
+      } else if constexpr (std::is_same_v<T, std::int32_t>) {
+        v[i] = static_cast<T>(x >> 1);
       } else {
-        throw gpix::InvalidArgument("bench_grid makes noise of uint8, uint16, uint32 and float32");
+        throw gpix::InvalidArgument(
+            "bench_grid makes noise of uint8, int8, uint16, int16, uint32, int32, float32 and "
+            "float64");
       }
     }
   });

@@ -164,6 +164,10 @@ def pairs(label, key, values):
     ]
 
 
+def is_float(dtype):
+    return dtype.startswith("float")
+
+
 def by_dtype(label, f):
     return [(label, lambda nd, s, t: f(t), None)]
 
@@ -193,7 +197,7 @@ FAMILIES = [
      [(lab, lambda nd, s, t, p=p: dict(p(nd, s, t), amount=1), w)
       for lab, p, w in pairs("s{}", ("sigma",), SIGMAS)]),
     ("threshold", SE, [F32, U16], [F32, U16], N,
-     by_dtype("", lambda t: {"value": 500 if t == F32 else 32768})),
+     by_dtype("", lambda t: {"value": 500 if is_float(t) else 32768})),
     ("threshold_otsu", SE, [F32, U16], [F32, U16], BI, one("blobs")),
     ("binary_erosion", MO, [U8], [U8], B, binary_variants(RADII)),
     ("binary_dilation", MO, [U8], [U8], B, binary_variants(RADII)),
@@ -224,7 +228,7 @@ FAMILIES = [
     ("invert", PW, [F32, U16], [F32], N, one()),
     ("rescale_intensity", PW, [F32, U16], [F32, U16], N, one("", {"out_min": 0, "out_max": 1})),
     ("convert", PW, [F32, U16], [F32, U16], N,
-     by_dtype("", lambda t: {"dtype": "uint16" if t == F32 else "float32"})),
+     by_dtype("", lambda t: {"dtype": "uint16" if is_float(t) else "float32"})),
     ("crop", GE, [F32], [F32], N, [("half", crop_half, None)]),
     ("flip", GE, [F32], [F32], N,
      one("x", {"flip_x": "true", "flip_y": "false", "flip_z": "false"})),
@@ -246,7 +250,8 @@ FAMILIES = [
     # gpix::stats (min, max, sum in one pass), not a catalog entry.
     ("@stats", RE, [F32, U16], [F32, U16], N, one("min+max+sum")),
     ("histogram", RE, [F32, U16], [F32, U16], N,
-     by_dtype("256", lambda t: {"n_bins": 256, "minimum": 0, "maximum": 1000 if t == F32 else 0})),
+     by_dtype("256", lambda t: {"n_bins": 256, "minimum": 0,
+                                "maximum": 1000 if is_float(t) else 0})),
 ]
 # fmt: on
 GROUPS = list(GROUPS_)
@@ -284,12 +289,39 @@ def parse_shapes(text):
     return shapes
 
 
-def grid(shapes, filters=None):
+# The element types that hash noise (suite_peers.hash_noise, bench_grid's noise) comes in.
+NOISE_DTYPES = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "float64")
+
+
+def parse_dtypes(text):
+    """--dtypes: 'float32=float64,uint16=int16' -> {'float32': 'float64', 'uint16': 'int16'}:
+    the grid's noise cases in other element types (blob images, masks and labels keep theirs)."""
+    out = {}
+    for item in filter(None, text.split(",")):
+        a, _, b = item.partition("=")
+        if a not in (F32, U16, U8) or b not in NOISE_DTYPES:
+            raise SystemExit(
+                f"--dtypes: '{item}' is not GRID=OTHER with GRID one of float32, uint16, uint8 "
+                f"and OTHER one of {', '.join(NOISE_DTYPES)}"
+            )
+        out[a] = b
+    return out
+
+
+def grid(shapes, filters=None, dtypes=None):
     """The cases, small shapes first (2D, 3D), then the large ones, each with its predictor:
     the same case on the smaller shape (factor: the ratio of pixels), or on the smaller shape
     the previous window of the same filter (factor: the ratio of the window's work), or for the
-    first of such a chain in 3D the same case in 2D (both ratios)."""
+    first of such a chain in 3D the same case in 2D (both ratios). `dtypes` (parse_dtypes) maps
+    the element types of the filters that read noise only; a mapping that gives a filter one
+    type twice keeps it once."""
     rx = re.compile(filters) if filters else None
+
+    def mapped(types, inputs):
+        if not dtypes or not set(inputs) <= {"noise", "noise2"}:
+            return types
+        return list(dict.fromkeys(dtypes.get(t, t) for t in types))
+
     cases = []
     order = [(2, 0), (3, 0), (2, 1), (3, 1)]
     for nd, k in order:
@@ -297,7 +329,8 @@ def grid(shapes, filters=None):
         for filt, group, d2, d3, inputs, variants in FAMILIES:
             if rx and not rx.search(filt):
                 continue
-            for dtype in (d2 if nd == 2 else d3):
+            m2, m3 = mapped(d2, inputs), mapped(d3, inputs)
+            for dtype in (m2 if nd == 2 else m3):
                 prev = None
                 for label, params, work in variants:
                     cid = case_id(filt, label, dtype, shape)
@@ -307,7 +340,7 @@ def grid(shapes, filters=None):
                         factor = math.prod(shape) / math.prod(shapes[nd][0])
                     elif prev is not None and work is not None:
                         frm, factor = prev[0], work(nd) / prev[1]
-                    elif nd == 3 and dtype in d2:
+                    elif nd == 3 and dtype in m2:
                         # The first of its chain in 3D: from the same case in 2D.
                         frm = case_id(filt, label, dtype, shapes[2][0])
                         factor = (
@@ -849,6 +882,12 @@ def main(argv=None):
         "larger's times): "
         "'2:1999x2047,3001x4099;3:64x512x512,97x301x263' (checks that a win holds off the grid)",
     )
+    ap.add_argument(
+        "--dtypes",
+        default="",
+        help="other element types for the grid's noise cases: 'float32=float64,uint16=int16' "
+        "(checks that a win holds for the types a user's data come in)",
+    )
     ap.add_argument("--phases", default="firstcall,prewarm,grid")
     ap.add_argument(
         "--max-call-s",
@@ -895,7 +934,7 @@ def main(argv=None):
             min(o.target_ms, 20),
         )
     shapes = parse_shapes(o.shapes) if o.shapes else QUICK_SHAPES if o.quick else SHAPES
-    cases = grid(shapes, o.filters)
+    cases = grid(shapes, o.filters, parse_dtypes(o.dtypes))
     if o.list:
         for c in cases:
             print(c["id"], json.dumps(c["params"]), "<-", c["from"], f"x{c['factor']:.3g}")

@@ -42,14 +42,24 @@ def hash_noise(xp, shape, dtype, seed):
     h ^= h >> u(12)
     h *= u(0x297A2D39)
     h ^= h >> u(15)
+    # Signed types take the hash's top bits as non-negative values (as camera data are);
+    # float64 has float32's values.
     if dtype == "float32":
         v = (h >> u(8)).astype(xp.float32) * xp.float32(1000.0 / 16777216.0)
+    elif dtype == "float64":
+        v = (h >> u(8)).astype(xp.float64) * (1000.0 / 16777216.0)
     elif dtype == "uint8":
         v = (h >> u(24)).astype(xp.uint8)
+    elif dtype == "int8":
+        v = (h >> u(25)).astype(xp.int8)
     elif dtype == "uint16":
         v = (h >> u(16)).astype(xp.uint16)
+    elif dtype == "int16":
+        v = (h >> u(17)).astype(xp.int16)
     elif dtype == "uint32":
         v = h
+    elif dtype == "int32":
+        v = (h >> u(1)).astype(xp.int32)
     else:
         raise ValueError(f"no noise of {dtype}")
     return v.reshape(shape)
@@ -260,8 +270,8 @@ class CupyPeer(Peer):
             af = a.astype(f32)
             s = float(p.get("sigma", 1))
             r = af + float(p.get("amount", 1)) * (af - ndi.gaussian_filter(af, s, **near))
-            if a.dtype == f32:
-                return r
+            if xp.issubdtype(a.dtype, xp.floating):
+                return r.astype(a.dtype)
             info = xp.iinfo(a.dtype)
             return xp.clip(xp.rint(r), info.min, info.max).astype(a.dtype)
 
@@ -281,10 +291,10 @@ class CupyPeer(Peer):
 
         def invert(i, p, nd):
             a = i[0]
-            return 1 - a if a.dtype == f32 else ~a
+            return 1 - a if xp.issubdtype(a.dtype, xp.floating) else ~a
 
         def rescale(i, p, nd):
-            a = i[0].astype(f32)
+            a = i[0] if i[0].dtype == xp.float64 else i[0].astype(f32)
             lo, hi = a.min(), a.max()
             return (a - lo) / (hi - lo)
 

@@ -74,10 +74,24 @@ def gpix_ms(results, cid):
     return None, None
 
 
+def converted(results, impl, c):
+    """The element type a peer ran a case on where it is not the case's: the library converted
+    the input when it took it (pyclesperanto pushes float64 arrays as float32). Read off the
+    dtype of the copy the peer timed beside the case (its pushed input's)."""
+    r = result(results, impl, c["id"]) or {}
+    got = r.get("copy", "").rpartition("/")[2]
+    return got if got and got != c["dtype"] else None
+
+
 def best_peer(results, c):
+    """The fastest peer that ran the case on its own element type (one that converted the
+    input, say float64 to float32, moved half the bytes at half the precision: not the same
+    work, so it is shown but never the best peer)."""
     best = None
     for impl, _ in PEERS:
         v = ok_ms(result(results, impl, c["id"]))
+        if v is not None and converted(results, impl, c):
+            continue
         if v is not None and (best is None or v < best[0]):
             best = (v, impl)
     return best
@@ -261,6 +275,8 @@ def cell(results, impl, c, notes):
     mark = ""
     if not impl.startswith("gpix") and approx_note(results, impl, c["filter"]):
         mark = " †"
+    if not impl.startswith("gpix") and converted(results, impl, c):
+        mark += " ‡"
     if r.get("status") == "ok":
         return fmt_ms(r["median_ms"]) + mark
     why = r.get("note", "")
@@ -312,6 +328,8 @@ def table(results):
         "",
         "Medians in ms. — : no counterpart in that library (or no result). "
         "† : the peer's function does comparable, not identical, work (see below). "
+        "‡ : the peer converted the input to another element type (pyclesperanto: float64 to "
+        "float32) and ran on that; shown, never counted as the best peer. "
         "Speed-up: best peer / gpix CUDA; **bold** where gpix is slower. "
         "x copy: gpix CUDA over its own device-to-device copy of the case's first input, "
         "measured in the same process.",

@@ -121,6 +121,69 @@ def shapes_off_the_grid(o, tmp):
 
 
 @test
+def dtypes_off_the_grid(o, tmp):
+    """--dtypes maps the noise cases' element types (blob, mask and label cases keep theirs),
+    refuses what it cannot make, and bench_grid's noise in every such type equals the peers'."""
+    m = suite.parse_dtypes("float32=float64,uint16=int16")
+    assert m == {"float32": "float64", "uint16": "int16"}, m
+    for bad in ("float32", "float32=float16", "int16=float32", "float32=complex64"):
+        try:
+            suite.parse_dtypes(bad)
+        except SystemExit as e:
+            assert "--dtypes" in str(e), e
+        else:
+            raise AssertionError(f"{bad!r} was accepted")
+    plain = suite.grid(suite.SHAPES)
+    cases = suite.grid(suite.SHAPES, dtypes=m)
+    assert len(cases) == len(plain)
+    for c, p in zip(cases, plain):
+        if set(c["inputs"]) <= {"noise", "noise2"}:
+            assert c["dtype"] == m.get(p["dtype"], p["dtype"]), (c["id"], p["id"])
+        else:
+            assert c["dtype"] == p["dtype"], c["id"]
+    assert any(c["id"].startswith("gaussian_blur:s1:int16:") for c in cases)
+    # Two grid types onto one: the filter keeps one case per shape and window.
+    merged = suite.grid(suite.SHAPES, "^mean_box$", {"uint16": "float32"})
+    assert {c["dtype"] for c in merged} == {"float32"}
+    assert len(merged) == len(suite.grid(suite.SHAPES, "^mean_box$")) // 2
+    # Every noise type through bench_grid --dump against suite_peers.hash_noise.
+    shape = (3, 37, 29)
+    cases = [
+        dict(
+            id=f"add_images::{t}:3x37x29",
+            filter="add_images",
+            group="pointwise",
+            label="",
+            shape=list(shape),
+            dtype=t,
+            inputs=["noise", "noise2"],
+            params={},
+            **{"from": "-"},
+            factor=1.0,
+        )
+        for t in suite.NOISE_DTYPES
+    ]
+    base, dump = os.path.join(tmp, "types"), os.path.join(tmp, "dump")
+    os.makedirs(dump)
+    suite.write_cases(cases, base)
+    r = subprocess.run(
+        [o.bench_grid, "--device", o.device, "--cases", base + ".tsv", "--data", tmp,
+         "--dump", dump],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    for n, c in enumerate(cases):
+        for k, seed in enumerate((1, 2)):
+            want = suite_peers.hash_noise(np, shape, c["dtype"], seed)
+            got = np.fromfile(os.path.join(dump, f"{n}-{k}.raw"), dtype=want.dtype).reshape(shape)
+            assert np.array_equal(got, want), f"{c['dtype']} noise {seed} differs from the peers'"
+            if c["dtype"] != "uint32":
+                assert want.min() >= 0 and want.max() > 0, c["dtype"]
+
+
+@test
 def prewarm_and_shards(o, tmp):
     cases = suite.grid(suite.QUICK_SHAPES)
     pre = suite.prewarm_cases(cases, suite.QUICK_PREWARM_SHAPES)
@@ -339,6 +402,27 @@ def fake_results():
         first_call={"gpix-cuda": {"cold": [run], "warm": [run, run]}},
         first_call_cases=fc_cases,
     )
+
+
+@test
+def report_converted_peer(o, tmp):
+    """A peer that ran a case on another element type than the case's (its timed copy says so:
+    pyclesperanto pushes float64 as float32) is marked and never the best peer, however fast."""
+    res = fake_results()
+    c = next(c for c in res["cases"] if c["filter"] == "gaussian_blur")
+    r = res["impls"]["cle"]["results"][c["id"]]
+    r.update(status="ok", median_ms=1e-6, copy=r["copy"].rpartition("/")[0] + "/float16")
+    assert suite_report.converted(res, "cle", c) == "float16"
+    assert suite_report.best_peer(res, c)[1] != "cle"
+    row = next(
+        ln
+        for ln in suite_report.table(res).splitlines()
+        if ln.startswith(f"| {suite_report.case_name(c)} | {'x'.join(map(str, c['shape']))} |")
+        and f"| {c['dtype']} |" in ln
+    )
+    assert "‡" in row, row
+    other = next(x for x in res["cases"] if x["filter"] == "median_box" and x["id"] != c["id"])
+    assert suite_report.converted(res, "cle", other) is None
 
 
 @test
