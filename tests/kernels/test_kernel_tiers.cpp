@@ -140,13 +140,16 @@ struct Case {
 std::vector<Case> cases(int ndim) {
   std::vector<Case> c = {
       // The separable passes: tiled.kernel's against separable.kernel's, radius 4 (the
-      // bucket's, every tap on), 6 (bucket 8, taps switched off), 2 and 3 (buckets 2 and 3;
-      // maximum 3x2x1's y pass with taps switched off).
+      // bucket's, every tap on), 6 (bucket 8, taps switched off; separable.kernel's alone for
+      // 8-byte accumulators), 2 and 3 (buckets 2 and 3; maximum 3x2x1's y pass with taps
+      // switched off).
       {"gaussian 1", [](const Array& a) { return gaussian_blur(a, 1.0); }, false},
       {"gaussian 1.6", [](const Array& a) { return gaussian_blur(a, 1.6); }, false},
       {"mean 2x1x2", [](const Array& a) { return mean_box(a, 2, 1, 2); }, false},
       {"minimum 2x2x2", [](const Array& a) { return minimum_box(a, 2, 2, 2); }, true},
       {"maximum 3x2x1", [](const Array& a) { return maximum_box(a, 3, 2, 1); }, true},
+      // Bucket 4 with the y pass's outer taps switched off (the largest of 8-byte tiles).
+      {"mean 4x3x1", [](const Array& a) { return mean_box(a, 4, 3, 1); }, false},
       // The medians: the r1 sorting networks and median_fixed (up to 49 values) against
       // median_radix.
       {"median r1", [](const Array& a) { return median_box(a, 1, 1, 1); }, true},
@@ -257,8 +260,15 @@ class TestKernelTiers : public QObject {
     };
     // float64 sums round where float32 data summed in double mostly does not: the order in
     // which the partials add up shows.
+    // float64 (and int32, summed in float64) take tiled.kernel's 8-byte tiles: 32-row tiles,
+    // some clear of the border at 150 x 141, and the z pass of a volume.
     if (dev.supports_fp64()) {
       inputs.push_back({"f64 67x61", random_array<double>(Shape{67, 61}, dev, false), false});
+      inputs.push_back({"f64 150x141", random_array<double>(Shape{150, 141}, dev, false), false});
+      inputs.push_back({"f64 13x37x9", random_array<double>(Shape{13, 37, 9}, dev, false), false});
+      inputs.push_back(
+          {"f64 37x29 with specials", random_array<double>(Shape{37, 29}, dev, true), true});
+      inputs.push_back({"i32 70x45", random_array<std::int32_t>(Shape{70, 45}, dev, false), false});
     }
     const auto runs = [&](const Input& in, const Case& c) { return c.nan_safe || !in.specials; };
     std::vector<std::vector<HostArray>> first(inputs.size());
