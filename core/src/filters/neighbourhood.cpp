@@ -395,7 +395,7 @@ constexpr std::size_t kR1TileX = 32, kR1TileY = 16, kR1TileZ = 32;
 // one-column kernel repeats for the three outputs whose window holds a value; c4 converts each
 // once, at the price of loads 16 bytes apart across a warp. On an H200 (bench/RESULTS.md,
 // 2026-12-02, seventeenth session), 1999 x 2047 and 3001 x 4099 float32: minimum and maximum
-// 0.90-0.98x the one-column kernel's time, the hats built on them 0.92-0.95x; the same kernel
+// 0.90-0.98x the one-column kernel's time, the hats built on them 0.91-0.96x; the same kernel
 // for means 1.09-1.21x, 16-bit types 0.93-1.35x, float64 1.16-1.52x, so those stay on r1_<op>_2d.
 bool r1_c4(const Array& in, const char* op) {
   const std::string_view o(op);
