@@ -7,7 +7,7 @@
 // histograms. Blocks of up to kLargestRecycled bytes are rounded up to a power of two from 64
 // bytes, aligned to 64, and kept in one process-wide free list per size (a lock and a pop: tens
 // of nanoseconds), at most kRecycledBlocks each up to 4 KiB and 1 MiB's worth each above (about
-// 13 MB in all at most); larger blocks and those past the bound go to and from the heap as
+// 15 MB in all at most); larger blocks and those past the bound go to and from the heap as
 // usual. Under AddressSanitizer every block goes to the heap: a recycled block would hide a
 // use after free of the objects that live in it.
 #include <algorithm>
@@ -22,8 +22,10 @@
 namespace gpix::detail {
 
 inline constexpr std::size_t kSmallestRecycled = 64;
-// 128 KiB: the table of a histogram's largest bin count (4096 bins, three float64 columns).
-inline constexpr std::size_t kLargestRecycled = std::size_t{128} << 10;
+// 512 KiB: Otsu's host arrays for a 16-bit image that spans its whole range (65536 bins of
+// uint64 counts and of float64 class means, and the device's uint32 counts read back); the
+// table of a histogram's largest bin count (4096 bins, three float64 columns) takes 128 KiB.
+inline constexpr std::size_t kLargestRecycled = std::size_t{512} << 10;
 inline constexpr std::size_t kRecycledBlocks = 1024;
 inline constexpr std::size_t kRecycledBytesLarge = std::size_t{1} << 20;
 inline constexpr std::size_t kRecycledAlign = 64;

@@ -6,6 +6,7 @@
 // (bench_launch reports both).
 #include <QTest>
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,10 @@ class TestAllocations : public QObject {
     }
     rows.push_back({"label_statistics", 2, DType::i16, ""});
     rows.push_back({"label_statistics", 2, DType::i64, ""});
+    // Otsu's threshold of a 16-bit image that spans its whole range (a camera's): one bin per
+    // value, 65536 of them, whose counts and class means (512 kB each) the host keeps.
+    rows.push_back({"threshold_otsu", 2, DType::u16, "span=65535"});
+    rows.push_back({"threshold_otsu", 2, DType::i16, "span=65535"});
     for (const Device& d : test::test_devices()) {
       for (const Row& r : rows) {
         const std::string tag = test::row_name(d).toStdString() + " " + r.filter + " " +
@@ -84,11 +89,24 @@ class TestAllocations : public QObject {
     const auto t = static_cast<DType>(dtype);
     const Shape shape = ndim == 2 ? Shape{9, 13} : Shape{5, 9, 13};
     // Values 0 to 4 in a pattern, not a constant: data-dependent filters (Otsu's threshold,
-    // labelling) settle a constant image before their counting passes.
+    // labelling) settle a constant image before their counting passes. "span=S" (not a filter
+    // parameter) spreads the five values over S steps, from the dtype's lowest value.
+    double span = 4;
+    QStringList kept;
+    for (const QString& kv : params.split(' ', Qt::SkipEmptyParts)) {
+      if (kv.startsWith(QStringLiteral("span="))) {
+        span = kv.section('=', 1).toDouble();
+      } else {
+        kept << kv;
+      }
+    }
     Array a = visit_dtype(t, [&](auto zero) {
       using T = decltype(zero);
+      const double low = span > 4 ? static_cast<double>(std::numeric_limits<T>::lowest()) : 0.0;
       std::vector<T> v(shape.elements());
-      for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<T>((i * 7) % 5);
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        v[i] = static_cast<T>(low + static_cast<double>((i * 7) % 5) * span / 4);
+      }
       return Array::push(v, shape, dev);
     });
     const std::string f = filter.toStdString();
@@ -98,7 +116,7 @@ class TestAllocations : public QObject {
       p = {{"sigma_x", 1.5}, {"sigma_y", 1.0}, {"sigma_z", 3.0}};
     if (ndim == 3 && f.ends_with("_box"))
       p = {{"radius_x", 1.0}, {"radius_y", 2.0}, {"radius_z", 1.0}};
-    for (const QString& kv : params.split(' ', Qt::SkipEmptyParts))
+    for (const QString& kv : kept)
       p[kv.section('=', 0, 0).toStdString()] = kv.section('=', 1).toDouble();
     // Warm: compiles, the pool's blocks, the recycled blocks and the lookup buffer.
     for (int i = 0; i < 10; ++i) (void)run(f, inputs, p);

@@ -154,7 +154,8 @@ Array threshold_gt(const Array& in, double value) {
 }
 
 // Otsu's counts, one per bin: recycled, so that a repeated call allocates nothing on the host
-// up to 16384 bins (detail::kLargestRecycled; wider integer ranges take the heap).
+// up to 65536 bins, a 16-bit image's whole range (detail::kLargestRecycled; the wider ranges of
+// 32- and 64-bit integer images take the heap).
 using OtsuCounts = detail::RecycledVector<std::uint64_t>;
 
 // skimage.filters.threshold_otsu's search, operation for operation as numpy evaluates it:
