@@ -139,16 +139,19 @@ struct Case {
 
 std::vector<Case> cases(int ndim) {
   std::vector<Case> c = {
-      // The separable passes: tiled.kernel's against separable.kernel's, radius 4 (the
-      // bucket's, every tap on), 6 (bucket 8, taps switched off; separable.kernel's alone for
-      // 8-byte accumulators), 2 and 3 (buckets 2 and 3; maximum 3x2x1's y pass with taps
-      // switched off).
+      // The separable passes: tiled.kernel's against separable.kernel's, radius 4, 6 and 8
+      // (Gaussians of sigma 1, 1.6 and 2: every tap of their buckets on; 8-byte accumulators'
+      // 16-row tiles and 17 tap words above bucket 4), 2 and 3 (maximum 3x2x1's y pass with
+      // taps switched off), 5 and 7 (minimum 5x7x5: bucket 7's xy tile with the x pass's taps
+      // switched off, bucket 5 along z).
       {"gaussian 1", [](const Array& a) { return gaussian_blur(a, 1.0); }, false},
       {"gaussian 1.6", [](const Array& a) { return gaussian_blur(a, 1.6); }, false},
+      {"gaussian 2", [](const Array& a) { return gaussian_blur(a, 2.0); }, false},
       {"mean 2x1x2", [](const Array& a) { return mean_box(a, 2, 1, 2); }, false},
+      {"minimum 5x7x5", [](const Array& a) { return minimum_box(a, 5, 7, 5); }, true},
       {"minimum 2x2x2", [](const Array& a) { return minimum_box(a, 2, 2, 2); }, true},
       {"maximum 3x2x1", [](const Array& a) { return maximum_box(a, 3, 2, 1); }, true},
-      // Bucket 4 with the y pass's outer taps switched off (the largest of 8-byte tiles).
+      // Bucket 4 with the y pass's outer taps switched off (the largest 8-byte tiles: 44 kB).
       {"mean 4x3x1", [](const Array& a) { return mean_box(a, 4, 3, 1); }, false},
       // The medians: the r1 sorting networks and median_fixed (up to 49 values) against
       // median_radix.
@@ -260,8 +263,8 @@ class TestKernelTiers : public QObject {
     };
     // float64 sums round where float32 data summed in double mostly does not: the order in
     // which the partials add up shows.
-    // float64 (and int32, summed in float64) take tiled.kernel's 8-byte tiles: 32-row tiles,
-    // some clear of the border at 150 x 141, and the z pass of a volume.
+    // float64 (and int32, summed in float64) take tiled.kernel's 8-byte tiles: 32-row tiles
+    // (16 above bucket 4), some clear of the border at 150 x 141, and the z pass of a volume.
     if (dev.supports_fp64()) {
       inputs.push_back({"f64 67x61", random_array<double>(Shape{67, 61}, dev, false), false});
       inputs.push_back({"f64 150x141", random_array<double>(Shape{150, 141}, dev, false), false});

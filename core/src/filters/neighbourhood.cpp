@@ -53,16 +53,25 @@ Defines flat_nb_defines(DType in, DType out, std::initializer_list<DType> loads,
 
 enum class SepOp { conv, sum, min, max };  // TILE_OP in tiled.kernel: 0 .. 3
 
-// tiled.kernel: the same types, the radius bucket TB (2, 3, 4 or 8) and the operation; with an
-// 8-byte accumulator (float64 sums and convolutions, 64-bit keys) tiles of 32 output rows
-// (TL_Y, kTileY8 below) and one 64-bit tap a word (TL_TAPS64).
+// Output rows of a tiled.kernel xy tile (TL_Y there): 64 for accumulators of up to 4 bytes; 32
+// for 8-byte ones up to bucket 4 and 16 above it, whose local tiles (TL_Y + 2 TB rows of
+// TL_X + 2 TB + 1 inputs and TL_X + 1 intermediates) would not fit 48 kB otherwise (bucket 4
+// at 32 rows: 44 kB; bucket 8 at 32 rows: 56 kB, at 16: 37 kB).
+std::size_t tile_rows(bool wide, int tb) {
+  if (!wide) return 64;
+  return tb <= 4 ? 32 : 16;
+}
+
+// tiled.kernel: the same types, the radius bucket TB (2 to 8) and the operation; with an
+// 8-byte accumulator (float64 sums and convolutions, 64-bit keys) tiles of fewer output rows
+// (TL_Y, tile_rows) and one 64-bit tap a word (TL_TAPS64).
 Defines tile_defines(DType in, DType out, int tb, SepOp op) {
   Defines d = nb_defines(in, out);
   d.emplace_back("TB", std::to_string(tb));
   d.emplace_back("TILE_OP", std::to_string(static_cast<int>(op)));
   const DType acc = op == SepOp::min || op == SepOp::max ? in : compute_type({in, out});
   if (size_of(acc) > 4) {
-    d.emplace_back("TL_Y", "32");
+    d.emplace_back("TL_Y", std::to_string(tile_rows(true, tb)));
     d.emplace_back("TL_TAPS64", "1");
   }
   return d;
@@ -118,28 +127,24 @@ bool fits(const Array& a, SepOp op, DType in, DType out, std::size_t elements) {
   return a.device().info().local_memory >= elements * size_of(acc_type(op, in, out));
 }
 
-// tiled.kernel (register-blocked passes) serves radii up to 8 in buckets of 2, 3, 4 and 8 where
-// the accumulator is at most 4 bytes wide, and up to 4 (buckets 2, 3, 4) where it is 8 bytes
-// (float64, and the float64 sums of 32- and 64-bit integers): those tiles hold 32 output rows
-// instead of 64 so that bucket 4's local tiles (44 kB) fit the 48 kB every device gives a
-// work-group, which bucket 8's (56 kB) would not. separable.kernel's fused pass, which they had
+// tiled.kernel (register-blocked passes) serves radii up to 8, one bucket a radius from 2, for
+// accumulators of 4 bytes and of 8 (float64, and the float64 sums of 32- and 64-bit integers;
+// fewer rows a tile, tile_rows). separable.kernel's fused pass, which 8-byte accumulators had
 // taken before, reads every tap of every output from local memory (a float64 Gaussian of
 // sigma 1 at 8192^2 took 3.6x the copy of the image, level with cuCIM, bench/RESULTS.md
-// 2026-12-02). Radii 2 and 3
-// have buckets of their own because a radius below its bucket pays a predicate for every tap
-// the bucket holds: in bucket 4, a 5x5 and a 7x7 minimum of an 8192^2 float32 image took
-// 0.340 ms (2.5x the copy), in buckets 2 and 3 0.167 and 0.172 ms (bench/RESULTS.md,
-// 2026-11-29); each added bucket is one more program per operation and type pair. A bucket of 12
+// 2026-12-02). Every radius has a bucket of its own because a radius below its bucket pays a
+// predicate for every tap the bucket holds: in bucket 4, a 5x5 and a 7x7 minimum of an 8192^2
+// float32 image took 0.340 ms (2.5x the copy), in buckets 2 and 3 0.167 and 0.172 ms
+// (bench/RESULTS.md, 2026-11-29); in bucket 8 an 8192^2 int32 minimum of radius 5 or 7 took
+// 0.47 ms, of radius 8 0.21 ms, and in buckets 5 and 7 0.18 and 0.20 ms (2026-12-03). Each
+// bucket is one more program per operation and type pair. A bucket of 12
 // was no faster than separable.kernel on an H200 (predicated taps, 80 registers) and its float
 // convolution crashes PoCL 3.1's LLVM 15 (SLP vectorizer) at compile time.
 // The buckets, ascending: a radius takes the first that holds it. The catalog's variants
 // (add_neighbourhood_variants) are one per bucket.
-constexpr std::array<int, 4> kTileBuckets = {2, 3, 4, 8};
+constexpr std::array<int, 7> kTileBuckets = {2, 3, 4, 5, 6, 7, 8};
 constexpr int kTileRmax = kTileBuckets.back();
 constexpr std::size_t kTileX = 64, kTileRun = 16;
-// Output rows of a tiled.kernel xy tile (TL_Y there): 4-byte and 8-byte accumulators.
-constexpr std::size_t kTileY = 64, kTileY8 = 32;
-constexpr int kTileRmax8 = 4;
 int tile_bucket(int r) {
   for (const int b : kTileBuckets) {
     if (r <= b) return b;
@@ -149,10 +154,6 @@ int tile_bucket(int r) {
 bool wide_acc(SepOp op, DType in, DType out) {
   return size_of(acc_type(op, in, out)) > 4;
 }
-// The largest radius tiled.kernel takes for these types.
-int tile_rmax(SepOp op, DType in, DType out) {
-  return wide_acc(op, in, out) ? kTileRmax8 : kTileRmax;
-}
 // tiled.kernel indexes rows and columns in 32-bit ints (tile origin + halo included): extents
 // up to 2^31 - 4096 (larger ones take separable.kernel, same results).
 bool tile_extents_ok(const Shape& s) {
@@ -160,10 +161,9 @@ bool tile_extents_ok(const Shape& s) {
   return s.width() <= kMax && s.height() <= kMax && s.depth() <= kMax;
 }
 bool tile_xy_ok(const Array& a, SepOp op, DType out, int rx, int ry) {
-  const int rmax = tile_rmax(op, a.dtype(), out);
-  if (rx > rmax || ry > rmax || !tile_extents_ok(a.shape())) return false;
+  if (rx > kTileRmax || ry > kTileRmax || !tile_extents_ok(a.shape())) return false;
   const auto tb = static_cast<std::size_t>(tile_bucket(std::max(rx, ry)));
-  const std::size_t rows = (wide_acc(op, a.dtype(), out) ? kTileY8 : kTileY) + 2 * tb;
+  const std::size_t rows = tile_rows(wide_acc(op, a.dtype(), out), static_cast<int>(tb)) + 2 * tb;
   return fits(a, op, a.dtype(), out, rows * ((kTileX + 2 * tb + 1) + (kTileX + 1)));
 }
 
@@ -188,8 +188,8 @@ bool sep_launch(const Array& in, const Array& out, const Separable& s, const cha
     const bool conv = s.op == SepOp::conv && ax >= 0;
     if (tb > 0 && wide_acc(s.op, in.dtype(), out.dtype())) {
       // tiled.kernel with 8-byte accumulators (TL_TAPS64): one float64 tap a word at window
-      // positions 0 .. 2 tb (tb <= 4: nine words), zero beyond the radius.
-      std::array<std::uint64_t, 9> w{};
+      // positions 0 .. 2 tb, zero beyond the radius: nine words up to bucket 4, 17 above it.
+      std::array<std::uint64_t, 17> w{};
       if (conv) {
         const RecycledVector<double>& t = s.taps[static_cast<std::size_t>(ax)];
         const int r = radius(ax);
@@ -198,7 +198,7 @@ bool sep_launch(const Array& in, const Array& out, const Separable& s, const cha
                       sizeof(double));
         }
       }
-      for (const std::uint64_t word : w) args.push_back(arg(word));
+      for (std::size_t i = 0; i < (tb > 4 ? 17U : 9U); ++i) args.push_back(arg(w.at(i)));
     } else if (tb > 0) {
       // tiled.kernel: the taps by value (float32 at window positions 0 .. 2 tb, zero beyond
       // the radius, in pairs per 64-bit word), no upload.
@@ -249,7 +249,7 @@ Array sep_axis(const Array& in, DType out_t, const Separable& s, int axis, doubl
   if (axis == 0 && r <= kRmaxX && fits(in, s.op, in.dtype(), out_t, kLocalX)) {
     sep_launch(in, out, s, "x", grid({sh.width(), sh.height(), sh.depth()}, {256, 1, 1}), 0, -1, 0,
                divisor);
-  } else if (axis > 0 && r <= tile_rmax(s.op, in.dtype(), out_t) && tile_extents_ok(sh) &&
+  } else if (axis > 0 && r <= kTileRmax && tile_extents_ok(sh) &&
              sep_launch(in, out, s, "axis",
                         grid({sh.width(), ceil_div(axis == 1 ? sh.height() : sh.depth(), kTileRun),
                               axis == 1 ? sh.depth() : sh.height()},
@@ -269,8 +269,8 @@ Array sep_axis(const Array& in, DType out_t, const Separable& s, int axis, doubl
 
 // Applies a separable operation over every axis of the image, writing dtype out_t.
 // conv/sum accumulate in the compute type and keep it between passes; min/max stay in the
-// input dtype (exact). 2D planes take a fused x+y kernel: tiled.kernel's for radii up to 8
-// and 4-byte accumulators, separable.kernel's for radii up to 12; then a z pass for 3D.
+// input dtype (exact). 2D planes take a fused x+y kernel: tiled.kernel's for radii up to 8,
+// separable.kernel's for radii up to 12; then a z pass for 3D.
 Array separable(const Array& in, const Separable& s, DType out_t, const RunOptions& o,
                 std::string_view filter) {
   const DType inter = acc_type(s.op, in.dtype(), out_t);
@@ -289,12 +289,13 @@ Array separable(const Array& in, const Separable& s, DType out_t, const RunOptio
     const Shape& sh = in.shape();
     const double divisor = z_pass ? 1.0 : window;
     // tiled.kernel's fused passes where their program is ready, separable.kernel's otherwise.
-    const std::size_t tile_y = wide_acc(s.op, in.dtype(), t1) ? kTileY8 : kTileY;
+    const int tb = tile_bucket(std::max(rad(0), rad(1)));
+    const std::size_t tile_y = tile_rows(wide_acc(s.op, in.dtype(), t1), tb);
     const bool tiled = tile && sep_launch(in, out, s, "xy",
                                           grid({ceil_div(sh.width(), kTileX) * 256,
                                                 ceil_div(sh.height(), tile_y), sh.depth()},
                                                {256, 1, 1}),
-                                          0, 1, 0, divisor, tile_bucket(std::max(rad(0), rad(1))));
+                                          0, 1, 0, divisor, tb);
     if (tiled || fused) {
       if (!tiled) {
         sep_launch(in, out, s, "xy",
@@ -954,7 +955,6 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
         const bool order = op == SepOp::min || op == SepOp::max;
         if (order && a != b) continue;
         for (const int tb : kTileBuckets) {
-          if (tb > tile_rmax(op, a, b)) continue;
           for (const char* sh : {"xy", "axis"}) {
             out.push_back({"tiled.kernel", std::string("tile_") + op_name(op) + "_" + sh,
                            tile_defines(a, b, tb, op)});
