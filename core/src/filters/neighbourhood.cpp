@@ -140,16 +140,12 @@ bool fits(const Array& a, SepOp op, DType in, DType out, std::size_t elements) {
 // bucket is one more program per operation and type pair. A bucket of 12
 // was no faster than separable.kernel on an H200 (predicated taps, 80 registers) and its float
 // convolution crashes PoCL 3.1's LLVM 15 (SLP vectorizer) at compile time.
-// The buckets, ascending: a radius takes the first that holds it. The catalog's variants
-// (add_neighbourhood_variants) are one per bucket.
-constexpr std::array<int, 7> kTileBuckets = {2, 3, 4, 5, 6, 7, 8};
-constexpr int kTileRmax = kTileBuckets.back();
+// The buckets are kTileRmin .. kTileRmax, one a radius (radius 1 takes bucket 2); the catalog's
+// variants (add_neighbourhood_variants) are one per bucket.
+constexpr int kTileRmin = 2, kTileRmax = 8;
 constexpr std::size_t kTileX = 64, kTileRun = 16;
 int tile_bucket(int r) {
-  for (const int b : kTileBuckets) {
-    if (r <= b) return b;
-  }
-  return kTileRmax;  // callers check r <= kTileRmax first
+  return std::max(r, kTileRmin);  // callers check r <= kTileRmax first
 }
 bool wide_acc(SepOp op, DType in, DType out) {
   return size_of(acc_type(op, in, out)) > 4;
@@ -954,7 +950,7 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
       for (SepOp op : {SepOp::conv, SepOp::sum, SepOp::min, SepOp::max}) {
         const bool order = op == SepOp::min || op == SepOp::max;
         if (order && a != b) continue;
-        for (const int tb : kTileBuckets) {
+        for (int tb = kTileRmin; tb <= kTileRmax; ++tb) {
           for (const char* sh : {"xy", "axis"}) {
             out.push_back({"tiled.kernel", std::string("tile_") + op_name(op) + "_" + sh,
                            tile_defines(a, b, tb, op)});
