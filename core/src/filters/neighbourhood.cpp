@@ -53,6 +53,18 @@ Defines flat_nb_defines(DType in, DType out, std::initializer_list<DType> loads,
 
 enum class SepOp { conv, sum, min, max };  // TILE_OP in tiled.kernel: 0 .. 3
 
+// The type a pass accumulates in: min/max stay in the input dtype (exact), conv/sum use the
+// compute type.
+DType acc_type(SepOp op, DType in, DType out) {
+  return op == SepOp::min || op == SepOp::max ? in : compute_type({in, out});
+}
+
+// An 8-byte accumulator (float64 sums and convolutions, 64-bit keys): tiled.kernel's tiles of
+// fewer rows and 64-bit taps.
+bool wide_acc(SepOp op, DType in, DType out) {
+  return size_of(acc_type(op, in, out)) > 4;
+}
+
 // Output rows of a tiled.kernel xy tile (TL_Y there): 64 for accumulators of up to 4 bytes; 32
 // for 8-byte ones up to bucket 4 and 16 above it, whose local tiles (TL_Y + 2 TB rows of
 // TL_X + 2 TB + 1 inputs and TL_X + 1 intermediates) would not fit 48 kB otherwise (bucket 4
@@ -69,8 +81,7 @@ Defines tile_defines(DType in, DType out, int tb, SepOp op) {
   Defines d = nb_defines(in, out);
   d.emplace_back("TB", std::to_string(tb));
   d.emplace_back("TILE_OP", std::to_string(static_cast<int>(op)));
-  const DType acc = op == SepOp::min || op == SepOp::max ? in : compute_type({in, out});
-  if (size_of(acc) > 4) {
+  if (wide_acc(op, in, out)) {
     d.emplace_back("TL_Y", std::to_string(tile_rows(true, tb)));
     d.emplace_back("TL_TAPS64", "1");
   }
@@ -116,12 +127,6 @@ struct Separable {
   std::array<RecycledVector<double>, 3> taps{};  // conv only: 2 r + 1 taps per axis
 };
 
-// The type a pass accumulates in: min/max stay in the input dtype (exact), conv/sum use the
-// compute type.
-DType acc_type(SepOp op, DType in, DType out) {
-  return op == SepOp::min || op == SepOp::max ? in : compute_type({in, out});
-}
-
 // Whether a tile kernel with `elements` local values of the accumulator type fits the device.
 bool fits(const Array& a, SepOp op, DType in, DType out, std::size_t elements) {
   return a.device().info().local_memory >= elements * size_of(acc_type(op, in, out));
@@ -146,9 +151,6 @@ constexpr int kTileRmin = 2, kTileRmax = 8;
 constexpr std::size_t kTileX = 64, kTileRun = 16;
 int tile_bucket(int r) {
   return std::max(r, kTileRmin);  // callers check r <= kTileRmax first
-}
-bool wide_acc(SepOp op, DType in, DType out) {
-  return size_of(acc_type(op, in, out)) > 4;
 }
 // tiled.kernel indexes rows and columns in 32-bit ints (tile origin + halo included): extents
 // up to 2^31 - 4096 (larger ones take separable.kernel, same results).
