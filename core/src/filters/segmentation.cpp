@@ -487,8 +487,9 @@ Array morph(const Array& in, int radius, bool cross, std::initializer_list<bool>
 }
 
 // ------------------------------------------------------------------ labelling
-// Exclusive prefix sum of a uint32 array in place; returns the total.
-std::uint32_t exclusive_scan(const Array& data) {
+// Exclusive prefix sum of a uint32 array in place; returns the total, or 0 without `total`
+// (reading it back waits for the device).
+std::uint32_t exclusive_scan(const Array& data, bool total = true) {
   const std::size_t n = data.elements();
   const std::size_t groups = (n + kScanWG - 1) / kScanWG;
   Array sums = Array::empty(Shape{groups}, DType::u32, data.device());
@@ -497,11 +498,11 @@ std::uint32_t exclusive_scan(const Array& data) {
   l.local[0] = kScanWG;
   launch(data, kFile, "scan_block", seg_defines(DType::u32), l,
          {arg(data), arg(sums), arg<std::uint64_t>(n)});
-  if (groups == 1) return read_u32(sums, 0);
-  const std::uint32_t total = exclusive_scan(sums);
+  if (groups == 1) return total ? read_u32(sums, 0) : 0;
+  const std::uint32_t sum = exclusive_scan(sums, total);
   launch(data, kFile, "scan_add", seg_defines(DType::u32), flat_grid(n),
          {arg(data), arg(sums), arg<std::uint64_t>(n)});
-  return total;
+  return sum;
 }
 
 Array label_components(const Array& bin, bool full, const RunOptions& o,
@@ -511,7 +512,9 @@ Array label_components(const Array& bin, bool full, const RunOptions& o,
   const Defines u32 = seg_defines(DType::u32);
   Array parents = empty_like(bin, DType::u32);
   Array ranks = empty_like(bin, DType::u32);  // written at the roots only
-  Array counts = Array::empty(Shape{(n + kScanWG - 1) / kScanWG}, DType::u32, bin.device());
+  // cc_roots ranks four pixels a work-item (CC_RANK_SPAN in segmentation.kernel).
+  const std::size_t rank_groups = (n + 4 * kScanWG - 1) / (4 * kScanWG);
+  Array counts = Array::empty(Shape{rank_groups}, DType::u32, bin.device());
   Array out = empty_like(bin, DType::u32);
   // Tiles of at most 2048 pixels (CC_TILE in segmentation.kernel, which says why): 16x16x8 in
   // 3D and 64x32 in 2D, square-ish so that few of a tile's pixels lie on its faces; narrower
@@ -539,10 +542,14 @@ Array label_components(const Array& bin, bool full, const RunOptions& o,
          tile_args({arg(bin), arg(parents)}));
   launch(bin, kFile, "cc_merge_tiles", u32, flat_grid(ntiles * 256), tile_args({arg(parents)}));
   checkpoint(o, 0.5, "connected_components");
-  // Roots ranked per group of kScanWG pixels, then only the groups' counts scanned.
-  launch(bin, kFile, "cc_roots", u32, flat_grid(n),
+  // Roots ranked per group of 4 * kScanWG pixels, then only the groups' counts scanned; the
+  // total comes back to the host only for a caller that asks (the tiled run's table).
+  Launch rank_grid;
+  rank_grid.global[0] = rank_groups * kScanWG;
+  rank_grid.local[0] = kScanWG;
+  launch(bin, kFile, "cc_roots", u32, rank_grid,
          {arg(parents), arg(ranks), arg(counts), arg<std::uint64_t>(n)});
-  const std::uint32_t roots = exclusive_scan(counts);
+  const std::uint32_t roots = exclusive_scan(counts, count != nullptr);
   if (count) *count = roots;
   KernelArgs write_args = {arg(parents), arg(ranks), arg(counts), arg(out)};
   push_shape(write_args, s);
@@ -588,7 +595,7 @@ Array relabel(const Array& labels, const RunOptions& o) {
   launch(labels, kFile, "relabel_flags", d, flat_grid(n),
          {arg(labels), arg(slots), arg(first), arg(ranks), arg(counts), arg(mask),
           arg<std::uint64_t>(n)});
-  exclusive_scan(counts);
+  exclusive_scan(counts, false);
   launch(labels, kFile, "relabel_write", d, flat_grid(n),
          {arg(labels), arg(slots), arg(first), arg(ranks), arg(counts), arg(out), arg(mask),
           arg<std::uint64_t>(n)});
