@@ -964,21 +964,29 @@ class TestSegmentation : public QObject {
   // connected_components labels tiles of up to 2048 pixels in local memory and joins them
   // across tile faces: shapes of many tiles (and one tile thick), blobs and sparse noise that
   // meet only at tile corners and edges (full connectivity), a diagonal staircase across every
-  // tile, against the plain reference's labels in raster order.
+  // tile, and a checkerboard (with full connectivity in 3D: six pairs a pixel, more than a
+  // tile's list of 2048 holds, so cc_local unites the rest on the spot), against the plain
+  // reference's labels in raster order.
   void components_across_tiles() {
     for (const Device& dev : test_devices()) {
       for (const Shape s : {Shape{200, 150}, Shape{70, 45, 37}, Shape{1, 1, 5000}, Shape{3000, 1},
                             Shape{33, 17, 9}, Shape{16, 16, 16}}) {
         const Dims dm(s);
         std::vector<std::vector<std::uint8_t>> masks = {blobs(s), blobs(s)};
-        std::vector<std::uint8_t> noise(s.elements()), stair(s.elements(), 0);
+        std::vector<std::uint8_t> noise(s.elements()), stair(s.elements(), 0),
+            checker(s.elements(), 0);
         for (auto& v : noise) v = irand(3) == 0 ? 1 : 0;
         for (long z = 0; z < dm.d; ++z)
           for (long y = 0; y < dm.h; ++y)
             for (long x = 0; x < dm.w; ++x)
               if ((x + y + z) % 7 == 0) stair[dm.at(x, y, z)] = 1;
+        for (long z = 0; z < dm.d; ++z)
+          for (long y = 0; y < dm.h; ++y)
+            for (long x = 0; x < dm.w; ++x)
+              if ((x + y + z) % 2 == 0) checker[dm.at(x, y, z)] = 1;
         masks.push_back(noise);
         masks.push_back(stair);
+        masks.push_back(checker);
         for (const auto& m : masks) {
           for (bool full : {false, true}) {
             const auto got = connected_components(input(m, s, dev), full ? "full" : "face")
