@@ -35,6 +35,16 @@ constexpr const char* kStatsFile = "label_statistics.kernel";
 // Pixels per work-item of label_stats (RUN in label_statistics.kernel).
 constexpr std::size_t kStatsRun = 16;
 constexpr std::size_t kScanWG = 256;  // SCAN_WG in segmentation.kernel
+// cc_roots ranks four pixels a work-item: groups of this many pixels (CC_RANK_SPAN there).
+constexpr std::size_t kRankSpan = 4 * kScanWG;
+
+// `groups` work-groups of kScanWG work-items: the scan kernels' grid, one group per block.
+Launch scan_grid(std::size_t groups) {
+  Launch l;
+  l.global[0] = groups * kScanWG;
+  l.local[0] = kScanWG;
+  return l;
+}
 constexpr std::uint32_t kNone = 0xffffffffu;
 
 Defines seg_defines(DType t) {
@@ -493,10 +503,7 @@ std::uint32_t exclusive_scan(const Array& data, bool total = true) {
   const std::size_t n = data.elements();
   const std::size_t groups = (n + kScanWG - 1) / kScanWG;
   Array sums = Array::empty(Shape{groups}, DType::u32, data.device());
-  Launch l;
-  l.global[0] = groups * kScanWG;
-  l.local[0] = kScanWG;
-  launch(data, kFile, "scan_block", seg_defines(DType::u32), l,
+  launch(data, kFile, "scan_block", seg_defines(DType::u32), scan_grid(groups),
          {arg(data), arg(sums), arg<std::uint64_t>(n)});
   if (groups == 1) return total ? read_u32(sums, 0) : 0;
   const std::uint32_t sum = exclusive_scan(sums, total);
@@ -512,8 +519,7 @@ Array label_components(const Array& bin, bool full, const RunOptions& o,
   const Defines u32 = seg_defines(DType::u32);
   Array parents = empty_like(bin, DType::u32);
   Array ranks = empty_like(bin, DType::u32);  // written at the roots only
-  // cc_roots ranks four pixels a work-item (CC_RANK_SPAN in segmentation.kernel).
-  const std::size_t rank_groups = (n + 4 * kScanWG - 1) / (4 * kScanWG);
+  const std::size_t rank_groups = (n + kRankSpan - 1) / kRankSpan;
   Array counts = Array::empty(Shape{rank_groups}, DType::u32, bin.device());
   Array out = empty_like(bin, DType::u32);
   // Tiles of at most 2048 pixels (CC_TILE in segmentation.kernel, which says why): 16x16x8 in
@@ -542,12 +548,9 @@ Array label_components(const Array& bin, bool full, const RunOptions& o,
          tile_args({arg(bin), arg(parents)}));
   launch(bin, kFile, "cc_merge_tiles", u32, flat_grid(ntiles * 256), tile_args({arg(parents)}));
   checkpoint(o, 0.5, "connected_components");
-  // Roots ranked per group of 4 * kScanWG pixels, then only the groups' counts scanned; the
+  // Roots ranked per group of kRankSpan pixels, then only the groups' counts scanned; the
   // total comes back to the host only for a caller that asks (the tiled run's table).
-  Launch rank_grid;
-  rank_grid.global[0] = rank_groups * kScanWG;
-  rank_grid.local[0] = kScanWG;
-  launch(bin, kFile, "cc_roots", u32, rank_grid,
+  launch(bin, kFile, "cc_roots", u32, scan_grid(rank_groups),
          {arg(parents), arg(ranks), arg(counts), arg<std::uint64_t>(n)});
   const std::uint32_t roots = exclusive_scan(counts, count != nullptr);
   if (count) *count = roots;
