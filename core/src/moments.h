@@ -5,7 +5,10 @@
 // float32 on devices without fp64 for 8/16-bit and float32 arrays (UnsupportedDType for the
 // wider dtypes there).
 #include <cstdint>
+#include <memory>
+#include <optional>
 
+#include "backend/backend.h"
 #include "gpix/array.h"
 #include "gpix/stats.h"
 
@@ -22,6 +25,18 @@ Moments moments(const Array& a);
 // gpix::stats()'s minimum, maximum, count and nan_count without its sum (sum and mean are 0):
 // one pass that reads 8- and 16-bit integers 16 bytes a load (stats.kernel's stats_extrema).
 Stats extrema(const Array& a);
+
+// extrema() left on the device, for a kernel that reads them there instead of the host waiting
+// for them (rescale_intensity): `memory` holds the minimum in slot `at` and the maximum in slot
+// `at + 1` (8-byte slots, each the dtype's bits in its low bytes), queued on a's device. Where
+// stats.kernel's final pass is still compiling (tiered compilation on OpenCL GPUs) the host
+// combines the work-groups' partials and `host` holds the result instead.
+struct DeviceExtrema {
+  std::shared_ptr<Memory> memory;
+  std::uint64_t at = 0;
+  std::optional<Stats> host;
+};
+DeviceExtrema extrema_on_device(const Array& a);
 
 // Chan et al.'s merge of a part's moments into m: merging (na, ma, Ma) and (nb, mb, Mb) gives
 // mean ma + d nb / n and M2 Ma + Mb + d^2 na nb / n with d = mb - ma. moments() merges its

@@ -1,10 +1,12 @@
 #include "gpix/stats.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "detail.h"
@@ -255,67 +257,81 @@ Moments moments(const Array& a) {
 
 namespace {
 
-// stats() with the partial pass `entry`: stats_partial, or stats_extrema (the same slots, the
-// sums left 0).
-Stats stats_of(const Array& a, const char* entry) {
-  // The kernel reads pitched buffers; images and region views (whose first pixel is not at
-  // the allocation's start) go through one contiguous copy.
-  if (a.kind() == MemoryKind::image || Access::impl(a).region) {
-    return stats_of(a.to_buffer(), entry);
-  }
+// One pass of stats.kernel's `entry` (stats_partial, or stats_extrema: the same slots, the sums
+// left 0) launched over a contiguous or pitched buffer, with stats_final after it where there is
+// more than one work-group and its program is ready.
+struct Partials {
+  std::shared_ptr<detail::Memory> memory;
+  std::size_t groups = 0, wg = 0;
+  // 8-byte slots per group: floats four, integers a fifth for the high halves of their sums
+  // (the read-back is latency-bound, so floats do not carry the extra slot).
+  std::size_t slots = 0;
+  bool acc_double = false;  // float dtypes: the sums' type
+  bool combined = false;    // stats_final ran: its kFinalSlots slots follow the partials
+};
+
+Partials launch_partials(const Array& a, const char* entry) {
   auto& impl = Access::impl(a);
   auto& dev = *impl.device;
   const std::uint64_t n = a.elements();
-  // Not a structured binding: the lambda below captures these (clang 14, which clang-tidy
-  // runs on, cannot capture one).
-  const std::pair<std::size_t, std::size_t> grid = detail::reduction_grid(dev.info(), n);
-  const std::size_t wg = grid.first, groups = grid.second;
+  Partials p;
+  std::tie(p.wg, p.groups) = detail::reduction_grid(dev.info(), n);
+  const bool is_f = is_float(impl.dtype);
+  p.acc_double = is_f && a.device().supports_fp64();
+  const DType acc_dtype = is_f ? (p.acc_double ? DType::f64 : DType::f32) : DType::u64;
+  const detail::Defines defines = detail::stats_defines(impl.dtype, acc_dtype, p.wg);
+  const auto& kernel = dev.kernel(detail::program("stats.kernel"), entry, defines);
 
+  // One partial buffer, one read back (four reads cost four round trips of latency). More than
+  // one group: stats_final combines the partials on the device into 7 slots after them, and
+  // those are what travel back.
+  p.slots = is_f ? 4 : 5;
+  const bool final_pass = p.groups > 1;
+  p.memory = dev.pool().allocate((p.groups * p.slots + (final_pass ? kFinalSlots : 0)) *
+                                 sizeof(std::uint64_t));
+  const std::uint64_t w = impl.contiguous() ? n : impl.shape.width();
+  const KernelArg args[] = {
+      KernelArg::mem(*impl.memory),
+      KernelArg::scalar<std::uint64_t>(n),
+      KernelArg::scalar<std::uint64_t>(w),
+      KernelArg::scalar<std::uint64_t>(impl.shape.height()),
+      KernelArg::scalar<std::uint64_t>(impl.padded.width()),
+      KernelArg::scalar<std::uint64_t>(impl.padded.width() * impl.padded.height()),
+      KernelArg::mem(*p.memory)};
+  detail::Launch l;
+  l.global[0] = p.groups * p.wg;
+  l.local[0] = p.wg;
+  dev.launch(*kernel, l, args);
+
+  // Where stats_final still compiles (tiered compilation on OpenCL GPUs), the host combines
+  // the partials in its order.
+  const auto fin =
+      final_pass ? dev.kernel_if_ready(detail::program("stats.kernel"), "stats_final", defines)
+                 : nullptr;
+  if (fin) {
+    const KernelArg fargs[] = {KernelArg::mem(*p.memory),
+                               KernelArg::scalar<std::uint64_t>(p.groups)};
+    detail::Launch one;
+    one.global[0] = p.wg;
+    one.local[0] = p.wg;
+    dev.launch(*fin, one, fargs);
+    p.combined = true;
+  }
+  return p;
+}
+
+// The partials read back and combined into a's Stats (launch_partials' order).
+Stats read_partials(const Array& a, const Partials& p) {
+  auto& impl = Access::impl(a);
+  auto& dev = *impl.device;
+  const std::uint64_t n = a.elements();
+  const std::size_t groups = p.groups, slots = p.slots;
   return visit_dtype(impl.dtype, [&](auto zero) -> Stats {
     using T = decltype(zero);
     constexpr bool kFloat = std::is_floating_point_v<T>;
-    const bool acc_double = kFloat && a.device().supports_fp64();
-    const DType acc_dtype = kFloat ? (acc_double ? DType::f64 : DType::f32) : DType::u64;
-    const detail::Defines defines = detail::stats_defines(impl.dtype, acc_dtype, wg);
-    const auto& kernel = dev.kernel(detail::program("stats.kernel"), entry, defines);
-
-    // One partial buffer, one read back (four reads cost four round trips of latency).
-    // Floats use four slots per group; integers a fifth for the high halves of their sums
-    // (the read-back is latency-bound, so floats do not carry the extra slot).
-    const std::size_t slots = kFloat ? 4 : 5;
-    // More than one group: stats_final combines the partials on the device into 7 slots
-    // after them, and those are what travel back.
-    const bool final_pass = groups > 1;
-    auto partials = dev.pool().allocate((groups * slots + (final_pass ? kFinalSlots : 0)) *
-                                        sizeof(std::uint64_t));
-    const std::uint64_t w = impl.contiguous() ? n : impl.shape.width();
-    const KernelArg args[] = {
-        KernelArg::mem(*impl.memory),
-        KernelArg::scalar<std::uint64_t>(n),
-        KernelArg::scalar<std::uint64_t>(w),
-        KernelArg::scalar<std::uint64_t>(impl.shape.height()),
-        KernelArg::scalar<std::uint64_t>(impl.padded.width()),
-        KernelArg::scalar<std::uint64_t>(impl.padded.width() * impl.padded.height()),
-        KernelArg::mem(*partials)};
-    detail::Launch l;
-    l.global[0] = groups * wg;
-    l.local[0] = wg;
-    dev.launch(*kernel, l, args);
-
-    // Where stats_final still compiles (tiered compilation on OpenCL GPUs), the host combines
-    // the partials in its order.
-    const auto fin =
-        final_pass ? dev.kernel_if_ready(detail::program("stats.kernel"), "stats_final", defines)
-                   : nullptr;
-    if (fin) {
-      const KernelArg fargs[] = {KernelArg::mem(*partials),
-                                 KernelArg::scalar<std::uint64_t>(groups)};
-      detail::Launch one;
-      one.global[0] = wg;
-      one.local[0] = wg;
-      dev.launch(*fin, one, fargs);
+    if (p.combined) {
       std::array<std::uint64_t, kFinalSlots> f{};
-      dev.read(*partials, groups * slots * sizeof(std::uint64_t), f.data(), sizeof f);
+      dev.read(*p.memory, groups * slots * sizeof(std::uint64_t), f.data(), sizeof f);
       const T mn = bits_as<T>(f[0]), mx = bits_as<T>(f[1]);
       if constexpr (kFloat) {
         auto one_sum = [&](auto acc_zero) {
@@ -323,7 +339,7 @@ Stats stats_of(const Array& a, const char* entry) {
                             RecycledVector<decltype(acc_zero)>{bits_as<decltype(acc_zero)>(f[2])},
                             RecycledVector<std::uint64_t>{f[3]}, n, 1);
         };
-        return acc_double ? one_sum(double{}) : one_sum(float{});
+        return p.acc_double ? one_sum(double{}) : one_sum(float{});
       } else {
         // lows = f[2] + f[4] 2^32, highs = f[5] + f[6] 2^32, total = lows + highs 2^32.
         const Int128 total =
@@ -340,7 +356,7 @@ Stats stats_of(const Array& a, const char* entry) {
     }
 
     RecycledVector<std::byte> raw(groups * slots * sizeof(std::uint64_t));
-    dev.read(*partials, 0, raw.data(), raw.size());
+    dev.read(*p.memory, 0, raw.data(), raw.size());
     const std::size_t slot = groups * sizeof(std::uint64_t);
     RecycledVector<T> mins(groups), maxs(groups);
     RecycledVector<std::uint64_t> nans(groups);
@@ -350,10 +366,10 @@ Stats stats_of(const Array& a, const char* entry) {
     auto read_sums = [&](auto acc_zero) {
       RecycledVector<decltype(acc_zero)> sums(groups);
       std::memcpy(sums.data(), raw.data() + 2 * slot, groups * sizeof(decltype(acc_zero)));
-      return combine<T>(mins, maxs, sums, nans, n, wg);
+      return combine<T>(mins, maxs, sums, nans, n, p.wg);
     };
     if constexpr (kFloat) {
-      return acc_double ? read_sums(double{}) : read_sums(float{});
+      return p.acc_double ? read_sums(double{}) : read_sums(float{});
     } else {
       RecycledVector<std::uint64_t> lows(groups);
       RecycledVector<std::int64_t> highs(groups);
@@ -362,6 +378,17 @@ Stats stats_of(const Array& a, const char* entry) {
       return combine_int<T>(mins, maxs, lows, highs, n);
     }
   });
+}
+
+// The kernels read pitched buffers; images and region views (whose first pixel is not at the
+// allocation's start) go through one contiguous copy.
+bool needs_buffer(const Array& a) {
+  return a.kind() == MemoryKind::image || Access::impl(a).region;
+}
+
+Stats stats_of(const Array& a, const char* entry) {
+  if (needs_buffer(a)) return stats_of(a.to_buffer(), entry);
+  return read_partials(a, launch_partials(a, entry));
 }
 
 }  // namespace
@@ -373,6 +400,20 @@ Stats stats(const Array& a) {
 namespace detail {
 Stats extrema(const Array& a) {
   return stats_of(a, "stats_extrema");
+}
+
+DeviceExtrema extrema_on_device(const Array& a) {
+  if (needs_buffer(a)) return extrema_on_device(a.to_buffer());
+  Partials p = launch_partials(a, "stats_extrema");
+  DeviceExtrema e;
+  if (p.groups == 1 || p.combined) {
+    // One group's slots are laid out as stats_final's: the minimum first, then the maximum.
+    e.at = p.combined ? p.groups * p.slots : 0;
+    e.memory = std::move(p.memory);
+  } else {
+    e.host = read_partials(a, p);
+  }
+  return e;
 }
 }  // namespace detail
 

@@ -497,6 +497,61 @@ class TestArithmetic : public QObject {
     }
   }
 
+  // rescale_intensity's range comes from the non-NaN pixels and stays on the device between its
+  // passes: NaN stays NaN and in place, a constant image and a one-pixel image map to out_min,
+  // an image of NaN alone stays NaN, and an infinity makes every finite pixel's scale 0. Sizes
+  // on both sides of one work-group (one group's slots, or stats_final's after the groups').
+  void rescale_special_values_data() { test::add_device_rows(); }
+  void rescale_special_values() {
+    const Device dev = test::fetch_device();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    for (const Shape& shape : {Shape{1}, Shape{7, 5}, Shape{301, 257}, Shape{3, 1, 9}}) {
+      const std::size_t n = shape.elements();
+      std::vector<float> v = test::random_values<float>(n);
+      for (std::size_t i = 3; i < n; i += 11) v[i] = nan;
+      std::vector<float> finite;
+      for (float x : v) {
+        if (!std::isnan(x)) finite.push_back(x);
+      }
+      const auto check = [&](const std::vector<float>& in, const std::vector<double>& expect,
+                             const char* what) {
+        const Array r = rescale_intensity(Array::push(in, shape, dev), 2, 7);
+        QCOMPARE(r.dtype(), DType::f32);
+        const std::vector<float> got = r.pull_as<float>();
+        for (std::size_t i = 0; i < n; ++i) {
+          const bool ok =
+              std::isnan(expect[i]) ? std::isnan(got[i]) : std::abs(got[i] - expect[i]) <= 1e-5 * 7;
+          QVERIFY2(ok,
+                   (std::string(what) + " " + shape.str() + " at " + std::to_string(i) + ": got " +
+                    std::to_string(got[i]) + ", expected " + std::to_string(expect[i]))
+                       .c_str());
+        }
+      };
+      std::vector<double> expect(n);
+      if (!finite.empty()) {
+        const auto [mn, mx] = std::minmax_element(finite.begin(), finite.end());
+        const double lo = *mn, hi = *mx;
+        for (std::size_t i = 0; i < n; ++i) {
+          expect[i] = std::isnan(v[i]) ? std::nan("")
+                      : hi > lo        ? 2.0 + (v[i] - lo) / (hi - lo) * 5.0
+                                       : 2.0;
+        }
+        check(v, expect, "with NaN");
+      }
+      check(std::vector<float>(n, 3.25f), std::vector<double>(n, 2.0), "constant");
+      check(std::vector<float>(n, nan), std::vector<double>(n, std::nan("")), "NaN alone");
+      if (n > 1) {
+        std::vector<float> w = test::random_values<float>(n);
+        w[n / 2] = inf;
+        std::vector<double> e(n, 2.0);
+        e[n / 2] = std::nan("");  // (inf - lo) * 0
+        check(w, e, "with an infinity");
+      }
+      if (QTest::currentTestFailed()) return;
+    }
+  }
+
   void errors() {
     const Device dev = test_devices().front();
     auto [a, h] = push_random<std::uint8_t>(dev, Shape{4, 5});

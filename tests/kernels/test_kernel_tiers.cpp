@@ -25,6 +25,7 @@
 #include "config.h"
 #include "detail.h"
 #include "gpix/error.h"
+#include "gpix/filters/arithmetic.h"
 #include "gpix/filters/neighbourhood.h"
 #include "programs.h"
 #include "support/devices.h"
@@ -160,6 +161,9 @@ std::vector<Case> cases(int ndim) {
       // Whole-image statistics: the partials combined on the host (stats_final held back)
       // against stats.kernel's stats_final, as the bits of min, max, sum, mean and NaN count.
       {"stats", [](const Array& a) { return stats_bits(a); }, true},
+      // rescale_intensity: the extrema read back and the scale computed on the host (stats_final
+      // held back) against pointwise.kernel's rescale reading them on the device.
+      {"rescale", [](const Array& a) { return rescale_intensity(a, -1, 2); }, true},
   };
   if (ndim == 2) {
     c.push_back({"maximum 8x7", [](const Array& a) { return maximum_box(a, 8, 7); }, true});

@@ -70,10 +70,10 @@ bool needs_wide(std::initializer_list<DType> types) {
   return wide;
 }
 
-void require_compute(const Array& a, DType ct, const std::string& what) {
+void require_compute(const Array& a, DType ct, std::string_view what) {
   if (ct == DType::f64)
     require_dtype(a.device(), DType::f64, [&] {
-      return what + " on " + std::string(name(a.dtype())) + " (computed in float64)";
+      return std::string(what) + " on " + std::string(name(a.dtype())) + " (computed in float64)";
     });
 }
 
@@ -428,6 +428,36 @@ const Filter<ConvertParams> kConvert(
        return one(unary(x[0], p.dtype, "a"));
      }});
 
+// rescale_intensity's second pass, its extrema read on the device (pointwise.kernel's rescale):
+// reading them back first made the host wait between the passes, which was a 2048^2 float32
+// rescale's largest fixed cost (bench/RESULTS.md, 2026-12-03). RS, the type the scale is
+// computed in, is float64 where the device has it: the host's double, as before.
+Defines rescale_defines(DType in, DType out, DType rs, bool v4) {
+  Defines d;
+  add_type_defines(d, {{"T_A", in}, {"T_OUT", out}, {"CT", compute_type({in, out})}, {"RS", rs}});
+  d.emplace_back("RESCALE", "1");
+  add_flat_define(d, {in}, v4);
+  return d;
+}
+
+Array rescale_on_device(const Array& in, DType out_t, const detail::DeviceExtrema& e,
+                        double out_min, double out_max) {
+  const DType rs = in.device().supports_fp64() ? DType::f64 : DType::f32;
+  Array out = empty_like(in, out_t);
+  KernelArgs args;
+  args.reserve(7);
+  args.insert(args.end(), {arg(in), arg(out), arg<std::uint64_t>(in.elements()),
+                           KernelArg::mem(*e.memory), arg<std::uint64_t>(e.at)});
+  if (rs == DType::f64) {
+    args.insert(args.end(), {arg(out_min), arg(out_max)});
+  } else {
+    args.insert(args.end(), {arg(static_cast<float>(out_min)), arg(static_cast<float>(out_max))});
+  }
+  const Defines defs = rescale_defines(in.dtype(), out_t, rs, flat_v4_ok({&in}, out));
+  launch(in, "pointwise.kernel", "rescale", defs, flat_grid(in.elements(), defs), args);
+  return out;
+}
+
 struct RescaleParams {
   double out_min, out_max;
 };
@@ -445,12 +475,17 @@ const Filter<RescaleParams> kRescaleIntensity(
      .untiled = "it maps the whole image's minimum and maximum (compute them first, then use "
                 "multiply_scalar and add_scalar, which tile)",
      .fn = [](std::span<const Array> x, const RescaleParams& p, const RunOptions& o) {
-       const Stats s = detail::extrema(x[0]);
+       const Array& in = x[0];
+       const DType out_t = output_dtype(in.dtype(), OutRule::floating);
+       require_compute(in, compute_type({in.dtype(), out_t}), "rescale_intensity");
+       detail::DeviceExtrema e = detail::extrema_on_device(in);
        checkpoint(o, 0.5, "rescale_intensity");
-       const double lo = s.min.as_double(), hi = s.max.as_double();
-       const double scale = hi > lo ? (p.out_max - p.out_min) / (hi - lo) : 0.0;
-       return one(unary(x[0], output_dtype(x[0].dtype(), OutRule::floating), "(a-b)*c+d", lo, scale,
-                        p.out_min));
+       if (e.host) {  // stats.kernel's final pass still compiling: the host has the extrema
+         const double lo = e.host->min.as_double(), hi = e.host->max.as_double();
+         const double scale = hi > lo ? (p.out_max - p.out_min) / (hi - lo) : 0.0;
+         return one(unary(in, out_t, "(a-b)*c+d", lo, scale, p.out_min));
+       }
+       return one(rescale_on_device(in, out_t, e, p.out_min, p.out_max));
      }});
 
 }  // namespace
@@ -485,6 +520,13 @@ void add_pointwise_variants(std::vector<KernelVariant>& out) {
       unary_v(a, a, kClipFloat, OpKind::expr);
     }
     if (needs_wide({a})) unary_v(a, a, "gpix_wide_abs", OpKind::wide);
+    // rescale_intensity, as on devices with fp64 (every CUDA device).
+    const DType rescaled = output_dtype(a, OutRule::floating);
+    out.push_back({"pointwise.kernel", "rescale", rescale_defines(a, rescaled, DType::f64, false)});
+    if (v4_types({a}, rescaled)) {
+      out.push_back(
+          {"pointwise.kernel", "rescale", rescale_defines(a, rescaled, DType::f64, true)});
+    }
     for (DType b : kAllDTypes) {
       if (needs_wide({a, b})) {
         for (const auto& op : kBinary) {
