@@ -37,6 +37,7 @@ constexpr std::size_t kStatsRun = 16;
 constexpr std::size_t kScanWG = 256;  // SCAN_WG in segmentation.kernel
 // cc_roots ranks four pixels a work-item: groups of this many pixels (CC_RANK_SPAN there).
 constexpr std::size_t kRankSpan = 4 * kScanWG;
+constexpr int kCcGroup = 256;  // CC_WG in segmentation.kernel
 
 // `groups` work-groups of kScanWG work-items: the scan kernels' grid, one group per block.
 Launch scan_grid(std::size_t groups) {
@@ -536,17 +537,26 @@ Array label_components(const Array& bin, bool full, const RunOptions& o,
     return (len + static_cast<std::size_t>(t) - 1) / t;
   };
   const std::size_t ntiles = tiles(s.width(), tx) * tiles(s.height(), ty) * tiles(s.depth(), tz);
-  const auto tile_args = [&](KernelArgs a) {
+  // segmentation.kernel's CC_TILE_ARGS: the sides, the tiles along x and y, and the 256
+  // work-items' step along the tile's axes.
+  const int ntx = static_cast<int>(tiles(s.width(), tx)),
+            nty = static_cast<int>(tiles(s.height(), ty));
+  const int steps[3] = {kCcGroup % tx, (kCcGroup / tx) % ty, kCcGroup / (tx * ty)};
+  const auto push_tiles = [&](KernelArgs& a) {
     push_shape(a, s);
-    a.push_back(arg(tx));
-    a.push_back(arg(ty));
-    a.push_back(arg(tz));
+    for (int v : {tx, ty, tz, ntx, nty, steps[0], steps[1], steps[2]}) a.push_back(arg(v));
+  };
+  const auto tile_args = [&](KernelArgs a) {
+    push_tiles(a);
     a.push_back(arg(full ? 1 : 0));
     return a;
   };
   launch(bin, kFile, "cc_local", seg_defines(bin.dtype()), flat_grid(ntiles * 256),
          tile_args({arg(bin), arg(parents)}));
-  launch(bin, kFile, "cc_merge_tiles", u32, flat_grid(ntiles * 256), tile_args({arg(parents)}));
+  // Volumes list their merge's pairs (cc_merge_tiles says why not images).
+  KernelArgs merge_args = tile_args({arg(parents)});
+  merge_args.push_back(arg(vol ? 1 : 0));
+  launch(bin, kFile, "cc_merge_tiles", u32, flat_grid(ntiles * 256), merge_args);
   checkpoint(o, 0.5, "connected_components");
   // Roots ranked per group of kRankSpan pixels, then only the groups' counts scanned; the
   // total comes back to the host only for a caller that asks (the tiled run's table).
@@ -555,8 +565,7 @@ Array label_components(const Array& bin, bool full, const RunOptions& o,
   const std::uint32_t roots = exclusive_scan(counts, count != nullptr);
   if (count) *count = roots;
   KernelArgs write_args = {arg(parents), arg(ranks), arg(counts), arg(out)};
-  push_shape(write_args, s);
-  for (int t : {tx, ty, tz}) write_args.push_back(arg(t));
+  push_tiles(write_args);
   launch(bin, kFile, "cc_write", u32, flat_grid(ntiles * 256), write_args);
   return out;
 }
