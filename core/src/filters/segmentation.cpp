@@ -37,7 +37,6 @@ constexpr std::size_t kStatsRun = 16;
 constexpr std::size_t kScanWG = 256;  // SCAN_WG in segmentation.kernel
 // cc_roots ranks four pixels a work-item: groups of this many pixels (CC_RANK_SPAN there).
 constexpr std::size_t kRankSpan = 4 * kScanWG;
-constexpr int kCcGroup = 256;  // CC_WG in segmentation.kernel
 
 // `groups` work-groups of kScanWG work-items: the scan kernels' grid, one group per block.
 Launch scan_grid(std::size_t groups) {
@@ -537,14 +536,9 @@ Array label_components(const Array& bin, bool full, const RunOptions& o,
     return (len + static_cast<std::size_t>(t) - 1) / t;
   };
   const std::size_t ntiles = tiles(s.width(), tx) * tiles(s.height(), ty) * tiles(s.depth(), tz);
-  // segmentation.kernel's CC_TILE_ARGS: the sides, the tiles along x and y, and the 256
-  // work-items' step along the tile's axes.
-  const int ntx = static_cast<int>(tiles(s.width(), tx)),
-            nty = static_cast<int>(tiles(s.height(), ty));
-  const int steps[3] = {kCcGroup % tx, (kCcGroup / tx) % ty, kCcGroup / (tx * ty)};
   const auto push_tiles = [&](KernelArgs& a) {
     push_shape(a, s);
-    for (int v : {tx, ty, tz, ntx, nty, steps[0], steps[1], steps[2]}) a.push_back(arg(v));
+    for (int t : {tx, ty, tz}) a.push_back(arg(t));
   };
   const auto tile_args = [&](KernelArgs a) {
     push_tiles(a);
