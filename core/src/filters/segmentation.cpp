@@ -52,6 +52,17 @@ Defines seg_defines(DType t) {
   add_type_defines(d, {{"T_IN", t}});
   return d;
 }
+// connected_components' merge, roots and write passes on a volume (CC_LIST_PAIRS in
+// segmentation.kernel); built once, so that a call allocates nothing for it.
+const Defines& cc_list_defines() {
+  static const Defines d = [] {
+    Defines v = seg_defines(DType::u32);
+    v.emplace_back("CC_LIST_PAIRS", "1");
+    return v;
+  }();
+  return d;
+}
+
 // threshold_gt, to_mask and binary_logic: flat passes (dialect.h's GPIX_FLAT_IN; v4: four
 // elements an index, flat_v4_ok).
 Defines flat_defines(DType t, bool v4 = false) {
@@ -547,20 +558,20 @@ Array label_components(const Array& bin, bool full, const RunOptions& o,
   };
   launch(bin, kFile, "cc_local", seg_defines(bin.dtype()), flat_grid(ntiles * 256),
          tile_args({arg(bin), arg(parents)}));
-  // Volumes list their merge's pairs (cc_merge_tiles says why not images).
-  KernelArgs merge_args = tile_args({arg(parents)});
-  merge_args.push_back(arg(vol ? 1 : 0));
-  launch(bin, kFile, "cc_merge_tiles", u32, flat_grid(ntiles * 256), merge_args);
+  // Volumes list their merge's pairs (cc_merge_tiles says why not images); the merge, roots
+  // and write passes share one program.
+  const Defines& cc = vol ? cc_list_defines() : u32;
+  launch(bin, kFile, "cc_merge_tiles", cc, flat_grid(ntiles * 256), tile_args({arg(parents)}));
   checkpoint(o, 0.5, "connected_components");
   // Roots ranked per group of kRankSpan pixels, then only the groups' counts scanned; the
   // total comes back to the host only for a caller that asks (the tiled run's table).
-  launch(bin, kFile, "cc_roots", u32, scan_grid(rank_groups),
+  launch(bin, kFile, "cc_roots", cc, scan_grid(rank_groups),
          {arg(parents), arg(ranks), arg(counts), arg<std::uint64_t>(n)});
   const std::uint32_t roots = exclusive_scan(counts, count != nullptr);
   if (count) *count = roots;
   KernelArgs write_args = {arg(parents), arg(ranks), arg(counts), arg(out)};
   push_tiles(write_args);
-  launch(bin, kFile, "cc_write", u32, flat_grid(ntiles * 256), write_args);
+  launch(bin, kFile, "cc_write", cc, flat_grid(ntiles * 256), write_args);
   return out;
 }
 
@@ -1032,6 +1043,8 @@ void add_segmentation_variants(std::vector<KernelVariant>& out) {
        {"scan_block", "scan_add", "cc_merge_tiles", "cc_roots", "cc_write", "cc_map",
         "extend_labels", "mask_x", "mask_axis", "mask_cross", "mask_unpack"})
     out.push_back({kFile, e, u32});
+  for (const char* e : {"cc_merge_tiles", "cc_roots", "cc_write"})
+    out.push_back({kFile, e, cc_list_defines()});
 }
 
 }  // namespace gpix::detail
