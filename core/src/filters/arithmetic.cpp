@@ -481,14 +481,17 @@ const Filter<RescaleParams> kRescaleIntensity(
        detail::DeviceExtrema e = detail::extrema_on_device(in);
        checkpoint(o, 0.5, "rescale_intensity");
        if (e.host) {  // stats.kernel's final pass still compiling: the host has the extrema
-         const double lo = e.host->min.as_double(), hi = e.host->max.as_double();
-         double scale = hi > lo ? (p.out_max - p.out_min) / (hi - lo) : 0.0;
-         if (!in.device().supports_fp64()) {
-           // As the device's rescale computes it there (RS float), for the same bits.
-           const auto f = [](double v) { return static_cast<float>(v); };
-           scale = f(hi) > f(lo) ? f(f(p.out_max) - f(p.out_min)) / f(f(hi) - f(lo)) : 0.0f;
-         }
-         return one(unary(in, out_t, "(a-b)*c+d", lo, scale, p.out_min));
+         // The scale as pointwise.kernel's rescale computes it (RS: float64 where the device
+         // has it, else float), for the same bits.
+         const auto scale_in = [&](auto zero) -> double {
+           using RS = decltype(zero);
+           const RS lo = static_cast<RS>(e.host->min.as_double());
+           const RS hi = static_cast<RS>(e.host->max.as_double());
+           const RS range = static_cast<RS>(p.out_max) - static_cast<RS>(p.out_min);
+           return hi > lo ? range / (hi - lo) : RS{0};
+         };
+         const double scale = in.device().supports_fp64() ? scale_in(0.0) : scale_in(0.0f);
+         return one(unary(in, out_t, "(a-b)*c+d", e.host->min.as_double(), scale, p.out_min));
        }
        return one(rescale_on_device(in, out_t, e, p.out_min, p.out_max));
      }});
