@@ -21,6 +21,13 @@
 // a user's first calls write them.
 // --floor: what any build costs: a kernel of one store, alone and after kernels/dialect.h (the
 // preamble of every catalog program), three of each in turn, each with its own source.
+// --dump FILE:ENTRY [--types T]: prints the one-entry program of ENTRY (dialect.h, then the
+// file with the other kernels taken out) with the catalog's first defines for it as #define
+// lines: a self-contained source to edit for --sources.
+// --sources F1 F2 ...: builds each file's text as one program, three rounds of all of them in
+// turn (each build with its own trailing comment, so nothing is answered from a cache of
+// text); a file's first line names its kernel: `// entry: NAME`. What part of a kernel costs
+// its build time, variant against variant, on the same device in the same process.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -28,6 +35,7 @@
 #include <mutex>
 #include <regex>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,6 +47,7 @@
 #include "gpix/device.h"
 #include "gpix/error.h"
 #include "gpix/gpix.h"
+#include "kernel_entry.h"
 #include "kernel_variants.h"
 #include "programs.h"
 
@@ -158,12 +167,88 @@ void first_calls(const Device& dev, std::size_t n) {
   }
 }
 
+// The catalog's defines of FILE:ENTRY for the type asked, as #define lines.
+std::string dump_entry(const std::string& spec, const std::string& type) {
+  const std::size_t colon = spec.find(':');
+  const std::string file = spec.substr(0, colon), entry = spec.substr(colon + 1);
+  std::string defines;
+  for (const detail::KernelVariant& v : detail::all_kernel_variants()) {
+    if (v.file != file || v.entry != entry) continue;
+    const auto t_in = std::find_if(v.defines.begin(), v.defines.end(),
+                                   [](const auto& d) { return d.first == "T_IN"; });
+    if (t_in != v.defines.end() && t_in->second != "gpix_" + type) continue;
+    for (const auto& [k, val] : v.defines) defines += "#define " + k + " " + val + "\n";
+    break;
+  }
+  return "// entry: " + entry + "\n" + defines +
+         detail::single_entry_source(detail::program(file).text, entry);
+}
+
+void build_sources(const Device& dev, const std::vector<std::string>& files) {
+  auto& impl = detail::Access::impl(dev);
+  std::vector<std::pair<std::string, std::string>> sources;  // entry, text
+  for (const std::string& f : files) {
+    std::FILE* fp = std::fopen(f.c_str(), "rb");
+    if (!fp) throw std::runtime_error("cannot read " + f);
+    std::string text;
+    char buf[65536];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, fp)) > 0;) text.append(buf, n);
+    std::fclose(fp);
+    const std::string tag = "// entry: ";
+    if (text.rfind(tag, 0) != 0) throw std::runtime_error(f + ": no '// entry: NAME' line");
+    sources.emplace_back(text.substr(tag.size(), text.find('\n') - tag.size()), text);
+  }
+  {
+    // The process's first build loads the compiler (424 ms on NVIDIA's OpenCL): not a file's.
+    detail::ProgramSource warm;
+    warm.name = warm.hash = "warm-up";
+    warm.text = "__kernel void warm_up(__global int* a) { a[0] = 1; }\n";
+    (void)impl.kernel(warm, "warm_up", {});
+  }
+  std::vector<std::vector<double>> times(files.size());
+  for (int round = 0; round < 3; ++round) {
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      detail::ProgramSource src;
+      src.name = files[i];
+      src.text = sources[i].second + "\n// round " + std::to_string(round) + "\n";
+      src.hash = files[i] + "#" + std::to_string(round);
+      const auto t0 = Clock::now();
+      try {
+        (void)impl.kernel(src, sources[i].first, {});
+      } catch (const Error& e) {
+        std::printf("%9s  %s: %s\n", "failed", files[i].c_str(), e.what());
+        continue;
+      }
+      times[i].push_back(ms(t0, Clock::now()));
+      std::printf("%9.1f  %s (round %d)\n", times[i].back(), files[i].c_str(), round);
+      std::fflush(stdout);
+    }
+  }
+  std::printf("\nmedian of the rounds:\n");
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    std::vector<double> t = times[i];
+    if (t.empty()) continue;
+    std::sort(t.begin(), t.end());
+    std::printf("%9.1f  %s\n", t[t.size() / 2], files[i].c_str());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string device, match = ".*", types = "f32";
   bool first = false, floor = false, disk = false;
   std::size_t size = 512;
+  std::string dump;
+  std::vector<std::string> sources;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--sources")) {
+      for (int j = i + 1; j < argc && std::strncmp(argv[j], "--", 2) != 0; ++j) {
+        sources.emplace_back(argv[j]);
+      }
+    }
+    if (!std::strcmp(argv[i], "--dump") && i + 1 < argc) dump = argv[i + 1];
+  }
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--first-calls")) first = true;
     if (!std::strcmp(argv[i], "--floor")) floor = true;
@@ -176,6 +261,10 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--types")) types = argv[i + 1];
   }
   try {
+    if (!dump.empty()) {
+      std::fputs(dump_entry(dump, types).c_str(), stdout);
+      return 0;
+    }
     detail::config_for_testing().no_disk_cache = !disk;
     detail::config_for_testing().kernel_bundle = "off";
     const Device dev = select_device(device);
@@ -188,6 +277,10 @@ int main(int argc, char** argv) {
     }
     if (floor) {
       floor_builds(dev);
+      return 0;
+    }
+    if (!sources.empty()) {
+      build_sources(dev, sources);
       return 0;
     }
     std::set<std::string> wanted;

@@ -175,7 +175,8 @@ bool tile_xy_ok(const Array& a, SepOp op, DType out, int rx, int ry) {
 // after every other condition of the tile path holds, so that no compile starts for a call
 // that could not take it.
 bool sep_launch(const Array& in, const Array& out, const Separable& s, const char* shape,
-                const Launch& g, int axis_a, int axis_b, int axis, double divisor, int tb = 0) {
+                const Launch& g, int axis_a, int axis_b, int axis, double divisor, int tb = 0,
+                bool if_ready = false) {
   const DType ct = compute_type({in.dtype(), out.dtype()});
   const auto radius = [&](int ax) { return ax >= 0 ? s.radius[static_cast<std::size_t>(ax)] : 0; };
   KernelArgs args = {arg(in), arg(out)};
@@ -234,41 +235,67 @@ bool sep_launch(const Array& in, const Array& out, const Separable& s, const cha
     return launch_if_ready(in, "tiled.kernel", std::string("tile_") + op_name(s.op) + "_" + shape,
                            tile_defines(in.dtype(), out.dtype(), tb, s.op), g, args);
   }
-  launch(in, "separable.kernel", std::string("sep_") + op_name(s.op) + "_" + shape,
-         nb_defines(in.dtype(), out.dtype()), g, args);
+  const std::string entry = std::string("sep_") + op_name(s.op) + "_" + shape;
+  if (if_ready) {
+    return launch_if_ready(in, "separable.kernel", entry, nb_defines(in.dtype(), out.dtype()), g,
+                           args);
+  }
+  launch(in, "separable.kernel", entry, nb_defines(in.dtype(), out.dtype()), g, args);
   return true;
 }
 
-// One pass along `axis`: the tile kernel where the radius fits, the simple one otherwise.
-Array sep_axis(const Array& in, DType out_t, const Separable& s, int axis, double divisor) {
+// The plain tier of every separable pass (tiered compilation, DeviceImpl::kernel_if_ready):
+// sep_<op>_simple, one output a work-item straight from global memory. It applies the same taps
+// in the same order in the same accumulator type as the tiled, fused and local-tile kernels,
+// and a 2D or 3D filter's passes keep that type between them (acc_type), so every tier gives
+// the same bits (test_kernel_tiers). It is the quickest of them to build: on NVIDIA's OpenCL
+// sep_conv_simple took 74-77 ms, sep_conv_xy 107-113 and tile_conv_xy 182-189, with the floor
+// of any build at 30 (bench/RESULTS.md, 2026-12-03, twenty-second session), so a first Gaussian
+// builds one small program where it built sep_conv_xy (and a large radius sep_conv_x and
+// sep_conv_yz) before.
+void sep_simple(const Array& in, const Array& out, const Separable& s, int axis, double divisor) {
+  sep_launch(in, out, s, "simple", image_grid(in.shape()), axis, -1, axis, divisor);
+}
+
+// One pass along `axis`: the tile kernel where the radius fits, the simple one otherwise. Each
+// faster kernel runs where its program is ready; while it compiles in the background the
+// simple pass serves (sep_simple). `plain`: the simple pass at once, nothing asked for (the
+// caller's fused kernel, not this pass's, is the one the filter waits for).
+Array sep_axis(const Array& in, DType out_t, const Separable& s, int axis, double divisor,
+               bool plain = false) {
   Array out = empty_like(in, out_t);
   const Shape& sh = in.shape();
   const int r = s.radius[static_cast<std::size_t>(axis)];
-  if (axis == 0 && r <= kRmaxX && fits(in, s.op, in.dtype(), out_t, kLocalX)) {
-    sep_launch(in, out, s, "x", grid({sh.width(), sh.height(), sh.depth()}, {256, 1, 1}), 0, -1, 0,
-               divisor);
-  } else if (axis > 0 && r <= kTileRmax && tile_extents_ok(sh) &&
-             sep_launch(in, out, s, "axis",
-                        grid({sh.width(), ceil_div(axis == 1 ? sh.height() : sh.depth(), kTileRun),
-                              axis == 1 ? sh.depth() : sh.height()},
-                             {64, 1, 1}),
-                        axis, -1, axis, divisor, tile_bucket(r))) {
-    // launched (its program was ready)
+  bool done = false;
+  if (plain) {
+    // the simple pass, below
+  } else if (axis == 0 && r <= kRmaxX && fits(in, s.op, in.dtype(), out_t, kLocalX)) {
+    done = sep_launch(in, out, s, "x", grid({sh.width(), sh.height(), sh.depth()}, {256, 1, 1}), 0,
+                      -1, 0, divisor, 0, true);
+  } else if (axis > 0 && r <= kTileRmax && tile_extents_ok(sh)) {
+    // tiled.kernel's pass; separable.kernel's local-tile pass is not asked for meanwhile (the
+    // tile pass is the one that stays).
+    done = sep_launch(in, out, s, "axis",
+                      grid({sh.width(), ceil_div(axis == 1 ? sh.height() : sh.depth(), kTileRun),
+                            axis == 1 ? sh.depth() : sh.height()},
+                           {64, 1, 1}),
+                      axis, -1, axis, divisor, tile_bucket(r));
   } else if (axis > 0 && r <= kRmaxYZ && fits(in, s.op, in.dtype(), out_t, kLocalYZ)) {
     const std::size_t extent = axis == 1 ? sh.height() : sh.depth();
     const std::size_t other = axis == 1 ? sh.depth() : sh.height();
-    sep_launch(in, out, s, "yz", grid({sh.width(), ceil_div(extent, 64) * 8, other}, {32, 8, 1}),
-               axis, -1, axis, divisor);
-  } else {
-    sep_launch(in, out, s, "simple", image_grid(sh), axis, -1, axis, divisor);
+    done = sep_launch(in, out, s, "yz",
+                      grid({sh.width(), ceil_div(extent, 64) * 8, other}, {32, 8, 1}), axis, -1,
+                      axis, divisor, 0, true);
   }
+  if (!done) sep_simple(in, out, s, axis, divisor);
   return out;
 }
 
 // Applies a separable operation over every axis of the image, writing dtype out_t.
 // conv/sum accumulate in the compute type and keep it between passes; min/max stay in the
 // input dtype (exact). 2D planes take a fused x+y kernel: tiled.kernel's for radii up to 8,
-// separable.kernel's for radii up to 12; then a z pass for 3D.
+// separable.kernel's for radii up to 12; then a z pass for 3D. While the fused kernel compiles
+// (tiered compilation) the x and y passes run one at a time through sep_simple.
 Array separable(const Array& in, const Separable& s, DType out_t, const RunOptions& o,
                 std::string_view filter) {
   const DType inter = acc_type(s.op, in.dtype(), out_t);
@@ -286,20 +313,20 @@ Array separable(const Array& in, const Separable& s, DType out_t, const RunOptio
     Array out = empty_like(in, t1);
     const Shape& sh = in.shape();
     const double divisor = z_pass ? 1.0 : window;
-    // tiled.kernel's fused passes where their program is ready, separable.kernel's otherwise.
+    // tiled.kernel's fused passes where the tile fits, separable.kernel's otherwise; each where
+    // its program is ready.
     const int tb = tile_bucket(std::max(rad(0), rad(1)));
     const std::size_t tile_y = tile_rows(wide_acc(s.op, in.dtype(), t1), tb);
-    const bool tiled = tile && sep_launch(in, out, s, "xy",
-                                          grid({ceil_div(sh.width(), kTileX) * 256,
-                                                ceil_div(sh.height(), tile_y), sh.depth()},
-                                               {256, 1, 1}),
-                                          0, 1, 0, divisor, tb);
-    if (tiled || fused) {
-      if (!tiled) {
-        sep_launch(in, out, s, "xy",
-                   grid({sh.width(), ceil_div(sh.height(), 32) * 8, sh.depth()}, {32, 8, 1}), 0, 1,
-                   0, divisor);
-      }
+    const bool ran =
+        tile ? sep_launch(in, out, s, "xy",
+                          grid({ceil_div(sh.width(), kTileX) * 256, ceil_div(sh.height(), tile_y),
+                                sh.depth()},
+                               {256, 1, 1}),
+                          0, 1, 0, divisor, tb)
+             : sep_launch(in, out, s, "xy",
+                          grid({sh.width(), ceil_div(sh.height(), 32) * 8, sh.depth()}, {32, 8, 1}),
+                          0, 1, 0, divisor, 0, true);
+    if (ran) {
       if (!z_pass) return out;
       checkpoint(o, 0.5, filter);
       return sep_axis(out, out_t, s, 2, window);
@@ -314,7 +341,9 @@ Array separable(const Array& in, const Separable& s, DType out_t, const RunOptio
   for (std::size_t i = 0; i < axes.size(); ++i) {
     checkpoint(o, static_cast<double>(i) / static_cast<double>(axes.size()), filter);
     const bool last = i + 1 == axes.size();
-    cur = sep_axis(cur, last ? out_t : inter, s, axes[i], last ? window : 1.0);
+    // The x and y passes of a fused kernel that is still compiling: simple passes.
+    const bool plain = (tile || fused) && axes[i] < 2;
+    cur = sep_axis(cur, last ? out_t : inter, s, axes[i], last ? window : 1.0, plain);
   }
   return cur;
 }
@@ -400,24 +429,16 @@ bool r1_c4(const Array& in, const char* op) {
   const std::string_view o(op);
   return in.ndim() == 2 && in.dtype() == DType::f32 && (o == "min" || o == "max") && !vector_ok(in);
 }
-// Whether r1_<op>_2d_v4 takes `a`: vector_ok (launch.h).
-// The r1_<op>_* kernel that radius_one_box runs on `in` (its output, a new gpix allocation, is
-// aligned like any).
-std::string r1_entry(const Array& in, const char* op) {
-  const bool median = std::string_view(op) == "median";
-  if (in.ndim() == 2 && median) return "r1_median_2d";
-  if (in.ndim() == 2) {
-    return std::string("r1_") + op + (vector_ok(in) ? "_2d_v4" : r1_c4(in, op) ? "_2d_c4" : "_2d");
-  }
-  return std::string("r1_") + op + "_3d";
-}
-// Whether that kernel has its program now (filters/launch.h, kernel_ready): the r1 median's
-// sorting network is slow to compile (0.4 s on NVIDIA's OpenCL, bench/RESULTS.md), and any
-// other median kernel finds the same value (keys in a total order), so median_radix serves
-// meanwhile. The radius-1 box mean waits for its own kernel: its float sums depend on the
-// order it visits values. The separable passes tier on their own (sep_launch).
-bool r1_ready(const Array& in, const char* op, DType out_t) {
-  return kernel_ready(in, "neighbourhood.kernel", r1_entry(in, op), nb_defines(in.dtype(), out_t));
+// Whether the radius-1 median's sorting network (r1_median_2d / _3d) has its program now
+// (filters/launch.h, kernel_ready): it is slow to compile (0.4 s on NVIDIA's OpenCL,
+// bench/RESULTS.md), and any other median kernel finds the same value (keys in a total order),
+// so median_count or median_radix serves meanwhile. The 2D radius-1 mean, minimum and maximum
+// tier in radius_one_box (r1_<op>_2d_plain: the same sums in the same order); the 3D ones wait
+// for their own kernel (its float sums depend on the order it visits values). The separable
+// passes tier on their own (sep_launch).
+bool r1_median_ready(const Array& in) {
+  return kernel_ready(in, "neighbourhood.kernel", in.ndim() == 2 ? "r1_median_2d" : "r1_median_3d",
+                      nb_defines(in.dtype(), in.dtype()));
 }
 Array radius_one_box(const Array& in, const char* op, DType out_t, double divisor) {
   Array out = empty_like(in, out_t);
@@ -426,23 +447,32 @@ Array radius_one_box(const Array& in, const char* op, DType out_t, double diviso
   KernelArgs args = {arg(in), arg(out)};
   push_shape(args, s);
   args.push_back(ct_arg(compute_type({in.dtype(), out_t}), divisor));
-  if (in.ndim() == 2 && !median && vector_ok(in) && vector_ok(out)) {
-    // Four columns per work-item: 1.10-1.13x -> 0.97-0.99x the copy time on an H200 (8192^2
-    // float32, bench/RESULTS.md).
-    launch(in, "neighbourhood.kernel", std::string("r1_") + op + "_2d_v4",
-           nb_defines(in.dtype(), out_t),
-           grid({s.width() / 4, ceil_div(s.height(), kR1RunV4), s.depth()}, {64, 4, 1}), args);
-  } else if (r1_c4(in, op)) {
-    launch(in, "neighbourhood.kernel", std::string("r1_") + op + "_2d_c4",
-           nb_defines(in.dtype(), out_t),
-           grid({ceil_div(s.width(), 4), ceil_div(s.height(), kR1RunC4), s.depth()}, {64, 4, 1}),
-           args);
+  if (in.ndim() == 2 && !median) {
+    // Four columns per work-item where rows are whole vectors: 1.10-1.13x -> 0.97-0.99x the
+    // copy time on an H200 (8192^2 float32, bench/RESULTS.md). Each where its program is
+    // ready; r1_<op>_2d_plain while it compiles (tiered compilation).
+    const Defines d = nb_defines(in.dtype(), out_t);
+    const bool v4 = vector_ok(in) && vector_ok(out);
+    const bool ran =
+        v4 ? launch_if_ready(
+                 in, "neighbourhood.kernel", std::string("r1_") + op + "_2d_v4", d,
+                 grid({s.width() / 4, ceil_div(s.height(), kR1RunV4), s.depth()}, {64, 4, 1}), args)
+        : r1_c4(in, op)
+            ? launch_if_ready(
+                  in, "neighbourhood.kernel", std::string("r1_") + op + "_2d_c4", d,
+                  grid({ceil_div(s.width(), 4), ceil_div(s.height(), kR1RunC4), s.depth()},
+                       {64, 4, 1}),
+                  args)
+            : launch_if_ready(
+                  in, "neighbourhood.kernel", std::string("r1_") + op + "_2d", d,
+                  grid({s.width(), ceil_div(s.height(), kR1Run), s.depth()}, {64, 4, 1}), args);
+    if (!ran) {
+      launch(in, "neighbourhood.kernel", std::string("r1_") + op + "_2d_plain", d, image_grid(s),
+             args);
+    }
   } else if (in.ndim() == 2) {
-    launch(in, "neighbourhood.kernel", std::string("r1_") + op + "_2d",
-           nb_defines(in.dtype(), out_t),
-           grid({s.width(), ceil_div(s.height(), median ? kR1RunMedian : kR1Run), s.depth()},
-                {64, 4, 1}),
-           args);
+    launch(in, "neighbourhood.kernel", "r1_median_2d", nb_defines(in.dtype(), out_t),
+           grid({s.width(), ceil_div(s.height(), kR1RunMedian), s.depth()}, {64, 4, 1}), args);
   } else if (median) {
     launch(in, "neighbourhood.kernel", "r1_median_3d", nb_defines(in.dtype(), out_t),
            grid({s.width(), s.height(), ceil_div(s.depth(), kR1Run)}, {32, 8, 1}), args);
@@ -528,7 +558,7 @@ Array median(const Array& in, const Radii& r) {
   // A median is exact whichever kernel finds it, so while the specialised kernel (the r1
   // sorting network, median_fixed's registers) compiles, median_count (up to 27 values) or
   // median_radix serves.
-  if (radius_one(in, r) && r1_ready(in, "median", in.dtype())) {
+  if (radius_one(in, r) && r1_median_ready(in)) {
     return radius_one_box(in, "median", in.dtype(), 1.0);
   }
   const long window = (2L * r[0] + 1) * (2L * r[1] + 1) * (2L * r[2] + 1);
@@ -961,6 +991,8 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
       }
     }
     for (const char* e : stencils) out.push_back({"neighbourhood.kernel", e, nb_defines(t, t)});
+    for (const char* e : {"r1_sum_2d_plain", "r1_min_2d_plain", "r1_max_2d_plain"})
+      out.push_back({"neighbourhood.kernel", e, nb_defines(t, t)});
     out.push_back({"steps.kernel", "subtract_sat", flat_nb_defines(t, t, {t})});
     if (size_of(t) <= 2) {
       out.push_back({"steps.kernel", "subtract_sat", flat_nb_defines(t, t, {t}, true)});
