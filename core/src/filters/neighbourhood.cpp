@@ -166,17 +166,15 @@ bool tile_xy_ok(const Array& a, SepOp op, DType out, int rx, int ry) {
 }
 
 // One launch of sep_<op>_<shape>; wa/wb are the taps of axes axis_a/axis_b (-1: none).
-// tb > 0 selects tiled.kernel's tile_<op>_<shape> with radius bucket tb instead, where its
-// program is ready; false, and nothing launched, where it is not. Its unrolled kernels take
-// the longest of the catalog to build (tile_conv_xy at bucket 8: 345 ms on NVIDIA's OpenCL
-// against 125 for separable.kernel's sep_conv_xy, bench/RESULTS.md), and separable.kernel's
-// passes apply the same taps in the same order with the same accumulator type, so a first
-// call runs those while it compiles (tiered compilation, DeviceImpl::kernel_if_ready). Asked
-// after every other condition of the tile path holds, so that no compile starts for a call
-// that could not take it.
+// tb > 0 selects tiled.kernel's tile_<op>_<shape> with radius bucket tb instead. Every shape but
+// "simple" launches only where its program is ready (tiered compilation,
+// DeviceImpl::kernel_if_ready): false, and nothing launched, where it is not, and the caller
+// runs sep_simple, the plain tier (the same taps in the same order with the same accumulator
+// type). The tile kernels take the longest of the catalog to build (tile_conv_xy at bucket 8:
+// 345 ms on NVIDIA's OpenCL, bench/RESULTS.md). Asked after every other condition of its path
+// holds, so that no compile starts for a call that could not take it.
 bool sep_launch(const Array& in, const Array& out, const Separable& s, const char* shape,
-                const Launch& g, int axis_a, int axis_b, int axis, double divisor, int tb = 0,
-                bool if_ready = false) {
+                const Launch& g, int axis_a, int axis_b, int axis, double divisor, int tb = 0) {
   const DType ct = compute_type({in.dtype(), out.dtype()});
   const auto radius = [&](int ax) { return ax >= 0 ? s.radius[static_cast<std::size_t>(ax)] : 0; };
   KernelArgs args = {arg(in), arg(out)};
@@ -236,7 +234,7 @@ bool sep_launch(const Array& in, const Array& out, const Separable& s, const cha
                            tile_defines(in.dtype(), out.dtype(), tb, s.op), g, args);
   }
   const std::string entry = std::string("sep_") + op_name(s.op) + "_" + shape;
-  if (if_ready) {
+  if (std::string_view(shape) != "simple") {
     return launch_if_ready(in, "separable.kernel", entry, nb_defines(in.dtype(), out.dtype()), g,
                            args);
   }
@@ -271,7 +269,7 @@ Array sep_axis(const Array& in, DType out_t, const Separable& s, int axis, doubl
     // the simple pass, below
   } else if (axis == 0 && r <= kRmaxX && fits(in, s.op, in.dtype(), out_t, kLocalX)) {
     done = sep_launch(in, out, s, "x", grid({sh.width(), sh.height(), sh.depth()}, {256, 1, 1}), 0,
-                      -1, 0, divisor, 0, true);
+                      -1, 0, divisor);
   } else if (axis > 0 && r <= kTileRmax && tile_extents_ok(sh)) {
     // tiled.kernel's pass; separable.kernel's local-tile pass is not asked for meanwhile (the
     // tile pass is the one that stays).
@@ -285,7 +283,7 @@ Array sep_axis(const Array& in, DType out_t, const Separable& s, int axis, doubl
     const std::size_t other = axis == 1 ? sh.depth() : sh.height();
     done = sep_launch(in, out, s, "yz",
                       grid({sh.width(), ceil_div(extent, 64) * 8, other}, {32, 8, 1}), axis, -1,
-                      axis, divisor, 0, true);
+                      axis, divisor);
   }
   if (!done) sep_simple(in, out, s, axis, divisor);
   return out;
@@ -325,7 +323,7 @@ Array separable(const Array& in, const Separable& s, DType out_t, const RunOptio
                           0, 1, 0, divisor, tb)
              : sep_launch(in, out, s, "xy",
                           grid({sh.width(), ceil_div(sh.height(), 32) * 8, sh.depth()}, {32, 8, 1}),
-                          0, 1, 0, divisor, 0, true);
+                          0, 1, 0, divisor);
     if (ran) {
       if (!z_pass) return out;
       checkpoint(o, 0.5, filter);
@@ -452,21 +450,13 @@ Array radius_one_box(const Array& in, const char* op, DType out_t, double diviso
     // copy time on an H200 (8192^2 float32, bench/RESULTS.md). Each where its program is
     // ready; r1_<op>_2d_plain while it compiles (tiered compilation).
     const Defines d = nb_defines(in.dtype(), out_t);
-    const bool v4 = vector_ok(in) && vector_ok(out);
-    const bool ran =
-        v4 ? launch_if_ready(
-                 in, "neighbourhood.kernel", std::string("r1_") + op + "_2d_v4", d,
-                 grid({s.width() / 4, ceil_div(s.height(), kR1RunV4), s.depth()}, {64, 4, 1}), args)
-        : r1_c4(in, op)
-            ? launch_if_ready(
-                  in, "neighbourhood.kernel", std::string("r1_") + op + "_2d_c4", d,
-                  grid({ceil_div(s.width(), 4), ceil_div(s.height(), kR1RunC4), s.depth()},
-                       {64, 4, 1}),
-                  args)
-            : launch_if_ready(
-                  in, "neighbourhood.kernel", std::string("r1_") + op + "_2d", d,
-                  grid({s.width(), ceil_div(s.height(), kR1Run), s.depth()}, {64, 4, 1}), args);
-    if (!ran) {
+    const bool v4 = vector_ok(in) && vector_ok(out), c4 = !v4 && r1_c4(in, op);
+    const Launch g =
+        v4   ? grid({s.width() / 4, ceil_div(s.height(), kR1RunV4), s.depth()}, {64, 4, 1})
+        : c4 ? grid({ceil_div(s.width(), 4), ceil_div(s.height(), kR1RunC4), s.depth()}, {64, 4, 1})
+             : grid({s.width(), ceil_div(s.height(), kR1Run), s.depth()}, {64, 4, 1});
+    const std::string entry = std::string("r1_") + op + (v4 ? "_2d_v4" : c4 ? "_2d_c4" : "_2d");
+    if (!launch_if_ready(in, "neighbourhood.kernel", entry, d, g, args)) {
       launch(in, "neighbourhood.kernel", std::string("r1_") + op + "_2d_plain", d, image_grid(s),
              args);
     }
