@@ -26,8 +26,11 @@
 // lines: a self-contained source to edit for --sources.
 // --sources F1 F2 ...: builds each file's text as one program, three rounds of all of them in
 // turn (each build with its own trailing comment, so nothing is answered from a cache of
-// text); a file's first line names its kernel: `// entry: NAME`. What part of a kernel costs
-// its build time, variant against variant, on the same device in the same process.
+// text); a file's first line names its kernel: `// entry: NAME`, and a second line
+// `// options: OPTS` adds OPTS to its build options (OpenCL only: they ride on a -D define's
+// value, so that the library has no knob for options that could change a kernel's bits). What
+// part of a kernel, or which compiler option, costs its build time, variant against variant, on
+// the same device in the same process.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -158,12 +161,26 @@ void first_calls(const Device& dev, std::size_t n) {
     }
   }
   impl.set_compile_hook_for_testing({});
+  // The same calls again at once: where a filter's fast kernel (tiers) or a program's full
+  // build (quick builds) has not landed yet, what the plain or quick programs take to run
+  // (with GPIX_TIER_QUIET_MS=60000 none lands before wait_for_background_compiles()).
+  for (const Call& c : calls) {
+    const auto t0 = Clock::now();
+    (void)run(c.filter, *c.in, c.params);
+    dev.finish();
+    std::printf("%9.2f  %s (second call)\n", ms(t0, Clock::now()), c.filter);
+  }
   // The same calls once every background build is in: a first call's plain kernel (tiered
   // compilation) and its build options must give the steady state's bits.
   impl.wait_for_background_compiles();
   for (const Call& c : calls) {
-    std::printf("%9s  %s (steady state, result %016llx)\n", "", c.filter,
-                static_cast<unsigned long long>(fnv(run(c.filter, *c.in, c.params))));
+    const std::uint64_t hash = fnv(run(c.filter, *c.in, c.params));
+    dev.finish();
+    const auto t0 = Clock::now();
+    (void)run(c.filter, *c.in, c.params);
+    dev.finish();
+    std::printf("%9.2f  %s (steady state, result %016llx)\n", ms(t0, Clock::now()), c.filter,
+                static_cast<unsigned long long>(hash));
   }
 }
 
@@ -186,7 +203,11 @@ std::string dump_entry(const std::string& spec, const std::string& type) {
 
 void build_sources(const Device& dev, const std::vector<std::string>& files) {
   auto& impl = detail::Access::impl(dev);
-  std::vector<std::pair<std::string, std::string>> sources;  // entry, text
+  struct Source {
+    std::string entry, text;
+    detail::Defines defines;
+  };
+  std::vector<Source> sources;
   for (const std::string& f : files) {
     std::FILE* fp = std::fopen(f.c_str(), "rb");
     if (!fp) throw std::runtime_error("cannot read " + f);
@@ -196,7 +217,15 @@ void build_sources(const Device& dev, const std::vector<std::string>& files) {
     std::fclose(fp);
     const std::string tag = "// entry: ";
     if (text.rfind(tag, 0) != 0) throw std::runtime_error(f + ": no '// entry: NAME' line");
-    sources.emplace_back(text.substr(tag.size(), text.find('\n') - tag.size()), text);
+    const std::size_t eol = text.find('\n');
+    Source s{text.substr(tag.size(), eol - tag.size()), text, {}};
+    const std::string opt = "// options: ";
+    if (eol != std::string::npos && text.compare(eol + 1, opt.size(), opt) == 0) {
+      const std::size_t start = eol + 1 + opt.size();
+      s.defines.emplace_back("GPIX_PROBE_OPTIONS",
+                             "1 " + text.substr(start, text.find('\n', start) - start));
+    }
+    sources.push_back(std::move(s));
   }
   {
     // The process's first build loads the compiler (424 ms on NVIDIA's OpenCL): not a file's.
@@ -210,11 +239,11 @@ void build_sources(const Device& dev, const std::vector<std::string>& files) {
     for (std::size_t i = 0; i < files.size(); ++i) {
       detail::ProgramSource src;
       src.name = files[i];
-      src.text = sources[i].second + "\n// round " + std::to_string(round) + "\n";
+      src.text = sources[i].text + "\n// round " + std::to_string(round) + "\n";
       src.hash = files[i] + "#" + std::to_string(round);
       const auto t0 = Clock::now();
       try {
-        (void)impl.kernel(src, sources[i].first, {});
+        (void)impl.kernel(src, sources[i].entry, sources[i].defines);
       } catch (const Error& e) {
         std::printf("%9s  %s: %s\n", "failed", files[i].c_str(), e.what());
         continue;

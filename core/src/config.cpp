@@ -87,6 +87,9 @@ Config Config::from(const std::function<const char*(const char*)>& get) {
   if (const char* tiered = get("GPIX_TIERED_COMPILE"); tiered && *tiered) {
     c.tiered_compile = std::string_view(tiered) == "0" ? 0 : 1;
   }
+  if (const char* quick = get("GPIX_QUICK_BUILDS"); quick && *quick) {
+    c.quick_builds = std::string_view(quick) != "0";
+  }
   if (const char* pipe = get("GPIX_TILED_PIPELINE"); pipe && *pipe) {
     c.tiled_pipeline = std::string_view(pipe) == "0" ? 0 : 1;
   }

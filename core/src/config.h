@@ -71,6 +71,12 @@ struct Config {
   // it was meant to spare and the next filter's first build (bench/RESULTS.md); a person
   // looks at a result for longer than this before the next click.
   unsigned tier_quiet_ms = 250;
+  // GPIX_QUICK_BUILDS=1: a program's first build, where tiered compilation is on, is a quick
+  // one (the backend's build_quick(): OpenCL's -cl-opt-disable) that serves until its full
+  // build, queued in the background, replaces it; a launch past kQuickLaunchLimit work-items
+  // builds the full one first. Off by default: on NVIDIA's OpenCL first calls took 20-40%
+  // less, but one catalog kernel's quick build gave other bits (ClDevice::build_quick).
+  bool quick_builds = false;
   // GPIX_CL_BLOCKING: how OpenCL's blocking reads and writes wait (ClDevice::blocks): 0 a
   // queued transfer and clFinish for all, 1 one blocking call for all, unset (-1) by direction
   // and size as NVIDIA's OpenCL measured fastest (reads up to 512 kB blocking, writes from 64

@@ -178,6 +178,8 @@ class TestKernelCache : public QObject {
     auto& impl = detail::Access::impl(dev);
     detail::ScopedConfig scoped_config;
     detail::config_for_testing().no_disk_cache = true;  // every request below compiles
+    // Counts of full builds (quick builds: test_kernel_tiers).
+    detail::config_for_testing().quick_builds = false;
     const detail::ProgramSource src = detail::program("fill.kernel");
     const std::string nonce = std::to_string(test::seed()) + "_" + std::to_string(device);
     const detail::Defines a = {{"GPIX_CACHE_TEST", "a" + nonce}};

@@ -150,7 +150,8 @@ class TestKernelEntry : public QObject {
     QCOMPARE(detail::recognised_entries(r1), std::vector<std::string>{"r1_sum_2d"});
     // Kernels with unrolled loops (GPIX_UNROLL, not a #pragma line in the body) and the
     // walking gradient leave their files' other programs.
-    for (const char* e : {"remap_rows", "remap_rows_v4", "remap_tile", "remap_tile_v4", "sample_affine", "sample_scale"}) {
+    for (const char* e : {"remap_rows", "remap_rows_v4", "remap_tile", "remap_tile_v4",
+                          "sample_affine", "sample_scale"}) {
       const std::string g = detail::single_entry_source(detail::program("geometry.kernel").text, e);
       QCOMPARE(detail::recognised_entries(g), std::vector<std::string>{e});
     }
@@ -199,6 +200,8 @@ class TestKernelEntry : public QObject {
     auto& impl = detail::Access::impl(dev);
     const detail::ScopedConfig scope;
     detail::config_for_testing().program_unit = "entry";
+    // Counts of full builds (quick builds: test_kernel_tiers).
+    detail::config_for_testing().quick_builds = false;
     const detail::ProgramSource& seg = detail::program("segmentation.kernel");
     const detail::Defines d = {
         {"T_IN", "gpix_u32"},
@@ -226,6 +229,8 @@ class TestKernelEntry : public QObject {
     for (const char* unit : {"entry", "file"}) {
       const detail::ScopedConfig scope;
       detail::config_for_testing().program_unit = unit;
+      // Counts of full builds (quick builds: test_kernel_tiers).
+      detail::config_for_testing().quick_builds = false;
       const detail::Defines d = {{"GPIX_ENTRY_TEST", std::string(unit) + nonce}};
       const auto before = impl.cache_counters();
       const auto entries = detail::recognised_entries(src.text);

@@ -7,6 +7,7 @@
 #include <QTest>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <latch>
 #include <limits>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -24,6 +26,7 @@
 #include "backend/backend.h"
 #include "config.h"
 #include "detail.h"
+#include "gpix/catalog.h"
 #include "gpix/error.h"
 #include "gpix/filters/arithmetic.h"
 #include "gpix/filters/neighbourhood.h"
@@ -125,6 +128,21 @@ bool same_bits(const Array& a, const Array& b) {
   const HostArray x = a.pull(), y = b.pull();
   return x.dtype() == y.dtype() && x.bytes() == y.bytes() &&
          std::memcmp(x.data(), y.data(), x.bytes()) == 0;
+}
+
+// Two results with the same bits: arrays byte for byte, tables value for value (NaN equal to
+// NaN).
+bool same_result(const Result& a, const Result& b) {
+  if (a.is_table() != b.is_table()) return false;
+  if (!a.is_table()) return same_bits(a.array, b.array);
+  if (a.table.columns() != b.table.columns() || a.table.size() != b.table.size()) return false;
+  for (std::size_t i = 0; i < a.table.size(); ++i) {
+    for (std::size_t j = 0; j < a.table.width(); ++j) {
+      const double x = a.table(i, j), y = b.table(i, j);
+      if (std::memcmp(&x, &y, sizeof x) != 0 && !(std::isnan(x) && std::isnan(y))) return false;
+    }
+  }
+  return true;
 }
 
 // gpix::stats() of a as an array of five 64-bit patterns: min, max, sum, mean (as doubles) and
@@ -333,6 +351,130 @@ class TestKernelTiers : public QObject {
     QVERIFY2(differ.empty(), ("the tiers differ:" + differ).c_str());
     // Every fast program was ready: nothing more went to the background.
     QCOMPARE(impl.cache_counters().background_compiles, c3.background_compiles);
+  }
+
+  // Quick builds (config().quick_builds; NVIDIA's OpenCL by default): every catalog filter's
+  // first call in a process with nothing cached runs programs built with the compiler's
+  // optimisations off, and once their full builds have replaced them the same call must give
+  // the same bits. 2D and 3D, odd extents, every dtype the filter takes, uint32 labels, 0/1
+  // masks; each filter's defaults. On CPU devices (PoCL: CI) the mechanism is what is tested,
+  // on 2D float32 only (GPIX_TEST_ALL_VARIANTS=1: all), which keeps the suite's time there.
+  void quick_builds_are_bit_identical_data() { test::add_device_rows(); }
+  void quick_builds_are_bit_identical() {
+    const Device dev = test::fetch_device();
+    auto& impl = detail::Access::impl(dev);
+    const detail::ScopedConfig scope;
+    detail::config_for_testing().no_disk_cache = true;
+    detail::config_for_testing().kernel_bundle = "off";
+    detail::config_for_testing().program_unit = "entry";
+    detail::config_for_testing().tiered_compile = 1;
+    detail::config_for_testing().quick_builds = true;
+    impl.wait_for_background_compiles();
+    impl.clear_memory_cache();
+    struct Run {
+      std::string what;
+      std::vector<Array> inputs;
+      Result first;
+    };
+    std::vector<Run> list;
+    std::mt19937_64 r(test::seed());
+    const auto c0 = impl.cache_counters();
+    const bool all =
+        dev.info().type == DeviceType::gpu || qEnvironmentVariableIsSet("GPIX_TEST_ALL_VARIANTS");
+    for (const FilterInfo& f : filters()) {
+      for (const int dims : {2, 3}) {
+        if (std::find(f.dims.begin(), f.dims.end(), dims) == f.dims.end()) continue;
+        if (dims == 3 && !all) continue;
+        const Shape s = dims == 2 ? Shape{37, 29} : Shape{19, 11, 7};
+        // Every dtype the filter takes; elsewhere float32 (else its first dtype).
+        std::vector<DType> types = f.dtypes;
+        if (!all) {
+          const bool f32 = std::find(types.begin(), types.end(), DType::f32) != types.end();
+          types = {f32 ? DType::f32 : f.dtypes.front()};
+        }
+        for (const DType t : types) {
+          Run run{f.name + " " + std::string(name(t)) + " " + s.str(), {}, {}};
+          for (const InputSpec& in : f.inputs) {
+            HostArray h(s, in.kind == InputKind::labels ? DType::u32 : t);
+            visit_dtype(h.dtype(), [&](auto z) {
+              using T = decltype(z);
+              auto v = h.as<T>();
+              for (auto& x : v) {
+                if (in.kind == InputKind::binary) {
+                  x = static_cast<T>(r() % 3 == 0);
+                } else if (in.kind == InputKind::labels) {
+                  x = static_cast<T>(r() % 4 == 0 ? 0 : 1 + r() % 9);
+                } else if constexpr (std::is_floating_point_v<T>) {
+                  x = static_cast<T>(std::uniform_real_distribution<double>(-50, 150)(r));
+                } else {
+                  x = static_cast<T>(r() % 1000);
+                }
+              }
+            });
+            run.inputs.push_back(Array::push(h, dev));
+          }
+          try {
+            run.first = gpix::run(f.name, run.inputs);
+          } catch (const UnsupportedDType&) {
+            continue;  // float64 work on a device without it
+          }
+          list.push_back(std::move(run));
+        }
+      }
+    }
+    const auto c1 = impl.cache_counters();
+    if (c1.quick_compiles == c0.quick_compiles) {
+      QCOMPARE(c1.upgrades, c0.upgrades);
+      QSKIP("this device's backend has no quick builds");
+    }
+    impl.wait_for_background_compiles();
+    const auto c2 = impl.cache_counters();
+    // Every quick program was replaced (none was evicted: the catalog fits the cache).
+    QCOMPARE(c2.upgrades - c0.upgrades, c1.quick_compiles - c0.quick_compiles);
+    QCOMPARE(c2.upgrade_failures, c0.upgrade_failures);
+    std::string differ;
+    for (const Run& run : list) {
+      const Result again = gpix::run(run.what.substr(0, run.what.find(' ')), run.inputs);
+      if (!same_result(run.first, again)) differ += "; " + run.what;
+    }
+    QVERIFY2(differ.empty(), ("quick and full builds differ:" + differ).c_str());
+    qInfo("%zu calls, %llu quick programs", list.size(),
+          static_cast<unsigned long long>(c1.quick_compiles - c0.quick_compiles));
+  }
+
+  // A quick program launched over more than kQuickLaunchLimit work-items runs its full build
+  // instead, built at once (a quick program ran a large image many times slower than its full
+  // build took to compile): the first Gaussian of a 4200 x 4100 image upgrades its simple
+  // passes' program before its background upgrade starts, and gives the steady state's bits.
+  void quick_builds_upgrade_for_large_launches_data() { test::add_device_rows(); }
+  void quick_builds_upgrade_for_large_launches() {
+    const Device dev = test::fetch_device();
+    auto& impl = detail::Access::impl(dev);
+    const detail::ScopedConfig scope;
+    detail::config_for_testing().no_disk_cache = true;
+    detail::config_for_testing().kernel_bundle = "off";
+    detail::config_for_testing().program_unit = "entry";
+    detail::config_for_testing().tiered_compile = 1;
+    detail::config_for_testing().quick_builds = true;
+    detail::config_for_testing().tier_quiet_ms = 60000;  // no upgrade starts by itself
+    impl.wait_for_background_compiles();
+    impl.clear_memory_cache();
+    QVERIFY(std::size_t{4200} * 4100 > detail::kQuickLaunchLimit);
+    const Array big = random_array<float>(Shape{4200, 4100}, dev, false);
+    const Array small = random_array<float>(Shape{37, 29}, dev, false);
+    const auto c0 = impl.cache_counters();
+    const Array first_small = gaussian_blur(small, 2.0);
+    const auto c1 = impl.cache_counters();
+    if (c1.quick_compiles == c0.quick_compiles) QSKIP("this device's backend has no quick builds");
+    QCOMPARE(c1.upgrades, c0.upgrades);  // a small launch runs the quick program
+    const Array first_big = gaussian_blur(big, 2.0);
+    const auto c2 = impl.cache_counters();
+    QVERIFY2(c2.upgrades > c1.upgrades, "the large launch ran the quick program");
+    QCOMPARE(c2.quick_compiles, c1.quick_compiles);
+    impl.wait_for_background_compiles();
+    QCOMPARE(impl.cache_counters().upgrade_failures, c0.upgrade_failures);
+    QVERIFY(same_bits(first_big, gaussian_blur(big, 2.0)));
+    QVERIFY(same_bits(first_small, gaussian_blur(small, 2.0)));
   }
 
   // A background compile waits for a quiet compiler: while the caller goes on building

@@ -1,12 +1,27 @@
 #include "support/devices.h"
 
+#include <QRegularExpression>
 #include <QTest>
 #include <algorithm>
 
 namespace gpix::test {
 
 const std::vector<Device>& test_devices() {
-  const auto& d = devices();
+  // GPIX_TEST_DEVICES=REGEX keeps the devices whose label matches (a GPU machine's run of a
+  // suite without its PoCL device, which takes the most time there). A pattern that keeps
+  // none stops the suite, so that a typing error does not quietly test nothing.
+  static const std::vector<Device> kept = [] {
+    const QString pattern = qEnvironmentVariable("GPIX_TEST_DEVICES");
+    if (pattern.isEmpty()) return devices();
+    const QRegularExpression re(pattern);
+    std::vector<Device> keep;
+    for (const Device& d : devices()) {
+      if (re.match(QString::fromStdString(d.label())).hasMatch()) keep.push_back(d);
+    }
+    if (keep.empty()) qFatal("GPIX_TEST_DEVICES: '%s' matches no device", qPrintable(pattern));
+    return keep;
+  }();
+  const auto& d = kept;
   if (d.empty() && !qEnvironmentVariableIsSet("GPIX_TEST_ALLOW_NO_DEVICE")) {
     qFatal(
         "no gpix device found; install pocl-opencl-icd (see README) or set "

@@ -192,7 +192,19 @@ struct ProgramSource {
 class Kernel {
  public:
   virtual ~Kernel() = default;
+  // Set on a quick program's kernels (DeviceImpl::kernel, quick builds): the full program's
+  // kernel, built now where its background build has not landed (nullptr where it failed).
+  // DeviceImpl::launch asks it for launches past kQuickLaunchLimit work-items.
+  std::function<std::shared_ptr<const Kernel>()> full;
 };
+
+// A quick program's kernel launched over more work-items than this runs its full program's
+// kernel instead, built first where it is not ready. Measured on NVIDIA's OpenCL (H200,
+// bench/RESULTS.md, 2026-12-03, twenty-third session): quick programs ran a 4096^2 float32
+// median (16.8 M work-items) in 22 ms against 0.16, a Gaussian in 7.4 ms against 0.17, while
+// their full builds took 40-50 ms longer than the quick ones; past this size waiting for the
+// full build costs less than running the quick one.
+inline constexpr std::size_t kQuickLaunchLimit = std::size_t{1} << 24;
 
 // Work size in OpenCL terms: global is the total number of work-items per axis (a multiple
 // of local), local the work-group size. Kernels bounds-check.
@@ -460,6 +472,9 @@ class DeviceImpl {
     std::uint64_t prebuilt_hits = 0, prebuilt_rejected = 0;
     std::uint64_t evictions = 0;            // programs dropped for the entry limit
     std::uint64_t background_compiles = 0;  // compiles started by kernel_if_ready()
+    std::uint64_t quick_compiles = 0;       // quick builds (build_quick) that served a request
+    std::uint64_t upgrades = 0;             // quick programs replaced by their full build
+    std::uint64_t upgrade_failures = 0;     // full builds that failed where the quick one built
   };
   CacheCounters cache_counters();
   // The programs in the in-memory cache now.
@@ -523,6 +538,13 @@ class DeviceImpl {
   }
 
   virtual std::unique_ptr<Program> build(const ProgramSource& src, const Defines& defines) = 0;
+  // A build the compiler finishes sooner, with its optimisations off, for the same results
+  // (quick builds: kernel() serves a first call with it while build() runs in the background);
+  // nullptr where the backend has none.
+  virtual std::unique_ptr<Program> build_quick(const ProgramSource& /*src*/,
+                                               const Defines& /*defines*/) {
+    return nullptr;
+  }
   // A program from a binary that binary() produced on this device and driver; nullptr when
   // the backend rejects it (it is then rebuilt from source) or has no binaries.
   virtual std::unique_ptr<Program> load(const std::vector<char>& /*binary*/) { return nullptr; }
@@ -557,6 +579,16 @@ class DeviceImpl {
     std::uint64_t last_use = 0;  // cache_mutex_
     std::mutex kernels_mutex;
     std::map<std::string, std::unique_ptr<Kernel>, std::less<>> kernels;
+    // A quick program's (quick builds): its full build, made once by the background upgrade or
+    // by a large launch (upgrade()), whichever asks first; the other waits on upgrade_mutex.
+    struct Upgrade {
+      std::string key;  // in programs_
+      std::function<std::unique_ptr<Program>(bool background)> build;
+      std::mutex mutex;
+      std::shared_ptr<ProgramEntry> full;  // mutex
+      bool failed = false;                 // mutex
+    };
+    std::unique_ptr<Upgrade> upgrade;  // set before the entry is settled; quick programs only
   };
   // What one request needs to find or build its program.
   struct ProgramRequest {
@@ -589,10 +621,23 @@ class DeviceImpl {
   // A claimed entry's program from the prebuilt bundle or the disk cache; nullptr on a miss.
   std::unique_ptr<Program> load_cached(const ProgramRequest& r);
   // Compiles a claimed entry's program and stores it on disk. A compile a caller waits for
-  // (not `background`) counts as compiler activity for wait_for_quiet_compiler().
+  // (not `background`) counts as compiler activity for wait_for_quiet_compiler(). `quick`:
+  // build_quick() instead, never stored on disk; nullptr where the backend has no quick build.
   std::unique_ptr<Program> compile(const ProgramRequest& r, const ProgramSource& src,
                                    std::string_view name, const Defines& defines,
-                                   bool background = false);
+                                   bool background = false, bool quick = false);
+  // Whether background compiles are used here (tiered compilation: config().tiered_compile,
+  // GPUs by default) and the device is not being released.
+  bool tiered_now();
+  // Whether request r's first build is a quick one (config().quick_builds, tiered_now()).
+  bool quick_build_applies(const ProgramRequest& r);
+  // Starts job on a background thread once registered for the exit handler; throws where no
+  // thread is to be had.
+  void start_background(std::function<void()> job);
+  // A quick program's full build (background: the upgrade queued by kernel(), else a large
+  // launch's): built once, put in the quick entry's place in the cache (unless that entry has
+  // left it); nullptr where the full build failed (counted; the quick program stays).
+  std::shared_ptr<ProgramEntry> upgrade(ProgramEntry& quick, bool background);
   // A background compile's wait before it starts: until no foreground compile is running and
   // none has ended (or been announced by kernel_if_ready()) for `quiet`, or until
   // wait_for_background_compiles() asks for it now. False: stop_background_compiles() was
@@ -616,7 +661,7 @@ class DeviceImpl {
   static void settle(ProgramEntry& entry, std::unique_ptr<Program> program);
   void settle_failed(const std::string& key, const std::shared_ptr<ProgramEntry>& entry,
                      std::exception_ptr error);
-  static KernelPtr kernel_of(const std::shared_ptr<ProgramEntry>& entry, std::string_view name);
+  KernelPtr kernel_of(const std::shared_ptr<ProgramEntry>& entry, std::string_view name);
 
   std::mutex cache_mutex_;
   CacheCounters counters_;

@@ -95,8 +95,21 @@ void DeviceImpl::fill(Memory& dst, std::size_t offset, std::size_t bytes, const 
   if (bytes) do_fill(dst, offset, bytes, pattern, pattern_bytes);
 }
 
+namespace {
+// A quick program's kernel for a launch this large: its full program's (Kernel::full).
+DeviceImpl::KernelPtr full_for_large_launch(const Kernel& k, const Launch& l) {
+  if (!k.full || l.global[0] * l.global[1] * l.global[2] <= kQuickLaunchLimit) return nullptr;
+  return k.full();
+}
+}  // namespace
+
 void DeviceImpl::launch(const Kernel& k, const Launch& l, std::span<const KernelArg> args) {
-  if (check_launch(l)) do_launch(k, l, args);
+  if (!check_launch(l)) return;
+  if (const KernelPtr full = full_for_large_launch(k, l)) {
+    do_launch(*full, l, args);
+    return;
+  }
+  do_launch(k, l, args);
 }
 
 void DeviceImpl::finish() {
@@ -141,6 +154,9 @@ std::shared_ptr<EventImpl> DeviceImpl::fill_async(QueueImpl& q, Memory& dst, std
 std::shared_ptr<EventImpl> DeviceImpl::launch_async(QueueImpl& q, const Kernel& k, const Launch& l,
                                                     std::span<const KernelArg> args, Waits waits) {
   if (!check_launch(l)) return marker(q, waits);
+  if (const KernelPtr full = full_for_large_launch(k, l)) {
+    return do_launch_async(q, *full, l, args, waits);
+  }
   return do_launch_async(q, k, l, args, waits);
 }
 

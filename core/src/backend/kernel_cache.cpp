@@ -9,6 +9,8 @@
 #include <future>
 #include <set>
 #include <string>
+#include <system_error>
+#include <utility>
 
 #include "backend/backend.h"
 #include "config.h"
@@ -142,7 +144,8 @@ std::unique_ptr<DeviceImpl::Program> DeviceImpl::load_cached(const ProgramReques
 std::unique_ptr<DeviceImpl::Program> DeviceImpl::compile(const ProgramRequest& r,
                                                          const ProgramSource& src,
                                                          std::string_view name,
-                                                         const Defines& defines, bool background) {
+                                                         const Defines& defines, bool background,
+                                                         bool quick) {
   // A foreground compile holds background ones back while it runs and for the quiet time
   // after it (wait_for_quiet_compiler).
   struct Activity {
@@ -184,16 +187,20 @@ std::unique_ptr<DeviceImpl::Program> DeviceImpl::compile(const ProgramRequest& r
         part.name = src.name + " (entry " + std::string(name) + ")";
         part.text = single_entry_source(src.text, name);
       }
+      // Named so in its build log and error, and to the test hook.
+      if (quick) part.name += " (quick build)";
       if (hook) hook(part, defines);
-      program = build(part, defines);
+      program = quick ? build_quick(part, defines) : build(part, defines);
     } else {
       if (hook) hook(src, defines);
-      program = build(src, defines);
+      program = quick ? build_quick(src, defines) : build(src, defines);
     }
   }
-  const bool stored = cache_store(disk_key(r.key), program->binary());
+  if (!program) return nullptr;  // no quick build here
+  // A quick program is not stored: the disk keeps the full build, which replaces it.
+  const bool stored = !quick && cache_store(disk_key(r.key), program->binary());
   std::lock_guard lock(cache_mutex_);
-  ++counters_.compiles;
+  ++(quick ? counters_.quick_compiles : counters_.compiles);
   counters_.disk_writes += stored ? 1 : 0;
   return program;
 }
@@ -220,7 +227,15 @@ DeviceImpl::KernelPtr DeviceImpl::kernel_of(const std::shared_ptr<ProgramEntry>&
   std::lock_guard lock(entry->kernels_mutex);
   auto kit = entry->kernels.find(name);
   if (kit == entry->kernels.end()) {
-    kit = entry->kernels.emplace(std::string(name), entry->program->create_kernel(name)).first;
+    std::unique_ptr<Kernel> k = entry->program->create_kernel(name);
+    if (entry->upgrade) {
+      // The entry outlives the call: the caller holds this kernel, which the entry owns.
+      k->full = [this, e = entry.get(), n = std::string(name)]() -> KernelPtr {
+        const std::shared_ptr<ProgramEntry> f = upgrade(*e, false);
+        return f ? kernel_of(f, n) : nullptr;
+      };
+    }
+    kit = entry->kernels.emplace(std::string(name), std::move(k)).first;
   }
   // Shares the entry's ownership: the program outlives every launch through this pointer.
   return KernelPtr(entry, kit->second.get());
@@ -240,13 +255,43 @@ DeviceImpl::KernelPtr DeviceImpl::kernel(const ProgramSource& src, std::string_v
   }
   dropped.clear();
   if (mine) {
+    bool quick = false;
     try {
       std::unique_ptr<Program> program = load_cached(r);
+      if (!program && quick_build_applies(r)) {
+        program = compile(r, src, name, defines, false, true);
+        quick = program != nullptr;
+        if (quick) {
+          auto up = std::make_unique<ProgramEntry::Upgrade>();
+          up->key = r.key;
+          up->build = [this, r, src, n = std::string(name), defines](bool background) {
+            return compile(r, src, n, defines, background);
+          };
+          entry->upgrade = std::move(up);
+        }
+      }
       if (!program) program = compile(r, src, name, defines);
       settle(*entry, std::move(program));
     } catch (...) {
       settle_failed(r.key, entry, std::current_exception());
       throw;
+    }
+    if (quick) {
+      // The full build follows in the background and takes the quick program's place. No
+      // thread to be had: the quick program stays, which gives the same results, slower.
+      const auto quiet = std::chrono::milliseconds(config().tier_quiet_ms);
+      try {
+        start_background([this, entry, quiet] {
+          // The device going away first: no upgrade, the quick program stays.
+          if (!wait_for_quiet_compiler(quiet)) return;
+          stop_background_compiles_at_exit();
+          (void)upgrade(*entry, true);
+          note_build_for_exit_handler(this);
+        });
+      } catch (const std::system_error&) {
+        std::lock_guard lock(cache_mutex_);
+        ++counters_.upgrade_failures;
+      }
     }
   } else {
     if (entry->built.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
@@ -262,18 +307,9 @@ DeviceImpl::KernelPtr DeviceImpl::kernel_if_ready(const ProgramSource& src, std:
                                                   const Defines& defines) {
   // Only one-entry programs: a plain kernel built with its whole file is no quicker (CUDA
   // without the bundle: a first Gaussian 1028 ms waiting, 1592 ms tiered, bench/RESULTS.md).
-  // By default only on GPUs: the background compile runs beside the plain kernel's, and PoCL
-  // 3.1 aborts the process when two programs build at once in a fresh process (CI's
-  // test_diff_scipy and test_io_cli, `gpix run median_box`). Decided before the request's
-  // key is built: kernel() builds its own (a repeated call's allocations, bench_launch).
-  const int tiers = config().tiered_compile;
-  const bool tiered = tiers > 0 || (tiers < 0 && info_.type == DeviceType::gpu);
-  bool releasing = false;
-  {
-    std::lock_guard lock(quiet_mutex_);
-    releasing = releasing_;
-  }
-  if (!tiered || releasing || !src.splittable || !programs_per_entry()) {
+  // Tiered or not (tiered_now()) is decided before the request's key is built: kernel()
+  // builds its own (a repeated call's allocations, bench_launch).
+  if (!src.splittable || !programs_per_entry() || !tiered_now()) {
     return kernel(src, name, defines);
   }
   // While the fast program compiles in the background every call runs the plain kernel; that
@@ -332,6 +368,35 @@ DeviceImpl::KernelPtr DeviceImpl::kernel_if_ready(const ProgramSource& src, std:
     ++counters_.background_compiles;
   }
   const auto quiet = std::chrono::milliseconds(config().tier_quiet_ms);
+  try {
+    start_background([this, r, src, n = std::string(name), defines, entry, quiet] {
+      background_compile(r, src, n, defines, entry, quiet);
+    });
+  } catch (...) {
+    // No thread to be had: the entry must not stay claimed for ever.
+    settle_failed(r.key, entry, std::current_exception());
+    throw;
+  }
+  return nullptr;
+}
+
+bool DeviceImpl::tiered_now() {
+  // By default only on GPUs: the background compile runs beside the plain kernel's, and PoCL
+  // 3.1 aborts the process when two programs build at once in a fresh process (CI's
+  // test_diff_scipy and test_io_cli, `gpix run median_box`).
+  const int tiers = config().tiered_compile;
+  if (!(tiers > 0 || (tiers < 0 && info_.type == DeviceType::gpu))) return false;
+  std::lock_guard lock(quiet_mutex_);
+  return !releasing_;
+}
+
+bool DeviceImpl::quick_build_applies(const ProgramRequest& r) {
+  // One-entry programs only, as tiers: a whole file's quick build still builds every kernel.
+  return config().quick_builds && r.one_entry && tiered_now();
+}
+
+void DeviceImpl::start_background(std::function<void()> job) {
+  // The request counts as compiler activity, so that the caller's own build starts first.
   {
     std::lock_guard lock(quiet_mutex_);
     last_activity_ = std::chrono::steady_clock::now();
@@ -342,17 +407,37 @@ DeviceImpl::KernelPtr DeviceImpl::kernel_if_ready(const ProgramSource& src, std:
   std::erase_if(background_, [](std::future<void>& f) {
     return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
   });
+  background_.push_back(std::async(std::launch::async, std::move(job)));
+}
+
+std::shared_ptr<DeviceImpl::ProgramEntry> DeviceImpl::upgrade(ProgramEntry& quick,
+                                                              bool background) {
+  ProgramEntry::Upgrade& up = *quick.upgrade;
+  std::lock_guard up_lock(up.mutex);  // held while building: a second asker waits for it
+  if (up.full || up.failed) return up.full;
+  auto full = std::make_shared<ProgramEntry>();
+  full->built = full->promise.get_future().share();
   try {
-    background_.push_back(std::async(std::launch::async,
-                                     [this, r, src, n = std::string(name), defines, entry, quiet] {
-                                       background_compile(r, src, n, defines, entry, quiet);
-                                     }));
+    settle(*full, up.build(background));
   } catch (...) {
-    // No thread to be had: the entry must not stay claimed for ever.
-    settle_failed(r.key, entry, std::current_exception());
-    throw;
+    // The quick build of the same text succeeded, so this is the compiler's own failure (out
+    // of memory, say); the quick program gives the same results and stays. Counted, not
+    // thrown: the program works, only slower.
+    up.failed = true;
+    std::lock_guard lock(cache_mutex_);
+    ++counters_.upgrade_failures;
+    return nullptr;
   }
-  return nullptr;
+  up.full = full;
+  std::shared_ptr<ProgramEntry> old;  // released after the lock
+  std::lock_guard lock(cache_mutex_);
+  ++counters_.upgrades;
+  auto it = programs_.find(up.key);
+  if (it != programs_.end() && it->second.get() == &quick) {
+    full->last_use = it->second->last_use;
+    old = std::exchange(it->second, full);
+  }
+  return full;
 }
 
 void DeviceImpl::background_compile(const ProgramRequest& r, const ProgramSource& src,

@@ -127,6 +127,7 @@ class ClDevice final : public DeviceImpl {
   std::unique_ptr<Program> load(const std::vector<char>& bin) override;
 
   std::unique_ptr<Program> build(const ProgramSource& src, const Defines& defines) override;
+  std::unique_ptr<Program> build_quick(const ProgramSource& src, const Defines& defines) override;
 
  private:
   void enqueue_kernel(cl_command_queue q, const Kernel& k, const Launch& l,
@@ -186,6 +187,9 @@ class ClDevice final : public DeviceImpl {
   bool pocl_basic_ = false;
   bool pocl_ = false;
   int nv_sm_ = 0;
+  // build() and build_quick(): the program with these options added.
+  std::unique_ptr<Program> build_with(const ProgramSource& src, const Defines& defines,
+                                      const char* extra_options);
   std::function<NativeMemoryInfo()> card_;
   cl_device_id id_;
   cl::Context ctx_;

@@ -31,6 +31,24 @@ std::unique_ptr<ClDevice::Program> ClDevice::load(const std::vector<char>& bin) 
 
 std::unique_ptr<ClDevice::Program> ClDevice::build(const ProgramSource& src,
                                                    const Defines& defines) {
+  return build_with(src, defines, "");
+}
+
+// -cl-opt-disable, not -cl-nv-opt-level=0: on NVIDIA's OpenCL (H200, a lease whose one-store
+// build took 56 ms) sep_conv_simple built in 89 ms against 144 at full optimisation and 117
+// with the NVIDIA option, median_count in 74 against 127 and 100, cc_local in 223 against 509
+// and 390 (bench/RESULTS.md, 2026-12-03, twenty-third session). PoCL's builds took as long
+// either way. Off by default (config().quick_builds) for what the same entry records: a
+// float64 label_statistics differed from its full build in the last bit there, and quick
+// programs ran 10-30x slower until their full builds replaced them.
+std::unique_ptr<ClDevice::Program> ClDevice::build_quick(const ProgramSource& src,
+                                                         const Defines& defines) {
+  return build_with(src, defines, " -cl-opt-disable");
+}
+
+std::unique_ptr<ClDevice::Program> ClDevice::build_with(const ProgramSource& src,
+                                                        const Defines& defines,
+                                                        const char* extra_options) {
   const char* text = src.text.c_str();
   const std::size_t length = src.text.size();
   cl_int err = CL_SUCCESS;
@@ -39,6 +57,7 @@ std::unique_ptr<ClDevice::Program> ClDevice::build(const ProgramSource& src,
   std::string options = "-cl-std=CL1.2";
   for (const auto& [k, v] : defines) options += " -D" + k + "=" + v;
   if (nv_sm_ > 0) options += " -DGPIX_NV_SM=" + std::to_string(nv_sm_);
+  options += extra_options;
   {
     const auto lock = build_lock(pocl_);
     err = clBuildProgram(p.get(), 1, &id_, options.c_str(), nullptr, nullptr);
