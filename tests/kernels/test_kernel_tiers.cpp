@@ -130,6 +130,18 @@ bool same_bits(const Array& a, const Array& b) {
          std::memcmp(x.data(), y.data(), x.bytes()) == 0;
 }
 
+// For the quick-build tests, inside their ScopedConfig: quick builds and tiers on, nothing
+// cached on disk, in the bundle or in memory, so that every program below is built.
+void start_quick_builds(detail::DeviceImpl& impl) {
+  detail::config_for_testing().no_disk_cache = true;
+  detail::config_for_testing().kernel_bundle = "off";
+  detail::config_for_testing().program_unit = "entry";
+  detail::config_for_testing().tiered_compile = 1;
+  detail::config_for_testing().quick_builds = true;
+  impl.wait_for_background_compiles();
+  impl.clear_memory_cache();
+}
+
 // Two results with the same bits: arrays byte for byte, tables value for value (NaN equal to
 // NaN).
 bool same_result(const Result& a, const Result& b) {
@@ -353,7 +365,7 @@ class TestKernelTiers : public QObject {
     QCOMPARE(impl.cache_counters().background_compiles, c3.background_compiles);
   }
 
-  // Quick builds (config().quick_builds; NVIDIA's OpenCL by default): every catalog filter's
+  // Quick builds (config().quick_builds, opt-in): every catalog filter's
   // first call in a process with nothing cached runs programs built with the compiler's
   // optimisations off, and once their full builds have replaced them the same call must give
   // the same bits. 2D and 3D, odd extents, every dtype the filter takes, uint32 labels, 0/1
@@ -364,13 +376,7 @@ class TestKernelTiers : public QObject {
     const Device dev = test::fetch_device();
     auto& impl = detail::Access::impl(dev);
     const detail::ScopedConfig scope;
-    detail::config_for_testing().no_disk_cache = true;
-    detail::config_for_testing().kernel_bundle = "off";
-    detail::config_for_testing().program_unit = "entry";
-    detail::config_for_testing().tiered_compile = 1;
-    detail::config_for_testing().quick_builds = true;
-    impl.wait_for_background_compiles();
-    impl.clear_memory_cache();
+    start_quick_builds(impl);
     struct Run {
       std::string what;
       std::vector<Array> inputs;
@@ -451,14 +457,8 @@ class TestKernelTiers : public QObject {
     const Device dev = test::fetch_device();
     auto& impl = detail::Access::impl(dev);
     const detail::ScopedConfig scope;
-    detail::config_for_testing().no_disk_cache = true;
-    detail::config_for_testing().kernel_bundle = "off";
-    detail::config_for_testing().program_unit = "entry";
-    detail::config_for_testing().tiered_compile = 1;
-    detail::config_for_testing().quick_builds = true;
+    start_quick_builds(impl);
     detail::config_for_testing().tier_quiet_ms = 60000;  // no upgrade starts by itself
-    impl.wait_for_background_compiles();
-    impl.clear_memory_cache();
     QVERIFY(std::size_t{4200} * 4100 > detail::kQuickLaunchLimit);
     const Array big = random_array<float>(Shape{4200, 4100}, dev, false);
     const Array small = random_array<float>(Shape{37, 29}, dev, false);
