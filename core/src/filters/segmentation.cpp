@@ -981,8 +981,10 @@ const Filter<> kLabelStatistics(
             "count), mean_intensity, min_intensity, max_intensity of the intensity image over "
             "the label; a label with no pixels has area 0 and NaN statistics, a NaN pixel makes "
             "the label's statistics NaN (as numpy); integer sums are exact for 8-32-bit images, "
-            "float64 otherwise (float32 where the device has no fp64). Labels: any integer dtype "
-            "(>= 0); the intensity image: any dtype. Needs 64-bit atomics on OpenCL",
+            "float64 otherwise (float32 where the device has no fp64), added by atomics in no "
+            "fixed order, so a float or 64-bit integer image's means can differ in the last "
+            "bits from run to run. Labels: any integer dtype (>= 0); the intensity image: any "
+            "dtype. Needs 64-bit atomics on OpenCL",
      .inputs = {{"labels", InputKind::labels, "integer labels >= 0"},
                 image_input("intensity", "intensity image, same shape")},
      .dims = {2, 3},
