@@ -119,8 +119,8 @@ class TestBackendErrors : public QObject {
   void initTestCase() {
     if (qEnvironmentVariableIsSet("GPIX_TEST_EXPECT_CUDA")) {
       bool cuda = false;
-      // Every device, not only GPIX_TEST_DEVICES's: whether the fake driver loaded.
-      for (const Device& d : devices()) cuda = cuda || d.backend() == Backend::cuda;
+      // Whether the fake driver loaded, GPIX_TEST_DEVICES or not.
+      for (const Device& d : test::all_devices()) cuda = cuda || d.backend() == Backend::cuda;
       QVERIFY2(cuda, "the fake CUDA device did not load (GPIX_CUDA_LIBRARY)");
     }
   }

@@ -5,21 +5,11 @@
 
 using namespace gpix;
 
-namespace {
-// Every device gpix lists: the listing and the choice rules are about all of them, so
-// GPIX_TEST_DEVICES (which narrows the other suites' rows) does not apply here. test_devices()
-// still stops the suite where no device is found.
-const std::vector<Device>& all_devices() {
-  (void)test::test_devices();
-  return devices();
-}
-}  // namespace
-
 class TestDevice : public QObject {
   Q_OBJECT
  private slots:
   void listing() {
-    const auto& devs = all_devices();
+    const auto& devs = test::all_devices();
     for (std::size_t i = 0; i < devs.size(); ++i) {
       const DeviceInfo& info = devs[i].info();
       QCOMPARE(info.index, static_cast<int>(i));
@@ -45,7 +35,7 @@ class TestDevice : public QObject {
   }
 
   void default_choice() {
-    const auto& devs = all_devices();
+    const auto& devs = test::all_devices();
     if (devs.empty()) QSKIP("no device");
     const DeviceChoice c = choose_device();
     QVERIFY(c.device.valid());
@@ -80,7 +70,7 @@ class TestDevice : public QObject {
   }
 
   void by_index_and_name() {
-    const auto& devs = all_devices();
+    const auto& devs = test::all_devices();
     for (const Device& d : devs) {
       QVERIFY(choose_device(std::to_string(d.info().index)).device == d);
       const std::string& n = d.name();
@@ -107,7 +97,7 @@ class TestDevice : public QObject {
   }
 
   void errors() {
-    const auto& devs = all_devices();
+    const auto& devs = test::all_devices();
     if (devs.empty()) QSKIP("no device");
     try {
       choose_device("no-such-device-xyz");

@@ -30,6 +30,11 @@ const std::vector<Device>& test_devices() {
   return d;
 }
 
+const std::vector<Device>& all_devices() {
+  (void)test_devices();
+  return devices();
+}
+
 QByteArray row_name(const Device& d) {
   return QByteArray::fromStdString(std::to_string(d.info().index) + ":" + d.label());
 }

@@ -9,9 +9,15 @@
 
 namespace gpix::test {
 
-// Every device present; a test run with none fails unless GPIX_TEST_ALLOW_NO_DEVICE is set,
-// so that a CI machine that lost its OpenCL driver does not pass by testing nothing.
+// The devices the suites' rows run on: every device present, or those whose label matches
+// GPIX_TEST_DEVICES (a regular expression). A run with none fails unless
+// GPIX_TEST_ALLOW_NO_DEVICE is set, so that a CI machine that lost its OpenCL driver does not
+// pass by testing nothing.
 const std::vector<Device>& test_devices();
+
+// Every device gpix lists (devices()), GPIX_TEST_DEVICES or not, with test_devices()' check
+// that there is one: for the tests of the listing itself (indices, choice rules, the CLI's list).
+const std::vector<Device>& all_devices();
 
 // "index:label", the row name of a device.
 QByteArray row_name(const Device& d);
