@@ -38,6 +38,8 @@
  *                                                     compare-and-swap loop stands in
  *   gpix_as_u32(float), gpix_as_f32(u32), gpix_as_u64(double), gpix_as_f64(u64)
  *                                                     bit casts
+ *   gpix_mul_add_unfused_f64(a, b, c)                 a * b + c, the product rounded first
+ *                                                     (never fused); with GPIX_NEED_FP64
  *   GPIX_FLAT_IN(v, T, src, n), GPIX_FLAT_OUT(r, T, dst, n), GPIX_FLAT_N
  *                                                     flat passes of FLAT_K indices per
  *                                                     work-item (FLAT_V4: four elements an
@@ -320,6 +322,19 @@ GPIX_FUNC gpix_f64 gpix_sat_gpix_f64_d(double x) {
 }
 GPIX_FUNC gpix_f64 gpix_sat_gpix_f64_f(float x) {
   return (gpix_f64)x;
+}
+/* a * b + c with the product rounded before the add, as a host without fused multiply-adds
+ * (and numpy) computes it: for values that the host's and the device's code must give to the
+ * bit. CUDA's round-to-nearest intrinsics are never fused; OpenCL has none, and a compiler may
+ * contract a * b + c (NVIDIA's ptxas fuses a mul and an add that its front end kept apart), so
+ * the product passes through a volatile there. */
+GPIX_FUNC gpix_f64 gpix_mul_add_unfused_f64(gpix_f64 a, gpix_f64 b, gpix_f64 c) {
+#if defined(__OPENCL_VERSION__)
+  volatile gpix_f64 p = a * b;
+  return p + c;
+#else
+  return __dadd_rn(__dmul_rn(a, b), c);
+#endif
 }
 #endif
 GPIX_FUNC gpix_f32 gpix_sat_gpix_f32_f(float x) {

@@ -30,6 +30,7 @@
 #include "gpix/error.h"
 #include "gpix/filters/arithmetic.h"
 #include "gpix/filters/neighbourhood.h"
+#include "gpix/filters/reductions.h"
 #include "programs.h"
 #include "support/devices.h"
 #include "support/random.h"
@@ -73,8 +74,8 @@ class HoldFastPrograms {
   // separable.kernel's passes other than sep_<op>_simple are fast ones too: the simple passes
   // serve while any of them compiles.
   static bool fast(const std::string& name) {
-    for (const char* f :
-         {"entry tile_", "entry r1_median", "entry median_fixed", "entry stats_final"}) {
+    for (const char* f : {"entry tile_", "entry r1_median", "entry median_fixed",
+                          "entry stats_final", "entry histogram_edges"}) {
       if (name.find(f) != std::string::npos) return true;
     }
     // So are the 2D radius-1 box kernels, with r1_<op>_2d_plain serving (the 3D ones do not
@@ -168,6 +169,21 @@ Array stats_bits(const Array& a) {
   return Array::push(bits, Shape{5}, a.device());
 }
 
+// gpix::histogram() of a as an array of 64-bit patterns: the edges (as doubles), then the
+// counts; where it refuses the range, a marker and a hash of its message.
+Array histogram_bits(const Array& a, int bins, double lo, double hi) {
+  std::vector<std::uint64_t> bits;
+  try {
+    const Histogram h = histogram(a, bins, lo, hi);
+    bits.resize(h.edges.size());
+    std::memcpy(bits.data(), h.edges.data(), h.edges.size() * sizeof(double));
+    bits.insert(bits.end(), h.counts.begin(), h.counts.end());
+  } catch (const InvalidArgument& e) {
+    bits = {0xbadull, std::hash<std::string>{}(e.what())};
+  }
+  return Array::push(bits, Shape{bits.size()}, a.device());
+}
+
 struct Case {
   std::string name;
   std::function<Array(const Array&)> run;
@@ -215,6 +231,13 @@ std::vector<Case> cases(int ndim) {
       // rescale_intensity: the extrema read back and the scale computed on the host (stats_final
       // held back) against pointwise.kernel's rescale reading them on the device.
       {"rescale", [](const Array& a) { return rescale_intensity(a, -1, 2); }, true},
+      // The histogram: its range and head (edges, scale, one_step) settled on the host
+      // (stats_final and histogram_edges held back) against histogram_edges on the device,
+      // with the image's own range (refused with infinities) and a given one.
+      {"histogram own range", [](const Array& a) { return histogram_bits(a, 16, 0, 0); }, true},
+      {"histogram 300 bins", [](const Array& a) { return histogram_bits(a, 300, 0, 0); }, true},
+      {"histogram [-0.3, 0.7]", [](const Array& a) { return histogram_bits(a, 7, -0.3, 0.7); },
+       true},
   };
   if (ndim == 2) {
     c.push_back({"maximum 8x7", [](const Array& a) { return maximum_box(a, 8, 7); }, true});

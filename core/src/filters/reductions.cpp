@@ -6,6 +6,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <span>
@@ -214,37 +215,106 @@ bool guess_within_one(std::span<const CT> edges, CT scale) {
   return true;
 }
 
+// histogram_edges' defines: the image's type for its extrema, the compute type for the edges,
+// float64 for numpy.linspace's arithmetic.
+Defines histogram_edges_defines(DType t) {
+  Defines d = histogram_defines(t, kHistWG);
+  if (compute_type({t}) != DType::f64) d.emplace_back("GPIX_NEED_FP64", "1");
+  return d;
+}
+
+// histogram.kernel's head: 8-byte slots for the status and the range found, then the edges,
+// the scale and one_step in CT, rounded up to whole slots; the counts follow it.
+constexpr std::size_t kHeadSlots = 3;
 template <class CT>
-Bins histogram_typed(const Array& a, int nbins, double lo, double hi) {
+std::size_t head_bytes(int nbins) {
+  const std::size_t bytes =
+      kHeadSlots * sizeof(std::uint64_t) + (static_cast<std::size_t>(nbins) + 3) * sizeof(CT);
+  return (bytes + sizeof(std::uint64_t) - 1) / sizeof(std::uint64_t) * sizeof(std::uint64_t);
+}
+
+// The head for a settled range [lo, hi], as histogram_edges writes it: edges as
+// numpy.linspace(lo, hi, nbins + 1) computes them (a product, then a sum: the build never fuses
+// them, CMAKE_CXX_EXTENSIONS being off), then rounded to the compute type; these exact values
+// are what histogram_partial compares against, and what is reported.
+template <class CT>
+void histogram_head(std::span<std::byte> head, int nbins, double lo, double hi) {
+  const std::uint64_t status = 0;
+  std::memcpy(head.data(), &status, sizeof status);
+  std::memcpy(head.data() + 8, &lo, sizeof lo);
+  std::memcpy(head.data() + 16, &hi, sizeof hi);
+  const auto n = static_cast<std::size_t>(nbins);
+  RecycledVector<CT> edges(n + 3);
+  const double step = (hi - lo) / nbins;
+  for (std::size_t i = 0; i < n; ++i)
+    edges[i] = static_cast<CT>(lo + static_cast<double>(i) * step);
+  edges[n] = static_cast<CT>(hi);
+  const CT scale = static_cast<CT>(nbins / (hi - lo));
+  edges[n + 1] = scale;
+  edges[n + 2] = guess_within_one(std::span<const CT>(edges.data(), n + 1), scale) ? 1 : 0;
+  std::memcpy(head.data() + kHeadSlots * 8, edges.data(), edges.size() * sizeof(CT));
+}
+
+// Where a histogram's range comes from: settled on the host (lo, hi), or the image's own range
+// still on the device (stats_extrema's slots at `at` of `memory`, DeviceExtrema), for
+// histogram_edges to settle there.
+struct HistRange {
+  double lo = 0, hi = 0;
+  std::shared_ptr<Memory> memory;
+  std::uint64_t at = 0;
+  DeviceImpl::KernelPtr edges;  // histogram_edges, where the caller found it ready
+};
+
+[[noreturn]] void not_finite(double lo, double hi) {
+  throw InvalidArgument("histogram: the image's range [" + Scalar(lo).str() + ", " +
+                        Scalar(hi).str() +
+                        "] is not finite (all NaN or with infinities); give minimum and "
+                        "maximum explicitly");
+}
+
+template <class CT>
+Bins histogram_typed(const Array& a, int nbins, const HistRange& range) {
   auto& impl = Access::impl(a);
   auto& dev = *impl.device;
-  // Edges as numpy.linspace(lo, hi, nbins + 1) computes them, then rounded to the compute
-  // type: these exact values are what the kernel compares against, and what is reported.
-  RecycledVector<CT> edges(static_cast<std::size_t>(nbins) + 1);
-  const double step = (hi - lo) / nbins;
-  for (int i = 0; i < nbins; ++i)
-    edges[static_cast<std::size_t>(i)] = static_cast<CT>(lo + i * step);
-  edges.back() = static_cast<CT>(hi);
-  const CT scale = static_cast<CT>(nbins / (hi - lo));
-  Array e = Array::push(std::span<const CT>(edges), Shape{edges.size()}, a.device());
+  const auto nb = static_cast<std::size_t>(nbins);
+  const std::size_t hbytes = head_bytes<CT>(nbins);
+  // One block, head then counts, so that one read brings back both.
+  auto block = dev.pool().allocate(hbytes + nb * sizeof(std::uint64_t));
+  // A range on the device comes with the kernel (histogram_impl found it ready); a settled
+  // one takes it where it is ready now, and the host's head, the same bits, where it is not.
+  const DeviceImpl::KernelPtr edges_kernel =
+      range.edges || !a.device().supports_fp64()
+          ? range.edges
+          : dev.kernel_if_ready(program("histogram.kernel"), "histogram_edges",
+                                histogram_edges_defines(a.dtype()));
+  if (edges_kernel) {
+    const KernelArg args[] = {KernelArg::mem(range.memory ? *range.memory : *block),
+                              KernelArg::scalar<std::uint64_t>(range.at),
+                              KernelArg::scalar<std::uint64_t>(a.elements()),
+                              KernelArg::scalar<std::int32_t>(range.memory ? 1 : 0),
+                              KernelArg::scalar<double>(range.lo),
+                              KernelArg::scalar<double>(range.hi),
+                              KernelArg::scalar<std::int32_t>(nbins),
+                              KernelArg::mem(*block)};
+    Launch l;
+    l.global[0] = kHistWG;
+    l.local[0] = kHistWG;
+    dev.launch(*edges_kernel, l, args);
+  } else {
+    RecycledVector<std::byte> head(hbytes);
+    histogram_head<CT>(std::span<std::byte>(head.data(), head.size()), nbins, range.lo, range.hi);
+    dev.write(*block, 0, head.data(), head.size());
+  }
 
   std::size_t wg = kHistWG;
   while (wg > dev.info().max_work_group && wg > 1) wg /= 2;
   const std::uint64_t n = a.elements();
   const std::size_t max_groups = std::clamp<std::size_t>(dev.info().compute_units * 8u, 16u, 4096u);
   const std::size_t groups = std::min<std::size_t>((n + wg - 1) / wg, max_groups);
-  auto partial =
-      dev.pool().allocate(groups * static_cast<std::size_t>(nbins) * sizeof(std::uint32_t));
-  auto counts = dev.pool().allocate(static_cast<std::size_t>(nbins) * sizeof(std::uint64_t));
+  auto partial = dev.pool().allocate(groups * nb * sizeof(std::uint32_t));
   {
-    const KernelArg args[] = {arg(a),
-                              KernelArg::scalar<std::uint64_t>(n),
-                              arg(e),
-                              KernelArg::scalar<std::int32_t>(nbins),
-                              KernelArg::scalar<CT>(scale),
-                              KernelArg::scalar<std::int32_t>(
-                                  guess_within_one(std::span<const CT>(edges), scale) ? 1 : 0),
-                              KernelArg::mem(*partial)};
+    const KernelArg args[] = {arg(a), KernelArg::scalar<std::uint64_t>(n), KernelArg::mem(*block),
+                              KernelArg::scalar<std::int32_t>(nbins), KernelArg::mem(*partial)};
     Launch l;
     l.global[0] = groups * wg;
     l.local[0] = wg;
@@ -259,20 +329,34 @@ Bins histogram_typed(const Array& a, int nbins, double lo, double hi) {
     std::size_t rpb = 1;
     while (rpb < 32 && rpb * 2 <= wg && rpb * 8 <= groups) rpb *= 2;
     const std::size_t per_group = wg / rpb;
-    const KernelArg args[] = {KernelArg::mem(*partial), KernelArg::scalar<std::uint64_t>(groups),
+    const KernelArg args[] = {KernelArg::mem(*partial),
+                              KernelArg::scalar<std::uint64_t>(groups),
                               KernelArg::scalar<std::int32_t>(nbins),
                               KernelArg::scalar<std::int32_t>(static_cast<std::int32_t>(rpb)),
-                              KernelArg::mem(*counts)};
+                              KernelArg::mem(*block),
+                              KernelArg::scalar<std::uint64_t>(hbytes / sizeof(std::uint64_t))};
     Launch l;
-    l.global[0] = (static_cast<std::size_t>(nbins) + per_group - 1) / per_group * wg;
+    l.global[0] = (nb + per_group - 1) / per_group * wg;
     l.local[0] = wg;
     dev.launch(*dev.kernel(program("histogram.kernel"), "histogram_combine",
                            histogram_defines(a.dtype(), wg)),
                l, args);
   }
+  RecycledVector<std::byte> bytes(hbytes + nb * sizeof(std::uint64_t));
+  dev.read(*block, 0, bytes.data(), bytes.size());
+  std::uint64_t status = 0;
+  std::memcpy(&status, bytes.data(), sizeof status);
+  if (status != 0) {
+    double lo = 0, hi = 0;
+    std::memcpy(&lo, bytes.data() + 8, sizeof lo);
+    std::memcpy(&hi, bytes.data() + 16, sizeof hi);
+    not_finite(lo, hi);
+  }
   Bins h;
-  h.counts.resize(static_cast<std::size_t>(nbins));
-  dev.read(*counts, 0, h.counts.data(), h.counts.size() * sizeof(std::uint64_t));
+  h.counts.resize(nb);
+  std::memcpy(h.counts.data(), bytes.data() + hbytes, nb * sizeof(std::uint64_t));
+  RecycledVector<CT> edges(nb + 1);
+  std::memcpy(edges.data(), bytes.data() + kHeadSlots * 8, edges.size() * sizeof(CT));
   h.edges.assign(edges.begin(), edges.end());
   return h;
 }
@@ -288,12 +372,7 @@ std::pair<double, double> histogram_range(double lo, double hi, const Stats& who
   if (own_range(lo, hi)) {
     lo = whole.min.as_double();
     hi = whole.max.as_double();
-    if (!std::isfinite(lo) || !std::isfinite(hi)) {
-      throw InvalidArgument("histogram: the image's range [" + Scalar(lo).str() + ", " +
-                            Scalar(hi).str() +
-                            "] is not finite (all NaN or with infinities); give minimum and "
-                            "maximum explicitly");
-    }
+    if (!std::isfinite(lo) || !std::isfinite(hi)) not_finite(lo, hi);
   }
   if (!(lo <= hi)) {
     throw InvalidArgument("histogram: minimum " + Scalar(lo).str() + " is above maximum " +
@@ -307,24 +386,54 @@ std::pair<double, double> histogram_range(double lo, double hi, const Stats& who
   return {lo, hi};
 }
 
-// The counts of a's pixels in bins over [lo, hi] (a settled range).
-Bins histogram_counts(const Array& a, int nbins, double lo, double hi) {
+// The counts of a's pixels in bins over `range` (a settled one, or the device's own range).
+Bins histogram_counts(const Array& a, int nbins, const HistRange& range) {
   const DType ct = compute_type({a.dtype()});
   require_dtype(a.device(), ct, [&] {
     return "histogram on " + std::string(name(a.dtype())) + " (computed in float64)";
   });
-  return ct == DType::f64 ? histogram_typed<double>(a, nbins, lo, hi)
-                          : histogram_typed<float>(a, nbins, lo, hi);
+  return ct == DType::f64 ? histogram_typed<double>(a, nbins, range)
+                          : histogram_typed<float>(a, nbins, range);
+}
+
+Bins histogram_counts(const Array& a, int nbins, double lo, double hi) {
+  HistRange r;
+  r.lo = lo;
+  r.hi = hi;
+  return histogram_counts(a, nbins, r);
 }
 
 Bins histogram_impl(const Array& a, long long nbins, double lo, double hi, const RunOptions& o) {
+  const int bins = static_cast<int>(nbins);
+  if (!own_range(lo, hi)) {
+    const auto [l, h] = histogram_range(lo, hi, {});
+    return histogram_counts(a, bins, l, h);
+  }
+  // The image's own range stays on the device where stats_final and histogram_edges are ready
+  // (a read of the extrema and a write of the edges less); otherwise the host settles it.
   Stats whole;
-  if (own_range(lo, hi)) {
+  DeviceImpl::KernelPtr edges =
+      a.device().supports_fp64()
+          ? Access::impl(a).device->kernel_if_ready(program("histogram.kernel"), "histogram_edges",
+                                                    histogram_edges_defines(a.dtype()))
+          : nullptr;
+  if (edges) {
+    DeviceExtrema e = extrema_on_device(a);
+    checkpoint(o, 0.5, "histogram");
+    if (!e.host) {
+      HistRange r;
+      r.memory = std::move(e.memory);
+      r.at = e.at;
+      r.edges = std::move(edges);
+      return histogram_counts(a, bins, r);
+    }
+    whole = *e.host;
+  } else {
     whole = detail::extrema(a);  // the range alone
     checkpoint(o, 0.5, "histogram");
   }
   const auto [l, h] = histogram_range(lo, hi, whole);
-  return histogram_counts(a, static_cast<int>(nbins), l, h);
+  return histogram_counts(a, bins, l, h);
 }
 
 Result histogram_table(const Bins& h) {
@@ -583,6 +692,7 @@ void add_reduction_variants(std::vector<KernelVariant>& out) {
                      histogram_partial_defines(t, kHistWG, nbins, 0)});
     }
     out.push_back({"histogram.kernel", "histogram_combine", histogram_defines(t, kHistWG)});
+    out.push_back({"histogram.kernel", "histogram_edges", histogram_edges_defines(t)});
   }
 }
 
