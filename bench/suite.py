@@ -784,7 +784,7 @@ def profile_phase(results, bench_grid, data, work, deadline, o, log, env):
         "--nvtx",
         # The clocks the timed runs had (ncu locks them to base by default), and their caches:
         # by default ncu flushes them before each kernel, so a kernel whose data sits in L2
-        # when it is timed (a histogram's 1 MB of partial counts) reads it from DRAM instead.
+        # when it is timed (a reduction's partials) reads it from DRAM instead.
         "--clock-control",
         "none",
         "--cache-control",

@@ -8,6 +8,7 @@
 // undefined behaviour in glibc.
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -77,6 +78,9 @@ struct Config {
   // builds the full one first. Off by default: on NVIDIA's OpenCL first calls took 20-40%
   // less, but one catalog kernel's quick build gave other bits (ClDevice::build_quick).
   bool quick_builds = false;
+  // The most elements one histogram_partial launch counts: its counts are uint32 (tests set
+  // fewer, so that small images take several runs; no variable).
+  std::uint64_t histogram_run = 0xffffffffu;
   // GPIX_CL_BLOCKING: how OpenCL's blocking reads and writes wait (ClDevice::blocks): 0 a
   // queued transfer and clFinish for all, 1 one blocking call for all, unset (-1) by direction
   // and size as NVIDIA's OpenCL measured fastest (reads up to 512 kB blocking, writes from 64

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 
+#include "config.h"
 #include "gpix/filters.h"
 #include "harness.h"
 #include "reference.h"
@@ -825,6 +826,31 @@ class TestGeometry : public QObject {
                         where("histogram", dtype, shape) + " edges rounded together");
       }
     });
+  }
+
+  // histogram_partial counts in uint32, so the host launches it on runs of fewer than 2^32
+  // elements, each with its own counts, and adds them up. With runs of 997 elements: several
+  // whole runs and a shorter last one, a last run of one element, and one run alone.
+  void histogram_in_runs_data() { test::add_device_dtype_rows(); }
+  void histogram_in_runs() {
+    const Device dev = test::fetch_device();
+    QFETCH(DType, dtype);
+    if (refused_without_fp64("histogram", dev, dtype, Shape{1})) return;
+    const detail::ScopedConfig scope;
+    detail::config_for_testing().histogram_run = 997;
+    for (const Shape& shape : {Shape{151, 33}, Shape{998}, Shape{7, 5, 13}, Shape{997}}) {
+      visit_dtype(dtype, [&](auto z) {
+        using T = decltype(z);
+        auto v = moderate_values<T>(shape.elements(), false);
+        if constexpr (std::is_floating_point_v<T>)
+          v[shape.elements() / 2] = std::numeric_limits<T>::quiet_NaN();
+        histogram_check(dev, v, shape, 256, 0, 0, where("histogram", dtype, shape) + " auto");
+        if (QTest::currentTestFailed()) return;
+        histogram_check(dev, v, shape, 100, -20, 30,
+                        where("histogram", dtype, shape) + " [-20, 30]");
+      });
+      if (QTest::currentTestFailed()) return;
+    }
   }
 
   void histogram_validation() {

@@ -15,6 +15,7 @@
 #include <tuple>
 #include <utility>
 
+#include "config.h"
 #include "filters/launch.h"
 #include "filters/registry.h"
 #include "gpix/error.h"
@@ -162,7 +163,7 @@ constexpr std::size_t kHistWG = 256;
 // histogram_partial's local bins and edges together at most: under CUDA's static 48 kB a block.
 constexpr std::uint64_t kHistLocalBytes = 40960;
 
-// histogram_combine's defines; histogram_partial adds its local memory's to them.
+// histogram_edges' and histogram_partial's defines; the latter adds its local memory's.
 Defines histogram_defines(DType t, std::size_t wg) {
   Defines d;
   add_type_defines(d, {{"T", t}, {"CT", compute_type({t})}});
@@ -277,9 +278,17 @@ Bins histogram_typed(const Array& a, int nbins, const HistRange& range) {
   auto& impl = Access::impl(a);
   auto& dev = *impl.device;
   const auto nb = static_cast<std::size_t>(nbins);
+  const std::uint64_t n = a.elements();
+  // histogram_partial counts in uint32: runs of at most `run` elements, each with its own
+  // counts, added up here in 64 bits (one run below 2^32 elements).
+  const std::uint64_t run = std::max<std::uint64_t>(config().histogram_run, 1);
+  const std::size_t runs =
+      static_cast<std::size_t>(std::max<std::uint64_t>((n + run - 1) / run, 1));
   const std::size_t hbytes = head_bytes<CT>(nbins);
+  const std::size_t cbytes = runs * nb * sizeof(std::uint32_t);
   // One block, head then counts, so that one read brings back both.
-  auto block = dev.pool().allocate(hbytes + nb * sizeof(std::uint64_t));
+  auto block = dev.pool().allocate(hbytes + cbytes);
+  const std::uint64_t counts_at = hbytes / sizeof(std::uint32_t);
   // A range on the device comes with the kernel (histogram_impl found it ready); a settled
   // one takes it where it is ready now, and the host's head, the same bits, where it is not.
   const DeviceImpl::KernelPtr edges_kernel =
@@ -290,59 +299,46 @@ Bins histogram_typed(const Array& a, int nbins, const HistRange& range) {
   if (edges_kernel) {
     const KernelArg args[] = {KernelArg::mem(range.memory ? *range.memory : *block),
                               KernelArg::scalar<std::uint64_t>(range.at),
-                              KernelArg::scalar<std::uint64_t>(a.elements()),
+                              KernelArg::scalar<std::uint64_t>(n),
                               KernelArg::scalar<std::int32_t>(range.memory ? 1 : 0),
                               KernelArg::scalar<double>(range.lo),
                               KernelArg::scalar<double>(range.hi),
                               KernelArg::scalar<std::int32_t>(nbins),
-                              KernelArg::mem(*block)};
+                              KernelArg::mem(*block),
+                              KernelArg::scalar<std::uint64_t>(counts_at),
+                              KernelArg::scalar<std::uint64_t>(runs * nb)};
     Launch l;
     l.global[0] = kHistWG;
     l.local[0] = kHistWG;
     dev.launch(*edges_kernel, l, args);
   } else {
-    RecycledVector<std::byte> head(hbytes);
-    histogram_head<CT>(std::span<std::byte>(head.data(), head.size()), nbins, range.lo, range.hi);
+    // The head and zeroed counts in one write.
+    RecycledVector<std::byte> head(hbytes + cbytes, std::byte{0});
+    histogram_head<CT>(std::span<std::byte>(head.data(), hbytes), nbins, range.lo, range.hi);
     dev.write(*block, 0, head.data(), head.size());
   }
 
   std::size_t wg = kHistWG;
   while (wg > dev.info().max_work_group && wg > 1) wg /= 2;
-  const std::uint64_t n = a.elements();
   const std::size_t max_groups = std::clamp<std::size_t>(dev.info().compute_units * 8u, 16u, 4096u);
-  const std::size_t groups = std::min<std::size_t>((n + wg - 1) / wg, max_groups);
-  auto partial = dev.pool().allocate(groups * nb * sizeof(std::uint32_t));
-  {
-    const KernelArg args[] = {arg(a), KernelArg::scalar<std::uint64_t>(n), KernelArg::mem(*block),
-                              KernelArg::scalar<std::int32_t>(nbins), KernelArg::mem(*partial)};
-    Launch l;
-    l.global[0] = groups * wg;
-    l.local[0] = wg;
-    dev.launch(
-        *dev.kernel(program("histogram.kernel"), "histogram_partial",
-                    histogram_partial_defines(a.dtype(), wg, nbins, dev.info().local_memory)),
-        l, args);
-  }
-  {
-    // Work-items per bin in the combine: a power of two up to 32 (and the group size) that
-    // leaves each at least four groups' counts to sum.
-    std::size_t rpb = 1;
-    while (rpb < 32 && rpb * 2 <= wg && rpb * 8 <= groups) rpb *= 2;
-    const std::size_t per_group = wg / rpb;
-    const KernelArg args[] = {KernelArg::mem(*partial),
-                              KernelArg::scalar<std::uint64_t>(groups),
-                              KernelArg::scalar<std::int32_t>(nbins),
-                              KernelArg::scalar<std::int32_t>(static_cast<std::int32_t>(rpb)),
+  const DeviceImpl::KernelPtr partial =
+      dev.kernel(program("histogram.kernel"), "histogram_partial",
+                 histogram_partial_defines(a.dtype(), wg, nbins, dev.info().local_memory));
+  for (std::size_t r = 0; r < runs; ++r) {
+    const std::uint64_t first = r * run, count = std::min(run, n - first);
+    const std::size_t groups = std::min<std::size_t>((count + wg - 1) / wg, max_groups);
+    const KernelArg args[] = {arg(a),
+                              KernelArg::scalar<std::uint64_t>(first),
+                              KernelArg::scalar<std::uint64_t>(count),
                               KernelArg::mem(*block),
-                              KernelArg::scalar<std::uint64_t>(hbytes / sizeof(std::uint64_t))};
+                              KernelArg::scalar<std::int32_t>(nbins),
+                              KernelArg::scalar<std::uint64_t>(counts_at + r * nb)};
     Launch l;
-    l.global[0] = (nb + per_group - 1) / per_group * wg;
+    l.global[0] = std::max<std::size_t>(groups, 1) * wg;
     l.local[0] = wg;
-    dev.launch(*dev.kernel(program("histogram.kernel"), "histogram_combine",
-                           histogram_defines(a.dtype(), wg)),
-               l, args);
+    dev.launch(*partial, l, args);
   }
-  RecycledVector<std::byte> bytes(hbytes + nb * sizeof(std::uint64_t));
+  RecycledVector<std::byte> bytes(hbytes + cbytes);
   dev.read(*block, 0, bytes.data(), bytes.size());
   std::uint64_t status = 0;
   std::memcpy(&status, bytes.data(), sizeof status);
@@ -353,8 +349,14 @@ Bins histogram_typed(const Array& a, int nbins, const HistRange& range) {
     not_finite(lo, hi);
   }
   Bins h;
-  h.counts.resize(nb);
-  std::memcpy(h.counts.data(), bytes.data() + hbytes, nb * sizeof(std::uint64_t));
+  h.counts.assign(nb, 0);
+  for (std::size_t r = 0; r < runs; ++r) {
+    for (std::size_t b = 0; b < nb; ++b) {
+      std::uint32_t c = 0;
+      std::memcpy(&c, bytes.data() + hbytes + (r * nb + b) * sizeof c, sizeof c);
+      h.counts[b] += c;
+    }
+  }
   RecycledVector<CT> edges(nb + 1);
   std::memcpy(edges.data(), bytes.data() + kHeadSlots * 8, edges.size() * sizeof(CT));
   h.edges.assign(edges.begin(), edges.end());
@@ -691,7 +693,6 @@ void add_reduction_variants(std::vector<KernelVariant>& out) {
       out.push_back({"histogram.kernel", "histogram_partial",
                      histogram_partial_defines(t, kHistWG, nbins, 0)});
     }
-    out.push_back({"histogram.kernel", "histogram_combine", histogram_defines(t, kHistWG)});
     out.push_back({"histogram.kernel", "histogram_edges", histogram_edges_defines(t)});
   }
 }
