@@ -38,8 +38,10 @@
  *                                                     compare-and-swap loop stands in
  *   gpix_as_u32(float), gpix_as_f32(u32), gpix_as_u64(double), gpix_as_f64(u64)
  *                                                     bit casts
- *   gpix_mul_add_unfused_f64(a, b, c)                 a * b + c, the product rounded first
- *                                                     (never fused); with GPIX_NEED_FP64
+ *   gpix_mul_add_unfused_f64(a, b, c), gpix_div_rn_f64(a, b)
+ *                                                     a * b + c, the product rounded first
+ *                                                     (never fused), and a / b, rounded to
+ *                                                     nearest; with GPIX_NEED_FP64
  *   GPIX_FLAT_IN(v, T, src, n), GPIX_FLAT_OUT(r, T, dst, n), GPIX_FLAT_N
  *                                                     flat passes of FLAT_K indices per
  *                                                     work-item (FLAT_V4: four elements an
@@ -323,19 +325,44 @@ GPIX_FUNC gpix_f64 gpix_sat_gpix_f64_d(double x) {
 GPIX_FUNC gpix_f64 gpix_sat_gpix_f64_f(float x) {
   return (gpix_f64)x;
 }
-/* a * b + c with the product rounded before the add, as a host without fused multiply-adds
- * (and numpy) computes it: for values that the host's and the device's code must give to the
- * bit. CUDA's round-to-nearest intrinsics are never fused; OpenCL has none, and a compiler may
- * contract a * b + c (NVIDIA's ptxas fuses a mul and an add that its front end kept apart), so
- * the product passes through a volatile there. */
+/* a * b + c with the product rounded before the add, and a / b rounded to nearest, as a host
+ * without fused multiply-adds (and numpy) computes them: for values that the host's and the
+ * device's code must give to the bit. CUDA's round-to-nearest intrinsics are never fused. On
+ * NVIDIA's OpenCL, histogram.kernel's edges through a volatile product came out one bit off
+ * numpy's in places (test_filters_geometry, H200, bench/RESULTS.md 2026-12-04), though a probe
+ * of the expression alone matched; PTX with explicit rounding, which ptxas never contracts,
+ * leaves nothing to the compiler there. Other OpenCL compilers get the contract pragma and a
+ * volatile product (PoCL: numpy's edges to the bit). */
+#if defined(__OPENCL_VERSION__) && defined(cl_nv_pragma_unroll)
 GPIX_FUNC gpix_f64 gpix_mul_add_unfused_f64(gpix_f64 a, gpix_f64 b, gpix_f64 c) {
-#if defined(__OPENCL_VERSION__)
+  gpix_f64 p, s;
+  asm("mul.rn.f64 %0, %1, %2;" : "=d"(p) : "d"(a), "d"(b));
+  asm("add.rn.f64 %0, %1, %2;" : "=d"(s) : "d"(p), "d"(c));
+  return s;
+}
+GPIX_FUNC gpix_f64 gpix_div_rn_f64(gpix_f64 a, gpix_f64 b) {
+  gpix_f64 q;
+  asm("div.rn.f64 %0, %1, %2;" : "=d"(q) : "d"(a), "d"(b));
+  return q;
+}
+#elif defined(__OPENCL_VERSION__)
+GPIX_FUNC gpix_f64 gpix_mul_add_unfused_f64(gpix_f64 a, gpix_f64 b, gpix_f64 c) {
+#pragma OPENCL FP_CONTRACT OFF
   volatile gpix_f64 p = a * b;
   return p + c;
-#else
-  return __dadd_rn(__dmul_rn(a, b), c);
-#endif
 }
+/* OpenCL's double division is correctly rounded. */
+GPIX_FUNC gpix_f64 gpix_div_rn_f64(gpix_f64 a, gpix_f64 b) {
+  return a / b;
+}
+#else
+GPIX_FUNC gpix_f64 gpix_mul_add_unfused_f64(gpix_f64 a, gpix_f64 b, gpix_f64 c) {
+  return __dadd_rn(__dmul_rn(a, b), c);
+}
+GPIX_FUNC gpix_f64 gpix_div_rn_f64(gpix_f64 a, gpix_f64 b) {
+  return __ddiv_rn(a, b);
+}
+#endif
 #endif
 GPIX_FUNC gpix_f32 gpix_sat_gpix_f32_f(float x) {
   return x;
