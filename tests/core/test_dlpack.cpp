@@ -232,6 +232,33 @@ class TestDlpack : public QObject {
         QVERIFY(run("invert", c).array.pull_as<std::int16_t>() == inverted);
         QVERIFY(run("binary_not", c).array.pull_as<std::uint8_t>() == zero);
       }
+      // 4-byte elements from a start between 16-byte boundaries (these leave two, one, none
+      // and three elements before the first), as a kernel that loads whole vectors would
+      // meet them: the minimum first, the maximum last, a NaN between; quarters, whose sums
+      // are exact in any order.
+      for (const std::size_t x0 :
+           {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{4}}) {
+        std::vector<float> wide(3 * 1001);
+        for (std::size_t i = 0; i < wide.size(); ++i)
+          wide[i] = static_cast<float>(i % 97) * 0.25f - 10.0f;
+        wide[1001 + x0] = -500.0f;
+        wide[2001] = 500.0f;
+        wide[1500] = std::numeric_limits<float>::quiet_NaN();
+        const Array w = Array::push(wide, Shape{3, 1001}, dev);
+        const Array c = array_from_dlpack(to_dlpack(w.view(Region{{1, x0}, {1, 1001 - x0}})), dev);
+        double sum = 0;
+        for (std::size_t i = 1001 + x0; i < 2002; ++i) {
+          if (i != 1500) sum += wide[i];
+        }
+        const Stats e = detail::extrema(c), full = stats(c);
+        for (const Stats& r : {e, full}) {
+          QCOMPARE(r.min.as_double(), -500.0);
+          QCOMPARE(r.max.as_double(), 500.0);
+          QCOMPARE(r.nan_count, std::uint64_t{1});
+          QCOMPARE(r.count, std::uint64_t{1001 - x0 - 1});
+        }
+        QCOMPARE(full.sum.as_double(), sum);
+      }
     }
     QVERIFY_THROWS_EXCEPTION(
         InvalidArgument,
