@@ -81,6 +81,9 @@ struct Config {
   // The most elements one histogram_partial launch counts: its counts are uint32 (tests set
   // fewer, so that small images take several runs; no variable).
   std::uint64_t histogram_run = 0xffffffffu;
+  // Arrays of fewer elements than this take sample_affine's 32-bit indices (tests set 0, so
+  // that the 64-bit ones run too; no variable).
+  std::uint64_t index32_below = std::uint64_t{1} << 31;
   // GPIX_CL_BLOCKING: how OpenCL's blocking reads and writes wait (ClDevice::blocks): 0 a
   // queued transfer and clFinish for all, 1 one blocking call for all, unset (-1) by direction
   // and size as NVIDIA's OpenCL measured fastest (reads up to 512 kB blocking, writes from 64

@@ -828,6 +828,32 @@ class TestGeometry : public QObject {
     });
   }
 
+  // sample_affine takes 32-bit indices below 2^31 elements and 64-bit ones above: the same
+  // bits both ways, nearest and linear, 2D and 3D (rotations with shear, which take
+  // sample_affine rather than sample_scale), on odd shapes with a 1-pixel axis.
+  void affine_index_widths_data() { test::add_device_dtype_rows(); }
+  void affine_index_widths() {
+    const Device dev = test::fetch_device();
+    QFETCH(DType, dtype);
+    if (refused_without_fp64("affine_transform", dev, dtype, Shape{1})) return;
+    const std::array<double, 12> m = {0.95,  -0.31, 0.21, 2.3,  0.29, 1.1,
+                                      -0.17, -3.7,  0.13, 0.08, 0.9,  1.4};
+    for (const Shape& shape : {Shape{37, 61}, Shape{1, 45}, Shape{9, 23, 31}, Shape{5, 1, 17}}) {
+      const Array a =
+          visit_dtype(dtype, [&](auto z) { return push_random<decltype(z)>(dev, shape).first; });
+      for (const Interpolation how : {Interpolation::nearest, Interpolation::linear}) {
+        const Array narrow = affine_transform(a, m, how);
+        const detail::ScopedConfig scope;
+        detail::config_for_testing().index32_below = 0;
+        const Array wide = affine_transform(a, m, how);
+        const HostArray x = narrow.pull(), y = wide.pull();
+        QVERIFY2(x.bytes() == y.bytes() && std::memcmp(x.data(), y.data(), x.bytes()) == 0,
+                 where("affine_transform", dtype, shape) +
+                     (how == Interpolation::linear ? " linear" : " nearest"));
+      }
+    }
+  }
+
   // histogram_partial counts in uint32, so the host launches it on runs of fewer than 2^32
   // elements, each with its own counts, and adds them up. With runs of 997 elements: several
   // whole runs and a shorter last one, a last run of one element, and one run alone.

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "config.h"
 #include "filters/launch.h"
 #include "filters/registry.h"
 #include "gpix/error.h"
@@ -152,6 +153,12 @@ Array sample(const Array& in, const Shape& out_shape, const Matrix& m, bool line
   }
   for (double v : m) scalar(v);
   args.push_back(arg(static_cast<std::int32_t>(linear ? 1 : 0)));
+  // 32-bit indices where every index, and every work-item id of the grid (rounded up to whole
+  // work-groups), stays below 2^32 (geometry.kernel's SAMPLE_AFFINE_BODY says why): arrays
+  // below 2^31 elements (config().index32_below).
+  const std::uint64_t below = std::min(config().index32_below, std::uint64_t{1} << 31);
+  const bool narrow = in.elements() < below && out.elements() < below;
+  args.push_back(arg(static_cast<std::int32_t>(narrow ? 1 : 0)));
   launch(in, "geometry.kernel", "sample_affine", sample_defines(in.dtype()), image_grid(out_shape),
          args);
   return out;
