@@ -32,6 +32,7 @@
 #include "gpix/filters/neighbourhood.h"
 #include "gpix/filters/reductions.h"
 #include "programs.h"
+#include "support/compare.h"
 #include "support/devices.h"
 #include "support/random.h"
 
@@ -125,12 +126,6 @@ void fill_u64(detail::DeviceImpl& impl, const detail::Kernel& k, Array& a, std::
 // after the child's builds.
 std::atomic<bool> g_sentinel_gone{false};
 
-bool same_bits(const Array& a, const Array& b) {
-  const HostArray x = a.pull(), y = b.pull();
-  return x.dtype() == y.dtype() && x.bytes() == y.bytes() &&
-         std::memcmp(x.data(), y.data(), x.bytes()) == 0;
-}
-
 // For the quick-build tests, inside their ScopedConfig: quick builds and tiers on, nothing
 // cached on disk, in the bundle or in memory, so that every program below is built.
 void start_quick_builds(detail::DeviceImpl& impl) {
@@ -147,7 +142,7 @@ void start_quick_builds(detail::DeviceImpl& impl) {
 // NaN).
 bool same_result(const Result& a, const Result& b) {
   if (a.is_table() != b.is_table()) return false;
-  if (!a.is_table()) return same_bits(a.array, b.array);
+  if (!a.is_table()) return test::same_bits(a.array, b.array);
   if (a.table.columns() != b.table.columns() || a.table.size() != b.table.size()) return false;
   for (std::size_t i = 0; i < a.table.size(); ++i) {
     for (std::size_t j = 0; j < a.table.width(); ++j) {
@@ -380,7 +375,7 @@ class TestKernelTiers : public QObject {
         if (!runs(inputs[i], cs[k])) continue;
         const Array fast = cs[k].run(inputs[i].a);
         const Array plain = Array::push(first[i][k], dev);
-        if (!same_bits(fast, plain)) differ += "; " + cs[k].name + " on " + inputs[i].name;
+        if (!test::same_bits(fast, plain)) differ += "; " + cs[k].name + " on " + inputs[i].name;
       }
     }
     QVERIFY2(differ.empty(), ("the tiers differ:" + differ).c_str());
@@ -502,8 +497,8 @@ class TestKernelTiers : public QObject {
     QCOMPARE(c2.quick_compiles, c1.quick_compiles);
     impl.wait_for_background_compiles();
     QCOMPARE(impl.cache_counters().upgrade_failures, c0.upgrade_failures);
-    QVERIFY(same_bits(first_big, gaussian_blur(big, 2.0)));
-    QVERIFY(same_bits(first_small, gaussian_blur(small, 2.0)));
+    QVERIFY(test::same_bits(first_big, gaussian_blur(big, 2.0)));
+    QVERIFY(test::same_bits(first_small, gaussian_blur(small, 2.0)));
   }
 
   // A background compile waits for a quiet compiler: while the caller goes on building
