@@ -829,27 +829,36 @@ class TestGeometry : public QObject {
     });
   }
 
-  // sample_affine takes 32-bit indices below 2^31 elements and 64-bit ones above: the same
-  // bits both ways, nearest and linear, 2D and 3D (rotations with shear, which take
-  // sample_affine rather than sample_scale), on odd shapes with a 1-pixel axis.
+  // sample_affine and sample_scale take 32-bit indices below 2^31 elements and 64-bit ones
+  // above: the same bits both ways, nearest and linear, 2D and 3D, on odd shapes with a
+  // 1-pixel axis; a rotation with shear (sample_affine), and a scale with shifts past both
+  // ends and a resample by 1.7 (sample_scale, down a column, rows past the end).
   void affine_index_widths_data() { test::add_device_dtype_rows(); }
   void affine_index_widths() {
     const Device dev = test::fetch_device();
     QFETCH(DType, dtype);
     if (refused_without_fp64("affine_transform", dev, dtype, Shape{1})) return;
-    const std::array<double, 12> m = {0.95,  -0.31, 0.21, 2.3,  0.29, 1.1,
-                                      -0.17, -3.7,  0.13, 0.08, 0.9,  1.4};
+    const std::array<double, 12> shear = {0.95,  -0.31, 0.21, 2.3,  0.29, 1.1,
+                                          -0.17, -3.7,  0.13, 0.08, 0.9,  1.4};
+    const std::array<double, 12> scale = {1.37, 0, 0, -2.6, 0, 0.45, 0, 1.8, 0, 0, 0.7, -0.9};
     for (const Shape& shape : {Shape{37, 61}, Shape{1, 45}, Shape{9, 23, 31}, Shape{5, 1, 17}}) {
       const Array a =
           visit_dtype(dtype, [&](auto z) { return push_random<decltype(z)>(dev, shape).first; });
       for (const Interpolation how : {Interpolation::nearest, Interpolation::linear}) {
-        const Array narrow = affine_transform(a, m, how);
+        const auto runs = [&] {
+          return std::array<Array, 3>{affine_transform(a, shear, how),
+                                      affine_transform(a, scale, how),
+                                      resample(a, 1.7, 1.7, 1.7, how)};
+        };
+        const std::array<Array, 3> narrow = runs();
         const detail::ScopedConfig scope;
         detail::config_for_testing().index32_below = 0;
-        const Array wide = affine_transform(a, m, how);
-        QVERIFY2(test::same_bits(narrow, wide),
-                 where("affine_transform", dtype, shape) +
-                     (how == Interpolation::linear ? " linear" : " nearest"));
+        const std::array<Array, 3> wide = runs();
+        const char* what[3] = {" shear", " scale", " resample"};
+        for (std::size_t k = 0; k < 3; ++k)
+          QVERIFY2(test::same_bits(narrow[k], wide[k]),
+                   where("affine_transform", dtype, shape) + what[k] +
+                       (how == Interpolation::linear ? " linear" : " nearest"));
       }
     }
   }

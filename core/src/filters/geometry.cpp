@@ -136,6 +136,11 @@ Array sample(const Array& in, const Shape& out_shape, const Matrix& m, bool line
   auto scalar = [&](double v) {
     args.push_back(ct == DType::f64 ? arg(v) : arg(static_cast<float>(v)));
   };
+  // 32-bit indices where every index, and every work-item id of the grid (rounded up to whole
+  // work-groups), stays below 2^32 (geometry.kernel's SAMPLE_AFFINE_BODY says why): arrays
+  // below 2^31 elements (config().index32_below).
+  const std::uint64_t below = std::min(config().index32_below, std::uint64_t{1} << 31);
+  const bool narrow = in.elements() < below && out.elements() < below;
   // Scale and shift only (every resample): the kernel that walks columns.
   if (m[1] == 0 && m[2] == 0 && m[4] == 0 && m[6] == 0 && m[8] == 0 && m[9] == 0) {
     for (int axis = 0; axis < 3; ++axis) {
@@ -143,6 +148,7 @@ Array sample(const Array& in, const Shape& out_shape, const Matrix& m, bool line
       scalar(m[static_cast<std::size_t>(axis * 4 + 3)]);
     }
     args.push_back(arg(static_cast<std::int32_t>(linear ? 1 : 0)));
+    args.push_back(arg(static_cast<std::int32_t>(narrow ? 1 : 0)));
     const std::size_t rows = (out_shape.height() + kScaleRows - 1) / kScaleRows;
     const std::array<std::size_t, 3> local = out_shape.ndim() == 3
                                                  ? std::array<std::size_t, 3>{32, 4, 2}
@@ -153,11 +159,6 @@ Array sample(const Array& in, const Shape& out_shape, const Matrix& m, bool line
   }
   for (double v : m) scalar(v);
   args.push_back(arg(static_cast<std::int32_t>(linear ? 1 : 0)));
-  // 32-bit indices where every index, and every work-item id of the grid (rounded up to whole
-  // work-groups), stays below 2^32 (geometry.kernel's SAMPLE_AFFINE_BODY says why): arrays
-  // below 2^31 elements (config().index32_below).
-  const std::uint64_t below = std::min(config().index32_below, std::uint64_t{1} << 31);
-  const bool narrow = in.elements() < below && out.elements() < below;
   args.push_back(arg(static_cast<std::int32_t>(narrow ? 1 : 0)));
   launch(in, "geometry.kernel", "sample_affine", sample_defines(in.dtype()), image_grid(out_shape),
          args);
