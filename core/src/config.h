@@ -78,8 +78,9 @@ struct Config {
   // builds the full one first. Off by default: on NVIDIA's OpenCL first calls took 20-40%
   // less, but one catalog kernel's quick build gave other bits (ClDevice::build_quick).
   bool quick_builds = false;
-  // The most elements one histogram_partial launch counts: its counts are uint32 (tests set
-  // fewer, so that small images take several runs; no variable).
+  // The most elements one launch of histogram_partial or of Otsu's counting kernels counts:
+  // their counts are uint32 (tests set fewer, so that small images take several runs; no
+  // variable).
   std::uint64_t histogram_run = 0xffffffffu;
   // Arrays of fewer elements than this take sample_affine's 32-bit indices (tests set 0, so
   // that the 64-bit ones run too; no variable).

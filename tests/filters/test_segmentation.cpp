@@ -18,6 +18,7 @@
 #include <map>
 #include <random>
 
+#include "config.h"
 #include "gpix/filters.h"
 #include "harness.h"
 #include "reference.h"
@@ -858,6 +859,42 @@ class TestSegmentation : public QObject {
       } catch (const InvalidArgument& e) {
         QVERIFY2(std::string(e.what()).find("relabel_sequential") != std::string::npos, e.what());
       }
+    }
+  }
+
+  // Otsu's kernels count in uint32, so the host takes an image in runs of fewer than 2^32
+  // pixels and adds their counts up. With runs of 997 pixels: several whole runs and a shorter
+  // last one, a last run of one pixel, one run alone; float bins, integer bins counted in local
+  // memory and (a range past 4096 values) in global memory. Against the plain reference.
+  void otsu_in_runs_data() { test::add_device_dtype_rows(); }
+  void otsu_in_runs() {
+    const Device dev = test::fetch_device();
+    QFETCH(DType, dtype);
+    const detail::ScopedConfig scope;
+    detail::config_for_testing().histogram_run = 997;
+    for (const Shape& shape : {Shape{151, 33}, Shape{1, 998}, Shape{7, 5, 13}, Shape{997, 1}}) {
+      visit_dtype(dtype, [&](auto zero) {
+        using T = decltype(zero);
+        std::vector<std::vector<T>> images = {bimodal<T>(shape.elements(), false)};
+        if constexpr (std::is_integral_v<T> && sizeof(T) >= 2) {
+          std::vector<T> spread(shape.elements());
+          for (std::size_t i = 0; i < spread.size(); ++i)
+            spread[i] = static_cast<T>(i * 7919 % 30011);
+          images.push_back(spread);
+        }
+        for (const std::vector<T>& host : images) {
+          const QByteArray w = at("otsu in runs", dtype, shape);
+          const Array a = input(host, shape, dev);
+          bool constant = false;
+          const double t = ref_otsu(host, constant);
+          const double got = otsu_threshold(a);
+          QVERIFY2(got == t || (std::isnan(got) && std::isnan(t)),
+                   w + QByteArray::number(got, 'g', 17) + " vs " + QByteArray::number(t, 'g', 17));
+          compare(threshold_otsu(a).pull_as<std::uint8_t>(), ref_greater(host, t), 0, 0, w);
+          if (QTest::currentTestFailed()) return;
+        }
+      });
+      if (QTest::currentTestFailed()) return;
     }
   }
 

@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "config.h"
 #include "filters/components.h"
 #include "filters/label_stats_table.h"
 #include "filters/launch.h"
@@ -180,7 +181,7 @@ Array threshold_gt(const Array& in, double value) {
 using OtsuCounts = detail::RecycledVector<std::uint64_t>;
 
 // skimage.filters.threshold_otsu's search, operation for operation as numpy evaluates it:
-// integer class weights (their product taken as an integer before it meets the float
+// integer class weights (their product rounded to a double once before it meets the float
 // square), class sums accumulated in the centres' precision, the first maximum wins.
 // Centre is long double for integer images (numpy's int64 products and sums, exact below 2^64)
 // and double for float ones; centre(i) gives bin i's.
@@ -212,7 +213,10 @@ std::size_t otsu_bin(const OtsuCounts& counts, CentreOf centre) {
     const double m2 = static_cast<double>(cm) / static_cast<double>(cw);
     const std::uint64_t w1 = total - cw;
     const double d = m1[i - 1] - m2;
-    const double v = static_cast<double>(w1 * cw) * (d * d);
+    // numpy's int64 product of the weights, then a double: both weights are exact doubles
+    // (below 2^53), so their double product is that integer product rounded once, the same
+    // bits, and does not wrap where an image of over 6 * 10^9 pixels would take it past 2^63.
+    const double v = static_cast<double>(w1) * static_cast<double>(cw) * (d * d);
     if (v >= best_v) {  // no class is empty: the first bin holds the minimum, the last the max
       best_v = v;
       best = i - 1;
@@ -292,43 +296,54 @@ OtsuBins otsu_bins(DType t, const Stats& s) {
   return b;
 }
 
-// Adds the counts of in's pixels in the bins to counts (b.bins of them).
+// Adds the counts of in's pixels in the bins to counts (b.bins of them). The kernels count in
+// uint32, so the image goes through them in runs of fewer than 2^32 pixels
+// (config().histogram_run), each run's counts read back and added here in 64 bits.
 void otsu_count(const Array& in, const OtsuBins& b, OtsuCounts& counts) {
-  require_u32_indices(in, "threshold_otsu");  // uint32 bin counts
   visit_dtype(b.dtype, [&](auto zero) {
     using T = decltype(zero);
     Array hist = Array::create(Shape{b.bins}, DType::u32, in.device());
     const T lo = b.lo.exact_as<T>();
-    // Counting work-groups: enough to fill the device, each walking the image with a stride.
     auto& dev = *Access::impl(in).device;
-    const std::size_t groups = std::clamp<std::size_t>(
-        std::min<std::size_t>((in.elements() + 255) / 256, dev.info().compute_units * 8u), 1, 4096);
-    Launch l;
-    l.global[0] = groups * 256;
-    l.local[0] = 256;
-    if constexpr (std::is_integral_v<T>) {
-      // Up to 4096 values (12-bit cameras, most 16-bit images' range): counts per work-group
-      // in local memory (OTSU_LOCAL_BINS in segmentation.kernel says why); wider ranges count
-      // straight into the global bins.
-      if (b.bins <= 4096) {
-        launch(in, kFile, "otsu_count_local", seg_defines(in.dtype()), l,
-               {arg(in), arg<std::uint64_t>(in.elements()), arg(lo), arg(static_cast<int>(b.bins)),
-                arg(hist)});
-      } else {
-        launch(in, kFile, "otsu_count", seg_defines(in.dtype()), flat_grid(in.elements()),
-               {arg(in), arg<std::uint64_t>(in.elements()), arg(lo), arg(hist)});
-      }
-    } else {
+    std::optional<Array> edge_arr;
+    if constexpr (std::is_floating_point_v<T>) {
       const detail::RecycledVector<T> edges(b.edges.begin(), b.edges.end());
-      Array edge_arr = Array::push(std::span<const T>(edges), Shape{edges.size()}, in.device());
-      launch(in, kFile, "otsu_histogram", otsu_defines(in.dtype()), l,
-             {arg(in), arg<std::uint64_t>(in.elements()), arg(lo), arg(static_cast<T>(b.norm)),
-              arg(edge_arr), arg(hist)});
+      edge_arr = Array::push(std::span<const T>(edges), Shape{edges.size()}, in.device());
     }
     detail::RecycledVector<std::uint32_t> c32(b.bins);
-    const auto& h = Access::impl(hist);
-    h.device->read(*h.memory, 0, c32.data(), c32.size() * sizeof(std::uint32_t));
-    for (std::size_t i = 0; i < c32.size(); ++i) counts[i] += c32[i];
+    const std::uint64_t n = in.elements();
+    const std::uint64_t run = std::max<std::uint64_t>(config().histogram_run, 1);
+    for (std::uint64_t first = 0; first < n; first += run) {
+      const std::uint64_t count = std::min(run, n - first);
+      if (first > 0) hist.fill(Scalar(0));
+      // Counting work-groups: enough to fill the device, each walking the run with a stride.
+      const std::size_t groups = std::clamp<std::size_t>(
+          std::min<std::size_t>((count + 255) / 256, dev.info().compute_units * 8u), 1, 4096);
+      Launch l;
+      l.global[0] = groups * 256;
+      l.local[0] = 256;
+      if constexpr (std::is_integral_v<T>) {
+        // Up to 4096 values (12-bit cameras, most 16-bit images' range): counts per work-group
+        // in local memory (OTSU_LOCAL_BINS in segmentation.kernel says why); wider ranges count
+        // straight into the global bins.
+        if (b.bins <= 4096) {
+          launch(in, kFile, "otsu_count_local", seg_defines(in.dtype()), l,
+                 {arg(in), arg<std::uint64_t>(first), arg<std::uint64_t>(count), arg(lo),
+                  arg(static_cast<int>(b.bins)), arg(hist)});
+        } else {
+          launch(
+              in, kFile, "otsu_count", seg_defines(in.dtype()), flat_grid(count),
+              {arg(in), arg<std::uint64_t>(first), arg<std::uint64_t>(count), arg(lo), arg(hist)});
+        }
+      } else {
+        launch(in, kFile, "otsu_histogram", otsu_defines(in.dtype()), l,
+               {arg(in), arg<std::uint64_t>(first), arg<std::uint64_t>(count), arg(lo),
+                arg(static_cast<T>(b.norm)), arg(*edge_arr), arg(hist)});
+      }
+      const auto& h = Access::impl(hist);
+      h.device->read(*h.memory, 0, c32.data(), c32.size() * sizeof(std::uint32_t));
+      for (std::size_t i = 0; i < c32.size(); ++i) counts[i] += c32[i];
+    }
   });
 }
 
@@ -362,7 +377,6 @@ Otsu otsu_threshold(const OtsuBins& b, const OtsuCounts& counts) {
 
 Otsu otsu(const Array& in) {
   if (!in.is_contiguous()) return otsu(in.to_buffer());
-  require_u32_indices(in, "threshold_otsu");  // uint32 bin counts
   // Count, minimum and maximum: the extremes' pass (16-byte loads for 8- and 16-bit images).
   const OtsuBins b = otsu_bins(in.dtype(), detail::extrema(in));
   OtsuCounts counts(b.bins, 0);
