@@ -863,6 +863,44 @@ class TestGeometry : public QObject {
     }
   }
 
+  // An axis longer than 2^23 pixels: float32 holds c + 0.5 exactly only below 2^23 and every
+  // integer only up to 2^24, so 8- and 16-bit and float32 images take float64 coordinates
+  // there. A shift by 5 along a row of 2^24 + 7 pixels through both kernels (sample_scale:
+  // shift only; sample_affine: a y term that the 1-pixel axis clamps away), nearest and
+  // linear: every output is the input 5 pixels on (the last one past the end). With float32
+  // coordinates, nearest takes a neighbour from column 2^23 - 4 on, linear from 2^24 on, and
+  // the last columns read past the row.
+  void long_axis_coordinates_data() { test::add_device_rows(); }
+  void long_axis_coordinates() {
+    const Device dev = test::fetch_device();
+    if (!dev.supports_fp64()) QSKIP("float64 coordinates: the device has no fp64");
+    constexpr std::size_t n = (std::size_t{1} << 24) + 7;
+    const Shape shape{1, n};
+    QCOMPARE(shape.width(), n);
+    std::vector<std::uint8_t> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint8_t>(i % 251);
+    const Array a = Array::push(v, shape, dev);
+    const std::array<double, 12> shift = {1, 0, 0, 5, 0, 1, 0, 0, 0, 0, 1, 0};
+    const std::array<double, 12> skew = {1, 0, 0, 5, 1e-9, 1, 0, 0, 0, 0, 1, 0};
+    for (const auto& [m, what] :
+         {std::pair{shift, "shift"}, std::pair{skew, "shift with y term"}}) {
+      for (const Interpolation how : {Interpolation::nearest, Interpolation::linear}) {
+        const std::vector<std::uint8_t> got = affine_transform(a, m, how).pull_as<std::uint8_t>();
+        QCOMPARE(got.size(), n);
+        for (std::size_t x = 0; x < n; ++x) {
+          const std::uint8_t want = v[std::min(x + 5, n - 1)];
+          if (got[x] != want) {
+            QFAIL(qPrintable(QString("%1 %2: column %3 is %4, expected %5")
+                                 .arg(what, how == Interpolation::linear ? "linear" : "nearest")
+                                 .arg(x)
+                                 .arg(got[x])
+                                 .arg(want)));
+          }
+        }
+      }
+    }
+  }
+
   // histogram_partial counts in uint32, so the host launches it on runs of fewer than 2^32
   // elements, each with its own counts, and adds them up. With runs of 997 elements: several
   // whole runs and a shorter last one, a last run of one element, and one run alone.

@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 #include "config.h"
@@ -52,17 +53,22 @@ Defines remap_defines(DType t, int lkx = 0) {
           {"TK", std::to_string(remap_tile_rows(b))}};
 }
 
-Defines sample_defines(DType t) {
+// ct: the coordinates' and interpolation's type, the image's compute type unless an axis is
+// too long for it (sample_type).
+Defines sample_defines(DType t, DType ct) {
   Defines d;
-  add_type_defines(d, {{"T_IN", t}, {"CT", compute_type({t})}});
+  add_type_defines(d, {{"T_IN", t}, {"CT", ct}});
   return d;
+}
+Defines sample_defines(DType t) {
+  return sample_defines(t, compute_type({t}));
 }
 
 // sample_scale's outputs per work-item, down a column.
 constexpr int kScaleRows = 4;
 
-Defines scale_defines(DType t) {
-  Defines d = sample_defines(t);
+Defines scale_defines(DType t, DType ct) {
+  Defines d = sample_defines(t, ct);
   d.emplace_back("YN", std::to_string(kScaleRows));
   return d;
 }
@@ -120,11 +126,25 @@ Array remap(const Array& in, const Shape& out_shape, std::int64_t base, std::int
 
 using Matrix = std::array<double, 12>;
 
+// The kernels' coordinate type: the image's compute type (float32 for 8- and 16-bit and
+// float32 images), except where an axis of the input or the output is longer than 2^23
+// pixels, where float64 is taken. float32 holds c + 0.5 (nearest) exactly only below 2^23 and
+// every integer only up to 2^24: past that a coordinate misses its pixel by one or more (and
+// past 2^24 can round up beyond the last pixel, a read outside the row).
+DType sample_type(const Array& in, const Shape& out_shape) {
+  constexpr std::size_t kExact = std::size_t{1} << 23;
+  const std::size_t longest = std::max({in.shape().width(), in.shape().height(), in.shape().depth(),
+                                        out_shape.width(), out_shape.height(), out_shape.depth()});
+  return longest > kExact ? DType::f64 : compute_type({in.dtype()});
+}
+
 Array sample(const Array& in, const Shape& out_shape, const Matrix& m, bool linear,
              const char* who) {
-  const DType ct = compute_type({in.dtype()});
+  const DType ct = sample_type(in, out_shape);
   require_dtype(in.device(), ct, [&] {
-    return std::string(who) + " on " + std::string(name(in.dtype())) + " (computed in float64)";
+    return std::string(who) + " on " + std::string(name(in.dtype())) +
+           (ct == compute_type({in.dtype()}) ? "" : " with an axis of more than 8388608 pixels") +
+           " (computed in float64)";
   });
   for (double v : m) {
     if (!std::isfinite(v)) throw InvalidArgument(std::string(who) + ": the matrix must be finite");
@@ -153,15 +173,15 @@ Array sample(const Array& in, const Shape& out_shape, const Matrix& m, bool line
     const std::array<std::size_t, 3> local = out_shape.ndim() == 3
                                                  ? std::array<std::size_t, 3>{32, 4, 2}
                                                  : std::array<std::size_t, 3>{32, 8, 1};
-    launch(in, "geometry.kernel", "sample_scale", scale_defines(in.dtype()),
+    launch(in, "geometry.kernel", "sample_scale", scale_defines(in.dtype(), ct),
            grid({out_shape.width(), rows, out_shape.depth()}, local), args);
     return out;
   }
   for (double v : m) scalar(v);
   args.push_back(arg(static_cast<std::int32_t>(linear ? 1 : 0)));
   args.push_back(arg(static_cast<std::int32_t>(narrow ? 1 : 0)));
-  launch(in, "geometry.kernel", "sample_affine", sample_defines(in.dtype()), image_grid(out_shape),
-         args);
+  launch(in, "geometry.kernel", "sample_affine", sample_defines(in.dtype(), ct),
+         image_grid(out_shape), args);
   return out;
 }
 
@@ -447,7 +467,7 @@ void add_geometry_variants(std::vector<KernelVariant>& out) {
   }
   for (DType t : kAllDTypes) {
     out.push_back({"geometry.kernel", "sample_affine", sample_defines(t)});
-    out.push_back({"geometry.kernel", "sample_scale", scale_defines(t)});
+    out.push_back({"geometry.kernel", "sample_scale", scale_defines(t, compute_type({t}))});
   }
 }
 
