@@ -218,16 +218,8 @@ bool guess_within_one(std::span<const CT> edges, CT scale) {
 
 // histogram_edges' defines: the image's type for its extrema, the compute type for the edges,
 // float64 for numpy.linspace's arithmetic.
-// The histogram kernels' work-group: kHistWG, halved to the device's limit (both kernels take
-// it as WG).
-std::size_t hist_wg(const DeviceImpl& dev) {
-  std::size_t wg = kHistWG;
-  while (wg > dev.info().max_work_group && wg > 1) wg /= 2;
-  return wg;
-}
-
-Defines histogram_edges_defines(DType t, std::size_t wg = kHistWG) {
-  Defines d = histogram_defines(t, wg);
+Defines histogram_edges_defines(DType t) {
+  Defines d = histogram_defines(t, kHistWG);
   if (compute_type({t}) != DType::f64) d.emplace_back("GPIX_NEED_FP64", "1");
   return d;
 }
@@ -303,7 +295,7 @@ Bins histogram_typed(const Array& a, int nbins, const HistRange& range) {
       range.edges || !a.device().supports_fp64()
           ? range.edges
           : dev.kernel_if_ready(program("histogram.kernel"), "histogram_edges",
-                                histogram_edges_defines(a.dtype(), hist_wg(dev)));
+                                histogram_edges_defines(a.dtype()));
   if (edges_kernel) {
     const KernelArg args[] = {KernelArg::mem(range.memory ? *range.memory : *block),
                               KernelArg::scalar<std::uint64_t>(range.at),
@@ -316,8 +308,8 @@ Bins histogram_typed(const Array& a, int nbins, const HistRange& range) {
                               KernelArg::scalar<std::uint64_t>(counts_at),
                               KernelArg::scalar<std::uint64_t>(runs * nb)};
     Launch l;
-    l.global[0] = hist_wg(dev);
-    l.local[0] = hist_wg(dev);
+    l.global[0] = kHistWG;
+    l.local[0] = kHistWG;
     dev.launch(*edges_kernel, l, args);
   } else {
     // The head and zeroed counts in one write.
@@ -326,7 +318,8 @@ Bins histogram_typed(const Array& a, int nbins, const HistRange& range) {
     dev.write(*block, 0, head.data(), head.size());
   }
 
-  const std::size_t wg = hist_wg(dev);
+  std::size_t wg = kHistWG;
+  while (wg > dev.info().max_work_group && wg > 1) wg /= 2;
   const std::size_t max_groups = std::clamp<std::size_t>(dev.info().compute_units * 8u, 16u, 4096u);
   const DeviceImpl::KernelPtr partial =
       dev.kernel(program("histogram.kernel"), "histogram_partial",
@@ -423,9 +416,8 @@ Bins histogram_impl(const Array& a, long long nbins, double lo, double hi, const
   Stats whole;
   DeviceImpl::KernelPtr edges =
       a.device().supports_fp64()
-          ? Access::impl(a).device->kernel_if_ready(
-                program("histogram.kernel"), "histogram_edges",
-                histogram_edges_defines(a.dtype(), hist_wg(*Access::impl(a).device)))
+          ? Access::impl(a).device->kernel_if_ready(program("histogram.kernel"), "histogram_edges",
+                                                    histogram_edges_defines(a.dtype()))
           : nullptr;
   if (edges) {
     DeviceExtrema e = extrema_on_device(a);
