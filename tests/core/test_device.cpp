@@ -34,6 +34,26 @@ class TestDevice : public QObject {
     QVERIFY(saw_cuda && saw_opencl);
   }
 
+  // A device whose work-groups hold fewer than 256 work-items is not listed, and the OpenCL
+  // backend's status says why (every filter would fail a launch on it). Runs where PoCL is
+  // told a lower limit (POCL_MAX_WORK_GROUP_SIZE, test_core_device_small_groups); skips
+  // elsewhere.
+  void small_work_groups_refused() {
+    const QByteArray limit = qgetenv("POCL_MAX_WORK_GROUP_SIZE");
+    if (limit.isEmpty() || limit.toInt() >= 256) QSKIP("PoCL's work-group limit is not lowered");
+    for (const Device& d : test::all_devices()) {
+      QVERIFY2(d.info().platform != "Portable Computing Language", d.info().name.c_str());
+    }
+    bool said = false;
+    for (const auto& s : backend_status()) {
+      if (s.backend == Backend::opencl) {
+        said = s.detail.find("work-groups hold at most " + limit.toStdString() +
+                             " work-items; gpix needs 256") != std::string::npos;
+      }
+    }
+    QVERIFY(said);
+  }
+
   void default_choice() {
     const auto& devs = test::all_devices();
     if (devs.empty()) QSKIP("no device");

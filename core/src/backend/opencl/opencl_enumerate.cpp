@@ -49,6 +49,9 @@ using cl::device_value;
 using cl::platform_string;
 using cl::to_type;
 
+// The work-group size every device must allow (the catalog's kernels launch 256 work-items).
+constexpr std::size_t kMinWorkGroup = 256;
+
 BackendDevices enumerate_opencl() {
   BackendDevices out;
   out.status.backend = Backend::opencl;
@@ -90,6 +93,14 @@ BackendDevices enumerate_opencl() {
       info.svm = clsvm::svm_coarse_grain(id);
       info.api_version = device_string(id, CL_DEVICE_VERSION);
       info.driver_version = device_string(id, CL_DRIVER_VERSION);
+      // gpix's kernels launch work-groups of 256 work-items (tiles, counts, scans), and
+      // CUDA's limit is 1024; a device whose limit is lower would fail a launch mid-filter.
+      if (info.max_work_group < kMinWorkGroup) {
+        problems.push_back(info.name + ": its work-groups hold at most " +
+                           std::to_string(info.max_work_group) + " work-items; gpix needs " +
+                           std::to_string(kMinWorkGroup));
+        continue;
+      }
       cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
                                        reinterpret_cast<cl_context_properties>(p), 0};
       cl::Context ctx(clCreateContext(props, 1, &id, nullptr, nullptr, &err));
