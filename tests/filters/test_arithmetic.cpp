@@ -125,8 +125,27 @@ GPIX_REFERENCE("maximum_images") {
 GPIX_REFERENCE("add_scalar") {
   unary_same("add_scalar", device, dtype, shape, {{"value", 7.5}},
              [](double a) { return a + 7.5; });
-  unary_same("add_scalar", device, dtype, shape, {{"value", -300.0}},
-             [](double a) { return a - 300.0; });
+  if (is_float(dtype) || size_of(dtype) < 8) {
+    unary_same("add_scalar", device, dtype, shape, {{"value", -300.0}},
+               [](double a) { return a - 300.0; });
+    return;
+  }
+  // An integer scalar on a 64-bit image is exact (long double holds the difference), saturated.
+  visit_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    if constexpr (std::is_integral_v<T>) {
+      auto [a, host] = push_random<T>(device, shape);
+      std::vector<T> expect(host.size());
+      for (std::size_t i = 0; i < host.size(); ++i) {
+        const long double v = static_cast<long double>(host[i]) - 300;
+        expect[i] = v < static_cast<long double>(std::numeric_limits<T>::lowest())
+                        ? std::numeric_limits<T>::lowest()
+                        : static_cast<T>(v);
+      }
+      compare(run("add_scalar", a, {{"value", -300.0}}).array.template pull_as<T>(), expect, 0, 0,
+              where("add_scalar", dtype, shape) + " -300");
+    }
+  });
 });
 GPIX_REFERENCE("multiply_scalar") {
   unary_same("multiply_scalar", device, dtype, shape, {{"factor", -1.25}},
@@ -345,6 +364,37 @@ void check_wide_unary(const Device& dev, DType t) {
         }
         compare(clip(a, lo, hi).template pull_as<T>(), expect, 0, 0,
                 where("clip", t, s) + " " + QByteArray::number(lo) + ".." + QByteArray::number(hi));
+      }
+      // add_scalar and multiply_scalar by integers, exactly (64-bit images past 2^53 too),
+      // saturated into the dtype.
+      for (const double value : {1.0, -5.0, 3.0, -1.0, 0.0, 4e18, -9.2e18}) {
+        const auto b = static_cast<Int128>(static_cast<long long>(value));
+        for (std::size_t i = 0; i < h.size(); ++i) expect[i] = saturate_int<T>(Int128{h[i]} + b);
+        compare(run("add_scalar", a, {{"value", value}}).array.template pull_as<T>(), expect, 0, 0,
+                where("add_scalar", t, s) + " " + QByteArray::number(value));
+        for (std::size_t i = 0; i < h.size(); ++i) expect[i] = saturate_int<T>(Int128{h[i]} * b);
+        compare(run("multiply_scalar", a, {{"factor", value}}).array.template pull_as<T>(), expect,
+                0, 0, where("multiply_scalar", t, s) + " " + QByteArray::number(value));
+      }
+      // convert to float32 rounds once, as numpy's astype (the host's cast): 64-bit values
+      // that float64 would round first land elsewhere (2^60 + 2^36 + 1).
+      std::vector<float> as_float(h.size());
+      for (std::size_t i = 0; i < h.size(); ++i) as_float[i] = static_cast<float>(h[i]);
+      const std::vector<float> got =
+          run("convert", a, {{"dtype", std::string("float32")}}).array.template pull_as<float>();
+      QVERIFY2(got == as_float, where("convert to float32", t, s));
+      if constexpr (sizeof(T) == 8) {
+        // Random values almost never meet the double rounding: values made for it (a float64
+        // tie that rounds up, below the float32 halfway point), negated for signed types.
+        std::vector<T> ties = {static_cast<T>((1ULL << 60) + (1ULL << 36) + 1),
+                               static_cast<T>((1ULL << 62) + (1ULL << 38) + 3)};
+        if constexpr (std::is_signed_v<T>) ties.push_back(-ties[0]);
+        std::vector<float> want;
+        for (T v : ties) want.push_back(static_cast<float>(v));
+        const Array ta = input(ties, Shape{ties.size()}, dev);
+        QVERIFY2(run("convert", ta, {{"dtype", std::string("float32")}})
+                         .array.template pull_as<float>() == want,
+                 where("convert to float32, double-rounding cases", t, s));
       }
     }
   });

@@ -129,6 +129,33 @@ Array unary_wide(const Array& in, DType out_t, const std::string& op) {
   return out;
 }
 
+// WIDE_OP(a, b) with b the integer `value` (|value| < 2^64): add_scalar and multiply_scalar of
+// a 64-bit integer image by an integer, exact, where float64 would round values past 2^53.
+Defines wide_scalar_defines(DType t, const std::string& op) {
+  Defines d = unary_defines(t, t, op, OpKind::wide);
+  d.emplace_back("WIDE_SCALAR", "1");
+  return d;
+}
+Array unary_wide_scalar(const Array& in, const std::string& op, double value) {
+  Array out = empty_like(in, in.dtype());
+  const Defines d = wide_scalar_defines(in.dtype(), op);
+  launch(in, "pointwise.kernel", "unary", d, flat_grid(in.elements(), d),
+         {arg(in), arg(out), arg<std::uint64_t>(in.elements()),
+          arg(static_cast<std::uint64_t>(std::fabs(value))),
+          arg(static_cast<std::int32_t>(value < 0 ? 1 : 0))});
+  return out;
+}
+
+// a op value in the image's dtype: exact for 64-bit integer images and integer values (their
+// sign-magnitude form), the float path otherwise.
+Array scalar_op(const Array& in, const std::string& expr, const std::string& wide_op,
+                double value) {
+  if (needs_wide({in.dtype()}) && std::trunc(value) == value && std::fabs(value) < 0x1p64) {
+    return unary_wide_scalar(in, wide_op, value);
+  }
+  return unary(in, in.dtype(), expr, value);
+}
+
 // clip on an integer image, exactly: a pixel below `lo` becomes lo rounded half to even and
 // saturated (as the float path would give), likewise above `hi`; the comparisons use
 // ceil(lo) and floor(hi), which an integer pixel compares with as it would with lo and hi.
@@ -316,7 +343,7 @@ const Filter<ValueParams> kAddScalar(
      .params = {real(&ValueParams::value, {.name = "value", .def = 1, .doc = "the number to add"})},
      .halo = pointwise,
      .fn = [](std::span<const Array> x, const ValueParams& p, const RunOptions&) {
-       return one(unary(x[0], x[0].dtype(), "a+b", p.value));
+       return one(scalar_op(x[0], "a+b", "gpix_wide_add", p.value));
      }});
 
 struct FactorParams {
@@ -330,7 +357,7 @@ const Filter<FactorParams> kMultiplyScalar(
      .params = {real(&FactorParams::factor, {.name = "factor", .def = 2, .doc = "the factor"})},
      .halo = pointwise,
      .fn = [](std::span<const Array> x, const FactorParams& p, const RunOptions&) {
-       return one(unary(x[0], x[0].dtype(), "a*b", p.factor));
+       return one(scalar_op(x[0], "a*b", "gpix_wide_mul", p.factor));
      }});
 
 struct PowerParams {
@@ -424,6 +451,11 @@ const Filter<ConvertParams> kConvert(
        if (x[0].dtype() == p.dtype) return one(x[0].copy());
        if (!is_float(x[0].dtype()) && !is_float(p.dtype)) {
          return one(unary_raw(x[0], p.dtype, int_convert_op(x[0].dtype(), p.dtype)));
+       }
+       // A 64-bit integer into float32 in one rounding, as numpy's astype: through float64
+       // (the pair's compute type) it would round twice (2^60 + 2^36 + 1 gave 2^60).
+       if (p.dtype == DType::f32 && !is_float(x[0].dtype()) && size_of(x[0].dtype()) == 8) {
+         return one(unary_raw(x[0], p.dtype, "x"));
        }
        return one(unary(x[0], p.dtype, "a"));
      }});
@@ -527,7 +559,12 @@ void add_pointwise_variants(std::vector<KernelVariant>& out) {
     } else {
       unary_v(a, a, kClipFloat, OpKind::expr);
     }
-    if (needs_wide({a})) unary_v(a, a, "gpix_wide_abs", OpKind::wide);
+    if (needs_wide({a})) {
+      unary_v(a, a, "gpix_wide_abs", OpKind::wide);
+      for (const char* op : {"gpix_wide_add", "gpix_wide_mul"})
+        out.push_back({"pointwise.kernel", "unary", wide_scalar_defines(a, op)});
+      unary_v(a, DType::f32, "x", OpKind::raw);  // convert's single rounding
+    }
     // rescale_intensity, as on devices with fp64 (every CUDA device).
     const DType rescaled = output_dtype(a, OutRule::floating);
     out.push_back({"pointwise.kernel", "rescale", rescale_defines(a, rescaled, DType::f64, false)});
