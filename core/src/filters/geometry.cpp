@@ -382,7 +382,9 @@ const Filter<ResampleParams> kResample(
          "scales by a factor per axis as scipy.ndimage.zoom(grid_mode=True, mode='nearest', "
          "order=0 or 1): output extent round(extent * factor) (half to even, at least 1), output "
          "pixel o samples input coordinate (o + 0.5) * in / out - 0.5; nearest takes "
-         "floor(c + 0.5), linear interpolates in float32 (float64 for 32/64-bit dtypes) with "
+         "floor(c + 0.5), linear interpolates in float32 (float64 for 32/64-bit dtypes and axes "
+         "over "
+         "8388608 pixels) with "
          "borders replicating the edge pixel; integers round half to even and saturate",
      .params = {real(&ResampleParams::factor_x, {.name = "factor_x",
                                                  .def = 2,
@@ -440,7 +442,8 @@ const Filter<AffineParams> kAffineTransform(
          "scipy.ndimage.affine_transform(mode='nearest', order=0 or 1) with the matrix in (x, "
          "y, z) order; same shape as the input; 2D images use m00 m01 m03 m10 m11 m13 only; "
          "borders replicate the edge pixel; nearest takes floor(c + 0.5), linear interpolates "
-         "in float32 (float64 for 32/64-bit dtypes); integers round half to even and saturate",
+         "in float32 (float64 for 32/64-bit dtypes and axes over 8388608 pixels); integers round "
+         "half to even and saturate",
      .params = affine_params(),
      .dims = {2, 3},
      .untiled = "an output pixel can come from anywhere",
