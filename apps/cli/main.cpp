@@ -462,14 +462,20 @@ std::unique_ptr<SlabSource> tiled_source(const QString& source, const QCommandLi
 
 #if GPIX_CLI_HAVE_IO
 // The output file of a tiled run, made at start() when the output's shape is known, so that it
-// gets the first input's calibration where it keeps its axes (io::carried): written plane by
-// plane where gpix_io streams the format, else collected whole and written at finish().
+// gets the first input's calibration where it keeps its axes (io::carried), and the label mark
+// where the filter makes labels (as the whole-array run's file): written plane by plane where
+// gpix_io streams the format, else collected whole and written at finish().
 class OutputFile final : public SlabSink {
  public:
-  OutputFile(std::filesystem::path path, io::Metadata input_meta, const Shape& input_shape)
-      : path_(std::move(path)), input_meta_(std::move(input_meta)), input_shape_(input_shape) {}
+  OutputFile(std::filesystem::path path, io::Metadata input_meta, const Shape& input_shape,
+             bool labels)
+      : path_(std::move(path)),
+        input_meta_(std::move(input_meta)),
+        input_shape_(input_shape),
+        labels_(labels) {}
   void start(const Shape& shape, DType dtype) override {
     meta_ = io::carried(input_meta_, input_shape_, shape);
+    meta_.labels = labels_;
     sink_ = io::create_slabs(path_, meta_);
     target().start(shape, dtype);
   }
@@ -488,6 +494,7 @@ class OutputFile final : public SlabSink {
   std::filesystem::path path_;
   io::Metadata input_meta_, meta_;
   Shape input_shape_;
+  bool labels_;
   std::unique_ptr<SlabSink> sink_;
   HostArraySink whole_;  // for outputs whose format is written whole
 };
@@ -531,7 +538,8 @@ int run_tiled_cli(const QCommandLineParser& p, const QStringList& args, const Fi
   SlabSink* output = nullptr;
   if (!table) {
     sink = std::make_unique<OutputFile>(std::filesystem::u8path(args.last().toStdString()),
-                                        calibration, inputs.front()->shape());
+                                        calibration, inputs.front()->shape(),
+                                        f.output == OutputKind::labels);
     output = sink.get();
   }
 #else

@@ -439,7 +439,10 @@ class TestIoStream : public QObject {
     QVERIFY2(c.code == 0, c.err);
     const QJsonObject rep = QJsonDocument::fromJson(c.out).object();
     QVERIFY2(rep["slabs"].toInteger() >= 8 && rep["passes"].toInteger() == 2, c.out);
-    QVERIFY(same(io::read(at(dir, "labels.tif")).pixels, whole));
+    const io::Image tiled = io::read(at(dir, "labels.tif"));
+    QVERIFY(same(tiled.pixels, whole));
+    // Marked as labels, as the whole-array run's file is, so that viewers open it as labels.
+    QVERIFY(tiled.meta.labels);
   }
 
   // `gpix run --tiled` on a TIFF far larger than its budget: bounded memory, whole-array bytes.
