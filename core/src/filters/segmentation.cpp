@@ -602,8 +602,10 @@ Array relabel(const Array& labels, const RunOptions& o) {
   // Dense ids index first[] directly; sparse ones (ids from other tools are often large or
   // hashed) go through a hash table of pixel indices sized by the pixel count, so any id the
   // dtype holds works. The largest id decides, rounded up in double (exactness is not needed).
+  // Below 2^32 only: the kernel's dense slot is the label as uint32, so labels 2^32 apart
+  // (an image of 2^31 pixels or more may have dense ids past 2^32) would share one.
   const double max_id = s.max.as_double();
-  const bool dense = max_id < static_cast<double>(2 * n + 65536);
+  const bool dense = max_id < static_cast<double>(2 * n + 65536) && max_id < 0x1p32;
   std::size_t table = dense ? static_cast<std::size_t>(max_id) + 1 : 1;
   while (!dense && table < 2 * n && table < (std::size_t{1} << 32)) table *= 2;
   const std::uint32_t mask = dense ? 0u : static_cast<std::uint32_t>(table - 1);
@@ -684,6 +686,7 @@ Table label_stats(const Array& labels, const Array& image, const RunOptions& o) 
                            std::string(name(labels.dtype())) + " (convert first)");
   }
   require_same_shape(labels, image, what);
+  require_u32_indices(labels, what);  // areas are uint32 counts
   const Stats ls = detail::extrema(labels);
   if (ls.min.as_double() < 0) {
     throw InvalidArgument(std::string(what) +
