@@ -1190,7 +1190,27 @@ std::string check_tiff_tags(const std::string& file) {
            "its text with a NUL byte)";
   }
   if (!t) return {};  // ITK's reader says what is wrong
+  std::optional<Page> first;
+  std::size_t page = 0;
   for (tdir_t d = 0;; ++d) {
+    // ITK's reader of colour and palette TIFFs reads every full page (thumbnails and masks
+    // skipped) with page 0's width and each page's own scanline size: a narrower later page
+    // overflowed its buffer (ASan: heap-buffer-overflow), a wider one came out cropped. As
+    // gpix's own reader, pages that differ are refused.
+    std::uint32_t type = 0;
+    TIFFGetField(t, TIFFTAG_SUBFILETYPE, &type);
+    if (!(type & (FILETYPE_REDUCEDIMAGE | FILETYPE_MASK))) {
+      const Page p = describe(t);
+      if (!first) {
+        first = p;
+      } else if (p.width != first->width || p.height != first->height || p.spp != first->spp ||
+                 p.bits != first->bits || p.format != first->format ||
+                 p.photometric != first->photometric) {
+        return "page " + std::to_string(page) + " is " + p.str() + " but page 0 is " +
+               first->str() + "; gpix reads the pages of a TIFF as one 3D stack of equal pages";
+      }
+      ++page;
+    }
     for (int i = 0, n = TIFFGetTagListCount(t); i < n; ++i) {
       const std::uint32_t tag = TIFFGetTagListEntry(t, i);
       const TIFFField* field = TIFFFieldWithTag(t, tag);

@@ -319,6 +319,33 @@ class TestIoTiff : public QObject {
         io::read(cp.toStdString(), {.channels = io::Channels::channel, .channel = 1});
     QCOMPARE(g.file_components, 3);
     for (std::size_t i = 0; i < 20; ++i) QCOMPARE(g.pixels.as<std::uint8_t>()[i], rgb[3 * i + 1]);
+
+    // Colour pages that differ (ITK's reader kept page 0's width and overflowed a narrower
+    // page's buffer, or cropped a wider one): refused with both pages named, either order; a
+    // colour stack of equal pages reads.
+    const Page narrow{.width = 2,
+                      .height = 4,
+                      .spp = 3,
+                      .photometric = PHOTOMETRIC_RGB,
+                      .data = std::vector<std::uint8_t>(rgb.begin(), rgb.begin() + 3 * 4 * 2)};
+    for (const auto& pages :
+         {std::vector<Page>{colour, narrow}, std::vector<Page>{narrow, colour}}) {
+      const QString dp = dir.filePath(QStringLiteral("rgb_differ.tif"));
+      write_tiff(dp, "w", pages);
+      try {
+        io::read(dp.toStdString(), {.channels = io::Channels::channel, .channel = 0});
+        QFAIL("colour pages that differ were read");
+      } catch (const IoError& e) {
+        QVERIFY2(std::string(e.what()).find("page 1 is") != std::string::npos, e.what());
+      }
+    }
+    const QString sp = dir.filePath(QStringLiteral("rgb_stack.tif"));
+    write_tiff(sp, "w", {colour, colour});
+    const io::Image st =
+        io::read(sp.toStdString(), {.channels = io::Channels::channel, .channel = 2});
+    QCOMPARE(st.pixels.shape(), (Shape{2, 4, 5}));
+    for (std::size_t i = 0; i < 40; ++i)
+      QCOMPARE(st.pixels.as<std::uint8_t>()[i], rgb[3 * (i % 20) + 2]);
   }
 
   // libtiff's "Bogus StripByteCounts" warning: the file reads (libtiff estimates the count),
