@@ -314,6 +314,7 @@ bool ome_calibration(const std::string& xml, std::size_t pages, TiffCalibration&
   }
   const char* axes[3] = {"X", "Y", "Z"};
   std::string units[3];
+  bool given[3] = {false, false, false};  // a spacing of exactly 1 is given too
   bool any = false;
   for (int i = 0; i < 3; ++i) {
     const auto v = attribute(tag, std::string("PhysicalSize") + axes[i]);
@@ -338,12 +339,13 @@ bool ome_calibration(const std::string& xml, std::size_t pages, TiffCalibration&
       }
     }
     c.spacing[i] = *n;
+    given[i] = true;
     any = true;
   }
   if (!any) return false;
   c.unit = units[0];
   for (int i = 1; i < 3; ++i) {
-    if (units[i] == c.unit || c.spacing[i] == 1.0) continue;
+    if (units[i] == c.unit || !given[i]) continue;
     const double from = metres_per(units[i]), to = metres_per(c.unit);
     if (from > 0 && to > 0) {
       c.spacing[i] *= from / to;

@@ -111,6 +111,10 @@ class TestIoUnits : public QObject {
                               "ome=True, metadata={'axes': 'ZYX', 'PhysicalSizeX': 0.2, "
                               "'PhysicalSizeY': 0.25, 'PhysicalSizeZ': 1500, "
                               "'PhysicalSizeZUnit': 'nm'})\n"
+                              "tifffile.imwrite(d + '/ome1.tif', a[:5, :33, :21], "
+                              "ome=True, metadata={'axes': 'ZYX', 'PhysicalSizeX': 0.5, "
+                              "'PhysicalSizeY': 0.5, 'PhysicalSizeZ': 1, "
+                              "'PhysicalSizeZUnit': 'mm'})\n"
                               "print('ok')\n"),
                {dir.path()});
     QVERIFY2(out.startsWith("ok"), out.constData());
@@ -128,6 +132,10 @@ class TestIoUnits : public QObject {
     expect(ome.meta, {1.5, 0.25, 0.2}, {0, 0, 0}, "um", 1e-6, "OME-TIFF");
     expect(io::open_slabs(p(dir, "ome.tif"))->metadata(), {1.5, 0.25, 0.2}, {}, "um", 1e-6,
            "OME-TIFF streamed");
+    // A spacing of exactly 1 in another unit is converted as any other (it was taken as "not
+    // given" and kept as 1 um).
+    expect(io::read(p(dir, "ome1.tif")).meta, {1000, 0.5, 0.5}, {0, 0, 0}, "um", 1e-6,
+           "OME-TIFF, z of 1 mm");
   }
 
   // TIFF pages that are ImageJ channels carry no z spacing: said in the warnings.
