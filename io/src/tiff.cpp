@@ -21,6 +21,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -488,6 +489,21 @@ TiffStack::TiffStack(const std::string& file) : file_(file), tiff_(open_tiff(fil
   }
   if (offsets_.empty()) fail("it holds only reduced-resolution images or masks, no full page");
   go_to(0);
+  // ImageJ writes a stack past 4 GB as one page and its other images raw after it, saying
+  // images=N in the description: read as pages it would be its first image alone.
+  if (const char* text = nullptr; TIFFGetField(t, TIFFTAG_IMAGEDESCRIPTION, &text) && text &&
+                                  std::string_view(text).starts_with("ImageJ=")) {
+    const auto f = imagej_fields(text);
+    const auto it = f.find("images");
+    const auto images = it == f.end() ? std::nullopt : number(it->second);
+    if (images && *images > static_cast<double>(offsets_.size())) {
+      fail("ImageJ's description says it holds " + it->second + " images but the file has " +
+           std::to_string(offsets_.size()) +
+           " page(s): ImageJ stored the rest raw after the first page (its format for stacks "
+           "over 4 GB), which gpix does not read; save the stack as a BigTIFF (tifffile, or "
+           "Bio-Formats' exporter in Fiji)");
+    }
+  }
   calibration_ = calibration_of(t, offsets_.size());
   const char* kind = nullptr;
   labels_ = TIFFGetField(t, kLabelsTag, &kind) && kind && std::strcmp(kind, kLabelsText) == 0;

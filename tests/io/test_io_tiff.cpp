@@ -339,6 +339,33 @@ class TestIoTiff : public QObject {
         QVERIFY2(std::string(e.what()).find("page 1 is") != std::string::npos, e.what());
       }
     }
+    // ImageJ's stacks over 4 GB: one page, images=N in the description, the rest raw after
+    // it. Read as pages that was the first image alone; refused, saying why.
+    {
+      const QString jp = dir.filePath(QStringLiteral("imagej_raw.tif"));
+      TIFF* t = TIFFOpen(jp.toLocal8Bit().constData(), "w");
+      QVERIFY(t);
+      TIFFSetField(t, TIFFTAG_IMAGEWIDTH, 5u);
+      TIFFSetField(t, TIFFTAG_IMAGELENGTH, 4u);
+      TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, 1);
+      TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, 8);
+      TIFFSetField(t, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+      TIFFSetField(t, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+      TIFFSetField(t, TIFFTAG_ROWSPERSTRIP, 4u);
+      TIFFSetField(t, TIFFTAG_IMAGEDESCRIPTION, "ImageJ=1.53t\nimages=3\nslices=3\n");
+      std::vector<std::uint8_t> px(3 * 20, 7);
+      QVERIFY(TIFFWriteEncodedStrip(t, 0, px.data(), 20) == 20);
+      QVERIFY(TIFFWriteDirectory(t));
+      TIFFClose(t);
+      try {
+        io::read(jp.toStdString());
+        QFAIL("an ImageJ raw stack was read as its first image");
+      } catch (const IoError& e) {
+        QVERIFY2(
+            std::string(e.what()).find("3 images but the file has 1 page") != std::string::npos,
+            e.what());
+      }
+    }
     const QString sp = dir.filePath(QStringLiteral("rgb_stack.tif"));
     write_tiff(sp, "w", {colour, colour});
     const io::Image st =
