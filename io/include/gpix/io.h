@@ -105,7 +105,9 @@ struct DeviceImage {
 // Palette (indexed) PNG/TIFF files are expanded to RGB by ITK and then follow this policy;
 // set palette_indices to read the raw palette indices instead (u8 or u16).
 // 1-bit palette images (as Qt writes them) read as RGB with 0/255, or as u8 indices 0/1 with
-// palette_indices; 1-bit grayscale files are expanded to 8 bits by libpng/libtiff as ITK does.
+// palette_indices; 1-bit grayscale PNGs are expanded to 8 bits by libpng as ITK does. 1-bit
+// (and 2-, 4-, 12-bit) TIFFs go to ITK's reader, which gives them as RGBA with the photometric
+// applied (MinIsWhite's 0 reads 255): read them with Channels::channel, channel 0.
 enum class Channels { error, luminance, channel, split };
 
 struct ReadOptions {
