@@ -225,9 +225,13 @@ class TiledRun {
                                 : std::min<std::uint64_t>(di.global_memory / 4, di.max_allocation);
       const std::uint64_t usable = budget > reserved ? budget - reserved : 0;
       const std::uint64_t fit = usable / per_device / std::max<std::size_t>(plane_cost, 1);
+      // A slab loads its planes and the halo's, clamped to the image: the whole image where
+      // it fits (a halo deeper than the image needs no more planes than the image has).
+      if (fit >= planes_) continue;
       if (fit < 2 * halo_ + 1) {
         throw InvalidArgument(
-            who_ + " needs " + detail::human(plane_cost * (2 * halo_ + 1) + reserved) +
+            who_ + " needs " +
+            detail::human(plane_cost * std::min(planes_, 2 * halo_ + 1) + reserved) +
             " of device memory for one plane and its halo of " + std::to_string(halo_) +
             " planes on each side" +
             (reserved ? " and its state of " + detail::human(reserved) : std::string()) +

@@ -82,13 +82,17 @@ void check_filter(const FilterInfo& f, const std::vector<Device>& devices, bool 
   int tested = 0;
   for (int dims : {2, 3}) {
     if (std::find(f.dims.begin(), f.dims.end(), dims) == f.dims.end()) continue;
-    const Shape s = dims == 3 ? Shape{23, 9, 11} : Shape{41, 13};
+    const Params p = wide ? wide_params(f) : Params{};
+    // Deep enough for several slabs of planes and halo that are not the whole image (a slab
+    // that holds every plane is the whole image: one slab).
+    const std::size_t deep = 3 * tile_halo(f.name, dims, p) + 8;
+    const Shape s = dims == 3 ? Shape{std::max<std::size_t>(23, deep), 9, 11}
+                              : Shape{std::max<std::size_t>(41, deep), 13};
     for (DType t : dtypes) {
       if (std::find(f.dtypes.begin(), f.dtypes.end(), t) == f.dtypes.end()) continue;
       if (t == DType::f64 && !devices[0].supports_fp64()) continue;
       if (tested >= 2 + dims) break;  // a few dtypes per filter keep CI short
       ++tested;
-      const Params p = wide ? wide_params(f) : Params{};
       std::vector<HostArray> hosts;
       std::vector<Array> arrays;
       for (std::size_t i = 0; i < f.inputs.size(); ++i) {
@@ -793,6 +797,19 @@ class TestTiled : public QObject {
       QFAIL("no error for a tiny budget");
     } catch (const InvalidArgument& e) {
       QVERIFY2(std::string(e.what()).find("budget") != std::string::npos, e.what());
+    }
+    // A halo deeper than the image needs no more than the image: a budget for its 20 planes
+    // (not the 2 * 40 + 1 of a Gaussian of sigma_z 10) runs it in one slab, the whole result.
+    {
+      TiledOptions whole;
+      whole.devices = {dev};
+      whole.budget_bytes = budget_for(h.shape(), DType::f32, 1, 0, 1);
+      TiledReport report;
+      whole.report = &report;
+      const HostArray got = run_tiled("gaussian_blur", h, {{"sigma_z", 10.0}}, whole);
+      QCOMPARE(report.slabs, std::size_t{1});
+      const Array want = run("gaussian_blur", Array::push(h, dev), {{"sigma_z", 10.0}}).array;
+      QVERIFY(same_bytes(got, want));
     }
     // A given output: filled in place; one of another dtype is refused.
     HostArray given = HostArray::empty(h.shape(), DType::f32);
