@@ -265,6 +265,16 @@ void copy_region(const Array& src, const std::vector<std::size_t>& src_origin, A
   }
   const Box sb = check_box(s.shape, src_origin, extent, "copy_region (source)");
   const Box db = check_box(d.shape, dst_origin, extent, "copy_region (destination)");
+  if (s.memory == d.memory) {
+    // Two boxes of one allocation: through a copy of the source box, so that boxes that
+    // overlap read the source as it was (OpenCL refuses a copy within one buffer whose
+    // regions overlap, CL_MEM_COPY_OVERLAP; CUDA leaves it undefined).
+    Array tmp = Array::empty(shape_of(extent), s.dtype, src.device());
+    const std::vector<std::size_t> zero(extent.size(), 0);
+    copy_region(src, src_origin, tmp, zero, extent);
+    copy_region(tmp, zero, dst, dst_origin, extent);
+    return;
+  }
   detail::copy_box(s, s.at(sb.z, sb.y, sb.x), d, d.at(db.z, db.y, db.x),
                    s.extent(sb.d, sb.h, sb.w));
 }
@@ -331,7 +341,14 @@ void Array::copy_from(const Array& src) {
                           " array into a " + d.shape.str() + " " + std::string(name(d.dtype)) +
                           " array; shapes and dtypes must match");
   }
-  if (same_memory(src)) return;
+  if (same_memory(src)) {
+    // The same pixels: nothing to copy. Two views of one allocation at other places (region
+    // views of other parts, which may overlap): through a copy of the source, which a view
+    // that was skipped here before never got.
+    if (s.origin == d.origin && s.padded == d.padded) return;
+    copy_from(src.copy());
+    return;
+  }
   if (s.device == d.device && s.contiguous() && d.contiguous()) {
     d.device->copy(*s.memory, 0, *d.memory, 0, bytes());
     d.device->finish();  // blocking, as documented: work on other queues may read it next

@@ -600,6 +600,34 @@ class TestMemory : public QObject {
         }
       }
     }
+    // Within one array, every layout: copy_region between boxes that overlap (a shift by one
+    // plane, both ways) and copy_from between region views of other planes, apart and
+    // overlapping. Each reads the source as it was. (copy_from between two views of one
+    // allocation copied nothing before.)
+    for (Layout l : layouts) {
+      visit_dtype(dtype, [&](auto z) {
+        using T = decltype(z);
+        const Shape s{6, 5, 7};
+        HostArray h = host_random<T>(s);
+        Array a = make(h, l, dev);
+        const std::vector<std::size_t> all{5, 5, 7};
+        copy_region(a, {0, 0, 0}, a, {1, 0, 0}, all);
+        ref_copy(h.clone(), {0, 0, 0}, h, {1, 0, 0}, all);
+        QVERIFY2(same_bytes(a.pull(), h), "copy_region one plane down");
+        copy_region(a, {1, 0, 0}, a, {0, 0, 0}, all);
+        ref_copy(h.clone(), {1, 0, 0}, h, {0, 0, 0}, all);
+        QVERIFY2(same_bytes(a.pull(), h), "copy_region one plane up");
+        const std::vector<std::size_t> three{3, 5, 7}, four{4, 5, 7};
+        a.view({{0, 0, 0}, three}).copy_from(a.view({{3, 0, 0}, three}));
+        ref_copy(h.clone(), {3, 0, 0}, h, {0, 0, 0}, three);
+        QVERIFY2(same_bytes(a.pull(), h), "copy_from a view of other planes");
+        a.view({{2, 0, 0}, four}).copy_from(a.view({{1, 0, 0}, four}));
+        ref_copy(h.clone(), {1, 0, 0}, h, {2, 0, 0}, four);
+        QVERIFY2(same_bytes(a.pull(), h), "copy_from an overlapping view");
+        a.view({{1, 0, 0}, four}).copy_from(a.view({{1, 0, 0}, four}));  // itself
+        QVERIFY2(same_bytes(a.pull(), h), "copy_from itself");
+      });
+    }
     // Typed errors, and nothing changes.
     Array a = Array::create(Shape{4, 6}, dtype, dev);
     const HostArray before = a.pull();

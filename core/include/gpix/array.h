@@ -176,10 +176,12 @@ class Array {
   // Deep copy on the same device (contiguous, even if this array is padded).
   Array copy() const;
   // Copies src's pixels into this array; shapes and dtypes must match. Works across devices
-  // (staged through host memory when the devices differ).
+  // (staged through host memory when the devices differ), and between views of one
+  // allocation, overlapping or not (as if through a copy of src).
   void copy_from(const Array& src);
-  // Sets every pixel to value (of a region view: only the view's). Throws InvalidArgument when value is not exactly representable
-  // in the dtype (300 in u8, 1.5 in i32, NaN in an integer type): gpix does not round or clamp.
+  // Sets every pixel to value (of a region view: only the view's). Throws InvalidArgument when
+  // value is not exactly representable in the dtype (300 in u8, 1.5 in i32, NaN in an integer
+  // type): gpix does not round or clamp.
   void fill(Scalar value);
   void zero();
 
