@@ -343,8 +343,8 @@ void Array::copy_from(const Array& src) {
   }
   if (same_memory(src)) {
     // The same pixels: nothing to copy. Two views of one allocation at other places (region
-    // views of other parts, which may overlap): through a copy of the source, which a view
-    // that was skipped here before never got.
+    // views of other parts, which may overlap): through a copy of the source, so that the
+    // destination's writes cannot change what is still to be read.
     if (s.origin == d.origin && s.padded == d.padded) return;
     copy_from(src.copy());
     return;

@@ -82,8 +82,8 @@ struct Config {
   // their counts are uint32 (tests set fewer, so that small images take several runs; no
   // variable).
   std::uint64_t histogram_run = 0xffffffffu;
-  // Arrays of fewer elements than this take sample_affine's 32-bit indices (tests set 0, so
-  // that the 64-bit ones run too; no variable).
+  // Arrays of fewer elements than this take sample_affine's and sample_scale's 32-bit indices
+  // (tests set 0, so that the 64-bit ones run too; no variable).
   std::uint64_t index32_below = std::uint64_t{1} << 31;
   // GPIX_CL_BLOCKING: how OpenCL's blocking reads and writes wait (ClDevice::blocks): 0 a
   // queued transfer and clFinish for all, 1 one blocking call for all, unset (-1) by direction

@@ -1224,8 +1224,11 @@ std::string check_tiff_tags(const std::string& file) {
       } else if (p.width != first->width || p.height != first->height || p.spp != first->spp ||
                  p.bits != first->bits || p.format != first->format ||
                  p.photometric != first->photometric) {
-        return "page " + std::to_string(page) + " is " + p.str() + " but page 0 is " +
-               first->str() + "; gpix reads the pages of a TIFF as one 3D stack of equal pages";
+        const auto said = [](const Page& q) {  // str() leaves the photometric out
+          return q.str() + " (photometric " + std::to_string(q.photometric) + ")";
+        };
+        return "page " + std::to_string(page) + " is " + said(p) + " but page 0 is " +
+               said(*first) + "; gpix reads the pages of a TIFF as one 3D stack of equal pages";
       }
       ++page;
     }

@@ -85,7 +85,8 @@ void check_filter(const FilterInfo& f, const std::vector<Device>& devices, bool 
     const Params p = wide ? wide_params(f) : Params{};
     // Deep enough for several slabs of planes and halo that are not the whole image (a slab
     // that holds every plane is the whole image: one slab).
-    const std::size_t deep = 3 * tile_halo(f.name, dims, p) + 8;
+    const std::size_t halo = tile_halo(f.name, dims, p);
+    const std::size_t deep = 3 * halo + 8;
     const Shape s = dims == 3 ? Shape{std::max<std::size_t>(23, deep), 9, 11}
                               : Shape{std::max<std::size_t>(41, deep), 13};
     for (DType t : dtypes) {
@@ -100,7 +101,6 @@ void check_filter(const FilterInfo& f, const std::vector<Device>& devices, bool 
         arrays.push_back(Array::push(hosts.back(), devices[0]));
       }
       const Result whole = run(f.name, arrays, p);
-      const std::size_t halo = tile_halo(f.name, dims, p);
       TiledOptions o;
       o.devices = devices;
       o.budget_bytes = budget_for(s, t, hosts.size(), halo, 10);

@@ -384,8 +384,9 @@ void check_wide_unary(const Device& dev, DType t) {
           run("convert", a, {{"dtype", std::string("float32")}}).array.template pull_as<float>();
       QVERIFY2(got == as_float, where("convert to float32", t, s));
       if constexpr (sizeof(T) == 8) {
-        // Random values almost never meet the double rounding: values made for it (a float64
-        // tie that rounds up, below the float32 halfway point), negated for signed types.
+        // Random values almost never meet the double rounding: values made for it (just above
+        // float32's halfway point, so that float64 rounds them down onto it and float32 then
+        // breaks the tie to even, down), negated for signed types.
         std::vector<T> ties = {static_cast<T>((1ULL << 60) + (1ULL << 36) + 1),
                                static_cast<T>((1ULL << 62) + (1ULL << 38) + 3)};
         if constexpr (std::is_signed_v<T>) ties.push_back(-ties[0]);

@@ -5,7 +5,6 @@
 #include <array>
 #include <cmath>
 #include <cstdlib>
-#include <limits>
 #include <string>
 
 #include "config.h"
@@ -383,9 +382,8 @@ const Filter<ResampleParams> kResample(
          "order=0 or 1): output extent round(extent * factor) (half to even, at least 1), output "
          "pixel o samples input coordinate (o + 0.5) * in / out - 0.5; nearest takes "
          "floor(c + 0.5), linear interpolates in float32 (float64 for 32/64-bit dtypes and axes "
-         "over "
-         "8388608 pixels) with "
-         "borders replicating the edge pixel; integers round half to even and saturate",
+         "over 8388608 pixels) with borders replicating the edge pixel; integers round half to "
+         "even and saturate",
      .params = {real(&ResampleParams::factor_x, {.name = "factor_x",
                                                  .def = 2,
                                                  .min = 1e-4,
@@ -471,6 +469,11 @@ void add_geometry_variants(std::vector<KernelVariant>& out) {
   for (DType t : kAllDTypes) {
     out.push_back({"geometry.kernel", "sample_affine", sample_defines(t)});
     out.push_back({"geometry.kernel", "sample_scale", scale_defines(t, compute_type({t}))});
+    // Axes longer than 2^23 pixels take float64 coordinates (sample_type).
+    if (compute_type({t}) != DType::f64) {
+      out.push_back({"geometry.kernel", "sample_affine", sample_defines(t, DType::f64)});
+      out.push_back({"geometry.kernel", "sample_scale", scale_defines(t, DType::f64)});
+    }
   }
 }
 
