@@ -202,6 +202,14 @@ bool gpix_reads(TIFF* t) {
          (bits == 8 || bits == 16 || bits == 32 || bits == 64);
 }
 
+// Whether the current directory is a full page, not a reduced-resolution image or a mask
+// (thumbnails): both readers and every check skip those, as ITK does.
+bool full_page(TIFF* t) {
+  std::uint32_t type = 0;
+  TIFFGetField(t, TIFFTAG_SUBFILETYPE, &type);
+  return !(type & (FILETYPE_REDUCEDIMAGE | FILETYPE_MASK));
+}
+
 using Page = TiffPage;
 
 Page describe(TIFF* t) {
@@ -470,9 +478,7 @@ TiffStack::TiffStack(const std::string& file) : file_(file), tiff_(open_tiff(fil
   if (!t) fail("libtiff cannot open it");
   // Reduced-resolution images and masks (thumbnails) are skipped, as ITK does.
   for (tdir_t d = 0;; ++d) {
-    std::uint32_t type = 0;
-    TIFFGetField(t, TIFFTAG_SUBFILETYPE, &type);
-    if (!(type & (FILETYPE_REDUCEDIMAGE | FILETYPE_MASK))) {
+    if (full_page(t)) {
       const Page p = describe(t);
       if (offsets_.empty()) {
         check(p);
@@ -1098,20 +1104,19 @@ std::string check_tiff_capacity(const std::string& file) {
   const std::uint64_t file_size = TIFFGetSizeProc(t)(TIFFClientdata(t));
   std::size_t page = 0;
   for (tdir_t d = 0;; ++d) {
-    std::uint32_t type = 0;
-    TIFFGetField(t, TIFFTAG_SUBFILETYPE, &type);
+    const bool full = full_page(t);
     std::uint16_t compression = COMPRESSION_NONE;
     TIFFGetFieldDefaulted(t, TIFFTAG_COMPRESSION, &compression);
     // A codec libtiff lacks cannot give a pixel: said before anything is allocated (a 258-byte
     // file with codec 15 and a 5 GB page made the reader allocate the page first, the long
     // fuzz run of the eighth session).
-    if (!(type & (FILETYPE_REDUCEDIMAGE | FILETYPE_MASK)) && !TIFFIsCODECConfigured(compression)) {
+    if (full && !TIFFIsCODECConfigured(compression)) {
       return "page " + std::to_string(page) + " is compressed with " + codec_name(compression) +
              ", which this build of libtiff cannot decode (convert the file to an uncompressed, "
              "LZW or Deflate TIFF)";
     }
     const std::uint64_t ratio = max_ratio(compression);
-    if (!(type & (FILETYPE_REDUCEDIMAGE | FILETYPE_MASK)) && ratio > 0) {
+    if (full && ratio > 0) {
       std::uint32_t height = 0;
       std::uint16_t planar = PLANARCONFIG_CONTIG, spp = 1;
       TIFFGetField(t, TIFFTAG_IMAGELENGTH, &height);
@@ -1148,7 +1153,7 @@ std::string check_tiff_capacity(const std::string& file) {
                ": the file is truncated or its header is corrupt";
       }
     }
-    if (!(type & (FILETYPE_REDUCEDIMAGE | FILETYPE_MASK))) ++page;
+    if (full) ++page;
     if (TIFFLastDirectory(t) || !TIFFReadDirectory(t)) break;  // the reader reports bad chains
   }
   return {};
@@ -1215,9 +1220,7 @@ std::string check_tiff_tags(const std::string& file) {
     // skipped) with page 0's width and each page's own scanline size: a narrower later page
     // overflowed its buffer (ASan: heap-buffer-overflow), a wider one came out cropped. As
     // gpix's own reader, pages that differ are refused.
-    std::uint32_t type = 0;
-    TIFFGetField(t, TIFFTAG_SUBFILETYPE, &type);
-    if (!(type & (FILETYPE_REDUCEDIMAGE | FILETYPE_MASK))) {
+    if (full_page(t)) {
       const Page p = describe(t);
       if (!first) {
         first = p;

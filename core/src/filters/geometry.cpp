@@ -59,9 +59,6 @@ Defines sample_defines(DType t, DType ct) {
   add_type_defines(d, {{"T_IN", t}, {"CT", ct}});
   return d;
 }
-Defines sample_defines(DType t) {
-  return sample_defines(t, compute_type({t}));
-}
 
 // sample_scale's outputs per work-item, down a column.
 constexpr int kScaleRows = 4;
@@ -467,7 +464,7 @@ void add_geometry_variants(std::vector<KernelVariant>& out) {
     }
   }
   for (DType t : kAllDTypes) {
-    out.push_back({"geometry.kernel", "sample_affine", sample_defines(t)});
+    out.push_back({"geometry.kernel", "sample_affine", sample_defines(t, compute_type({t}))});
     out.push_back({"geometry.kernel", "sample_scale", scale_defines(t, compute_type({t}))});
     // Axes longer than 2^23 pixels take float64 coordinates (sample_type).
     if (compute_type({t}) != DType::f64) {
