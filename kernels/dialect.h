@@ -82,6 +82,8 @@
 #define gpix_local_size(d) ((gpix_index)get_local_size(d))
 #define gpix_num_groups(d) ((gpix_index)get_num_groups(d))
 #define gpix_global_size(d) ((gpix_index)get_global_size(d))
+#define gpix__grid_group(d) ((gpix_index)get_group_id(d))
+#define gpix__grid_groups(d) ((gpix_index)get_num_groups(d))
 #define gpix_barrier() barrier(CLK_LOCAL_MEM_FENCE)
 typedef uchar gpix_u8;
 typedef char gpix_i8;
@@ -173,6 +175,8 @@ __device__ __forceinline__ gpix_index gpix__dim(const dim3& v, int d) {
 #define gpix_num_groups(d) gpix__dim(gridDim, d)
 #define gpix_global_id(d) (gpix_group_id(d) * gpix_local_size(d) + gpix_local_id(d))
 #define gpix_global_size(d) (gpix_num_groups(d) * gpix_local_size(d))
+#define gpix__grid_group(d) gpix__dim(blockIdx, d)
+#define gpix__grid_groups(d) gpix__dim(gridDim, d)
 #define gpix_barrier() __syncthreads()
 typedef unsigned char gpix_u8;
 typedef signed char gpix_i8;
@@ -223,6 +227,23 @@ typedef double gpix_f64;
 #endif
 
 /* ---------------------------------------------------------------- both */
+/* A swapped grid. CUDA launches at most 65535 work-groups on y and z (2^31 - 1 on x): a tall
+ * 2D image's one-row-a-group pass, or a deep volume's, has more. The host then launches the
+ * grid with that axis (GPIX_GRID_SWAP: 1 or 2) and axis 0 trading places, and these ids undo
+ * the trade, so that a kernel sees the grid it asked for; the work-group's own shape (local
+ * sizes and ids) stays as it is. Only such launches carry the define (filters/launch.cpp):
+ * one more program per kernel that needs it, never one per image shape. */
+#if defined(GPIX_GRID_SWAP)
+#undef gpix_group_id
+#undef gpix_num_groups
+#undef gpix_global_id
+#undef gpix_global_size
+#define gpix__swapped(d) ((d) == 0 ? GPIX_GRID_SWAP : ((d) == GPIX_GRID_SWAP ? 0 : (d)))
+#define gpix_group_id(d) gpix__grid_group(gpix__swapped(d))
+#define gpix_num_groups(d) gpix__grid_groups(gpix__swapped(d))
+#define gpix_global_id(d) (gpix_group_id(d) * gpix_local_size(d) + gpix_local_id(d))
+#define gpix_global_size(d) (gpix_num_groups(d) * gpix_local_size(d))
+#endif
 #define gpix_isnan(x) ((x) != (x))
 #define GPIX_LOWEST_gpix_u8 ((gpix_u8)0)
 #define GPIX_HIGHEST_gpix_u8 ((gpix_u8)255)

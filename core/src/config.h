@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,6 +86,10 @@ struct Config {
   // Arrays of fewer elements than this take sample_affine's and sample_scale's 32-bit indices
   // (tests set 0, so that the 64-bit ones run too; no variable).
   std::uint64_t index32_below = std::uint64_t{1} << 31;
+  // The most work-groups a launch may have on axis 1 or 2 on any device, below the device's
+  // own limit (DeviceImpl::groups_limit): tests set a few, so that small images take the
+  // swapped grids CUDA needs past 65535 (filters/launch.cpp; no variable).
+  std::size_t grid_groups_limit = std::numeric_limits<std::size_t>::max();
   // GPIX_CL_BLOCKING: how OpenCL's blocking reads and writes wait (ClDevice::blocks): 0 a
   // queued transfer and clFinish for all, 1 one blocking call for all, unset (-1) by direction
   // and size as NVIDIA's OpenCL measured fastest (reads up to 512 kB blocking, writes from 64

@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "detail.h"
+#include "filters/launch.h"
 #include "gpix/error.h"
 #include "gpix/kernel.h"
 #include "program_cache.h"
@@ -31,7 +32,17 @@ void execute(std::string_view source, std::string_view entry, std::vector<std::s
       break;
     }
   }
-  const auto k = dev.kernel(src, entry, d);
+  detail::Launch l;
+  l.dims = static_cast<int>(range.size());
+  for (std::size_t i = 0; i < range.size(); ++i) {
+    if (range[i] == 0) throw InvalidArgument("execute: range extents must be at least 1");
+    l.local[i] = i == 0 ? (range.size() == 1 ? 256 : (range.size() == 2 ? 16 : 8))
+                        : (range.size() == 2 ? 16 : 8);
+    l.global[i] = detail::round_up(range[i], l.local[i]);
+  }
+  // A tall range runs as gpix's own kernels do past CUDA's grid limits (filters/launch.h).
+  const int axis = detail::swapped_axis(dev, entry, l);
+  const auto k = dev.kernel(src, entry, axis ? detail::with_swap(d, axis) : d);
   std::vector<detail::KernelArg> kargs;
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::visit(
@@ -58,15 +69,7 @@ void execute(std::string_view source, std::string_view entry, std::vector<std::s
         },
         args[i]);
   }
-  detail::Launch l;
-  l.dims = static_cast<int>(range.size());
-  for (std::size_t i = 0; i < range.size(); ++i) {
-    if (range[i] == 0) throw InvalidArgument("execute: range extents must be at least 1");
-    l.local[i] = i == 0 ? (range.size() == 1 ? 256 : (range.size() == 2 ? 16 : 8))
-                        : (range.size() == 2 ? 16 : 8);
-    l.global[i] = detail::round_up(range[i], l.local[i]);
-  }
-  dev.launch(*k, l, kargs);
+  dev.launch(*k, axis ? detail::swap_axes(l, axis) : l, kargs);
   dev.finish();
 }
 

@@ -6,9 +6,14 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <set>
 #include <tuple>
+#include <variant>
 
+#include "backend/backend.h"
+#include "config.h"
+#include "detail.h"
 #include "gpix/filters.h"
 #include "support/compare.h"
 #include "support/devices.h"
@@ -214,6 +219,28 @@ std::string error_of(const std::function<void()>& f) {
   return {};
 }
 
+// The catalog's parameters with every radius at 14 and every sigma at 5 (within their
+// ranges): the passes of large windows (separable.kernel's one-row-a-work-group x pass among
+// them). Empty for a filter with neither.
+Params large_windows(const FilterInfo& f) {
+  Params p;
+  for (const ParamSpec& spec : f.params) {
+    const bool radius = spec.name.rfind("radius", 0) == 0, sigma = spec.name.rfind("sigma", 0) == 0;
+    if (radius || sigma) p[spec.name] = std::clamp(radius ? 14.0 : 5.0, spec.min, spec.max);
+  }
+  return p;
+}
+
+// What run() gives, or the message of what it throws.
+std::variant<Result, std::string> outcome(const std::string& name, const std::vector<Array>& in,
+                                          const Params& params) {
+  try {
+    return run(name, std::span<const Array>(in), params);
+  } catch (const Error& e) {
+    return std::string(e.what());
+  }
+}
+
 }  // namespace
 
 class TestCatalog : public QObject {
@@ -339,6 +366,95 @@ class TestCatalog : public QObject {
       QVERIFY2(!typed.empty(), by_name.c_str());
       QCOMPARE(typed, by_name);
     }
+  }
+
+  // Every filter on images whose grid has more work-groups on y or on z than the device
+  // launches there (config().grid_groups_limit set to 4 stands in for CUDA's 65535, so that
+  // small images reach the limit on any device): the launches go with that axis swapped with x
+  // (filters/launch.cpp, dialect.h's GPIX_GRID_SWAP), and every result has the bits of the
+  // unswapped run. A launch over the limit that is not swapped throws (DeviceImpl's front).
+  void swapped_grids() {
+    const Device dev = test::test_devices().front();
+    detail::DeviceImpl& impl = detail::Access::impl(dev);
+    std::mutex m;
+    std::set<std::string> swapped;  // programs built with GPIX_GRID_SWAP
+    impl.set_compile_hook_for_testing(
+        [&](const detail::ProgramSource& src, const detail::Defines& d) {
+          for (const auto& [k, v] : d) {
+            if (k == "GPIX_GRID_SWAP") {
+              std::lock_guard lock(m);
+              swapped.insert(src.name + " swap " + v);
+            }
+          }
+        });
+    struct Unhook {
+      detail::DeviceImpl& impl;
+      ~Unhook() { impl.set_compile_hook_for_testing({}); }
+    } unhook{impl};
+    // y past the limit (2D and 3D), z past it; x and the other axis within it for every
+    // kernel's work-groups (a grid past it on two axes fits neither way: grid_past_both_limits).
+    const Shape shapes2[] = {Shape{150, 37}};
+    const Shape shapes3[] = {Shape{2, 45, 19}, Shape{45, 2, 19}};
+    std::size_t runs = 0;
+    for (const FilterInfo& f : filters()) {
+      std::vector<Shape> shapes;
+      for (int d : f.dims) {
+        if (d == 2) shapes.insert(shapes.end(), std::begin(shapes2), std::end(shapes2));
+        if (d == 3) shapes.insert(shapes.end(), std::begin(shapes3), std::end(shapes3));
+      }
+      std::vector<Params> sets = {Params{}};
+      if (const Params large = large_windows(f); !large.empty()) sets.push_back(large);
+      for (const Shape& s : shapes) {
+        std::vector<Array> in;
+        for (const InputSpec& i : f.inputs) in.push_back(typed_input(i.kind, s, dev));
+        for (const Params& params : sets) {
+          const QByteArray what = QByteArray::fromStdString(
+              f.name + " on " + s.str() + (params.empty() ? "" : " with large windows"));
+          const auto plain = outcome(f.name, in, params);
+          detail::ScopedConfig scope;
+          detail::config_for_testing().grid_groups_limit = 4;
+          // From source, so that the hook sees every swapped program.
+          detail::config_for_testing().no_disk_cache = true;
+          const auto limited = outcome(f.name, in, params);
+          QVERIFY2(plain.index() == limited.index(),
+                   what + ": " +
+                       QByteArray::fromStdString(
+                           std::get_if<std::string>(&plain)     ? std::get<std::string>(plain)
+                           : std::get_if<std::string>(&limited) ? std::get<std::string>(limited)
+                                                                : ""));
+          if (const auto* r = std::get_if<Result>(&plain)) {
+            QVERIFY2(same_result(*r, std::get<Result>(limited)), what + ": other bits swapped");
+          } else {
+            QCOMPARE(std::get<std::string>(limited), std::get<std::string>(plain));
+          }
+          ++runs;
+        }
+      }
+    }
+    qInfo("%zu runs, %zu programs built with a swapped grid", runs, swapped.size());
+    // The separable passes, the tile kernels and image_grid's kernels at least.
+    QVERIFY2(swapped.size() >= 10, std::to_string(swapped.size()).c_str());
+  }
+
+  // A grid past the limit on both y and z fits neither way: a clear error, the input intact.
+  void grid_past_both_limits() {
+    const Device dev = test::test_devices().front();
+    const Array a = typed_input(InputKind::image, Shape{45, 45, 19}, dev);
+    const std::vector<float> before = a.pull_as<float>();
+    detail::ScopedConfig scope;
+    detail::config_for_testing().grid_groups_limit = 4;
+    try {
+      // separable.kernel's x pass: a work-group a row, 45 x 45 rows.
+      (void)mean_box(a, 14, 1, 1);
+      QFAIL("no exception");
+    } catch (const InvalidArgument& e) {
+      const std::string m = e.what();
+      QVERIFY2(m.find("work-groups does not fit") != std::string::npos &&
+                   m.find("x 4 x 4") != std::string::npos &&
+                   m.find("use a smaller image") != std::string::npos,
+               e.what());
+    }
+    QVERIFY(a.pull_as<float>() == before);
   }
 
   void parse_params() {

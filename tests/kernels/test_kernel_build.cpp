@@ -4,6 +4,7 @@
 #include <QTest>
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -93,6 +94,50 @@ class TestKernelBuild : public QObject {
           jobs.size(), n, nvrtc->has_fast_compile() ? "yes" : "no, all at full optimisation");
     if (!first_error.empty()) QFAIL(first_error.c_str());
     QCOMPARE(bad_size, std::size_t{0});
+#endif
+  }
+
+  // The swapped grids (dialect.h's GPIX_GRID_SWAP, which no prebuilt program carries: they
+  // compile at run time for images past CUDA's 65535 work-groups on y or z) compile too: for
+  // every file that reads a y or z id, its first variant with y swapped and its last with z.
+  // test_catalog's swapped_grids checks what they compute, on the devices present.
+  void nvrtc_swapped_grids() {
+#if !defined(GPIX_HAVE_CUDA)
+    QSKIP("built with GPIX_WITH_CUDA=OFF");
+#else
+    std::string why;
+    const detail::Nvrtc* nvrtc = detail::Nvrtc::get(&why);
+    if (!nvrtc) {
+      if (qEnvironmentVariableIsSet("GPIX_REQUIRE_NVRTC")) QFAIL(why.c_str());
+      QSKIP(why.c_str());
+    }
+    std::map<std::string, std::vector<const detail::KernelVariant*> > by_file;
+    const auto variants = detail::all_kernel_variants();
+    for (const auto& v : variants) by_file[v.file].push_back(&v);
+    std::size_t files = 0;
+    for (const auto& [file, list] : by_file) {
+      const std::string& text = detail::program(file).text;
+      bool reads_yz = false;
+      for (const char* id :
+           {"_id(1)", "_id(2)", "_groups(1)", "_groups(2)", "_size(1)", "_size(2)"}) {
+        reads_yz = reads_yz || text.find(id) != std::string::npos;
+      }
+      if (!reads_yz) continue;
+      ++files;
+      for (const auto& [v, axis] : {std::pair{list.front(), "1"}, std::pair{list.back(), "2"}}) {
+        detail::Defines d = v->defines;
+        d.emplace_back("GPIX_GRID_SWAP", axis);
+        try {
+          const auto cubin =
+              nvrtc->compile(detail::program(file), d, 90, detail::Nvrtc::Opt::fast_compile);
+          QVERIFY(cubin.size() > 100);
+        } catch (const CompileError& e) {
+          QFAIL((file + " with GPIX_GRID_SWAP=" + axis + ": " + e.what() + "\n" + e.log()).c_str());
+        }
+      }
+    }
+    qInfo("%zu files with y or z ids", files);
+    QVERIFY(files >= 8);
 #endif
   }
 

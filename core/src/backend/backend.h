@@ -11,6 +11,7 @@
 #include <exception>
 #include <functional>
 #include <future>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -191,11 +192,19 @@ struct ProgramSource {
 // A compiled program's entry point, owned by the device's program cache.
 class Kernel {
  public:
+  explicit Kernel(std::string name) : name_(std::move(name)) {}
   virtual ~Kernel() = default;
+  Kernel(const Kernel&) = delete;
+  Kernel& operator=(const Kernel&) = delete;
+  // The entry point's name, for messages.
+  const std::string& name() const noexcept { return name_; }
   // Set on a quick program's kernels (DeviceImpl::kernel, quick builds): the full program's
   // kernel, built now where its background build has not landed (nullptr where it failed).
   // DeviceImpl::launch asks it for launches past kQuickLaunchLimit work-items.
   std::function<std::shared_ptr<const Kernel>()> full;
+
+ private:
+  std::string name_;
 };
 
 // A quick program's kernel launched over more work-items than this runs its full program's
@@ -383,6 +392,14 @@ class DeviceImpl {
   // pinned memory), CUDA ran them together (0.185 -> 0.175 s; bench/RESULTS.md).
   virtual bool prefers_tiled_pipeline() const { return false; }
   bool tiled_pipeline() const;
+  // The most work-groups a launch may have on `axis` (0, 1, 2 = x, y, z): CUDA's grid takes
+  // 2^31 - 1 on x and 65535 on y and z; OpenCL's has no limit but size_t. groups_limit() is
+  // what launches are held to: this, and on y and z no more than config().grid_groups_limit
+  // (tests lower it to run the swapped grids of filters/launch.cpp on small images).
+  virtual std::size_t max_groups(int /*axis*/) const {
+    return std::numeric_limits<std::size_t>::max();
+  }
+  std::size_t groups_limit(int axis) const;
 
   // A push that host threads feed while a kernel on the device already takes it in (CUDA,
   // kernels/staging.kernel). `host` is page-locked memory from allocate_host(); its `bytes`
@@ -562,8 +579,10 @@ class DeviceImpl {
   void check_box(const Memory& m, const Pitched& p, const Extent& e, const char* op) const;
   void check_fill(const Memory& m, std::size_t offset, std::size_t bytes,
                   std::size_t pattern_bytes) const;
-  // False for an empty launch (a global size of 0: nothing to run).
-  bool check_launch(const Launch& l) const;
+  // False for an empty launch (a global size of 0: nothing to run). Throws InvalidArgument for
+  // a global size that is not a whole number of work-groups and for more work-groups on an
+  // axis than groups_limit().
+  bool check_launch(const Kernel& k, const Launch& l) const;
 
   DeviceInfo info_;
 

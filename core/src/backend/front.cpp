@@ -1,9 +1,11 @@
 // DeviceImpl's front: the argument checks that every backend shares, then the backend call.
 // A wrong range would corrupt memory on CUDA and give an API code on OpenCL; checked here,
 // both raise the same InvalidArgument naming what was asked and the device.
+#include <algorithm>
 #include <string>
 
 #include "backend/backend.h"
+#include "config.h"
 #include "gpix/error.h"
 #include "util.h"
 
@@ -46,7 +48,12 @@ void DeviceImpl::check_fill(const Memory& m, std::size_t offset, std::size_t byt
   }
 }
 
-bool DeviceImpl::check_launch(const Launch& l) const {
+std::size_t DeviceImpl::groups_limit(int axis) const {
+  const std::size_t own = max_groups(axis);
+  return axis == 0 ? own : std::min(own, config().grid_groups_limit);
+}
+
+bool DeviceImpl::check_launch(const Kernel& k, const Launch& l) const {
   bool empty = false;
   for (int d = 0; d < l.dims && d < 3; ++d) {
     const auto i = static_cast<std::size_t>(d);
@@ -58,7 +65,18 @@ bool DeviceImpl::check_launch(const Launch& l) const {
     }
     if (l.global[i] == 0) empty = true;
   }
-  return !empty;
+  if (empty) return false;
+  for (int d = 0; d < l.dims && d < 3; ++d) {
+    const auto i = static_cast<std::size_t>(d);
+    const std::size_t groups = l.global[i] / l.local[i], limit = groups_limit(d);
+    if (groups > limit) {
+      throw InvalidArgument("kernel " + k.name() + ": " + std::to_string(groups) +
+                            " work-groups on axis " + std::to_string(d) + " exceed the " +
+                            std::to_string(limit) + " that '" + info_.name +
+                            "' launches on that axis; use larger work-groups");
+    }
+  }
+  return true;
 }
 
 std::unique_ptr<Memory> DeviceImpl::allocate(std::size_t bytes) {
@@ -104,7 +122,7 @@ DeviceImpl::KernelPtr full_for_large_launch(const Kernel& k, const Launch& l) {
 }  // namespace
 
 void DeviceImpl::launch(const Kernel& k, const Launch& l, std::span<const KernelArg> args) {
-  if (!check_launch(l)) return;
+  if (!check_launch(k, l)) return;
   if (const KernelPtr full = full_for_large_launch(k, l)) {
     do_launch(*full, l, args);
     return;
@@ -153,7 +171,7 @@ std::shared_ptr<EventImpl> DeviceImpl::fill_async(QueueImpl& q, Memory& dst, std
 
 std::shared_ptr<EventImpl> DeviceImpl::launch_async(QueueImpl& q, const Kernel& k, const Launch& l,
                                                     std::span<const KernelArg> args, Waits waits) {
-  if (!check_launch(l)) return marker(q, waits);
+  if (!check_launch(k, l)) return marker(q, waits);
   if (const KernelPtr full = full_for_large_launch(k, l)) {
     return do_launch_async(q, *full, l, args, waits);
   }

@@ -1,6 +1,7 @@
 #include "filters/launch.h"
 
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "gpix/error.h"
@@ -71,9 +72,54 @@ Launch flat_grid(std::size_t n, const Defines& d) {
   return flat_grid(ceil_div(n, k * per_index));
 }
 
+int swapped_axis(const DeviceImpl& dev, std::string_view entry, const Launch& g) {
+  std::array<std::size_t, 3> groups{};
+  for (std::size_t i = 0; i < 3; ++i) groups[i] = g.local[i] ? g.global[i] / g.local[i] : 0;
+  const auto over = [&](std::size_t n, int limit_axis) { return n > dev.groups_limit(limit_axis); };
+  int axis = 0;
+  bool fits = true;
+  for (int d = 1; d < g.dims && d < 3; ++d) {
+    if (over(groups[static_cast<std::size_t>(d)], d)) {
+      fits = axis == 0;
+      axis = d;
+    }
+  }
+  if (axis == 0) return 0;
+  fits = fits && !over(groups[0], axis) && !over(groups[static_cast<std::size_t>(axis)], 0);
+  if (!fits) {
+    throw InvalidArgument(std::string(entry) + ": a grid of " + std::to_string(groups[0]) + " x " +
+                          std::to_string(groups[1]) + " x " + std::to_string(groups[2]) +
+                          " work-groups does not fit the " + std::to_string(dev.groups_limit(0)) +
+                          " x " + std::to_string(dev.groups_limit(1)) + " x " +
+                          std::to_string(dev.groups_limit(2)) + " that '" + dev.info().name +
+                          "' launches, nor with the x axis swapped with y or z; use a smaller "
+                          "image");
+  }
+  return axis;
+}
+
+Launch swap_axes(Launch g, int axis) {
+  const auto s = static_cast<std::size_t>(axis);
+  const std::size_t groups0 = g.global[0] / g.local[0], groups_s = g.global[s] / g.local[s];
+  g.global[0] = groups_s * g.local[0];
+  g.global[s] = groups0 * g.local[s];
+  return g;
+}
+
+Defines with_swap(const Defines& d, int axis) {
+  Defines out = d;
+  out.emplace_back("GPIX_GRID_SWAP", std::to_string(axis));
+  return out;
+}
+
 void launch(const Array& on, std::string_view file, std::string_view entry, const Defines& defines,
             const Launch& grid, const KernelArgs& args) {
   auto& dev = *Access::impl(on).device;
+  if (const int axis = swapped_axis(dev, entry, grid)) {
+    const auto k = dev.kernel(program(file), entry, with_swap(defines, axis));
+    dev.launch(*k, swap_axes(grid, axis), args);
+    return;
+  }
   const auto k = dev.kernel(program(file), entry, defines);
   dev.launch(*k, grid, args);
 }
@@ -81,9 +127,11 @@ void launch(const Array& on, std::string_view file, std::string_view entry, cons
 bool launch_if_ready(const Array& on, std::string_view file, std::string_view entry,
                      const Defines& defines, const Launch& grid, const KernelArgs& args) {
   auto& dev = *Access::impl(on).device;
-  const auto k = dev.kernel_if_ready(program(file), entry, defines);
+  const int axis = swapped_axis(dev, entry, grid);
+  const auto k = axis ? dev.kernel_if_ready(program(file), entry, with_swap(defines, axis))
+                      : dev.kernel_if_ready(program(file), entry, defines);
   if (!k) return false;
-  dev.launch(*k, grid, args);
+  dev.launch(*k, axis ? swap_axes(grid, axis) : grid, args);
   return true;
 }
 

@@ -87,6 +87,8 @@ class CudaDevice final : public DeviceImpl {
   std::shared_ptr<EventImpl> marker(QueueImpl& q, Waits waits) override;
   // A kernel runs beside a copy of another stream (backend.h).
   bool prefers_tiled_pipeline() const override { return true; }
+  // CUDA's grid limits (the same on every compute capability gpix supports).
+  std::size_t max_groups(int axis) const override { return axis == 0 ? 0x7fffffffU : 65535U; }
 
   std::shared_ptr<EventImpl> user_event() override;
 

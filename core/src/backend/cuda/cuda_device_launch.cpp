@@ -99,16 +99,9 @@ void CudaDevice::enqueue_launch(CUstream st, const Kernel& k, const Launch& l,
   std::size_t threads = 1;
   for (int d = 0; d < l.dims && d < 3; ++d) {
     const auto i = static_cast<std::size_t>(d);
-    // The front checked that global is a whole number of work-groups (DeviceImpl::launch).
-    if (l.global[i] == 0) return;  // nothing to do
-    const std::size_t groups = l.global[i] / l.local[i];
-    const std::size_t max_groups = d == 0 ? 0x7fffffffu : 65535u;
-    if (groups > max_groups) {
-      throw InvalidArgument("kernel " + kern.name() + ": " + std::to_string(groups) +
-                            " blocks on axis " + std::to_string(d) + " exceed CUDA's limit of " +
-                            std::to_string(max_groups) + "; use larger work-groups");
-    }
-    grid[i] = static_cast<unsigned>(groups);
+    // The front checked that global is a whole number of work-groups, none of them empty,
+    // within max_groups() (DeviceImpl::check_launch).
+    grid[i] = static_cast<unsigned>(l.global[i] / l.local[i]);
     block[i] = static_cast<unsigned>(l.local[i]);
     threads *= l.local[i];
   }

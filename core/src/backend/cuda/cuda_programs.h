@@ -26,16 +26,14 @@ namespace gpix::detail::cuda {
 class CuKernel final : public Kernel {
  public:
   CuKernel(CUfunction f, std::string name, int max_threads)
-      : f_(f), name_(std::move(name)), max_threads_(max_threads) {}
+      : Kernel(std::move(name)), f_(f), max_threads_(max_threads) {}
   CUfunction get() const noexcept { return f_; }
-  const std::string& name() const noexcept { return name_; }
   // The most threads per block this kernel can launch with (registers may limit it below
   // the device's limit).
   int max_threads() const noexcept { return max_threads_; }
 
  private:
   CUfunction f_;  // owned by its module, which the program cache keeps
-  std::string name_;
   int max_threads_;
 };
 

@@ -20,7 +20,7 @@ namespace gpix::detail::cl {
 
 class ClKernel final : public Kernel {
  public:
-  explicit ClKernel(cl::KernelHandle k) : k_(std::move(k)) {}
+  ClKernel(cl::KernelHandle k, std::string name) : Kernel(std::move(name)), k_(std::move(k)) {}
   cl_kernel get() const noexcept { return k_.get(); }
 
  private:
@@ -50,7 +50,7 @@ class ClProgram final : public DeviceImpl::Program {
     std::string n(name);
     cl::KernelHandle k(clCreateKernel(p_.get(), n.c_str(), &err));
     cl::check(err, "creating kernel '" + n + "'");
-    return std::make_unique<ClKernel>(std::move(k));
+    return std::make_unique<ClKernel>(std::move(k), std::move(n));
   }
 
  private:
