@@ -38,6 +38,8 @@
  *                                                     compare-and-swap loop stands in
  *   gpix_as_u32(float), gpix_as_f32(u32), gpix_as_u64(double), gpix_as_f64(u64)
  *                                                     bit casts
+ *   gpix_div_round(CT, a, d)                          a / d for gpix_i32 or gpix_i64 a and
+ *                                                     d > 0, rounded half to even, exactly
  *   gpix_mul_add_unfused_f64(a, b, c), gpix_div_rn_f64(a, b)
  *                                                     a * b + c, the product rounded first
  *                                                     (never fused), and a / b, rounded to
@@ -392,6 +394,32 @@ GPIX_FUNC gpix_f32 gpix_sat_gpix_f32_f(float x) {
 #define GPIX_SAT_SUFFIX_gpix_f32 _f
 #define GPIX_SAT_SUFFIX_gpix_f64 _d
 #define gpix_sat(T, CT, x) GPIX_CAT(GPIX_CAT(gpix_sat_, T), GPIX_CAT(GPIX_SAT_SUFFIX_, CT))(x)
+
+/* gpix_div_round(CT, a, d): a / d rounded to the nearest integer, half to even, for an integer
+ * CT (gpix_i32 or gpix_i64) and d > 0: exact where a float quotient is not (the box means of
+ * 8- and 16-bit images over windows past float32's exact range, neighbourhood.cpp's
+ * int_sum_type). A float32 quotient truncated is within one or two of a / d where |a / d| is
+ * below 2^16 (a mean of such images); the remainder corrects it, then rounds. d == 1 (a pass
+ * that is not the last) returns a as it is. */
+#define GPIX_DIV_ROUND(CT)                                         \
+  GPIX_FUNC CT gpix_div_round_##CT(CT a, CT d) {                   \
+    if (d == 1) return a;                                          \
+    CT q = (CT)((gpix_f32)a / (gpix_f32)d);                        \
+    CT r = a - q * d;                                              \
+    while (r < 0) {                                                \
+      q -= 1;                                                      \
+      r += d;                                                      \
+    }                                                              \
+    while (r >= d) {                                               \
+      q += 1;                                                      \
+      r -= d;                                                      \
+    }                                                              \
+    return 2 * r > d || (2 * r == d && (q & 1) != 0) ? q + 1 : q; \
+  }
+GPIX_DIV_ROUND(gpix_i32)
+GPIX_DIV_ROUND(gpix_i64)
+#undef GPIX_DIV_ROUND
+#define gpix_div_round(CT, a, d) GPIX_CAT(gpix_div_round_, CT)(a, d)
 
 /* ---------------------------------------------------------------- ordered keys
  * The medians sort keys (gpix_key_t(T)): integers as they are, floats as their bits turned

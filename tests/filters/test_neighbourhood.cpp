@@ -2,8 +2,9 @@
 // (tests/filters/reference.h) on fresh random data; the catalog rows run every filter x device x
 // dtype on the harness shapes (1-pixel dims, odd extents, 1D/2D/3D). Tolerances:
 // - minimum/maximum/median/top-hat/bottom-hat: exact (they only select and subtract).
-// - mean, gaussian, unsharp, into integers: within 1 (the float32 or float64 result may sit
-//   next to .5 where rounding flips); floats: 5e-5 (gaussian 1e-5) relative to
+// - mean of 8- and 16-bit integers: exact. mean of wider integers, gaussian, unsharp, into
+//   integers: within 1 (the float32 or float64 result may sit next to .5 where rounding
+//   flips); floats: 5e-5 (gaussian 1e-5) relative to
 //   max(|expected|, 1) (float32 accumulation over at most ~100 values), 1e-12 for float64.
 // - variance, sobel, laplace, gradients, difference of Gaussians (float outputs): 2e-4
 //   relative to max(|expected|, 1) for float32 (differences of float32 values of magnitude
@@ -109,6 +110,12 @@ void box_check(const char* fname, const Device& device, DType dtype, const Shape
         QCOMPARE(res.array.dtype(), dtype);
         // Selections of the input's own values: compare in T itself (exact for 64-bit too).
         compare(res.array.pull_as<T>(), ref::box_t(host, shape, r, f), 0, 0, w);
+      } else if constexpr (std::is_integral_v<T> && sizeof(T) <= 2) {
+        // The mean of 8- and 16-bit images is exact (exact_integer_means), and so is the
+        // double reference (the sum is exact, the quotient never within an ulp of a half).
+        QCOMPARE(res.array.dtype(), dtype);
+        compare(res.array.pull_as<T>(), ref::cast<T>(ref::box(ref::to_double(host), shape, r, f)),
+                0, 0, w);
       } else {
         compare_rounded<T>(res.array, ref::box(ref::to_double(host), shape, r, f), 5e-5, w);
       }
@@ -640,6 +647,99 @@ class TestNeighbourhood : public QObject {
   }
 
   // The typed functions run the catalog entries.
+  // The box mean of 8- and 16-bit images is the exact mean rounded half to even, also past
+  // float32's exact range (neighbourhood.cpp's int_sum_type: windows of 256 pixels and more on
+  // 16-bit images, 65536 on 8-bit ones, summed in int32 or int64): bright random data (where
+  // float32 sums and quotients had 794 of 512^2 uint16 pixels one off at radius 8), constant
+  // images and the types' extremes, through every kind of pass: tiled.kernel's xy tile (8 x 8)
+  // and z pass, separable.kernel's x, y/z and simple passes, and int64 sums.
+  void exact_integer_means_data() { devices_data(); }
+  void exact_integer_means() {
+    const Device dev = test::fetch_device();
+    struct Case {
+      Shape shape;
+      Radii r;
+    };
+    const Case cases16[] = {
+        {Shape{70, 75}, {8, 8, 0}},       // tile xy, 289 pixels
+        {Shape{70, 75}, {7, 9, 0}},       // 285: separable.kernel's fused pass
+        {Shape{40, 45}, {30, 40, 0}},     // 5001: x pass, simple y pass (past 32)
+        {Shape{21, 33}, {100, 90, 0}},    // 36381: int64 on uint16
+        {Shape{13, 67, 37}, {3, 3, 3}},   // 343: tile xy, then tile z pass
+        {Shape{13, 20, 37}, {1, 1, 20}},  // 369
+        {Shape{9, 10, 11}, {2, 12, 1}},   // 375: y pass past the tiles' 8
+    };
+    const Case cases8[] = {
+        {Shape{40, 50}, {128, 128, 0}},     // 66049
+        {Shape{5, 6, 7}, {102, 102, 102}},  // 205^3: int64 on uint8
+    };
+    // The exact means, rounded half to even: int64 sums of replicated borders, one axis at a
+    // time (a window of 205^3 values a pixel would take minutes).
+    const auto exact = [](const auto& host, const Shape& s, const Radii& r) {
+      const long w = static_cast<long>(s.width()), h = static_cast<long>(s.height()),
+                 d = static_cast<long>(s.depth());
+      std::vector<std::int64_t> cur(host.begin(), host.end()), next(cur.size());
+      std::int64_t n = 1;
+      const long ext[3] = {w, h, d}, stride[3] = {1, w, w * h};
+      for (int axis = 0; axis < s.ndim(); ++axis) {
+        const long rad = r[static_cast<std::size_t>(axis)], e = ext[axis], st = stride[axis];
+        n *= 2 * rad + 1;
+        for (long i = 0; i < w * h * d; ++i) {
+          const long pos = i / st % e, base = i - pos * st;
+          std::int64_t sum = 0;
+          for (long k = -rad; k <= rad; ++k)
+            sum += cur[static_cast<std::size_t>(base + std::clamp(pos + k, 0L, e - 1) * st)];
+          next[static_cast<std::size_t>(i)] = sum;
+        }
+        std::swap(cur, next);
+      }
+      std::vector<double> out(cur.size());
+      for (std::size_t i = 0; i < cur.size(); ++i) {
+        std::int64_t q = cur[i] / n, rem = cur[i] % n;
+        if (rem < 0) {
+          q -= 1;
+          rem += n;
+        }
+        out[i] = static_cast<double>(2 * rem > n || (2 * rem == n && q % 2 != 0) ? q + 1 : q);
+      }
+      return out;
+    };
+    const auto check = [&](auto zero, const Case& c) {
+      using T = decltype(zero);
+      constexpr double lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
+      std::uniform_real_distribution<double> bright(hi - (hi - lo) / 10, hi);
+      std::uniform_real_distribution<double> any(lo, hi);
+      std::vector<std::vector<T>> inputs(3, std::vector<T>(c.shape.elements()));
+      for (auto& v : inputs[0]) v = static_cast<T>(bright(test::rng()));
+      std::fill(inputs[1].begin(), inputs[1].end(), static_cast<T>(hi - (hi - lo) / 12 + 1));
+      for (std::size_t i = 0; i < inputs[2].size(); ++i) {
+        inputs[2][i] = i % 3 == 0   ? static_cast<T>(lo)
+                       : i % 3 == 1 ? static_cast<T>(hi)
+                                    : static_cast<T>(any(test::rng()));
+      }
+      for (const auto& host : inputs) {
+        const Array a = Array::push(host, c.shape, dev);
+        const QByteArray w = where("mean_box", dtype_of<T>, c.shape) +
+                             " r=" + QByteArray::number(c.r[0]) + "," + QByteArray::number(c.r[1]) +
+                             "," + QByteArray::number(c.r[2]);
+        const Array got = run("mean_box", a, box_params(c.r)).array;
+        QCOMPARE(got.dtype(), dtype_of<T>);
+        compare(got.pull_as<T>(), ref::cast<T>(exact(host, c.shape, c.r)), 0, 0, w);
+        if (QTest::currentTestFailed()) return;
+      }
+    };
+    for (const Case& c : cases16) {
+      check(std::uint16_t{}, c);
+      check(std::int16_t{}, c);
+      if (QTest::currentTestFailed()) return;
+    }
+    for (const Case& c : cases8) {
+      check(std::uint8_t{}, c);
+      check(std::int8_t{}, c);
+      if (QTest::currentTestFailed()) return;
+    }
+  }
+
   void typed_functions_data() { devices_data(); }
   void typed_functions() {
     const Device dev = test::fetch_device();

@@ -53,16 +53,55 @@ Defines flat_nb_defines(DType in, DType out, std::initializer_list<DType> loads,
 
 enum class SepOp { conv, sum, min, max };  // TILE_OP in tiled.kernel: 0 .. 3
 
-// The type a pass accumulates in: min/max stay in the input dtype (exact), conv/sum use the
-// compute type.
-DType acc_type(SepOp op, DType in, DType out) {
-  return op == SepOp::min || op == SepOp::max ? in : compute_type({in, out});
+struct Separable {
+  SepOp op;
+  std::array<int, 3> radius{0, 0, 0};            // per axis x, y, z (0 = leave the axis alone)
+  std::array<RecycledVector<double>, 3> taps{};  // conv only: 2 r + 1 taps per axis
+  // sum only: the integer type an exact mean sums in (int_sum_type); none: the compute type.
+  std::optional<DType> int_acc{};
+};
+
+// The integer type the box mean of an 8- or 16-bit integer image sums in where float32 could
+// miss its exact mean (rounded half to even); none where it cannot, and for every other type,
+// which keeps the float path. Float32 holds every partial sum exactly while window x largest
+// magnitude stays below 2^24, and its quotient rounds to the right integer while the window
+// is below 1 / ulp(mean) (a window's mean is never within 1 / (2 window) of a half without
+// being one): 2^8 for 16-bit values (ulp 2^-8 below 65536), 2^16 for 8-bit ones. A uint16
+// image of mean_box radius 8 (289 pixels) had 794 of 512^2 pixels one off on bright random
+// data, a 3D one of radius 3 (343) would too. Past that, int32 sums while window x largest
+// magnitude stays below 2^31, int64 beyond (the catalog's radius 256 in 3D: 513^3 x 65535 is
+// about 8.8e12).
+std::optional<DType> int_sum_type(SepOp op, DType in, DType out, double window) {
+  if (op != SepOp::sum || in != out || is_float(in) || size_of(in) > 2) return std::nullopt;
+  if (window < (size_of(in) == 2 ? 256.0 : 65536.0)) return std::nullopt;
+  const double largest = in == DType::u16   ? 65535
+                         : in == DType::i16 ? 32768
+                         : in == DType::u8  ? 255
+                                            : 128;
+  return window * largest < 2147483648.0 ? DType::i32 : DType::i64;
 }
 
-// An 8-byte accumulator (float64 sums and convolutions, 64-bit keys): tiled.kernel's tiles of
-// fewer rows and 64-bit taps.
-bool wide_acc(SepOp op, DType in, DType out) {
-  return size_of(acc_type(op, in, out)) > 4;
+// The type a pass accumulates in: min/max stay in the input dtype (exact), conv/sum use the
+// compute type, exact means their integer type.
+DType acc_type(const Separable& s, DType in, DType out) {
+  if (s.int_acc) return *s.int_acc;
+  return s.op == SepOp::min || s.op == SepOp::max ? in : compute_type({in, out});
+}
+
+// An 8-byte accumulator (float64 sums and convolutions, int64 sums, 64-bit keys):
+// tiled.kernel's tiles of fewer rows and 64-bit taps.
+bool wide_acc(const Separable& s, DType in, DType out) {
+  return size_of(acc_type(s, in, out)) > 4;
+}
+
+// separable.kernel's defines: nb_defines, or for an exact mean its integer type as CT and
+// GPIX_INT_SUM.
+Defines sep_defines(const Separable& s, DType in, DType out) {
+  if (!s.int_acc) return nb_defines(in, out);
+  Defines d;
+  add_type_defines(d, {{"T_IN", in}, {"T_OUT", out}, {"CT", *s.int_acc}});
+  d.emplace_back("GPIX_INT_SUM", "1");
+  return d;
 }
 
 // Output rows of a tiled.kernel xy tile (TL_Y there): 64 for accumulators of up to 4 bytes; 32
@@ -77,11 +116,11 @@ std::size_t tile_rows(bool wide, int tb) {
 // tiled.kernel: the same types, the radius bucket TB (2 to 8) and the operation; with an
 // 8-byte accumulator (float64 sums and convolutions, 64-bit keys) tiles of fewer output rows
 // (TL_Y, tile_rows) and one 64-bit tap a word (TL_TAPS64).
-Defines tile_defines(DType in, DType out, int tb, SepOp op) {
-  Defines d = nb_defines(in, out);
+Defines tile_defines(DType in, DType out, int tb, const Separable& s) {
+  Defines d = sep_defines(s, in, out);
   d.emplace_back("TB", std::to_string(tb));
-  d.emplace_back("TILE_OP", std::to_string(static_cast<int>(op)));
-  if (wide_acc(op, in, out)) {
+  d.emplace_back("TILE_OP", std::to_string(static_cast<int>(s.op)));
+  if (wide_acc(s, in, out)) {
     d.emplace_back("TL_Y", std::to_string(tile_rows(true, tb)));
     d.emplace_back("TL_TAPS64", "1");
   }
@@ -97,6 +136,8 @@ void require_compute(const Array& a, DType ct, std::string_view filter) {
 }
 
 KernelArg ct_arg(DType ct, double v) {
+  if (ct == DType::i32) return arg(static_cast<std::int32_t>(v));
+  if (ct == DType::i64) return arg(static_cast<std::int64_t>(v));
   return ct == DType::f64 ? arg(v) : arg(static_cast<float>(v));
 }
 
@@ -121,15 +162,9 @@ constexpr std::size_t kLocalX = 256 + 2 * kRmaxX;
 constexpr std::size_t kLocalYZ = (64 + 2 * kRmaxYZ) * 32;
 constexpr std::size_t kLocalXY = (32 + 2 * kRmaxXY) * (32 + 2 * kRmaxXY) + 32 * (32 + 2 * kRmaxXY);
 
-struct Separable {
-  SepOp op;
-  std::array<int, 3> radius{0, 0, 0};            // per axis x, y, z (0 = leave the axis alone)
-  std::array<RecycledVector<double>, 3> taps{};  // conv only: 2 r + 1 taps per axis
-};
-
 // Whether a tile kernel with `elements` local values of the accumulator type fits the device.
-bool fits(const Array& a, SepOp op, DType in, DType out, std::size_t elements) {
-  return a.device().info().local_memory >= elements * size_of(acc_type(op, in, out));
+bool fits(const Array& a, const Separable& s, DType in, DType out, std::size_t elements) {
+  return a.device().info().local_memory >= elements * size_of(acc_type(s, in, out));
 }
 
 // tiled.kernel (register-blocked passes) serves radii up to 8, one bucket a radius from 2, for
@@ -158,11 +193,11 @@ bool tile_extents_ok(const Shape& s) {
   constexpr std::size_t kMax = std::numeric_limits<std::int32_t>::max() - 4095;
   return s.width() <= kMax && s.height() <= kMax && s.depth() <= kMax;
 }
-bool tile_xy_ok(const Array& a, SepOp op, DType out, int rx, int ry) {
+bool tile_xy_ok(const Array& a, const Separable& s, DType out, int rx, int ry) {
   if (rx > kTileRmax || ry > kTileRmax || !tile_extents_ok(a.shape())) return false;
   const auto tb = static_cast<std::size_t>(tile_bucket(std::max(rx, ry)));
-  const std::size_t rows = tile_rows(wide_acc(op, a.dtype(), out), static_cast<int>(tb)) + 2 * tb;
-  return fits(a, op, a.dtype(), out, rows * ((kTileX + 2 * tb + 1) + (kTileX + 1)));
+  const std::size_t rows = tile_rows(wide_acc(s, a.dtype(), out), static_cast<int>(tb)) + 2 * tb;
+  return fits(a, s, a.dtype(), out, rows * ((kTileX + 2 * tb + 1) + (kTileX + 1)));
 }
 
 // One launch of sep_<op>_<shape>; wa/wb are the taps of axes axis_a/axis_b (-1: none).
@@ -175,7 +210,7 @@ bool tile_xy_ok(const Array& a, SepOp op, DType out, int rx, int ry) {
 // holds, so that no compile starts for a call that could not take it.
 bool sep_launch(const Array& in, const Array& out, const Separable& s, const char* shape,
                 const Launch& g, int axis_a, int axis_b, int axis, double divisor, int tb = 0) {
-  const DType ct = compute_type({in.dtype(), out.dtype()});
+  const DType ct = s.int_acc ? *s.int_acc : compute_type({in.dtype(), out.dtype()});
   const auto radius = [&](int ax) { return ax >= 0 ? s.radius[static_cast<std::size_t>(ax)] : 0; };
   KernelArgs args = {arg(in), arg(out)};
   push_shape(args, in.shape());
@@ -183,7 +218,7 @@ bool sep_launch(const Array& in, const Array& out, const Separable& s, const cha
   uploads.reserve(2);
   for (int ax : {axis_a, axis_b}) {
     const bool conv = s.op == SepOp::conv && ax >= 0;
-    if (tb > 0 && wide_acc(s.op, in.dtype(), out.dtype())) {
+    if (tb > 0 && wide_acc(s, in.dtype(), out.dtype())) {
       // tiled.kernel with 8-byte accumulators (TL_TAPS64): one float64 tap a word at window
       // positions 0 .. 2 tb, zero beyond the radius: nine words up to bucket 4, 17 above it.
       std::array<std::uint64_t, 17> w{};
@@ -231,14 +266,14 @@ bool sep_launch(const Array& in, const Array& out, const Separable& s, const cha
   args.push_back(ct_arg(ct, divisor));
   if (tb > 0) {
     return launch_if_ready(in, "tiled.kernel", std::string("tile_") + op_name(s.op) + "_" + shape,
-                           tile_defines(in.dtype(), out.dtype(), tb, s.op), g, args);
+                           tile_defines(in.dtype(), out.dtype(), tb, s), g, args);
   }
   const std::string entry = std::string("sep_") + op_name(s.op) + "_" + shape;
   if (std::string_view(shape) != "simple") {
-    return launch_if_ready(in, "separable.kernel", entry, nb_defines(in.dtype(), out.dtype()), g,
-                           args);
+    return launch_if_ready(in, "separable.kernel", entry, sep_defines(s, in.dtype(), out.dtype()),
+                           g, args);
   }
-  launch(in, "separable.kernel", entry, nb_defines(in.dtype(), out.dtype()), g, args);
+  launch(in, "separable.kernel", entry, sep_defines(s, in.dtype(), out.dtype()), g, args);
   return true;
 }
 
@@ -267,7 +302,7 @@ Array sep_axis(const Array& in, DType out_t, const Separable& s, int axis, doubl
   bool done = false;
   if (plain) {
     // the simple pass, below
-  } else if (axis == 0 && r <= kRmaxX && fits(in, s.op, in.dtype(), out_t, kLocalX)) {
+  } else if (axis == 0 && r <= kRmaxX && fits(in, s, in.dtype(), out_t, kLocalX)) {
     done = sep_launch(in, out, s, "x", grid({sh.width(), sh.height(), sh.depth()}, {256, 1, 1}), 0,
                       -1, 0, divisor);
   } else if (axis > 0 && r <= kTileRmax && tile_extents_ok(sh)) {
@@ -278,7 +313,7 @@ Array sep_axis(const Array& in, DType out_t, const Separable& s, int axis, doubl
                             axis == 1 ? sh.depth() : sh.height()},
                            {64, 1, 1}),
                       axis, -1, axis, divisor, tile_bucket(r));
-  } else if (axis > 0 && r <= kRmaxYZ && fits(in, s.op, in.dtype(), out_t, kLocalYZ)) {
+  } else if (axis > 0 && r <= kRmaxYZ && fits(in, s, in.dtype(), out_t, kLocalYZ)) {
     const std::size_t extent = axis == 1 ? sh.height() : sh.depth();
     const std::size_t other = axis == 1 ? sh.depth() : sh.height();
     done = sep_launch(in, out, s, "yz",
@@ -296,7 +331,7 @@ Array sep_axis(const Array& in, DType out_t, const Separable& s, int axis, doubl
 // (tiered compilation) the x and y passes run one at a time through sep_simple.
 Array separable(const Array& in, const Separable& s, DType out_t, const RunOptions& o,
                 std::string_view filter) {
-  const DType inter = acc_type(s.op, in.dtype(), out_t);
+  const DType inter = acc_type(s, in.dtype(), out_t);
   require_compute(in, compute_type({in.dtype(), out_t}), filter);
   double window = 1;
   for (int r : s.radius) window *= 2 * r + 1;
@@ -304,9 +339,9 @@ Array separable(const Array& in, const Separable& s, DType out_t, const RunOptio
   const auto rad = [&](int axis) { return s.radius[static_cast<std::size_t>(axis)]; };
   const bool z_pass = nd == 3 && rad(2) > 0;
   const DType t1 = z_pass ? inter : out_t;
-  const bool tile = nd >= 2 && tile_xy_ok(in, s.op, t1, rad(0), rad(1));
-  const bool fused = nd >= 2 && rad(0) <= kRmaxXY && rad(1) <= kRmaxXY &&
-                     fits(in, s.op, in.dtype(), inter, kLocalXY);
+  const bool tile = nd >= 2 && tile_xy_ok(in, s, t1, rad(0), rad(1));
+  const bool fused =
+      nd >= 2 && rad(0) <= kRmaxXY && rad(1) <= kRmaxXY && fits(in, s, in.dtype(), inter, kLocalXY);
   if (tile || fused) {
     Array out = empty_like(in, t1);
     const Shape& sh = in.shape();
@@ -314,7 +349,7 @@ Array separable(const Array& in, const Separable& s, DType out_t, const RunOptio
     // tiled.kernel's fused passes where the tile fits, separable.kernel's otherwise; each where
     // its program is ready.
     const int tb = tile_bucket(std::max(rad(0), rad(1)));
-    const std::size_t tile_y = tile_rows(wide_acc(s.op, in.dtype(), t1), tb);
+    const std::size_t tile_y = tile_rows(wide_acc(s, in.dtype(), t1), tb);
     const bool ran =
         tile ? sep_launch(in, out, s, "xy",
                           grid({ceil_div(sh.width(), kTileX) * 256, ceil_div(sh.height(), tile_y),
@@ -487,6 +522,9 @@ Array box_op(const Array& in, SepOp op, const Radii& r, const RunOptions& o,
   }
   Separable s{op};
   s.radius = r;
+  double window = 1;
+  for (int k : r) window *= 2 * k + 1;
+  s.int_acc = int_sum_type(op, in.dtype(), in.dtype(), window);
   return separable(in, s, in.dtype(), o, filter);
 }
 
@@ -975,7 +1013,28 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
         for (int tb = kTileRmin; tb <= kTileRmax; ++tb) {
           for (const char* sh : {"xy", "axis"}) {
             out.push_back({"tiled.kernel", std::string("tile_") + op_name(op) + "_" + sh,
-                           tile_defines(a, b, tb, op)});
+                           tile_defines(a, b, tb, Separable{op})});
+          }
+        }
+      }
+    }
+    // Exact means (int_sum_type): the passes of 8- and 16-bit images in int32 and int64, the
+    // tiled ones for 16-bit images in int32 (radii up to 8 reach 256 pixels, never 65536 or
+    // 2^31 / 65535).
+    if (!is_float(t) && size_of(t) <= 2) {
+      for (DType acc : {DType::i32, DType::i64}) {
+        const Separable mean{SepOp::sum, {}, {}, acc};
+        for (const auto& [a, b] : {std::pair{t, t}, {t, acc}, {acc, acc}, {acc, t}}) {
+          for (const char* sh : shapes) {
+            out.push_back(
+                {"separable.kernel", std::string("sep_sum_") + sh, sep_defines(mean, a, b)});
+          }
+          if (acc != DType::i32 || size_of(t) != 2) continue;
+          for (int tb = kTileRmin; tb <= kTileRmax; ++tb) {
+            for (const char* sh : {"xy", "axis"}) {
+              out.push_back(
+                  {"tiled.kernel", std::string("tile_sum_") + sh, tile_defines(a, b, tb, mean)});
+            }
           }
         }
       }
