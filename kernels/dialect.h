@@ -311,6 +311,20 @@ GPIX_SAT_INT(gpix_i8, -128, 127)
 GPIX_SAT_INT(gpix_u16, 0, 65535)
 GPIX_SAT_INT(gpix_i16, -32768, 32767)
 #undef GPIX_SAT_INT
+/* float32 into 32- and 64-bit integers: programs whose compute type is float32 with such a
+ * T_OUT (the order filters', which need no float64, neighbourhood.cpp's order_defines) compile
+ * them; their integer kernels never call them. 2^31, 2^32, 2^63 and 2^64 are exact floats. */
+#define GPIX_SAT_WIDE_F(T, LO, HI)                                                          \
+  GPIX_FUNC T gpix_sat_##T##_f(float x) {                                                   \
+    if (x != x) return (T)0;                                                                \
+    x = gpix_rint(x);                                                                       \
+    return x < (LO) ? GPIX_LOWEST(T) : (x >= (HI) ? GPIX_HIGHEST(T) : (T)x);                \
+  }
+GPIX_SAT_WIDE_F(gpix_u32, 0.0f, 4294967296.0f)
+GPIX_SAT_WIDE_F(gpix_i32, -2147483648.0f, 2147483648.0f)
+GPIX_SAT_WIDE_F(gpix_u64, 0.0f, 18446744073709551616.0f)
+GPIX_SAT_WIDE_F(gpix_i64, -9223372036854775808.0f, 9223372036854775808.0f)
+#undef GPIX_SAT_WIDE_F
 #if defined(GPIX_NEED_FP64) || !defined(__OPENCL_VERSION__)
 #define GPIX_SAT_INT_D(T, LO, HI)                                              \
   GPIX_FUNC T gpix_sat_##T##_d(double x) {                                     \

@@ -2,6 +2,7 @@
 // params parsed and validated as documented, and every typed function the same filter as its
 // catalog entry (same checks, same result).
 #include <QTest>
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <functional>
@@ -455,6 +456,60 @@ class TestCatalog : public QObject {
                e.what());
     }
     QVERIFY(a.pull_as<float>() == before);
+  }
+
+  // A device without float64 (GPIX_DISABLE_FP64 stands in for one): every filter on 32- and
+  // 64-bit integers, whose compute type is float64, either runs or refuses with the filter's
+  // own UnsupportedDType, never from a program that asks for float64 (DeviceImpl::kernel's
+  // check, which stands for the build error such a device gives). The order filters need no
+  // float: they run, on every shape and on large windows, with the bits they have with fp64.
+  void without_fp64() {
+    const Device dev = test::test_devices().front();
+    const std::set<std::string> order = {"minimum_box", "maximum_box", "median_box", "top_hat_box",
+                                         "bottom_hat_box"};
+    const DType wide[] = {DType::u32, DType::i32, DType::u64, DType::i64};
+    std::size_t runs = 0, refused = 0;
+    for (const FilterInfo& f : filters()) {
+      for (DType t : wide) {
+        if (std::find(f.dtypes.begin(), f.dtypes.end(), t) == f.dtypes.end()) continue;
+        for (int nd : f.dims) {
+          const Shape s = nd == 1 ? Shape{70} : nd == 2 ? Shape{30, 37} : Shape{9, 20, 19};
+          std::vector<Array> in;
+          for (const InputSpec& i : f.inputs) {
+            const std::vector<std::uint32_t> v = test::random_values<std::uint32_t>(s.elements());
+            std::vector<std::uint32_t> small(v.size());
+            for (std::size_t k = 0; k < v.size(); ++k) {
+              small[k] = i.kind == InputKind::binary ? v[k] % 2 : v[k] % 1000;
+            }
+            in.push_back(convert(Array::push(small, s, dev), t));
+          }
+          std::vector<Params> sets = {Params{}};
+          if (order.count(f.name)) sets.push_back(large_windows(f));
+          for (const Params& params : sets) {
+            const QByteArray what =
+                QByteArray::fromStdString(f.name + " " + std::string(name(t)) + " " + s.str());
+            const auto with = order.count(f.name) ? outcome(f.name, in, params)
+                                                  : std::variant<Result, std::string>{};
+            detail::ScopedConfig scope;
+            detail::config_for_testing().disable_fp64 = true;
+            // Nothing built with float64 earlier may serve from memory.
+            detail::Access::impl(dev).clear_memory_cache();
+            const auto without = outcome(f.name, in, params);
+            ++runs;
+            if (const auto* e = std::get_if<std::string>(&without)) {
+              ++refused;
+              QVERIFY2(!order.count(f.name), what + ": " + QByteArray::fromStdString(*e));
+              QVERIFY2(e->find("float64") != std::string::npos && e->rfind("kernel ", 0) != 0,
+                       what + ": " + QByteArray::fromStdString(*e));
+            } else if (order.count(f.name)) {
+              QVERIFY2(std::holds_alternative<Result>(with), what);
+              QVERIFY2(same_result(std::get<Result>(with), std::get<Result>(without)), what);
+            }
+          }
+        }
+      }
+    }
+    qInfo("%zu runs, %zu refused", runs, refused);
   }
 
   void parse_params() {

@@ -22,6 +22,28 @@
 
 namespace gpix::detail {
 
+namespace {
+
+// A program that asks for float64 (GPIX_NEED_FP64) on a device without it (or with it switched
+// off by GPIX_DISABLE_FP64) failed to build with the compiler's words, or built where the
+// switch was meant to stand for such a device: refused here, typed, with what and why. Filters
+// check their float64 needs first (require_dtype) with their own words; this catches the rest.
+void refuse_missing_fp64(const DeviceInfo& info, const ProgramSource& src, std::string_view name,
+                         const Defines& defines) {
+  if (info.fp64 && !config().disable_fp64) return;
+  for (const auto& [k, v] : defines) {
+    if (k == "GPIX_NEED_FP64") {
+      throw UnsupportedDType("kernel " + std::string(name) + " of " + src.name +
+                             " computes in float64, but '" + info.name +
+                             "' has no double precision" +
+                             (info.fp64 ? " (disabled by GPIX_DISABLE_FP64)" : "") +
+                             "; convert the image to float32 first or choose a device with fp64");
+    }
+  }
+}
+
+}  // namespace
+
 DeviceImpl::KernelPtr DeviceImpl::built_kernel(const ProgramSource& src, std::string_view name,
                                                const Defines& defines, bool* compiling) {
   // program_request()'s key, composed in a buffer this thread keeps: a repeated call's lookup
@@ -244,6 +266,7 @@ DeviceImpl::KernelPtr DeviceImpl::kernel_of(const std::shared_ptr<ProgramEntry>&
 DeviceImpl::KernelPtr DeviceImpl::kernel(const ProgramSource& src, std::string_view name,
                                          const Defines& defines) {
   if (KernelPtr k = built_kernel(src, name, defines)) return k;
+  refuse_missing_fp64(info_, src, name, defines);
   const ProgramRequest r = program_request(src, name, defines);
   std::shared_ptr<ProgramEntry> entry;
   std::vector<std::shared_ptr<ProgramEntry>> dropped;  // released after the lock
@@ -318,6 +341,7 @@ DeviceImpl::KernelPtr DeviceImpl::kernel_if_ready(const ProgramSource& src, std:
   bool compiling = false;
   if (KernelPtr k = built_kernel(src, name, defines, &compiling)) return k;
   if (compiling) return nullptr;
+  refuse_missing_fp64(info_, src, name, defines);
   const ProgramRequest r = program_request(src, name, defines);
   std::shared_ptr<ProgramEntry> entry;
   std::vector<std::shared_ptr<ProgramEntry>> dropped;

@@ -43,11 +43,31 @@ Defines nb_defines(DType in, DType out) {
   return d;
 }
 
+// The defines of the order filters' kernels (minimum, maximum, median, and the hats'
+// subtract_sat): they compare keys of the input's own type and take the compute type only as a
+// parameter type (the divisor the box kernels share), so it is float32 unless the data is
+// float64. With nb_defines' float64 for 32- and 64-bit integers, a device without fp64 refused
+// a maximum_box of uint32 labels, and its median failed to build.
+DType order_ct(DType in, DType out) {
+  return in == DType::f64 || out == DType::f64 ? DType::f64 : DType::f32;
+}
+Defines order_defines(DType in, DType out) {
+  Defines d;
+  add_type_defines(d, {{"T_IN", in}, {"T_OUT", out}, {"CT", order_ct(in, out)}});
+  return d;
+}
+
 // The pointwise steps (subtract_sat, unsharp, difference): nb_defines and FLAT_K for the
 // arrays the step reads (dialect.h's GPIX_FLAT_IN; v4: four elements an index, flat_v4_ok).
 Defines flat_nb_defines(DType in, DType out, std::initializer_list<DType> loads, bool v4 = false) {
   Defines d = nb_defines(in, out);
   add_flat_define(d, loads, v4);
+  return d;
+}
+// subtract_sat's: order_defines (it subtracts in T_IN itself) and FLAT_K.
+Defines subtract_sat_defines(DType t, bool v4 = false) {
+  Defines d = order_defines(t, t);
+  add_flat_define(d, {t}, v4);
   return d;
 }
 
@@ -94,9 +114,10 @@ bool wide_acc(const Separable& s, DType in, DType out) {
   return size_of(acc_type(s, in, out)) > 4;
 }
 
-// separable.kernel's defines: nb_defines, or for an exact mean its integer type as CT and
-// GPIX_INT_SUM.
+// separable.kernel's and tiled.kernel's defines: nb_defines; order_defines for minima and
+// maxima; for an exact mean its integer type as CT and GPIX_INT_SUM.
 Defines sep_defines(const Separable& s, DType in, DType out) {
+  if (s.op == SepOp::min || s.op == SepOp::max) return order_defines(in, out);
   if (!s.int_acc) return nb_defines(in, out);
   Defines d;
   add_type_defines(d, {{"T_IN", in}, {"T_OUT", out}, {"CT", *s.int_acc}});
@@ -210,7 +231,10 @@ bool tile_xy_ok(const Array& a, const Separable& s, DType out, int rx, int ry) {
 // holds, so that no compile starts for a call that could not take it.
 bool sep_launch(const Array& in, const Array& out, const Separable& s, const char* shape,
                 const Launch& g, int axis_a, int axis_b, int axis, double divisor, int tb = 0) {
-  const DType ct = s.int_acc ? *s.int_acc : compute_type({in.dtype(), out.dtype()});
+  const DType ct = s.int_acc ? *s.int_acc
+                   : s.op == SepOp::min || s.op == SepOp::max
+                       ? order_ct(in.dtype(), out.dtype())
+                       : compute_type({in.dtype(), out.dtype()});
   const auto radius = [&](int ax) { return ax >= 0 ? s.radius[static_cast<std::size_t>(ax)] : 0; };
   KernelArgs args = {arg(in), arg(out)};
   push_shape(args, in.shape());
@@ -332,7 +356,9 @@ Array sep_axis(const Array& in, DType out_t, const Separable& s, int axis, doubl
 Array separable(const Array& in, const Separable& s, DType out_t, const RunOptions& o,
                 std::string_view filter) {
   const DType inter = acc_type(s, in.dtype(), out_t);
-  require_compute(in, compute_type({in.dtype(), out_t}), filter);
+  if (s.op == SepOp::conv || (s.op == SepOp::sum && !s.int_acc)) {
+    require_compute(in, compute_type({in.dtype(), out_t}), filter);
+  }
   double window = 1;
   for (int r : s.radius) window *= 2 * r + 1;
   const int nd = in.ndim();
@@ -471,20 +497,22 @@ bool r1_c4(const Array& in, const char* op) {
 // passes tier on their own (sep_launch).
 bool r1_median_ready(const Array& in) {
   return kernel_ready(in, "neighbourhood.kernel", in.ndim() == 2 ? "r1_median_2d" : "r1_median_3d",
-                      nb_defines(in.dtype(), in.dtype()));
+                      order_defines(in.dtype(), in.dtype()));
 }
 Array radius_one_box(const Array& in, const char* op, DType out_t, double divisor) {
   Array out = empty_like(in, out_t);
   const Shape& s = in.shape();
   const bool median = std::string_view(op) == "median";
+  const bool sum = std::string_view(op) == "sum";
+  const Defines d = sum ? nb_defines(in.dtype(), out_t) : order_defines(in.dtype(), out_t);
   KernelArgs args = {arg(in), arg(out)};
   push_shape(args, s);
-  args.push_back(ct_arg(compute_type({in.dtype(), out_t}), divisor));
+  args.push_back(
+      ct_arg(sum ? compute_type({in.dtype(), out_t}) : order_ct(in.dtype(), out_t), divisor));
   if (in.ndim() == 2 && !median) {
     // Four columns per work-item where rows are whole vectors: 1.10-1.13x -> 0.97-0.99x the
     // copy time on an H200 (8192^2 float32, bench/RESULTS.md). Each where its program is
     // ready; r1_<op>_2d_plain while it compiles (tiered compilation).
-    const Defines d = nb_defines(in.dtype(), out_t);
     const bool v4 = vector_ok(in) && vector_ok(out), c4 = !v4 && r1_c4(in, op);
     const Launch g =
         v4   ? grid({s.width() / 4, ceil_div(s.height(), kR1RunV4), s.depth()}, {64, 4, 1})
@@ -496,14 +524,13 @@ Array radius_one_box(const Array& in, const char* op, DType out_t, double diviso
              args);
     }
   } else if (in.ndim() == 2) {
-    launch(in, "neighbourhood.kernel", "r1_median_2d", nb_defines(in.dtype(), out_t),
+    launch(in, "neighbourhood.kernel", "r1_median_2d", d,
            grid({s.width(), ceil_div(s.height(), kR1RunMedian), s.depth()}, {64, 4, 1}), args);
   } else if (median) {
-    launch(in, "neighbourhood.kernel", "r1_median_3d", nb_defines(in.dtype(), out_t),
+    launch(in, "neighbourhood.kernel", "r1_median_3d", d,
            grid({s.width(), s.height(), ceil_div(s.depth(), kR1Run)}, {32, 8, 1}), args);
   } else {
-    launch(in, "neighbourhood.kernel", std::string("r1_") + op + "_3d",
-           nb_defines(in.dtype(), out_t),
+    launch(in, "neighbourhood.kernel", std::string("r1_") + op + "_3d", d,
            grid({ceil_div(s.width(), kR1TileX) * 32, ceil_div(s.height(), kR1TileY) * 8,
                  ceil_div(s.depth(), kR1TileZ)},
                 {32, 8, 1}),
@@ -517,7 +544,7 @@ Array box_op(const Array& in, SepOp op, const Radii& r, const RunOptions& o,
   if (radius_one(in, r)) {
     const char* names[] = {"", "sum", "min", "max"};
     const double divisor = in.ndim() == 2 ? 9.0 : 27.0;
-    require_compute(in, compute_type({in.dtype()}), filter);
+    if (op == SepOp::sum) require_compute(in, compute_type({in.dtype()}), filter);
     return radius_one_box(in, names[static_cast<int>(op)], in.dtype(), divisor);
   }
   Separable s{op};
@@ -531,7 +558,7 @@ Array box_op(const Array& in, SepOp op, const Radii& r, const RunOptions& o,
 // Saturating a - b in the images' own dtype.
 Array subtract_sat(const Array& a, const Array& b) {
   Array out = empty_like(a, a.dtype());
-  const Defines d = flat_nb_defines(a.dtype(), a.dtype(), {a.dtype()}, flat_v4_ok({&a, &b}, out));
+  const Defines d = subtract_sat_defines(a.dtype(), flat_v4_ok({&a, &b}, out));
   launch(a, "steps.kernel", "subtract_sat", d, flat_grid(a.elements(), d),
          {arg(a), arg(b), arg(out), arg<std::uint64_t>(a.elements())});
   return out;
@@ -548,7 +575,7 @@ constexpr int kMedianFixedMax = 49;
 constexpr int kMedianCountMax = 27;
 
 Defines median_fixed_defines(DType t, const Radii& r) {
-  Defines d = nb_defines(t, t);
+  Defines d = order_defines(t, t);
   d.emplace_back("NB_RX", std::to_string(r[0]));
   d.emplace_back("NB_RY", std::to_string(r[1]));
   d.emplace_back("NB_RZ", std::to_string(r[2]));
@@ -603,14 +630,14 @@ Array median(const Array& in, const Radii& r) {
     if (window <= kMedianCountMax) {
       // Only while the window's fast kernel compiles (tiered compilation): a quick first
       // build. On NVIDIA's OpenCL median_radix_local took 181 ms to build (bench/RESULTS.md).
-      launch(in, "median.kernel", "median_count", nb_defines(in.dtype(), in.dtype()),
+      launch(in, "median.kernel", "median_count", order_defines(in.dtype(), in.dtype()),
              image_grid(in.shape()), args);
     } else if (group[0] != 0) {
       const Shape& s = in.shape();
-      launch(in, "median.kernel", "median_radix_local", nb_defines(in.dtype(), in.dtype()),
+      launch(in, "median.kernel", "median_radix_local", order_defines(in.dtype(), in.dtype()),
              grid({s.width(), s.height(), s.depth()}, group), args);
     } else {
-      launch(in, "median.kernel", "median_radix", nb_defines(in.dtype(), in.dtype()),
+      launch(in, "median.kernel", "median_radix", order_defines(in.dtype(), in.dtype()),
              image_grid(in.shape()), args);
     }
   }
@@ -989,7 +1016,6 @@ void register_neighbourhood(Catalog& c) {
 }
 
 void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
-  static const char* const ops[] = {"conv", "sum", "min", "max"};
   static const char* const shapes[] = {"simple", "x", "yz", "xy"};
   static const char* const stencils[] = {"r1_sum_2d", "r1_sum_3d", "r1_min_2d",    "r1_min_3d",
                                          "r1_max_2d", "r1_max_3d", "r1_median_2d", "r1_median_3d"};
@@ -1001,10 +1027,12 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
     std::vector<std::pair<DType, DType>> pairs = {{t, t}};
     if (w != t) pairs.insert(pairs.end(), {{t, w}, {w, w}, {w, t}});
     for (const auto& [a, b] : pairs) {
-      for (const char* op : ops) {
+      for (SepOp op : {SepOp::conv, SepOp::sum, SepOp::min, SepOp::max}) {
+        const bool order = op == SepOp::min || op == SepOp::max;
+        if (order && a != b) continue;
         for (const char* sh : shapes) {
-          out.push_back(
-              {"separable.kernel", std::string("sep_") + op + "_" + sh, nb_defines(a, b)});
+          out.push_back({"separable.kernel", std::string("sep_") + op_name(op) + "_" + sh,
+                         sep_defines(Separable{op}, a, b)});
         }
       }
       for (SepOp op : {SepOp::conv, SepOp::sum, SepOp::min, SepOp::max}) {
@@ -1039,29 +1067,32 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
         }
       }
     }
-    for (const char* e : stencils) out.push_back({"neighbourhood.kernel", e, nb_defines(t, t)});
+    // The radius-1 stencils: sums with nb_defines, the order ones with order_defines.
+    const auto stencil_defines = [t](std::string_view e) {
+      return e.find("_sum_") != std::string_view::npos ? nb_defines(t, t) : order_defines(t, t);
+    };
+    for (const char* e : stencils) out.push_back({"neighbourhood.kernel", e, stencil_defines(e)});
     for (const char* e : {"r1_sum_2d_plain", "r1_min_2d_plain", "r1_max_2d_plain"})
-      out.push_back({"neighbourhood.kernel", e, nb_defines(t, t)});
-    out.push_back({"steps.kernel", "subtract_sat", flat_nb_defines(t, t, {t})});
-    if (size_of(t) <= 2) {
-      out.push_back({"steps.kernel", "subtract_sat", flat_nb_defines(t, t, {t}, true)});
-    }
+      out.push_back({"neighbourhood.kernel", e, stencil_defines(e)});
+    out.push_back({"steps.kernel", "subtract_sat", subtract_sat_defines(t)});
+    if (size_of(t) <= 2)
+      out.push_back({"steps.kernel", "subtract_sat", subtract_sat_defines(t, true)});
     out.push_back({"steps.kernel", "unsharp", flat_nb_defines(t, t, {t, compute_type({t})})});
     out.push_back({"steps.kernel", "difference",
                    flat_nb_defines(t, float_out(t), {compute_type({t, float_out(t)})})});
     // median_fixed compiles per radius triple: one 3D triple stands for all (the code is the
     // same with other constants).
-    out.push_back({"median.kernel", "median_radix", nb_defines(t, t)});
-    out.push_back({"median.kernel", "median_radix_local", nb_defines(t, t)});
-    out.push_back({"median.kernel", "median_count", nb_defines(t, t)});
+    out.push_back({"median.kernel", "median_radix", order_defines(t, t)});
+    out.push_back({"median.kernel", "median_radix_local", order_defines(t, t)});
+    out.push_back({"median.kernel", "median_count", order_defines(t, t)});
     out.push_back({"median.kernel", "median_fixed", median_fixed_defines(t, {2, 1, 1})});
     if (size_of(t) <= 4) {
       for (const char* e : {"r1_sum_2d_v4", "r1_min_2d_v4", "r1_max_2d_v4"})
-        out.push_back({"neighbourhood.kernel", e, nb_defines(t, t)});
+        out.push_back({"neighbourhood.kernel", e, stencil_defines(e)});
     }
     if (t == DType::f32) {
       for (const char* e : {"r1_min_2d_c4", "r1_max_2d_c4"})
-        out.push_back({"neighbourhood.kernel", e, nb_defines(t, t)});
+        out.push_back({"neighbourhood.kernel", e, order_defines(t, t)});
     }
     for (const char* e : floats)
       out.push_back({"neighbourhood.kernel", e, nb_defines(t, float_out(t))});
