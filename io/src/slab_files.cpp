@@ -144,6 +144,8 @@ class TiffSource final : public FileSlabSource {
     meta_.unit = c.unit;
     meta_.direction = Metadata{}.direction_or_default(static_cast<int>(shape_.ndim()));
     meta_.labels = stack_->labels();
+    meta_.channels = static_cast<int>(c.channels);
+    warnings_ = c.notes;
   }
   Shape shape() const override { return shape_; }
   DType dtype() const override { return dtype_; }

@@ -6,6 +6,7 @@
 #include <tiffio.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdarg>
 #include <cstddef>
@@ -402,7 +403,9 @@ TiffCalibration calibration_of(TIFF* t, std::size_t pages) {
     return it == f.end() ? std::string() : it->second;
   };
   if (imagej) c.unit = normalise_unit(field("unit"));
+  std::array<bool, 3> given{};  // the axes an ImageJ description's numbers calibrate
   if (has_res && (!c.unit.empty() || (imagej && (!has_unit || res_unit == RESUNIT_NONE)))) {
+    given[0] = given[1] = imagej;
     // ImageJ: pixels per unit of the description (also without one: the unit is then unknown).
     c.spacing[0] = 1.0 / static_cast<double>(xres);
     c.spacing[1] = 1.0 / static_cast<double>(yres);
@@ -425,13 +428,34 @@ TiffCalibration calibration_of(TIFF* t, std::size_t pages) {
         slices.value_or(1) <= 1) {
       c.channels = pages;
     }
-    if (z && *z > 0 && z_pages) {
+    if (z && !(*z > 0)) {
+      c.notes.push_back("the ImageJ spacing=" + field("spacing") +
+                        " is not a length: the z spacing is 1");
+    } else if (z && z_pages) {
       c.spacing[2] = *z;
-    } else if (z && *z > 0) {
+      given[2] = true;
+    } else if (z) {
       c.notes.push_back("the ImageJ description says " + number_text(channels) + " channel(s), " +
                         number_text(slices.value_or(1)) + " slice(s) and " + number_text(frames) +
                         " frame(s) in " + std::to_string(pages) +
                         " pages: the z spacing is 1, not its spacing " + field("spacing"));
+    }
+  }
+  // ImageJ writes yunit= and zunit= where y or z has a unit of its own (its Calibration's
+  // getYUnit, getZUnit): their numbers are in that unit, converted here to unit='s. They were
+  // read as unit='s (a z spacing of 1500 nm as 1500 um).
+  const char* unit_keys[3] = {"", "yunit", "zunit"};
+  for (int i = 1; i < 3; ++i) {
+    const std::string own = normalise_unit(field(unit_keys[i]));
+    if (own.empty() || own == c.unit || !given[static_cast<std::size_t>(i)]) continue;
+    const double from = io::metres_per(own), to = io::metres_per(c.unit);
+    if (from > 0 && to > 0) {
+      c.spacing[i] *= from / to;
+    } else {
+      c.notes.push_back(std::string("the ImageJ ") + unit_keys[i] + "=" + field(unit_keys[i]) +
+                        " cannot be converted to its unit=" +
+                        (c.unit.empty() ? std::string("(none)") : field("unit")) +
+                        "; the number is taken as it is");
     }
   }
   // ImageJ's origin is the pixel position of 0 (xorigin=10: pixel 10 is at 0).

@@ -152,8 +152,67 @@ class TestIoUnits : public QObject {
     QVERIFY2(out.startsWith("ok"), out.constData());
     const io::Image img = io::read(p(dir, "c.tif"));
     expect(img.meta, {1.0, 0.5, 0.5}, {}, "um", 1e-6, "ImageJ channels");
+    QCOMPARE(img.meta.channels, 3);
     QVERIFY(std::any_of(img.warnings.begin(), img.warnings.end(),
                         [](const std::string& w) { return w.find("channel") != w.npos; }));
+    // Streamed (gpix run --tiled) the same: channels, and the warning.
+    const auto streamed = io::open_slabs(p(dir, "c.tif"));
+    QVERIFY(streamed);
+    expect(streamed->metadata(), {1.0, 0.5, 0.5}, {}, "um", 1e-6, "ImageJ channels streamed");
+    QCOMPARE(streamed->metadata().channels, 3);
+    QCOMPARE(streamed->warnings().size(), std::size_t{1});
+    QVERIFY(streamed->warnings()[0].find("channel") != std::string::npos);
+  }
+
+  // ImageJ's yunit= and zunit=: y and z numbers in units of their own, converted to unit=
+  // (a z spacing of 1500 nm is 1.5 um, not 1500); one that cannot be converted is taken as it
+  // is, said in the warnings, as is a spacing that is not a length. Read whole and streamed.
+  void imagej_axis_units() {
+    if (!have_tifffile()) QSKIP("no /usr/bin/python3 with numpy and tifffile");
+    QTemporaryDir dir;
+    const QByteArray out = python(
+        QStringLiteral("import sys, numpy as np, tifffile\n"
+                       "d = sys.argv[1]\n"
+                       "a = np.zeros((4, 8, 9), np.uint16)\n"
+                       "def w(name, res, **m):\n"
+                       "    tifffile.imwrite(d + '/' + name, a, imagej=True, resolution=res,\n"
+                       "                     metadata=dict(axes='ZYX', **m))\n"
+                       "w('z_nm.tif', (2, 2), spacing=1500, unit='um', zunit='nm')\n"
+                       "w('y_mm.tif', (2, 0.5), spacing=3, unit='um', yunit='mm')\n"
+                       "w('z_s.tif', (2, 2), spacing=0.25, unit='um', zunit='sec')\n"
+                       "w('z_neg.tif', (2, 2), spacing=-2, unit='um')\n"
+                       "w('z_same.tif', (2, 2), spacing=1, unit='um', zunit='micron')\n"
+                       "print(tifffile.TiffFile(d + '/z_nm.tif').pages[0].description)\n"
+                       "print('ok')\n"),
+        {dir.path()});
+    QVERIFY2(out.contains("zunit=nm") && out.trimmed().endsWith("ok"), out.constData());
+    struct Case {
+      const char* file;
+      std::vector<double> spacing;
+      const char* warning;  // a part of a warning, or nullptr for none
+    };
+    const Case cases[] = {
+        {"z_nm.tif", {1.5, 0.5, 0.5}, nullptr},
+        {"y_mm.tif", {3.0, 2000.0, 0.5}, nullptr},
+        {"z_s.tif", {0.25, 0.5, 0.5}, "zunit=sec cannot be converted"},
+        {"z_neg.tif", {1.0, 0.5, 0.5}, "spacing=-2 is not a length"},
+        {"z_same.tif", {1.0, 0.5, 0.5}, nullptr},
+    };
+    for (const Case& c : cases) {
+      const io::Image img = io::read(p(dir, c.file));
+      expect(img.meta, c.spacing, {}, "um", 1e-9, c.file);
+      const auto streamed = io::open_slabs(p(dir, c.file));
+      QVERIFY(streamed);
+      expect(streamed->metadata(), c.spacing, {}, "um", 1e-9, std::string(c.file) + " streamed");
+      const bool warned =
+          c.warning && std::any_of(img.warnings.begin(), img.warnings.end(), [&](const auto& w) {
+            return w.find(c.warning) != std::string::npos;
+          });
+      QVERIFY2(c.warning ? warned : img.warnings.empty(), c.file);
+      QVERIFY2(streamed->warnings().size() == (c.warning ? 1U : 0U) &&
+                   (!c.warning || streamed->warnings()[0].find(c.warning) != std::string::npos),
+               c.file);
+    }
   }
 
   // Every format that stores stacks keeps spacing, origin and unit, through io::write and

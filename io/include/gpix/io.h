@@ -34,7 +34,8 @@ struct Metadata {
   // The length unit of spacing and origin, one for every axis, as normalise_unit() names it
   // ("um", "mm", ...). Empty when the file does not say: the numbers then have no known unit.
   // Where they come from and go to, per format:
-  //  - TIFF: an ImageJ description (unit=, spacing= for z, x/y/zorigin in pixels) with
+  //  - TIFF: an ImageJ description (unit=, spacing= for z, x/y/zorigin in pixels; yunit= and
+  //    zunit= where y or z has a unit of its own, converted to unit=) with
   //    XResolution/YResolution in pixels per unit; OME-XML (PhysicalSizeX/Y/Z and their
   //    units, µm when absent); else a resolution in inches or centimetres, as millimetres
   //    (what ITK reads). gpix writes the ImageJ form (ResolutionUnit NONE, inch or centimetre

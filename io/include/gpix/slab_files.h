@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gpix/io.h"
 #include "gpix/raw.h"
@@ -26,10 +27,14 @@ class FileSlabSource : public SlabSource {
  public:
   const Metadata& metadata() const { return meta_; }
   const std::string& format() const { return format_; }  // "TIFF", "MetaImage", ...
+  // What io::read says of the file's calibration in Image::warnings (a z spacing not taken, a
+  // unit that cannot be converted), for the same file.
+  const std::vector<std::string>& warnings() const { return warnings_; }
 
  protected:
   Metadata meta_;
   std::string format_;
+  std::vector<std::string> warnings_;
 };
 
 // The file's planes, or null when its format or encoding cannot be read in parts. Throws
