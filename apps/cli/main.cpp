@@ -234,6 +234,20 @@ HostArray load_source(const QString& source, const QCommandLineParser& p, QStrin
   return host;
 }
 
+// What the reader said of an input of `gpix run` (a calibration it could not take, libtiff's
+// remarks), on stderr, as `gpix info` shows it with the card: the output carries the
+// calibration as read, so the user learns why it differs from what the file meant.
+void print_warnings(const QString& source, const std::vector<std::string>& warnings) {
+  for (const auto& w : warnings) {
+    std::fprintf(stderr, "gpix: %s: warning: %s\n", source.toLocal8Bit().constData(), w.c_str());
+  }
+}
+void print_warnings(const QString& source, const QJsonObject& file_meta) {
+  std::vector<std::string> w;
+  for (const auto& v : file_meta["warnings"].toArray()) w.push_back(v.toString().toStdString());
+  print_warnings(source, w);
+}
+
 Device chosen_device(const QCommandLineParser& p) {
   return p.isSet("device") ? select_device(p.value("device").toStdString()) : default_device();
 }
@@ -451,13 +465,16 @@ std::unique_ptr<SlabSource> tiled_source(const QString& source, const QCommandLi
       return io::open_raw_slabs(file, raw_layout(file, p));
     if (auto s = io::open_slabs(file)) {
       calibration = s->metadata();
+      print_warnings(source, s->warnings());
       return s;
     }
   }
 #endif
   QString label, text;
   QJsonObject meta;
-  return std::make_unique<HostArraySource>(load_source(source, p, label, meta, text, &calibration));
+  auto host = load_source(source, p, label, meta, text, &calibration);
+  print_warnings(source, meta);
+  return std::make_unique<HostArraySource>(std::move(host));
 }
 
 #if GPIX_CLI_HAVE_IO
@@ -617,6 +634,7 @@ int cmd_run(const QCommandLineParser& p, const QStringList& args) {
     QJsonObject meta;
     inputs.push_back(Array::push(
         load_source(args[2 + i], p, label, meta, text, i == 0 ? &calibration : nullptr), dev));
+    print_warnings(args[2 + i], meta);
   }
   const Result r = run(f.name, inputs, params);
   if (!table) {

@@ -213,6 +213,15 @@ class TestIoUnits : public QObject {
                    (!c.warning || streamed->warnings()[0].find(c.warning) != std::string::npos),
                c.file);
     }
+    // gpix run says it on stderr, whole and tiled, and runs.
+    for (const bool tiled : {false, true}) {
+      QStringList args{"run", "mean_box", dir.path() + "/z_s.tif", dir.path() + "/out.tif"};
+      if (tiled) args << "--tiled";
+      const auto r = test::run_cli(args);
+      QVERIFY2(r.code == 0, r.err.constData());
+      QVERIFY2(r.err.contains("z_s.tif: warning: the ImageJ zunit=sec cannot be converted"),
+               r.err.constData());
+    }
   }
 
   // Every format that stores stacks keeps spacing, origin and unit, through io::write and
