@@ -40,6 +40,10 @@
  *                                                     bit casts
  *   gpix_div_round(CT, a, d)                          a / d for gpix_i32 or gpix_i64 a and
  *                                                     d > 0, rounded half to even, exactly
+ *   gpix_mean_div(T, CT, s, d)                        a box mean's s / d, exact into 8- and
+ *                                                     16-bit integers from float32 sums
+ *   gpix_round_quotient_f32(s, d, q)                  the integer nearest s / d from an
+ *                                                     estimate q within one of it
  *   gpix_mul_add_unfused_f64(a, b, c), gpix_div_rn_f64(a, b)
  *                                                     a * b + c, the product rounded first
  *                                                     (never fused), and a / b, rounded to
@@ -434,6 +438,33 @@ GPIX_DIV_ROUND(gpix_i32)
 GPIX_DIV_ROUND(gpix_i64)
 #undef GPIX_DIV_ROUND
 #define gpix_div_round(CT, a, d) GPIX_CAT(gpix_div_round_, CT)(a, d)
+
+/* gpix_round_quotient_f32(s, d, q): the integer nearest s / d, half to even, for float32 s
+ * and d > 0 holding integers below 2^24, from an estimate q (an integer within one of it):
+ * the remainder s - q d is exact in float32 and decides. */
+GPIX_FUNC gpix_f32 gpix_round_quotient_f32(gpix_f32 s, gpix_f32 d, gpix_f32 q) {
+  const gpix_f32 r2 = 2.0f * (s - q * d);
+  const int odd = (((gpix_i32)q) & 1) != 0;
+  if (r2 > d || (r2 == d && odd)) q += 1.0f;
+  if (r2 < -d || (r2 == -d && odd)) q -= 1.0f;
+  return q;
+}
+/* gpix_mean_div(T, CT, s, d): the last step of a box mean, s / d. Into an integer T from
+ * float32 sums of 8- and 16-bit values (integers below 2^24: neighbourhood.cpp's int_sum_type
+ * keeps them there) the rounded quotient is exact only where the division is correctly
+ * rounded: CUDA's is (NVRTC's -prec-div=true, its default, which gpix keeps); OpenCL 1.2 allows
+ * float32 division 2.5 ulp, which near 65535 is 0.01, more than a window of 51 keeps a mean
+ * from a half, so there rint(s / d) is only the estimate of gpix_round_quotient_f32.
+ * Otherwise (a float T, float64 sums) s / d. */
+#if defined(__OPENCL_VERSION__)
+#define gpix_mean_div(T, CT, s, d)                                                             \
+  (((T)0.5f == (T)0 && sizeof(CT) == 4)                                                        \
+       ? (CT)gpix_round_quotient_f32((gpix_f32)(s), (gpix_f32)(d),                             \
+                                     gpix_rint((gpix_f32)(s) / (gpix_f32)(d)))                 \
+       : (s) / (d))
+#else
+#define gpix_mean_div(T, CT, s, d) ((s) / (d))
+#endif
 
 /* ---------------------------------------------------------------- ordered keys
  * The medians sort keys (gpix_key_t(T)): integers as they are, floats as their bits turned

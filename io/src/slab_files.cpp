@@ -102,6 +102,7 @@ class RawFileSource final : public FileSlabSource {
     meta_ = std::move(meta);
     format_ = std::move(format);
   }
+  void set_warnings(std::vector<std::string> w) { warnings_ = std::move(w); }
   Shape shape() const override { return shape_; }
   DType dtype() const override { return dtype_; }
   void read(std::size_t from, std::size_t to, std::byte* dst) override {
@@ -188,9 +189,12 @@ std::unique_ptr<FileSlabSource> open_raw_format(const fs::path& path, const Form
   if (!data) return nullptr;
   const bool swap =
       size_of(*dtype) > 1 && data->big_endian != (std::endian::native == std::endian::big);
-  return std::make_unique<RawFileSource>(
-      data->file, data->offset, shape, *dtype, swap,
-      detail::metadata_of(*io, static_cast<int>(zyx.size()), format, path, nullptr), format.name);
+  std::vector<std::string> notes;
+  Metadata meta = detail::metadata_of(*io, static_cast<int>(zyx.size()), format, path, &notes);
+  auto source = std::make_unique<RawFileSource>(data->file, data->offset, shape, *dtype, swap,
+                                                std::move(meta), format.name);
+  source->set_warnings(std::move(notes));
+  return source;
 }
 
 std::string numbers(const std::vector<double>& v, const char* sep = " ") {

@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "gpix/filters/neighbourhood.h"
+#include "gpix/kernel.h"
 #include "harness.h"
 #include "reference.h"
 
@@ -668,9 +669,11 @@ class TestNeighbourhood : public QObject {
         {Shape{13, 67, 37}, {3, 3, 3}},   // 343: tile xy, then tile z pass
         {Shape{13, 20, 37}, {1, 1, 20}},  // 369
         {Shape{9, 10, 11}, {2, 12, 1}},   // 375: y pass past the tiles' 8
+        {Shape{7, 20, 19}, {8, 8, 60}},   // 34969: int64 with x and y radii a tile takes
     };
     const Case cases8[] = {
         {Shape{40, 50}, {128, 128, 0}},     // 66049
+        {Shape{5, 20, 19}, {8, 8, 150}},    // 86989: int32 on uint8, x and y radii of 8
         {Shape{5, 6, 7}, {102, 102, 102}},  // 205^3: int64 on uint8
     };
     // The exact means, rounded half to even: int64 sums of replicated borders, one axis at a
@@ -738,6 +741,56 @@ class TestNeighbourhood : public QObject {
       check(std::int8_t{}, c);
       if (QTest::currentTestFailed()) return;
     }
+  }
+
+  // dialect.h's gpix_round_quotient_f32, which makes OpenCL's box means into 8- and 16-bit
+  // integers exact whatever its float32 division's error: from estimates one below, at and one
+  // above the nearest integer, sums of either sign up to 2^24 and odd and even windows (ties),
+  // it gives the integer nearest s / d, half to even. (On PoCL the division is exact, so the
+  // means alone never reach the correction.)
+  void mean_quotient_correction_data() { devices_data(); }
+  void mean_quotient_correction() {
+    const Device dev = test::fetch_device();
+    const char* src = R"(
+GPIX_KERNEL void round_quotient(GPIX_CONST_GLOBAL float* s, GPIX_CONST_GLOBAL float* d,
+                                GPIX_CONST_GLOBAL float* q, GPIX_GLOBAL float* out, gpix_index n) {
+  const gpix_index i = gpix_global_id(0);
+  if (i < n) out[i] = gpix_round_quotient_f32(s[i], d[i], q[i]);
+}
+)";
+    std::vector<float> sums, divisors, estimates;
+    std::vector<double> expect;
+    std::uniform_int_distribution<std::int64_t> window(1, 1000), value(-16000, 16000);
+    for (int k = 0; k < 30000; ++k) {
+      const std::int64_t d = k < 4 ? 2 : window(test::rng());
+      // Near halves and integers too: s = q d + r for a chosen remainder.
+      const std::int64_t q = k < 4 ? 2 * k - 3 : value(test::rng());
+      const std::int64_t r =
+          k < 4 ? 1 : std::uniform_int_distribution<std::int64_t>(-d + 1, d - 1)(test::rng());
+      const std::int64_t sum = q * d + r;
+      if (std::abs(sum) >= (std::int64_t{1} << 24)) continue;
+      std::int64_t n = sum / d, rem = sum % d;  // the nearest, half to even
+      if (rem < 0) {
+        n -= 1;
+        rem += d;
+      }
+      if (2 * rem > d || (2 * rem == d && n % 2 != 0)) n += 1;
+      for (int off = -1; off <= 1; ++off) {
+        sums.push_back(static_cast<float>(sum));
+        divisors.push_back(static_cast<float>(d));
+        estimates.push_back(static_cast<float>(n + off));
+        expect.push_back(static_cast<double>(n));
+      }
+    }
+    const auto push = [&](const std::vector<float>& v) {
+      return Array::push(v, Shape{v.size()}, dev);
+    };
+    Array out = Array::empty(Shape{sums.size()}, DType::f32, dev);
+    out.fill(Scalar(std::nanf("")));
+    execute(src, "round_quotient", {sums.size()},
+            {push(sums), push(divisors), push(estimates), out, std::uint64_t{sums.size()}}, {},
+            dev);
+    compare(out.pull_as<float>(), ref::cast<float>(expect), 0, 0, "gpix_round_quotient_f32");
   }
 
   void typed_functions_data() { devices_data(); }

@@ -284,6 +284,31 @@ class TestIoUnits : public QObject {
     }
   }
 
+  // A NRRD whose space units differ per axis reads without a unit, said in the warnings; the
+  // streamed source (gpix run --tiled) says the same.
+  void nrrd_mixed_units_warned_streamed() {
+    QTemporaryDir dir;
+    {
+      QFile f(dir.path() + "/m.nhdr");
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(
+          "NRRD0004\ntype: uint8\ndimension: 3\nsizes: 4 3 2\nspace dimension: 3\n"
+          "space directions: (1,0,0) (0,1,0) (0,0,2)\nspace units: \"um\" \"um\" \"mm\"\n"
+          "encoding: raw\ndata file: m.raw\n\n");
+      QFile r(dir.path() + "/m.raw");
+      QVERIFY(r.open(QIODevice::WriteOnly));
+      r.write(QByteArray(24, '\x07'));
+    }
+    const io::Image img = io::read(p(dir, "m.nhdr"));
+    QCOMPARE(img.meta.unit, std::string());
+    QCOMPARE(img.warnings.size(), std::size_t{1});
+    QVERIFY(img.warnings[0].find("space units differ") != std::string::npos);
+    const auto streamed = io::open_slabs(p(dir, "m.nhdr"));
+    QVERIFY(streamed);
+    QCOMPARE(streamed->metadata().unit, std::string());
+    QCOMPARE(streamed->warnings(), img.warnings);
+  }
+
   // What other readers find in gpix's files.
   void other_tools_read_gpix_files() {
     if (!have_tifffile()) QSKIP("no /usr/bin/python3 with numpy and tifffile");

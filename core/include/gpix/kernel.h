@@ -31,7 +31,11 @@ using KernelArgument =
 using KernelDefines = std::vector<std::pair<std::string, std::string>>;
 
 // Compiles source (cached in memory and on disk) and runs entry over `range` work-items
-// (x, y, z: range[0] is the fastest axis, like gpix_global_id(0)); blocks until done.
+// (x, y, z: range[0] is the fastest axis, like gpix_global_id(0)); blocks until done. Read the
+// work-item's position through the dialect's ids only (gpix_global_id and the rest), never the
+// API's own (get_global_id, blockIdx): a range past the device's work-groups on y or z (CUDA:
+// 65535 groups of 16 in 2D, of 8 in 3D) runs with that axis swapped with x, which only the
+// dialect's ids undo (kernels/dialect.h, GPIX_GRID_SWAP).
 // Throws CompileError with the build log, InvalidArgument for arrays of another device.
 void execute(std::string_view source, std::string_view entry, std::vector<std::size_t> range,
              const std::vector<KernelArgument>& args, const KernelDefines& defines = {},

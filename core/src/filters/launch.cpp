@@ -72,8 +72,7 @@ Launch flat_grid(std::size_t n, const Defines& d) {
   return flat_grid(ceil_div(n, k * per_index));
 }
 
-int swapped_axis(const DeviceImpl& dev, std::string_view entry, const Launch& g) {
-  std::array<std::size_t, 3> groups{};
+int fitting_axis(const DeviceImpl& dev, const Launch& g, std::array<std::size_t, 3>& groups) {
   for (std::size_t i = 0; i < 3; ++i) groups[i] = g.local[i] ? g.global[i] / g.local[i] : 0;
   const auto over = [&](std::size_t n, int limit_axis) { return n > dev.groups_limit(limit_axis); };
   int axis = 0;
@@ -86,7 +85,13 @@ int swapped_axis(const DeviceImpl& dev, std::string_view entry, const Launch& g)
   }
   if (axis == 0) return 0;
   fits = fits && !over(groups[0], axis) && !over(groups[static_cast<std::size_t>(axis)], 0);
-  if (!fits) {
+  return fits ? axis : -1;
+}
+
+int swapped_axis(const DeviceImpl& dev, std::string_view entry, const Launch& g) {
+  std::array<std::size_t, 3> groups{};
+  const int axis = fitting_axis(dev, g, groups);
+  if (axis < 0) {
     throw InvalidArgument(std::string(entry) + ": a grid of " + std::to_string(groups[0]) + " x " +
                           std::to_string(groups[1]) + " x " + std::to_string(groups[2]) +
                           " work-groups does not fit the " + std::to_string(dev.groups_limit(0)) +
@@ -127,7 +132,11 @@ void launch(const Array& on, std::string_view file, std::string_view entry, cons
 bool launch_if_ready(const Array& on, std::string_view file, std::string_view entry,
                      const Defines& defines, const Launch& grid, const KernelArgs& args) {
   auto& dev = *Access::impl(on).device;
-  const int axis = swapped_axis(dev, entry, grid);
+  // A grid that fits neither way: the caller's plain tier, whose grid may (launch() says so
+  // where it does not).
+  std::array<std::size_t, 3> groups{};
+  const int axis = fitting_axis(dev, grid, groups);
+  if (axis < 0) return false;
   const auto k = axis ? dev.kernel_if_ready(program(file), entry, with_swap(defines, axis))
                       : dev.kernel_if_ready(program(file), entry, defines);
   if (!k) return false;

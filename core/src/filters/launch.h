@@ -94,6 +94,8 @@ inline void push_shape(KernelArgs& args, const Shape& s) {
 // on the swapped axis and x together: on CUDA past 65535 x 65535 work-groups, some 2^40 pixels
 // in 2D). swap_axes: g with x and `axis` traded. with_swap: d and the define.
 int swapped_axis(const DeviceImpl& dev, std::string_view entry, const Launch& g);
+// The same without the throw: -1 where g fits neither way; `groups` gets g's work-groups.
+int fitting_axis(const DeviceImpl& dev, const Launch& g, std::array<std::size_t, 3>& groups);
 Launch swap_axes(Launch g, int axis);
 Defines with_swap(const Defines& d, int axis);
 
@@ -103,8 +105,9 @@ void launch(const Array& on, std::string_view file, std::string_view entry, cons
             const Launch& grid, const KernelArgs& args);
 
 // launch(), where file:entry is ready to run now (DeviceImpl::kernel_if_ready); false, and
-// nothing launched, where it is not (its program then compiles in the background): the caller
-// runs its plain kernel. One lookup of the program for the launch and the question together.
+// nothing launched, where it is not (its program then compiles in the background) or where
+// its grid fits the device neither way (fitting_axis): the caller runs its plain kernel. One lookup
+// of the program for the launch and the question together.
 bool launch_if_ready(const Array& on, std::string_view file, std::string_view entry,
                      const Defines& defines, const Launch& grid, const KernelArgs& args);
 

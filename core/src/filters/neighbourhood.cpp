@@ -214,8 +214,19 @@ bool tile_extents_ok(const Shape& s) {
   constexpr std::size_t kMax = std::numeric_limits<std::int32_t>::max() - 4095;
   return s.width() <= kMax && s.height() <= kMax && s.depth() <= kMax;
 }
+// Whether tiled.kernel has a prebuilt program for a pass of these types (the bundle must carry
+// every program a call can ask for: NVRTC is optional at run time): every float path, and the
+// exact means' int32 passes of 16-bit images (add_neighbourhood_variants). The exact means'
+// int64 passes (windows of 32768 pixels and more) and 8-bit images' int32 passes (65536 and
+// more) take separable.kernel's passes instead: as rare as those windows, and as exact.
+bool tile_types_ok(const Separable& s, DType in, DType out) {
+  const auto byte = [](DType t) { return t == DType::u8 || t == DType::i8; };
+  return !s.int_acc || (*s.int_acc == DType::i32 && !byte(in) && !byte(out));
+}
+
 bool tile_xy_ok(const Array& a, const Separable& s, DType out, int rx, int ry) {
   if (rx > kTileRmax || ry > kTileRmax || !tile_extents_ok(a.shape())) return false;
+  if (!tile_types_ok(s, a.dtype(), out)) return false;
   const auto tb = static_cast<std::size_t>(tile_bucket(std::max(rx, ry)));
   const std::size_t rows = tile_rows(wide_acc(s, a.dtype(), out), static_cast<int>(tb)) + 2 * tb;
   return fits(a, s, a.dtype(), out, rows * ((kTileX + 2 * tb + 1) + (kTileX + 1)));
@@ -329,7 +340,8 @@ Array sep_axis(const Array& in, DType out_t, const Separable& s, int axis, doubl
   } else if (axis == 0 && r <= kRmaxX && fits(in, s, in.dtype(), out_t, kLocalX)) {
     done = sep_launch(in, out, s, "x", grid({sh.width(), sh.height(), sh.depth()}, {256, 1, 1}), 0,
                       -1, 0, divisor);
-  } else if (axis > 0 && r <= kTileRmax && tile_extents_ok(sh)) {
+  } else if (axis > 0 && r <= kTileRmax && tile_extents_ok(sh) &&
+             tile_types_ok(s, in.dtype(), out_t)) {
     // tiled.kernel's pass; separable.kernel's local-tile pass is not asked for meanwhile (the
     // tile pass is the one that stays).
     done = sep_launch(in, out, s, "axis",
@@ -356,9 +368,14 @@ Array sep_axis(const Array& in, DType out_t, const Separable& s, int axis, doubl
 Array separable(const Array& in, const Separable& s, DType out_t, const RunOptions& o,
                 std::string_view filter) {
   const DType inter = acc_type(s, in.dtype(), out_t);
-  if (s.op == SepOp::conv || (s.op == SepOp::sum && !s.int_acc)) {
-    require_compute(in, compute_type({in.dtype(), out_t}), filter);
-  }
+  // Float64 sums and convolutions, and float64 data, in the filter's own words where the
+  // device has no fp64 (DeviceImpl::kernel would refuse the program in its own).
+  const bool order = s.op == SepOp::min || s.op == SepOp::max;
+  require_compute(in,
+                  order       ? order_ct(in.dtype(), out_t)
+                  : s.int_acc ? DType::f32
+                              : compute_type({in.dtype(), out_t}),
+                  filter);
   double window = 1;
   for (int r : s.radius) window *= 2 * r + 1;
   const int nd = in.ndim();
@@ -544,7 +561,9 @@ Array box_op(const Array& in, SepOp op, const Radii& r, const RunOptions& o,
   if (radius_one(in, r)) {
     const char* names[] = {"", "sum", "min", "max"};
     const double divisor = in.ndim() == 2 ? 9.0 : 27.0;
-    if (op == SepOp::sum) require_compute(in, compute_type({in.dtype()}), filter);
+    require_compute(
+        in, op == SepOp::sum ? compute_type({in.dtype()}) : order_ct(in.dtype(), in.dtype()),
+        filter);
     return radius_one_box(in, names[static_cast<int>(op)], in.dtype(), divisor);
   }
   Separable s{op};
@@ -610,6 +629,7 @@ std::array<std::size_t, 3> median_group(DType t, int ndim, const Radii& r) {
 }
 
 Array median(const Array& in, const Radii& r) {
+  require_compute(in, order_ct(in.dtype(), in.dtype()), "median_box");
   // A median is exact whichever kernel finds it, so while the specialised kernel (the r1
   // sorting network, median_fixed's registers) compiles, median_count (up to 27 values) or
   // median_radix serves.
@@ -1047,8 +1067,7 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
       }
     }
     // Exact means (int_sum_type): the passes of 8- and 16-bit images in int32 and int64, the
-    // tiled ones for 16-bit images in int32 (radii up to 8 reach 256 pixels, never 65536 or
-    // 2^31 / 65535).
+    // tiled ones for 16-bit images in int32 (tile_types_ok: the others run separable.kernel).
     if (!is_float(t) && size_of(t) <= 2) {
       for (DType acc : {DType::i32, DType::i64}) {
         const Separable mean{SepOp::sum, {}, {}, acc};
