@@ -41,8 +41,7 @@ void execute(std::string_view source, std::string_view entry, std::vector<std::s
     l.global[i] = detail::round_up(range[i], l.local[i]);
   }
   // A tall range runs as gpix's own kernels do past CUDA's grid limits (filters/launch.h).
-  const int axis = detail::swapped_axis(dev, entry, l);
-  const auto k = dev.kernel(src, entry, axis ? detail::with_swap(d, axis) : d);
+  const auto [k, grid] = detail::kernel_for_grid(dev, src, entry, d, l);
   std::vector<detail::KernelArg> kargs;
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::visit(
@@ -69,7 +68,7 @@ void execute(std::string_view source, std::string_view entry, std::vector<std::s
         },
         args[i]);
   }
-  dev.launch(*k, axis ? detail::swap_axes(l, axis) : l, kargs);
+  dev.launch(*k, grid, kargs);
   dev.finish();
 }
 

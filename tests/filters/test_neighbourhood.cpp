@@ -32,6 +32,16 @@ namespace {
 
 using Radii = std::array<int, 3>;
 
+// The integer nearest sum / n (n > 0), half to even, exactly.
+std::int64_t nearest_quotient(std::int64_t sum, std::int64_t n) {
+  std::int64_t q = sum / n, rem = sum % n;
+  if (rem < 0) {
+    q -= 1;
+    rem += n;
+  }
+  return 2 * rem > n || (2 * rem == n && q % 2 != 0) ? q + 1 : q;
+}
+
 Params box_params(const Radii& r) {
   return {{"radius_x", double(r[0])}, {"radius_y", double(r[1])}, {"radius_z", double(r[2])}};
 }
@@ -698,12 +708,7 @@ class TestNeighbourhood : public QObject {
       }
       std::vector<double> out(cur.size());
       for (std::size_t i = 0; i < cur.size(); ++i) {
-        std::int64_t q = cur[i] / n, rem = cur[i] % n;
-        if (rem < 0) {
-          q -= 1;
-          rem += n;
-        }
-        out[i] = static_cast<double>(2 * rem > n || (2 * rem == n && q % 2 != 0) ? q + 1 : q);
+        out[i] = static_cast<double>(nearest_quotient(cur[i], n));
       }
       return out;
     };
@@ -769,12 +774,7 @@ GPIX_KERNEL void round_quotient(GPIX_CONST_GLOBAL float* s, GPIX_CONST_GLOBAL fl
           k < 4 ? 1 : std::uniform_int_distribution<std::int64_t>(-d + 1, d - 1)(test::rng());
       const std::int64_t sum = q * d + r;
       if (std::abs(sum) >= (std::int64_t{1} << 24)) continue;
-      std::int64_t n = sum / d, rem = sum % d;  // the nearest, half to even
-      if (rem < 0) {
-        n -= 1;
-        rem += d;
-      }
-      if (2 * rem > d || (2 * rem == d && n % 2 != 0)) n += 1;
+      const std::int64_t n = nearest_quotient(sum, d);
       for (int off = -1; off <= 1; ++off) {
         sums.push_back(static_cast<float>(sum));
         divisors.push_back(static_cast<float>(d));

@@ -21,6 +21,18 @@
 
 using namespace gpix;
 
+#if defined(GPIX_HAVE_CUDA)
+// `name`: NVRTC, or the test skipped where it is missing (failed where GPIX_REQUIRE_NVRTC says
+// it must be there). A macro: QSKIP and QFAIL return from the test function.
+#define GPIX_NVRTC_OR_SKIP(name)                                                    \
+  std::string name##_why;                                                           \
+  const detail::Nvrtc* name = detail::Nvrtc::get(&name##_why);                      \
+  if (!name) {                                                                      \
+    if (qEnvironmentVariableIsSet("GPIX_REQUIRE_NVRTC")) QFAIL(name##_why.c_str()); \
+    QSKIP(name##_why.c_str());                                                      \
+  }
+#endif
+
 class TestKernelBuild : public QObject {
   Q_OBJECT
  private slots:
@@ -28,12 +40,7 @@ class TestKernelBuild : public QObject {
 #if !defined(GPIX_HAVE_CUDA)
     QSKIP("built with GPIX_WITH_CUDA=OFF");
 #else
-    std::string why;
-    const detail::Nvrtc* nvrtc = detail::Nvrtc::get(&why);
-    if (!nvrtc) {
-      if (qEnvironmentVariableIsSet("GPIX_REQUIRE_NVRTC")) QFAIL(why.c_str());
-      QSKIP(why.c_str());
-    }
+    GPIX_NVRTC_OR_SKIP(nvrtc);
     qInfo("NVRTC %s", nvrtc->version().c_str());
     const auto variants = detail::all_kernel_variants();
     QVERIFY(!variants.empty());
@@ -105,12 +112,7 @@ class TestKernelBuild : public QObject {
 #if !defined(GPIX_HAVE_CUDA)
     QSKIP("built with GPIX_WITH_CUDA=OFF");
 #else
-    std::string why;
-    const detail::Nvrtc* nvrtc = detail::Nvrtc::get(&why);
-    if (!nvrtc) {
-      if (qEnvironmentVariableIsSet("GPIX_REQUIRE_NVRTC")) QFAIL(why.c_str());
-      QSKIP(why.c_str());
-    }
+    GPIX_NVRTC_OR_SKIP(nvrtc);
     std::map<std::string, std::vector<const detail::KernelVariant*> > by_file;
     const auto variants = detail::all_kernel_variants();
     for (const auto& v : variants) by_file[v.file].push_back(&v);

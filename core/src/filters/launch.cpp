@@ -88,20 +88,7 @@ int fitting_axis(const DeviceImpl& dev, const Launch& g, std::array<std::size_t,
   return fits ? axis : -1;
 }
 
-int swapped_axis(const DeviceImpl& dev, std::string_view entry, const Launch& g) {
-  std::array<std::size_t, 3> groups{};
-  const int axis = fitting_axis(dev, g, groups);
-  if (axis < 0) {
-    throw InvalidArgument(std::string(entry) + ": a grid of " + std::to_string(groups[0]) + " x " +
-                          std::to_string(groups[1]) + " x " + std::to_string(groups[2]) +
-                          " work-groups does not fit the " + std::to_string(dev.groups_limit(0)) +
-                          " x " + std::to_string(dev.groups_limit(1)) + " x " +
-                          std::to_string(dev.groups_limit(2)) + " that '" + dev.info().name +
-                          "' launches, nor with the x axis swapped with y or z; use a smaller "
-                          "image");
-  }
-  return axis;
-}
+namespace {
 
 Launch swap_axes(Launch g, int axis) {
   const auto s = static_cast<std::size_t>(axis);
@@ -117,16 +104,31 @@ Defines with_swap(const Defines& d, int axis) {
   return out;
 }
 
+}  // namespace
+
+std::pair<DeviceImpl::KernelPtr, Launch> kernel_for_grid(DeviceImpl& dev, const ProgramSource& src,
+                                                         std::string_view entry,
+                                                         const Defines& defines, const Launch& g) {
+  std::array<std::size_t, 3> groups{};
+  const int axis = fitting_axis(dev, g, groups);
+  if (axis < 0) {
+    throw InvalidArgument(std::string(entry) + ": a grid of " + std::to_string(groups[0]) + " x " +
+                          std::to_string(groups[1]) + " x " + std::to_string(groups[2]) +
+                          " work-groups does not fit the " + std::to_string(dev.groups_limit(0)) +
+                          " x " + std::to_string(dev.groups_limit(1)) + " x " +
+                          std::to_string(dev.groups_limit(2)) + " that '" + dev.info().name +
+                          "' launches, nor with the x axis swapped with y or z; use a smaller "
+                          "image");
+  }
+  if (axis == 0) return {dev.kernel(src, entry, defines), g};
+  return {dev.kernel(src, entry, with_swap(defines, axis)), swap_axes(g, axis)};
+}
+
 void launch(const Array& on, std::string_view file, std::string_view entry, const Defines& defines,
             const Launch& grid, const KernelArgs& args) {
   auto& dev = *Access::impl(on).device;
-  if (const int axis = swapped_axis(dev, entry, grid)) {
-    const auto k = dev.kernel(program(file), entry, with_swap(defines, axis));
-    dev.launch(*k, swap_axes(grid, axis), args);
-    return;
-  }
-  const auto k = dev.kernel(program(file), entry, defines);
-  dev.launch(*k, grid, args);
+  const auto [k, g] = kernel_for_grid(dev, program(file), entry, defines, grid);
+  dev.launch(*k, g, args);
 }
 
 bool launch_if_ready(const Array& on, std::string_view file, std::string_view entry,

@@ -3,6 +3,7 @@
 #include <array>
 #include <initializer_list>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -89,18 +90,18 @@ inline void push_shape(KernelArgs& args, const Shape& s) {
 
 // Grids past a device's work-groups on y or z (CUDA: 65535 on each, 2^31 - 1 on x) launch
 // with that axis and x trading places, and the kernel built with GPIX_GRID_SWAP (dialect.h)
-// undoes the trade. swapped_axis: that axis (1 or 2), or 0 where g fits as it is; throws
-// InvalidArgument naming `entry` where g fits neither way (past the limit on y and z both, or
-// on the swapped axis and x together: on CUDA past 65535 x 65535 work-groups, some 2^40 pixels
-// in 2D). swap_axes: g with x and `axis` traded. with_swap: d and the define.
-int swapped_axis(const DeviceImpl& dev, std::string_view entry, const Launch& g);
-// The same without the throw: -1 where g fits neither way; `groups` gets g's work-groups.
+// undoes the trade. fitting_axis: that axis (1 or 2), 0 where g fits as it is, -1 where it fits
+// neither way (past the limit on y and z both, or on the swapped axis and x together: on CUDA
+// past 65535 x 65535 work-groups, some 2^40 pixels in 2D); `groups` gets g's work-groups.
 int fitting_axis(const DeviceImpl& dev, const Launch& g, std::array<std::size_t, 3>& groups);
-Launch swap_axes(Launch g, int axis);
-Defines with_swap(const Defines& d, int axis);
+// Builds (cached) src's `entry` for grid g on dev and the grid to launch it with: g itself, or
+// g swapped where fitting_axis() says so; InvalidArgument naming `entry` where g fits neither
+// way.
+std::pair<DeviceImpl::KernelPtr, Launch> kernel_for_grid(DeviceImpl& dev, const ProgramSource& src,
+                                                         std::string_view entry,
+                                                         const Defines& defines, const Launch& g);
 
-// Builds (cached) and launches file:entry on `on`'s device, its grid swapped where
-// swapped_axis() says so.
+// Builds (cached) and launches file:entry on `on`'s device (kernel_for_grid).
 void launch(const Array& on, std::string_view file, std::string_view entry, const Defines& defines,
             const Launch& grid, const KernelArgs& args);
 

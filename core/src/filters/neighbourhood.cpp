@@ -37,10 +37,14 @@ DType float_out(DType t) {
 }
 
 // T_IN, T_OUT and CT for both kernel files; every launch and kernel_variants use this.
-Defines nb_defines(DType in, DType out) {
+// T_IN, T_OUT and the compute type CT of a neighbourhood kernel.
+Defines ct_defines(DType in, DType out, DType ct) {
   Defines d;
-  add_type_defines(d, {{"T_IN", in}, {"T_OUT", out}, {"CT", compute_type({in, out})}});
+  add_type_defines(d, {{"T_IN", in}, {"T_OUT", out}, {"CT", ct}});
   return d;
+}
+Defines nb_defines(DType in, DType out) {
+  return ct_defines(in, out, compute_type({in, out}));
 }
 
 // The defines of the order filters' kernels (minimum, maximum, median, and the hats'
@@ -52,9 +56,7 @@ DType order_ct(DType in, DType out) {
   return in == DType::f64 || out == DType::f64 ? DType::f64 : DType::f32;
 }
 Defines order_defines(DType in, DType out) {
-  Defines d;
-  add_type_defines(d, {{"T_IN", in}, {"T_OUT", out}, {"CT", order_ct(in, out)}});
-  return d;
+  return ct_defines(in, out, order_ct(in, out));
 }
 
 // The pointwise steps (subtract_sat, unsharp, difference): nb_defines and FLAT_K for the
@@ -72,6 +74,9 @@ Defines subtract_sat_defines(DType t, bool v4 = false) {
 }
 
 enum class SepOp { conv, sum, min, max };  // TILE_OP in tiled.kernel: 0 .. 3
+bool is_order(SepOp op) {
+  return op == SepOp::min || op == SepOp::max;
+}
 
 struct Separable {
   SepOp op;
@@ -80,6 +85,13 @@ struct Separable {
   // sum only: the integer type an exact mean sums in (int_sum_type); none: the compute type.
   std::optional<DType> int_acc{};
 };
+
+// The pixels of a box of these radii (0 on an axis: one pixel there).
+double window_pixels(const std::array<int, 3>& radius) {
+  double window = 1;
+  for (int r : radius) window *= 2 * r + 1;
+  return window;
+}
 
 // The integer type the box mean of an 8- or 16-bit integer image sums in where float32 could
 // miss its exact mean (rounded half to even); none where it cannot, and for every other type,
@@ -105,7 +117,14 @@ std::optional<DType> int_sum_type(SepOp op, DType in, DType out, double window) 
 // compute type, exact means their integer type.
 DType acc_type(const Separable& s, DType in, DType out) {
   if (s.int_acc) return *s.int_acc;
-  return s.op == SepOp::min || s.op == SepOp::max ? in : compute_type({in, out});
+  return is_order(s.op) ? in : compute_type({in, out});
+}
+
+// The compute type CT of a pass: an exact mean's integer type, order_ct for minima and maxima,
+// else the compute type.
+DType pass_ct(const Separable& s, DType in, DType out) {
+  if (s.int_acc) return *s.int_acc;
+  return is_order(s.op) ? order_ct(in, out) : compute_type({in, out});
 }
 
 // An 8-byte accumulator (float64 sums and convolutions, int64 sums, 64-bit keys):
@@ -114,14 +133,11 @@ bool wide_acc(const Separable& s, DType in, DType out) {
   return size_of(acc_type(s, in, out)) > 4;
 }
 
-// separable.kernel's and tiled.kernel's defines: nb_defines; order_defines for minima and
-// maxima; for an exact mean its integer type as CT and GPIX_INT_SUM.
+// separable.kernel's and tiled.kernel's defines: the types with pass_ct, and GPIX_INT_SUM for
+// an exact mean.
 Defines sep_defines(const Separable& s, DType in, DType out) {
-  if (s.op == SepOp::min || s.op == SepOp::max) return order_defines(in, out);
-  if (!s.int_acc) return nb_defines(in, out);
-  Defines d;
-  add_type_defines(d, {{"T_IN", in}, {"T_OUT", out}, {"CT", *s.int_acc}});
-  d.emplace_back("GPIX_INT_SUM", "1");
+  Defines d = ct_defines(in, out, pass_ct(s, in, out));
+  if (s.int_acc) d.emplace_back("GPIX_INT_SUM", "1");
   return d;
 }
 
@@ -242,10 +258,7 @@ bool tile_xy_ok(const Array& a, const Separable& s, DType out, int rx, int ry) {
 // holds, so that no compile starts for a call that could not take it.
 bool sep_launch(const Array& in, const Array& out, const Separable& s, const char* shape,
                 const Launch& g, int axis_a, int axis_b, int axis, double divisor, int tb = 0) {
-  const DType ct = s.int_acc ? *s.int_acc
-                   : s.op == SepOp::min || s.op == SepOp::max
-                       ? order_ct(in.dtype(), out.dtype())
-                       : compute_type({in.dtype(), out.dtype()});
+  const DType ct = pass_ct(s, in.dtype(), out.dtype());
   const auto radius = [&](int ax) { return ax >= 0 ? s.radius[static_cast<std::size_t>(ax)] : 0; };
   KernelArgs args = {arg(in), arg(out)};
   push_shape(args, in.shape());
@@ -370,14 +383,8 @@ Array separable(const Array& in, const Separable& s, DType out_t, const RunOptio
   const DType inter = acc_type(s, in.dtype(), out_t);
   // Float64 sums and convolutions, and float64 data, in the filter's own words where the
   // device has no fp64 (DeviceImpl::kernel would refuse the program in its own).
-  const bool order = s.op == SepOp::min || s.op == SepOp::max;
-  require_compute(in,
-                  order       ? order_ct(in.dtype(), out_t)
-                  : s.int_acc ? DType::f32
-                              : compute_type({in.dtype(), out_t}),
-                  filter);
-  double window = 1;
-  for (int r : s.radius) window *= 2 * r + 1;
+  require_compute(in, pass_ct(s, in.dtype(), out_t), filter);
+  const double window = window_pixels(s.radius);
   const int nd = in.ndim();
   const auto rad = [&](int axis) { return s.radius[static_cast<std::size_t>(axis)]; };
   const bool z_pass = nd == 3 && rad(2) > 0;
@@ -520,12 +527,12 @@ Array radius_one_box(const Array& in, const char* op, DType out_t, double diviso
   Array out = empty_like(in, out_t);
   const Shape& s = in.shape();
   const bool median = std::string_view(op) == "median";
-  const bool sum = std::string_view(op) == "sum";
-  const Defines d = sum ? nb_defines(in.dtype(), out_t) : order_defines(in.dtype(), out_t);
+  const DType ct = std::string_view(op) == "sum" ? compute_type({in.dtype(), out_t})
+                                                 : order_ct(in.dtype(), out_t);
+  const Defines d = ct_defines(in.dtype(), out_t, ct);
   KernelArgs args = {arg(in), arg(out)};
   push_shape(args, s);
-  args.push_back(
-      ct_arg(sum ? compute_type({in.dtype(), out_t}) : order_ct(in.dtype(), out_t), divisor));
+  args.push_back(ct_arg(ct, divisor));
   if (in.ndim() == 2 && !median) {
     // Four columns per work-item where rows are whole vectors: 1.10-1.13x -> 0.97-0.99x the
     // copy time on an H200 (8192^2 float32, bench/RESULTS.md). Each where its program is
@@ -568,9 +575,7 @@ Array box_op(const Array& in, SepOp op, const Radii& r, const RunOptions& o,
   }
   Separable s{op};
   s.radius = r;
-  double window = 1;
-  for (int k : r) window *= 2 * k + 1;
-  s.int_acc = int_sum_type(op, in.dtype(), in.dtype(), window);
+  s.int_acc = int_sum_type(op, in.dtype(), in.dtype(), window_pixels(r));
   return separable(in, s, in.dtype(), o, filter);
 }
 
@@ -1048,16 +1053,11 @@ void add_neighbourhood_variants(std::vector<KernelVariant>& out) {
     if (w != t) pairs.insert(pairs.end(), {{t, w}, {w, w}, {w, t}});
     for (const auto& [a, b] : pairs) {
       for (SepOp op : {SepOp::conv, SepOp::sum, SepOp::min, SepOp::max}) {
-        const bool order = op == SepOp::min || op == SepOp::max;
-        if (order && a != b) continue;
+        if (is_order(op) && a != b) continue;
         for (const char* sh : shapes) {
           out.push_back({"separable.kernel", std::string("sep_") + op_name(op) + "_" + sh,
                          sep_defines(Separable{op}, a, b)});
         }
-      }
-      for (SepOp op : {SepOp::conv, SepOp::sum, SepOp::min, SepOp::max}) {
-        const bool order = op == SepOp::min || op == SepOp::max;
-        if (order && a != b) continue;
         for (int tb = kTileRmin; tb <= kTileRmax; ++tb) {
           for (const char* sh : {"xy", "axis"}) {
             out.push_back({"tiled.kernel", std::string("tile_") + op_name(op) + "_" + sh,
