@@ -13,6 +13,7 @@
 #include <QJsonDocument>
 #include <QSaveFile>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -157,6 +158,11 @@ void read_file(const QString& source, const QCommandLineParser& p, HostArray& ho
       (img.meta.unit.empty() ? QStringLiteral("none (the file does not say)") : qs(img.meta.unit)) +
       "\n";
   if (img.meta.labels) text += "pixels: labels (marked by gpix)\n";
+  meta["channels"] = img.meta.channels;
+  if (img.meta.channels > 1) {
+    text += "channels: " + QString::number(img.meta.channels) +
+            " (the first axis; `gpix run` filters them one by one)\n";
+  }
   // The decoder's remarks on a file it could read (libtiff's), on stdout with the card.
   if (!img.warnings.empty()) {
     QJsonArray w;
@@ -167,9 +173,16 @@ void read_file(const QString& source, const QCommandLineParser& p, HostArray& ho
     meta["warnings"] = w;
   }
 }
+// The channels of an input file (io::Metadata::channels), 1 for anything else.
+int channel_count(const FileMetadata& m) {
+  return m.channels;
+}
 #else
 constexpr bool kHaveIo = false;
 struct FileMetadata {};
+int channel_count(const FileMetadata&) {
+  return 1;
+}
 void read_file(const QString&, const QCommandLineParser&, HostArray&, QJsonObject&, QString&,
                FileMetadata*) {}
 #endif
@@ -545,6 +558,13 @@ int run_tiled_cli(const QCommandLineParser& p, const QStringList& args, const Fi
   for (qsizetype i = 0; i < n_in; ++i) {
     FileMetadata m;
     sources.push_back(tiled_source(args[2 + i], p, m));
+    if (const int c = channel_count(m); c > 1) {
+      // Slabs along z would be slabs of channels, and a window across them would mix them.
+      throw InvalidArgument(args[2 + i].toStdString() + " holds " + std::to_string(c) +
+                            " channels, not z slices; --tiled filters a stack in slabs along z, "
+                            "across them. Run it without --tiled (each channel is then filtered "
+                            "on its own), or split the channels into files of their own first");
+    }
     if (i == 0) calibration = m;
     inputs.push_back(sources.back().get());
   }
@@ -628,15 +648,30 @@ int cmd_run(const QCommandLineParser& p, const QStringList& args) {
   }
   const Device dev = chosen_device(p);
   std::vector<Array> inputs;
-  FileMetadata calibration;  // the first input's, carried to the output
+  std::vector<FileMetadata> metas(static_cast<std::size_t>(n_in));
   for (qsizetype i = 0; i < n_in; ++i) {
     QString label, text;
     QJsonObject meta;
-    inputs.push_back(Array::push(
-        load_source(args[2 + i], p, label, meta, text, i == 0 ? &calibration : nullptr), dev));
+    const auto k = static_cast<std::size_t>(i);
+    inputs.push_back(Array::push(load_source(args[2 + i], p, label, meta, text, &metas[k]), dev));
     print_warnings(args[2 + i], meta);
   }
-  const Result r = run(f.name, inputs, params);
+  const FileMetadata& calibration = metas.front();  // the first input's, carried to the output
+  // Files whose planes are channels (io::Metadata::channels) are filtered channel by channel,
+  // as the viewer filters its composites: a 3D filter would mix the channels.
+  std::vector<bool> per_channel(inputs.size(), false);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const int c = channel_count(metas[i]);
+    if (c > 1 && inputs[i].ndim() == 3 && inputs[i].shape().depth() == std::size_t(c)) {
+      per_channel[i] = true;
+      std::fprintf(stderr, "gpix: %s: %d channels, filtered one by one\n",
+                   args[2 + static_cast<qsizetype>(i)].toLocal8Bit().constData(), c);
+    }
+  }
+  const bool channels =
+      std::find(per_channel.begin(), per_channel.end(), true) != per_channel.end();
+  const Result r =
+      channels ? run_per_channel(f.name, inputs, per_channel, params) : run(f.name, inputs, params);
   if (!table) {
 #if GPIX_CLI_HAVE_IO
     // Label outputs are marked as such, so that viewers (gpix-viewer) open them as labels.

@@ -146,7 +146,7 @@ Metadata metadata_of(itk::ImageIOBase& io, int ndim, const Format& format, const
   m.direction = dir;
   m.unit = unit;
   m.labels = marked_labels(io.GetMetaDataDictionary());
-  if (format.name == "TIFF")
+  if (keeps_channels(format.name))
     m.channels = std::max(1, std::atoi(dict_string(io, kChannelsKey).c_str()));
   return m;
 }

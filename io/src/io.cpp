@@ -523,7 +523,7 @@ void write_unchecked(const fs::path& path, const HostArray& pixels, const Metada
   if (!pixels.valid()) fail(path, "cannot be written from an empty HostArray");
   const DType t = pixels.dtype();
   const int ndim = pixels.shape().ndim();
-  detail::check_writable(path, t, ndim, meta);
+  detail::check_writable(path, t, pixels.shape(), meta);
   if (format.name == "NIfTI" && is_float(t)) {
     // The nifti library replaces NaN and infinities by 0 when reading: refuse rather than lose
     // them.
@@ -578,6 +578,11 @@ void write_unchecked(const fs::path& path, const HostArray& pixels, const Metada
     io->SetIORegion(region);
     io->SetUseCompression(options.compress);
     if (meta.labels && format.labels_marker) detail::mark_labels(*io, format.name);
+    if (meta.channels > 1 && detail::keeps_channels(format.name)) {
+      itk::MetaDataDictionary d = io->GetMetaDataDictionary();
+      itk::EncapsulateMetaData<std::string>(d, detail::kChannelsKey, std::to_string(meta.channels));
+      io->SetMetaDataDictionary(d);
+    }
     io->SetFileName(str(tmp.file()));
     detail::prepare_unit(*io, format, unit.unit);
     const auto one_teem = library_lock(format.name);
@@ -780,8 +785,19 @@ void TempFolder::commit() {
   }
 }
 
-void check_writable(const fs::path& path, DType t, int ndim, const Metadata& meta) {
+bool keeps_channels(const std::string& format) {
+  return format == "TIFF" || format == "NRRD" || format == "MetaImage";
+}
+
+void check_writable(const fs::path& path, DType t, const Shape& shape, const Metadata& meta) {
   const Format& format = format_for(path);
+  const int ndim = shape.ndim();
+  if (meta.channels > 1 &&
+      (ndim != 3 || shape.depth() != static_cast<std::size_t>(meta.channels))) {
+    fail(path, "cannot be written: the metadata says " + std::to_string(meta.channels) +
+                   " channels, which are the planes of a (C, y, x) stack, and the image is " +
+                   shape.str() + "; set its channels to 1 or give it as many planes");
+  }
   if (std::find(format.write_dtypes.begin(), format.write_dtypes.end(), t) ==
       format.write_dtypes.end()) {
     fail(path, "cannot store " + std::string(name(t)) + " pixels as " + format.name +

@@ -72,9 +72,17 @@ void mark_labels(itk::ImageIOBase& io, const std::string& format);
 // Whether a header that was read carries gpix's mark, or NIfTI's label intent.
 bool marked_labels(const itk::MetaDataDictionary& dictionary);
 
-// Throws IoError unless path's format stores this dtype and dimensionality, and the metadata
-// has ndim values where it has any.
-void check_writable(const std::filesystem::path& path, DType t, int ndim, const Metadata& meta);
+// Throws IoError unless path's format stores this dtype and dimensionality, the metadata has
+// ndim values where it has any, and its channels (more than 1) are the planes of a 3D image.
+void check_writable(const std::filesystem::path& path, DType t, const Shape& shape,
+                    const Metadata& meta);
+
+// The channel mark (Metadata::channels, more than 1) passes through the dictionary as the label
+// mark does: NRRD and MetaImage keep the key; gpix's TIFF ImageIO writes an ImageJ hyperstack
+// description (channels=C), and reads either into this key (tiff.h).
+inline constexpr const char* kChannelsKey = "gpix_channels";
+// Whether `format` (a Format::name) keeps the channel mark.
+bool keeps_channels(const std::string& format);
 
 // Writes the sidecar `side` ({"shape": [...], "dtype": "..."}) of the raw file `raw`.
 void write_raw_sidecar(const std::filesystem::path& raw, const std::filesystem::path& side,

@@ -299,6 +299,9 @@ std::string meta_header(const Shape& s, DType t, const Metadata& meta, const std
          "\nOffset = " + numbers(g.origin) + "\nElementSpacing = " + numbers(g.spacing) +
          (meta.unit.empty() ? std::string() : "\nDistanceUnits = " + meta.unit) +
          (meta.labels ? "\n" + std::string(detail::kKindKey) + " = " + detail::kKindLabels : "") +
+         (meta.channels > 1
+              ? "\n" + std::string(detail::kChannelsKey) + " = " + std::to_string(meta.channels)
+              : "") +
          "\nDimSize = " + extents(s) + "\nElementType = " + met_type(t) +
          "\nElementDataFile = " + data + "\n";
 }
@@ -324,6 +327,9 @@ std::string nrrd_header(const Shape& s, DType t, const Metadata& meta, const std
          "\nencoding: raw\nspace origin: (" + numbers(g.origin, ",") + ")\n" +
          (meta.unit.empty() ? std::string() : "space units:" + units + "\n") +
          (meta.labels ? std::string(detail::kKindKey) + ":=" + detail::kKindLabels + "\n" : "") +
+         (meta.channels > 1
+              ? std::string(detail::kChannelsKey) + ":=" + std::to_string(meta.channels) + "\n"
+              : "") +
          (data.empty() ? std::string() : "data file: " + data + "\n") + "\n";
 }
 
@@ -337,7 +343,7 @@ class FileSink final : public SlabSink {
   void start(const Shape& shape, DType dtype) override {
     const int ndim = static_cast<int>(shape.ndim());
     if (kind_ != Kind::raw) {
-      detail::check_writable(path_, dtype, ndim, meta_);
+      detail::check_writable(path_, dtype, shape, meta_);
       // MetaImage names um, mm and cm only: spacing and origin in the unit it can name.
       const detail::StoredUnit u = detail::stored_unit(path_, format_for(path_), meta_.unit);
       meta_.spacing = meta_.spacing_or_default(ndim);
@@ -364,6 +370,7 @@ class FileSink final : public SlabSink {
       l.calibration.unit = meta_.unit;
       l.compress = compress_;
       l.labels = meta_.labels;
+      l.calibration.channels = static_cast<std::size_t>(std::max(1, meta_.channels));
       rows_per_plane_ = ndim == 3 ? shape.height() : 1;
       tiff([&] { writer_.emplace(str(tmp_.file()), l); });
       return;

@@ -481,9 +481,16 @@ std::string imagej_description(const TiffCalibration& c, bool stack) {
   } else if (!c.unit.empty()) {
     d += "unit=" + c.unit + "\n";
   }
-  if (stack) d += "spacing=" + number_text(c.spacing[2]) + "\n";
+  // Pages that are channels have no z: no spacing= or zorigin= (what ImageJ writes for a
+  // composite of one slice).
+  const bool z = stack && c.channels <= 1;
+  if (stack && c.channels > 1) {
+    d += "images=" + std::to_string(c.channels) + "\nchannels=" + std::to_string(c.channels) +
+         "\nmode=composite\n";
+  }
+  if (z) d += "spacing=" + number_text(c.spacing[2]) + "\n";
   const char* keys[3] = {"xorigin", "yorigin", "zorigin"};
-  for (int i = 0; i < (stack ? 3 : 2); ++i) {
+  for (int i = 0; i < (z ? 3 : 2); ++i) {
     if (c.origin[i] != 0.0)
       d += std::string(keys[i]) + "=" + number_text(-c.origin[i] / c.spacing[i]) + "\n";
   }
@@ -745,10 +752,11 @@ void TiffWriter::begin_page() {
     TIFFSetField(
         f, TIFFTAG_RESOLUTIONUNIT,
         c.unit == "cm" ? RESUNIT_CENTIMETER : (c.unit == "in" ? RESUNIT_INCH : RESUNIT_NONE));
-    if (page_ == 0) {
-      TIFFSetField(f, TIFFTAG_IMAGEDESCRIPTION, imagej_description(c, layout_.stack).c_str());
-    }
   }
+  // The description says what ImageJ (and gpix's reader) need: the calibration's unit and z
+  // spacing, and pages that are channels (a hyperstack of C channels, one slice, one frame).
+  if (page_ == 0 && (c.calibrated() || c.channels > 1))
+    TIFFSetField(f, TIFFTAG_IMAGEDESCRIPTION, imagej_description(c, layout_.stack).c_str());
   if (layout_.labels && page_ == 0) TIFFSetField(f, kLabelsTag, kLabelsText);
   if (layout_.stack) {
     TIFFSetField(f, TIFFTAG_SUBFILETYPE, FILETYPE_PAGE);
@@ -889,6 +897,9 @@ class LibTiffImageIO final : public itk::ImageIOBase {
     std::string kind;
     l.labels = itk::ExposeMetaData<std::string>(GetMetaDataDictionary(), kKindKey, kind) &&
                kind == kKindLabels;
+    std::string channels;
+    if (itk::ExposeMetaData<std::string>(GetMetaDataDictionary(), kChannelsKey, channels))
+      l.calibration.channels = static_cast<std::size_t>(std::max(1, std::atoi(channels.c_str())));
     TiffWriter w(m_FileName, l);
     w.append(static_cast<const std::byte*>(buffer), l.pages * l.height);
     w.close();

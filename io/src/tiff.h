@@ -52,7 +52,6 @@ using TiffPtr = std::unique_ptr<TIFF, TiffCloser>;
 // libtiff reader what it did not take of a calibration (lines).
 inline constexpr const char* kUnitKey = "ITK_VoxelUnits";
 inline constexpr const char* kNotesKey = "gpix_calibration_notes";
-inline constexpr const char* kChannelsKey = "gpix_channels";
 
 // What a TIFF says about its pixel size, in (x, y, z) order (see io::Metadata::unit for the
 // rules and their order: OME-XML, an ImageJ description, the resolution tags).
@@ -70,7 +69,7 @@ TiffCalibration calibration_of(TIFF* t, std::size_t pages);
 // The same for a file (a silent probe); no calibration when libtiff cannot open it.
 TiffCalibration tiff_calibration(const std::string& file, std::size_t pages);
 // The ImageJ description gpix writes for this calibration (unit=, spacing= for a stack,
-// x/y/zorigin in pixels).
+// x/y/zorigin in pixels; images= and channels= for a stack of channels, without the z keys).
 std::string imagej_description(const TiffCalibration& c, bool stack);
 
 // One page's layout; every page of a stack must have the same.

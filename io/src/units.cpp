@@ -77,6 +77,12 @@ Metadata carried(const Metadata& meta, const Shape& in, const Shape& out) {
     for (std::size_t k = 0; k < m; ++k)
       c.direction[r * m + k] = dir[a * n + static_cast<std::size_t>(axes[k])];
   }
+  // Channels stay channels where the output keeps the first axis whole (a filter run channel
+  // by channel, a pointwise one); a crop or a resample of that axis makes it something else.
+  if (meta.channels > 1 && in.ndim() == 3 && out.ndim() == 3 && axes.front() == 0 &&
+      out.depth() == in.depth() && in.depth() == static_cast<std::size_t>(meta.channels)) {
+    c.channels = meta.channels;
+  }
   return c;
 }
 

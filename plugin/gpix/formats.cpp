@@ -296,8 +296,12 @@ gpix::plugin::Writer io_writer() {
             // The calibration goes back into the file; a layer whose vectors do not match its
             // dimensions (none) is written without one. Labels stay labels when the file is
             // opened again (where the format keeps the mark).
-            const gpix::io::Metadata m =
+            gpix::io::Metadata m =
                 metadata_of(l.spacing, l.origin, l.unit, l.labels, std::size_t(l.shape().ndim()));
+            // A composite's planes are channels: the file says so (TIFF as an ImageJ
+            // hyperstack), so that it opens as a composite again, here and in ImageJ.
+            if (l.composite() && l.shape().ndim() == 3 && l.shape().depth() == l.channels.size())
+              m.channels = static_cast<int>(l.channels.size());
             if (l.file_backed()) {
               // Plane by plane from its file: the stack never is in memory whole.
               auto sink = gpix::io::create_slabs(fs(path), m);

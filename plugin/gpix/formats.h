@@ -13,6 +13,10 @@ gpix::plugin::Writer raw_writer();
 gpix::plugin::Reader png_reader();
 gpix::plugin::Writer png_writer();
 gpix::plugin::Reader sample_reader();
+// gpix_io's formats; a multi-channel file opens as a composite and a composite is written with
+// its channel mark (io::Metadata::channels), so that it opens as one again.
+gpix::plugin::Reader io_reader();
+gpix::plugin::Writer io_writer();
 
 // Registers all of the above with a host.
 void register_all(gpix::plugin::HostContext& host);

@@ -6,6 +6,7 @@
 #include <QTest>
 #include <cstring>
 
+#include "gpix/channels.h"
 #include "gpix/filters.h"
 #include "gpix/io.h"
 #include "support/devices.h"
@@ -173,6 +174,84 @@ class TestIoCli : public QObject {
     QVERIFY(!QFile::exists(never));
     QCOMPARE(test::run_cli({"run", "gausian_blur", in, never}).code, 2);
     QCOMPARE(test::run_cli({"run", "add_images", in, never}).code, 2);
+  }
+
+  // A file whose planes are channels (an ImageJ hyperstack, a NRRD gpix marked): `gpix run`
+  // filters each channel on its own, as the viewer does its composites (a z sigma, a 3D median
+  // would mix them otherwise), says so on stderr, and the output keeps the mark; with a plain
+  // 2D image beside it (a mask) that one goes to every channel whole. Tables get a channel
+  // column. --tiled, whose slabs go along z, refuses such a file with the way out.
+  void run_channels() {
+    const auto& devs = test::test_devices();
+    if (devs.empty()) QSKIP("no device");
+    QTemporaryDir dir;
+    const Shape shape{3, 21, 17};
+    const auto data = test::random_values<std::uint16_t>(shape.elements());
+    io::Metadata m;
+    m.channels = 3;
+    m.spacing = {1.0, 0.5, 0.5};
+    m.unit = "um";
+    for (const char* ext : {"tif", "nrrd"}) {
+      const QString in = dir.filePath(QStringLiteral("in.%1").arg(ext));
+      const QString out = dir.filePath(QStringLiteral("out.%1").arg(ext));
+      io::write(in.toStdString(), HostArray::from(data, shape), m);
+      const test::ProcessResult r =
+          test::run_cli({"run", "median_box", in, out, "--radius_x", "1", "--radius_y", "1",
+                         "--radius_z", "1", "--device", "0"});
+      QVERIFY2(r.code == 0, r.err);
+      QVERIFY2(r.err.contains("3 channels, filtered one by one"), r.err);
+      const io::Image back = io::read(out.toStdString());
+      QCOMPARE(back.meta.channels, 3);
+      QCOMPARE(back.pixels.shape(), shape);
+      const Array whole = Array::push(data, shape, devs[0]);
+      for (std::size_t c = 0; c < 3; ++c) {
+        const auto want = median_box(channel_plane(whole, c), 1, 1).pull_as<std::uint16_t>();
+        QVERIFY2(std::equal(want.begin(), want.end(),
+                            back.pixels.as<std::uint16_t>().begin() + c * want.size()),
+                 ext);
+      }
+      // The 3D median of the stack differs: the check above could tell the two apart.
+      const auto mixed = median_box(whole, 1, 1, 1).pull_as<std::uint16_t>();
+      QVERIFY(!std::equal(mixed.begin(), mixed.end(), back.pixels.as<std::uint16_t>().begin()));
+    }
+    const QString in = dir.filePath("in.tif");
+    // A plain 2D mask with a channel stack: the mask goes to every channel.
+    std::vector<std::uint16_t> mask(shape.height() * shape.width());
+    for (auto& v : mask) v = static_cast<std::uint16_t>(test::rng()() % 2);
+    const QString mask_file = dir.filePath("mask.tif"), masked = dir.filePath("masked.tif");
+    io::write(mask_file.toStdString(), HostArray::from(mask, Shape{shape.height(), shape.width()}));
+    const test::ProcessResult mr =
+        test::run_cli({"run", "multiply_images", in, mask_file, masked, "--device", "0"});
+    QVERIFY2(mr.code == 0, mr.err);
+    const io::Image mb = io::read(masked.toStdString());
+    QCOMPARE(mb.meta.channels, 3);
+    for (std::size_t i = 0; i < shape.elements(); ++i) {
+      QCOMPARE(mb.pixels.as<std::uint16_t>()[i],
+               static_cast<std::uint16_t>(data[i] * mask[i % mask.size()]));
+    }
+    // A table: one row per channel, the channel first.
+    const test::ProcessResult t =
+        test::run_cli({"run", "maximum_of_all_pixels", in, "--json", "--device", "0"});
+    QVERIFY2(t.code == 0, t.err);
+    const QJsonObject to = QJsonDocument::fromJson(t.out).object();
+    QCOMPARE(to["columns"].toArray().first().toString(), QString("channel"));
+    const QJsonArray rows = to["rows"].toArray();
+    QCOMPARE(rows.size(), qsizetype(3));
+    const std::size_t plane = shape.height() * shape.width();
+    for (qsizetype c = 0; c < 3; ++c) {
+      const QJsonObject row = rows[c].toObject();
+      QCOMPARE(row["channel"].toInteger(), c + 1);
+      const auto first = data.begin() + static_cast<std::ptrdiff_t>(plane) * c;
+      const auto most = *std::max_element(first, first + static_cast<std::ptrdiff_t>(plane));
+      QCOMPARE(row[to["columns"].toArray()[1].toString()].toDouble(), double(most));
+    }
+    // --tiled: refused, naming the channels and the way out; nothing written.
+    const QString never = dir.filePath("never.tif");
+    const test::ProcessResult tiled = test::run_cli(
+        {"run", "gaussian_blur", in, never, "--sigma_x", "1", "--tiled", "--device", "0"});
+    QCOMPARE(tiled.code, 2);
+    QVERIFY2(tiled.err.contains("3 channels") && tiled.err.contains("without --tiled"), tiled.err);
+    QVERIFY(!QFile::exists(never));
   }
 
   // `gpix run --tiled`: a TIFF stack filtered in slabs under a small budget equals the

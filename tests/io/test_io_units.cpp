@@ -10,6 +10,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <cmath>
+#include <cstring>
 
 #include "gpix/io.h"
 #include "gpix/slab_files.h"
@@ -162,6 +163,78 @@ class TestIoUnits : public QObject {
     QCOMPARE(streamed->metadata().channels, 3);
     QCOMPARE(streamed->warnings().size(), std::size_t{1});
     QVERIFY(streamed->warnings()[0].find("channel") != std::string::npos);
+  }
+
+  // A stack of channels written keeps its mark where the format has room (TIFF as an ImageJ
+  // hyperstack, NRRD and MetaImage as a key), whole and plane by plane, and reads back as
+  // channels with its pixels and calibration; tifffile reads gpix's TIFF as ImageJ's channels.
+  // NIfTI has no room for it (a z stack again); a mark that does not match the planes is
+  // refused before anything is written.
+  void channels_written_and_read_back() {
+    QTemporaryDir dir;
+    HostArray a = HostArray::empty(Shape{3, 17, 23}, DType::u16);
+    auto* v = reinterpret_cast<std::uint16_t*>(a.data());
+    for (std::size_t i = 0; i < a.elements(); ++i) v[i] = static_cast<std::uint16_t>(i * 37 % 4099);
+    io::Metadata m;
+    m.spacing = {1.0, 0.25, 0.5};
+    m.unit = "um";
+    m.channels = 3;
+    for (const char* name : {"c.tif", "c.nrrd", "c.mha", "s.tif", "s.nrrd", "s.mha", "c.nii"}) {
+      const fs::path f = p(dir, name);
+      if (name[0] == 's') {
+        auto sink = io::create_slabs(f, m);
+        QVERIFY2(sink, name);
+        sink->start(a.shape(), a.dtype());
+        sink->write(0, 3, a.data());
+        sink->finish();
+      } else {
+        io::write(f, a, m);
+      }
+      const bool kept = std::string(name).find(".nii") == std::string::npos;
+      for (const bool streamed : {false, true}) {
+        io::Metadata got;
+        HostArray px;
+        if (streamed) {
+          auto src = io::open_slabs(f);
+          if (!src) continue;  // NIfTI does not stream
+          got = src->metadata();
+          px = HostArray::empty(src->shape(), src->dtype());
+          src->read(0, src->shape()[0], px.data());
+        } else {
+          const io::Image img = io::read(f);
+          got = img.meta;
+          px = img.pixels;
+        }
+        const std::string where = std::string(name) + (streamed ? " streamed" : " whole");
+        QVERIFY2(got.channels == (kept ? 3 : 1),
+                 (where + ": " + std::to_string(got.channels) + " channels").c_str());
+        QCOMPARE(px.shape(), a.shape());
+        QVERIFY2(std::memcmp(px.data(), a.data(), a.bytes()) == 0, where.c_str());
+        QVERIFY2(near(got.spacing.at(1), 0.25, 1e-6) && near(got.spacing.at(2), 0.5, 1e-6),
+                 where.c_str());
+      }
+    }
+    if (have_tifffile()) {
+      const QByteArray out =
+          python(QStringLiteral("import sys, tifffile\n"
+                                "for n in ('c.tif', 's.tif'):\n"
+                                "    t = tifffile.TiffFile(sys.argv[1] + '/' + n)\n"
+                                "    print(t.imagej_metadata['channels'], t.series[0].axes)\n"),
+                 {dir.path()});
+      QCOMPARE(out, QByteArray("3 CYX\n3 CYX\n"));
+    }
+    // A mark for another number of planes, or on a 2D image: refused, nothing written.
+    for (const Shape& wrong : {Shape{4, 17, 23}, Shape{17, 23}}) {
+      const HostArray b = HostArray::empty(wrong, DType::u16);
+      const fs::path f = p(dir, "wrong.tif");
+      try {
+        io::write(f, b, m);
+        QFAIL("a mark of 3 channels was written on another shape");
+      } catch (const IoError& e) {
+        QVERIFY2(std::string(e.what()).find("3 channels") != std::string::npos, e.what());
+      }
+      QVERIFY(!fs::exists(f));
+    }
   }
 
   // ImageJ's yunit= and zunit=: y and z numbers in units of their own, converted to unit=

@@ -115,6 +115,36 @@ class TestPluginFormats : public QObject {
       }
     }
   }
+
+  // A multi-channel TIFF opens as a composite; saved from the viewer (TIFF, NRRD, MetaImage)
+  // it keeps its channel mark, so that it opens as a composite again with its pixels.
+  void composites_keep_their_channels() {
+    const Shape shape{3, 6, 9};
+    const auto data = test::random_values<std::uint16_t>(shape.elements());
+    io::Metadata m;
+    m.channels = 3;
+    const QString in = tmp_.filePath(QStringLiteral("channels.tif"));
+    io::write(in.toStdString(), HostArray::from(data, shape), m);
+    const QList<plugin::Layer> layers = formats::io_reader().read(in);
+    QCOMPARE(layers.size(), 1);
+    QCOMPARE(layers.first().channels.size(), std::size_t{3});
+    for (const char* ext : {"tif", "nrrd", "mha"}) {
+      const QString out = tmp_.filePath(QStringLiteral("saved.%1").arg(ext));
+      formats::io_writer().write(layers.first(), out);
+      QCOMPARE(io::read(out.toStdString()).meta.channels, 3);
+      const QList<plugin::Layer> again = formats::io_reader().read(out);
+      QCOMPARE(again.size(), 1);
+      QVERIFY2(again.first().composite(), ext);
+      QCOMPARE(again.first().channels.size(), std::size_t{3});
+      QVERIFY(same_bytes(again.first().host, layers.first().host));
+    }
+    // A plain stack stays a stack.
+    plugin::Layer plain = layers.first();
+    plain.channels.clear();
+    const QString stack = tmp_.filePath(QStringLiteral("stack.tif"));
+    formats::io_writer().write(plain, stack);
+    QCOMPARE(io::read(stack.toStdString()).meta.channels, 1);
+  }
 };
 
 int main(int argc, char** argv) {

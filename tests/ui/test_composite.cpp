@@ -402,6 +402,8 @@ class TestComposite : public QObject {
     l.channels[0].colour = qRgb(255, 128, 0);
     const int id = host().add_layer(l);
     QVERIFY(panel.select_filter(QStringLiteral("gaussian_blur")));
+    // A z sigma: on the stack as a whole it would blur across the channels.
+    QVERIFY(panel.form()->set_param(QStringLiteral("sigma_z"), 1.0));
     QSignalSpy done(&panel, &ui::FilterPanel::finished);
     panel.run();
     QVERIFY(done.wait(120000));
@@ -415,29 +417,41 @@ class TestComposite : public QObject {
     const HostArray got = out.array.pull();
     const Array in = host().layer(id).array;
     for (std::size_t c = 0; c < 3; ++c) {
-      const HostArray want = run("gaussian_blur", ui::channel_plane(in, c)).array.pull();
+      const HostArray want =
+          run("gaussian_blur", gpix::channel_plane(in, c), {{"sigma_z", 1.0}}).array.pull();
       QCOMPARE(std::memcmp(got.data() + c * want.bytes(), want.data(), want.bytes()), 0);
     }
-    // A table per channel: refused under the form with the way out, nothing added.
+    // The recorded step re-run on the composite runs channel by channel too: the same pixels,
+    // a composite in the same colours (it ran on the stack as a whole, mixing the channels).
+    const QList<int> again = workflow.rerun(host(), id);
+    QCOMPARE(again.size(), qsizetype(1));
+    const Layer re = host().layer(again.first());
+    QVERIFY(re.composite());
+    QCOMPARE(re.channels.size(), std::size_t{3});
+    QCOMPARE(re.channels[0].colour, qRgb(255, 128, 0));
+    const HostArray re_px = re.array.pull();
+    QCOMPARE(re_px.bytes(), got.bytes());
+    QCOMPARE(std::memcmp(re_px.data(), got.data(), got.bytes()), 0);
+    host().undo_stack()->undo();
+    QCOMPARE(host().layer_ids().size(), qsizetype(2));
+    // A table per channel: one table, a "channel" column first, no layer added.
     QVERIFY(panel.select_filter(QStringLiteral("mean_of_all_pixels")));
     host().set_current_layer(id);
     done.clear();
     panel.run();
     QVERIFY(done.wait(120000));
-    QCOMPARE(done.first().first().toBool(), false);
-    QVERIFY2(panel.error_text().contains(QLatin1String("split the channels")),
-             qPrintable(panel.error_text()));
+    QVERIFY2(done.first().first().toBool(), qPrintable(panel.error_text()));
     QCOMPARE(host().layer_ids().size(), qsizetype(2));
   }
 
   void filters_run_per_channel() {
     const Array a = Array::push(tiff_data_, default_device());
     const Params p = {{"sigma_x", 2.0}, {"sigma_y", 2.0}};
-    const Result r = ui::run_per_channel("gaussian_blur", {a}, {true}, p, {});
+    const Result r = gpix::run_per_channel("gaussian_blur", std::vector<Array>{a}, {true}, p, {});
     QCOMPARE(r.array.shape(), (Shape{3, 384, 512}));
     const HostArray got = r.array.pull();
     for (std::size_t c = 0; c < 3; ++c) {
-      const Array plane = ui::channel_plane(a, c);
+      const Array plane = gpix::channel_plane(a, c);
       const HostArray want = run("gaussian_blur", plane, p).array.pull();
       QCOMPARE(std::memcmp(got.data() + c * want.bytes(), want.data(), want.bytes()), 0);
     }
@@ -446,12 +460,25 @@ class TestComposite : public QObject {
         run("gaussian_blur", a, {{"sigma_x", 2.0}, {"sigma_y", 2.0}, {"sigma_z", 1.0}})
             .array.pull();
     QVERIFY(std::memcmp(whole.data(), got.data(), got.bytes()) != 0);
-    // A table per channel cannot be stacked back: a clear refusal.
+    // Tables: one, its "channel" column numbering the channels from 1, then the filter's.
+    const Result t =
+        gpix::run_per_channel("mean_of_all_pixels", std::vector<Array>{a}, {true}, {}, {});
+    QVERIFY(t.is_table());
+    QCOMPARE(t.table.size(), std::size_t{3});
+    QCOMPARE(t.table.columns().front(), std::string("channel"));
+    for (std::size_t c = 0; c < 3; ++c) {
+      const Table one = run("mean_of_all_pixels", gpix::channel_plane(a, c)).table;
+      QCOMPARE(t.table.width(), one.width() + 1);
+      QCOMPARE(t.table(c, 0), double(c + 1));
+      for (std::size_t j = 0; j < one.width(); ++j) QCOMPARE(t.table(c, j + 1), one(0, j));
+    }
+    // Inputs of different channel counts: refused, naming both counts and the way out.
+    const Array two = Array::empty(Shape{2, 384, 512}, a.dtype(), a.device());
     try {
-      ui::run_per_channel("mean_of_all_pixels", {a}, {true}, {}, {});
-      QFAIL("a table result was stacked");
+      gpix::run_per_channel("add_images", std::vector<Array>{a, two}, {true, true}, {}, {});
+      QFAIL("3 and 2 channels were paired");
     } catch (const InvalidArgument& e) {
-      QVERIFY2(QString(e.what()).contains(QLatin1String("split the channels")), e.what());
+      QVERIFY2(QString(e.what()).contains(QLatin1String("3 and 2 channels")), e.what());
     }
   }
 };

@@ -138,8 +138,8 @@ class TestSessionXvfb : public QObject {
   void composite_and_gamma_round_trip() {
     QTemporaryDir dir;
     auto w = make();
-    // A three-channel 16-bit composite (a result: saved with the session as a plain stack) and a
-    // grey layer, every display field away from its default.
+    // A three-channel 16-bit composite (a result: saved with the session, marked as channels)
+    // and a grey layer, every display field away from its default.
     const Shape cs{3, 96, 128};
     const auto cv = test::random_values<std::uint16_t>(cs.elements());
     ui::Layer c;
@@ -244,7 +244,12 @@ class TestSessionXvfb : public QObject {
     QVERIFY2(w3->last_error().isEmpty(), qPrintable(w3->last_error()));
     QCOMPARE(w3->host().layer_ids().size(), 2);
     QCOMPARE(w3->host().layer(w3->host().layer_ids()[1]).gamma, 1.0);
-    QVERIFY(!w3->host().layer(w3->host().layer_ids()[0]).composite());  // a plain stack again
+    // The file the session saved says its planes are channels: a composite again, with the
+    // file's channel colours (the session's are in the version-2 section only).
+    const ui::Layer c3 = w3->host().layer(w3->host().layer_ids()[0]);
+    QVERIFY(c3.composite());
+    QCOMPARE(c3.channels.size(), std::size_t{3});
+    QVERIFY(c3.channels[1].colour != qRgb(255, 128, 0));
 
     // Channels that no longer fit the file: said, and the layer opens with the file's view.
     QJsonObject bad = root;

@@ -5,7 +5,6 @@
 #include <QObject>
 #include <QUndoStack>
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <memory>
 
@@ -13,7 +12,6 @@
 #include "gpix/error.h"
 #include "gpix/queue.h"
 #include "gpix/render.h"
-#include "gpix/tiled.h"
 #include "gpix/ui/render.h"
 
 namespace gpix::ui {
@@ -115,72 +113,6 @@ QImage render_composite(const gpix::Array& a, const std::vector<Channel>& channe
 QImage render_composite(const gpix::HostArray& host, const gpix::Device& device,
                         const std::vector<Channel>& channels, std::size_t* pulled) {
   return render_composite(on_device(host, device), channels, pulled);
-}
-
-gpix::Array channel_plane(const gpix::Array& a, std::size_t c) {
-  const gpix::Shape& s = a.shape();
-  if (a.ndim() != 3 || c >= s.depth()) {
-    throw gpix::InvalidArgument("channel " + std::to_string(c) + " does not exist in a " + s.str() +
-                                " composite");
-  }
-  gpix::Array plane = gpix::Array::empty(gpix::Shape{s.height(), s.width()}, a.dtype(), a.device());
-  // (C, y, x) as (C * y, x): the plane is rows c*y .. (c+1)*y, one 2D box copy.
-  gpix::Array rows = a.reshape(gpix::Shape{s.depth() * s.height(), s.width()});
-  gpix::copy_region(rows, {c * s.height(), 0}, plane, {0, 0}, {s.height(), s.width()});
-  return plane;
-}
-
-gpix::Result run_per_channel(const std::string& name, const std::vector<gpix::Array>& inputs,
-                             const std::vector<bool>& per_channel, const gpix::Params& params,
-                             const gpix::RunOptions& options) {
-  std::size_t n = 0;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    if (!per_channel[i]) continue;
-    const std::size_t c = inputs[i].shape().depth();
-    if (n != 0 && c != n) {
-      throw gpix::InvalidArgument("'" + name +
-                                  "' runs channel by channel on composites, and its "
-                                  "composite inputs have " +
-                                  std::to_string(n) + " and " + std::to_string(c) +
-                                  " channels; give it composites with as "
-                                  "many channels, or split the channels first");
-    }
-    n = c;
-  }
-  gpix::Array out;
-  gpix::Array rows;
-  for (std::size_t c = 0; c < n; ++c) {
-    std::vector<gpix::Array> in;
-    for (std::size_t i = 0; i < inputs.size(); ++i)
-      in.push_back(per_channel[i] ? channel_plane(inputs[i], c) : inputs[i]);
-    gpix::RunOptions o;
-    o.cancel = options.cancel;
-    if (options.progress) {
-      o.progress = [&options, c, n](double f) { options.progress((double(c) + f) / double(n)); };
-    }
-    const gpix::Result r = gpix::run_in_slabs(name, in, params, o);
-    if (r.is_table() || r.array.ndim() != 2) {
-      throw gpix::InvalidArgument(
-          "'" + name +
-          "' runs channel by channel on a composite, and its result for one channel "
-          "is " +
-          (r.is_table() ? std::string("a table") : "a " + r.array.shape().str() + " array") +
-          ", which cannot be stacked back into a composite; split the channels first (Layer > "
-          "Split channels) and run it on one channel's layer");
-    }
-    const gpix::Shape& p = r.array.shape();
-    if (!out.valid()) {
-      out = gpix::Array::empty(gpix::Shape{n, p.height(), p.width()}, r.array.dtype(),
-                               r.array.device());
-      rows = out.reshape(gpix::Shape{n * p.height(), p.width()});
-    }
-    gpix::copy_region(r.array, {0, 0}, rows, {c * p.height(), 0}, {p.height(), p.width()});
-    if (options.cancel && options.cancel->load())
-      throw gpix::Cancelled("cancelled between channels");
-  }
-  gpix::Result result;
-  result.array = out;
-  return result;
 }
 
 std::vector<Layer> split_channels(const Layer& l) {

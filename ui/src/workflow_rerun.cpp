@@ -5,8 +5,10 @@
 #include <QPointer>
 #include <QUndoStack>
 #include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
 #include <variant>
 
+#include "gpix/channels.h"
 #include "gpix/error.h"
 #include "gpix/phase.h"
 #include "gpix/tiled.h"
@@ -22,6 +24,11 @@ struct PlannedStep {
   WorkflowStep recorded;
   std::vector<std::variant<gpix::Array, int>> inputs;
   std::vector<int> input_ids;  // layer id, or -1 for an earlier step's result
+  // Inputs that are composites (a composite layer, or an earlier step's composite result):
+  // the step runs channel by channel where any is, as the Filters panel runs it.
+  std::vector<bool> per_channel;
+  // Its result is a composite: its first input is one and it makes no labels (FilterPanel).
+  bool composite_result = false;
 };
 
 struct RerunOutcome {
@@ -49,12 +56,13 @@ Plan make_plan(const QList<WorkflowStep>& recorded, const QStringList& src, Work
   if (!src.isEmpty()) map.insert(src.first(), input);
   for (qsizetype i = 0; i < recorded.size(); ++i) {
     const WorkflowStep& s = recorded[i];
-    PlannedStep p{s, {}, {}};
+    PlannedStep p{s, {}, {}, {}, false};
     for (const QString& in : s.inputs) {
       const int where = map.contains(in) ? map.value(in) : host.find_layer(in);
       if (where <= -2) {
         p.inputs.emplace_back(-where - 2);
         p.input_ids.push_back(-1);
+        p.per_channel.push_back(plan.steps[std::size_t(-where - 2)].composite_result);
         continue;
       }
       const Layer l = host.layer(where);
@@ -73,8 +81,12 @@ Plan make_plan(const QList<WorkflowStep>& recorded, const QStringList& src, Work
       }
       p.inputs.emplace_back(l.array);
       p.input_ids.push_back(where);
+      p.per_channel.push_back(l.composite());
     }
-    if (gpix::filter(s.operation.toStdString()).output != gpix::OutputKind::table) {
+    const gpix::OutputKind kind = gpix::filter(s.operation.toStdString()).output;
+    p.composite_result = !p.per_channel.empty() && p.per_channel.front() &&
+                         kind != gpix::OutputKind::labels && kind != gpix::OutputKind::table;
+    if (kind != gpix::OutputKind::table) {
       map.insert(s.output, -int(i) - 2);
     }
     plan.steps.push_back(std::move(p));
@@ -111,8 +123,12 @@ RerunOutcome run_plan(const std::vector<PlannedStep>& plan, const std::shared_pt
         opts.cancel = task->cancel_flag();
         opts.progress = [task, i, n](double f) { task->set_progress((double(i) + f) / n); };
       }
+      const std::string name = p.recorded.operation.toStdString();
+      const bool channels =
+          std::find(p.per_channel.begin(), p.per_channel.end(), true) != p.per_channel.end();
       gpix::Result r =
-          gpix::run_in_slabs(p.recorded.operation.toStdString(), arrays, p.recorded.params, opts);
+          channels ? gpix::run_per_channel(name, arrays, p.per_channel, p.recorded.params, opts)
+                   : gpix::run_in_slabs(name, arrays, p.recorded.params, opts);
       if (r.array.valid()) r.array.device().finish();  // added when the device is done
       // A cancel during a run of one slab (which cannot stop inside its kernels) adds nothing.
       if (opts.cancel && opts.cancel->load()) {
@@ -170,6 +186,12 @@ QList<int> apply(Workspace& h, Workflow* workflow, int input, const std::vector<
     inherit_calibration(first, out);
     if (gpix::filter(step.operation.toStdString()).output == gpix::OutputKind::labels)
       out.mark_labels();
+    // A composite's result, made channel by channel: a composite in the same colours, its
+    // limits computed anew (as the Filters panel makes it).
+    if (p.composite_result && first.composite()) {
+      out.channels = first.channels;
+      for (Channel& c : out.channels) c.contrast_min = c.contrast_max = 0;
+    }
     auto* cmd = new AddLayerCommand(h, out, workflow, step);
     undo->push(cmd);
     made[i] = cmd->layer_id();

@@ -55,6 +55,9 @@ struct Metadata {
   // z slices. TIFF only: an ImageJ hyperstack with channels=C (slices and frames 1) or OME-XML
   // with SizeC=C (SizeZ and SizeT 1), whose C pages are the channels; 1 everywhere else
   // (colour pixels read with Channels::split say so through Image::file_components).
+  // write() keeps it (more than 1 only for a 3D image of that many planes, else IoError): TIFF
+  // as an ImageJ hyperstack (channels=C), NRRD and MetaImage as a key `gpix_channels`; NIfTI,
+  // PNG and JPEG have no room for it.
   int channels = 1;
 
   // The values for an image of ndim dimensions, defaults filled in.
@@ -71,7 +74,8 @@ std::string normalise_unit(std::string_view name);
 double metres_per(std::string_view unit);
 
 // The metadata of a filter's output whose input had `meta` (gpix/kept_axes.h): spacing,
-// origin and direction of the axes the output keeps, and the unit; empty when it keeps none.
+// origin and direction of the axes the output keeps, the unit, and `channels` where the
+// output keeps the channel axis whole (same extent, first axis); empty when it keeps none.
 // Not the label mark: whether an output holds labels is the filter's to say.
 Metadata carried(const Metadata& meta, const Shape& in, const Shape& out);
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpix/catalog.h"
+#include "gpix/channels.h"
 #include "gpix/ui/workspace.h"
 
 namespace gpix::ui {
@@ -40,19 +41,8 @@ QImage render_composite(const gpix::HostArray& host, const gpix::Device& device,
 // of the default colours, else its #rrggbb. Empty for a layer that is not a composite.
 QString channels_text(const Layer& layer);
 
-// Plane `c` of a (C, y, x) array as a contiguous (y, x) array on its device (a copy).
-gpix::Array channel_plane(const gpix::Array& array, std::size_t c);
-
-// Runs filter `name` channel by channel: every input that is a composite (`per_channel[i]`)
-// gives its plane c, other inputs are passed whole; the channels' results, images of one shape
-// and dtype, are stacked into (C, y, x) in channel order. What users of colour images expect
-// (a blur blurs each colour; a 3D filter on the stacked planes would mix them). Progress and
-// cancel follow `options` across the channels. Throws gpix::InvalidArgument when the filter's
-// result is a table or not a 2D image (the message says to split the channels first), or
-// when composite inputs have different channel counts; and what gpix::run_in_slabs throws.
-gpix::Result run_per_channel(const std::string& name, const std::vector<gpix::Array>& inputs,
-                             const std::vector<bool>& per_channel, const gpix::Params& params,
-                             const gpix::RunOptions& options);
+// Filters run on a composite channel by channel: gpix::run_per_channel (gpix/channels.h), which
+// also gives gpix::channel_plane.
 
 // The grey layers of a composite's channels: "<name> [<channel>]", the channel's limits and
 // gamma, the calibration of y and x. Blocking where the data is on the device (plane copies).
