@@ -141,7 +141,14 @@ void read_file(const QString& source, const QCommandLineParser& p, HostArray& ho
                QJsonObject& meta, QString& text, FileMetadata* calibration) {
   io::Image img = io::read(std::filesystem::u8path(source.toStdString()), read_options(p));
   host = img.pixels;
-  if (calibration) *calibration = img.meta;
+  if (calibration) {
+    *calibration = img.meta;
+    // Colour pixels split along the first axis (--channels split) are channels as well.
+    if (img.file_components > 1 && host.shape().ndim() == 3 &&
+        host.shape().depth() == std::size_t(img.file_components)) {
+      calibration->channels = img.file_components;
+    }
+  }
   meta["format"] = qs(img.format);
   meta["file_components"] = img.file_components;
   meta["spacing"] = numbers(img.meta.spacing);

@@ -245,6 +245,32 @@ class TestIoCli : public QObject {
       const auto most = *std::max_element(first, first + static_cast<std::ptrdiff_t>(plane));
       QCOMPARE(row[to["columns"].toArray()[1].toString()].toDouble(), double(most));
     }
+    // Colour pixels split into channels (--channels split): channels as well.
+    const QString rgb = dir.filePath("rgb.tif"), rgb_out = dir.filePath("rgb_out.tif");
+    const test::ProcessResult py = test::run_process(
+        QStringLiteral("/usr/bin/python3"),
+        {QStringLiteral("-c"),
+         QStringLiteral("import sys, numpy as np, tifffile\n"
+                        "a = np.random.default_rng(5).integers(0, 256, (19, 23, 3), np.uint8)\n"
+                        "tifffile.imwrite(sys.argv[1], a, photometric='rgb')\n"),
+         rgb});
+    if (py.code == 0) {
+      const test::ProcessResult cr = test::run_cli({"run", "median_box", rgb, rgb_out, "--channels",
+                                                    "split", "--radius_z", "1", "--device", "0"});
+      QVERIFY2(cr.code == 0, cr.err);
+      QVERIFY2(cr.err.contains("3 channels, filtered one by one"), cr.err);
+      const io::Image split = io::read(rgb.toStdString(), {.channels = io::Channels::split});
+      const io::Image got = io::read(rgb_out.toStdString());
+      QCOMPARE(got.meta.channels, 3);
+      const Array planes = Array::push(split.pixels, devs[0]);
+      for (std::size_t c = 0; c < 3; ++c) {
+        const auto want = median_box(channel_plane(planes, c), 1, 1).pull_as<std::uint8_t>();
+        QVERIFY(std::equal(want.begin(), want.end(),
+                           got.pixels.as<std::uint8_t>().begin() + c * want.size()));
+      }
+    } else {
+      qWarning("no /usr/bin/python3 with numpy and tifffile: the RGB case is not run");
+    }
     // --tiled: refused, naming the channels and the way out; nothing written.
     const QString never = dir.filePath("never.tif");
     const test::ProcessResult tiled = test::run_cli(
