@@ -70,6 +70,18 @@ bool needs_wide(std::initializer_list<DType> types) {
   return wide;
 }
 
+// The exact WIDE_OP path also where the float path would compute in float64 on a device
+// without it (32-bit integers on some Intel and ARM GPUs): the same bits, since float64 is exact
+// or correctly rounded for 32-bit values (needs_wide) and the wide path is exact, and no
+// float64 (these operations were refused there).
+bool wide_path(const Device& d, std::initializer_list<DType> types) {
+  if (needs_wide(types)) return true;
+  for (DType t : types) {
+    if (is_float(t)) return false;
+  }
+  return compute_type(types) == DType::f64 && !d.supports_fp64();
+}
+
 void require_compute(const Array& a, DType ct, std::string_view what) {
   if (ct == DType::f64)
     require_dtype(a.device(), DType::f64, [&] {
@@ -150,7 +162,8 @@ Array unary_wide_scalar(const Array& in, const std::string& op, double value) {
 // sign-magnitude form), the float path otherwise.
 Array scalar_op(const Array& in, const std::string& expr, const std::string& wide_op,
                 double value) {
-  if (needs_wide({in.dtype()}) && std::trunc(value) == value && std::fabs(value) < 0x1p64) {
+  if (wide_path(in.device(), {in.dtype()}) && std::trunc(value) == value &&
+      std::fabs(value) < 0x1p64) {
     return unary_wide_scalar(in, wide_op, value);
   }
   return unary(in, in.dtype(), expr, value);
@@ -192,7 +205,7 @@ Array binary(const Array& a, const Array& b, DType out_t, const std::string& op,
   }
   Array out = empty_like(a, out_t);
   KernelArgs args = {arg(a), arg(b), arg(out), arg<std::uint64_t>(a.elements())};
-  if (needs_wide({a.dtype(), b.dtype(), out_t})) {
+  if (wide_path(a.device(), {a.dtype(), b.dtype(), out_t})) {
     const Defines d = binary_defines(a.dtype(), b.dtype(), out_t, wide_op, OpKind::wide);
     launch(a, "pointwise.kernel", "binary", d, flat_grid(a.elements(), d), args);
     return out;
@@ -316,7 +329,7 @@ Filter<> unary_filter(const UnaryOp& op) {
                    .fn = [expr = std::string(op.op), rule = op.out, is_abs](
                              std::span<const Array> x, const NoParams&, const RunOptions&) {
                      const DType out = output_dtype(x[0].dtype(), rule);
-                     if (is_abs && needs_wide({x[0].dtype(), out}))
+                     if (is_abs && wide_path(x[0].device(), {x[0].dtype(), out}))
                        return one(unary_wide(x[0], out, "gpix_wide_abs"));
                      return one(unary(x[0], out, expr));
                    }});
