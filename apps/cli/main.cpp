@@ -118,6 +118,7 @@ io::ReadOptions read_options(const QCommandLineParser& p) {
   io::ReadOptions o;
   if (!p.isSet("channels")) return o;
   const QString c = p.value("channels");
+  if (c == "z") return o;  // the planes of a multi-channel file as z slices (read_file)
   bool is_index = false;
   const int index = c.toInt(&is_index);
   if (is_index) {
@@ -130,8 +131,9 @@ io::ReadOptions read_options(const QCommandLineParser& p) {
   } else if (c == "indices") {
     o.palette_indices = true;
   } else {
-    throw InvalidArgument("--channels takes luminance, split, indices or a channel number, not '" +
-                          c.toStdString() + "'");
+    throw InvalidArgument(
+        "--channels takes luminance, split, indices, z or a channel number, not '" +
+        c.toStdString() + "'");
   }
   return o;
 }
@@ -139,7 +141,28 @@ io::ReadOptions read_options(const QCommandLineParser& p) {
 // Reads an image file through gpix_io; its metadata goes to JSON and text.
 void read_file(const QString& source, const QCommandLineParser& p, HostArray& host,
                QJsonObject& meta, QString& text, FileMetadata* calibration) {
-  io::Image img = io::read(std::filesystem::u8path(source.toStdString()), read_options(p));
+  const io::ReadOptions options = read_options(p);
+  io::Image img = io::read(std::filesystem::u8path(source.toStdString()), options);
+  if (img.meta.channels > 1 && p.isSet("channels")) {
+    // A file whose planes are channels: --channels N reads channel N alone (0 the first, as for
+    // colour pixels), --channels z its planes as z slices (filters then work across them).
+    if (options.channels == io::Channels::channel) {
+      const auto c = static_cast<std::size_t>(options.channel);
+      const Shape& s = img.pixels.shape();
+      if (options.channel < 0 || c >= s.depth()) {
+        throw InvalidArgument(source.toStdString() + " has channels 0 to " +
+                              std::to_string(s.depth() - 1) + ", not " +
+                              std::to_string(options.channel));
+      }
+      HostArray plane = HostArray::empty(Shape{s.height(), s.width()}, img.pixels.dtype());
+      std::memcpy(plane.data(), img.pixels.data() + c * plane.bytes(), plane.bytes());
+      const Shape whole = s;
+      img.pixels = std::move(plane);
+      img.meta = io::carried(img.meta, whole, img.pixels.shape());
+    } else if (p.value("channels") == "z") {
+      img.meta.channels = 1;
+    }
+  }
   host = img.pixels;
   if (calibration) {
     *calibration = img.meta;
@@ -479,12 +502,14 @@ std::unique_ptr<SlabSource> tiled_source(const QString& source, const QCommandLi
                                          FileMetadata& calibration) {
 #if GPIX_CLI_HAVE_IO
   const bool sample = source == "sample" || source.startsWith("sample:");
-  if (!sample && !p.isSet("channels")) {
+  const bool as_z = p.isSet("channels") && p.value("channels") == "z";
+  if (!sample && (!p.isSet("channels") || as_z)) {
     const auto file = std::filesystem::u8path(source.toStdString());
     if (p.isSet("shape") || source.endsWith(".raw", Qt::CaseInsensitive))
       return io::open_raw_slabs(file, raw_layout(file, p));
     if (auto s = io::open_slabs(file)) {
       calibration = s->metadata();
+      if (as_z) calibration.channels = 1;  // the channels as z slices
       print_warnings(source, s->warnings());
       return s;
     }
@@ -570,7 +595,8 @@ int run_tiled_cli(const QCommandLineParser& p, const QStringList& args, const Fi
       throw InvalidArgument(args[2 + i].toStdString() + " holds " + std::to_string(c) +
                             " channels, not z slices; --tiled filters a stack in slabs along z, "
                             "across them. Run it without --tiled (each channel is then filtered "
-                            "on its own), or split the channels into files of their own first");
+                            "on its own), read one channel (--channels N), or treat the "
+                            "channels as z slices (--channels z)");
     }
     if (i == 0) calibration = m;
     inputs.push_back(sources.back().get());
@@ -669,14 +695,22 @@ int cmd_run(const QCommandLineParser& p, const QStringList& args) {
   std::vector<bool> per_channel(inputs.size(), false);
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const int c = channel_count(metas[i]);
-    if (c > 1 && inputs[i].ndim() == 3 && inputs[i].shape().depth() == std::size_t(c)) {
-      per_channel[i] = true;
-      std::fprintf(stderr, "gpix: %s: %d channels, filtered one by one\n",
-                   args[2 + static_cast<qsizetype>(i)].toLocal8Bit().constData(), c);
-    }
+    per_channel[i] = c > 1 && inputs[i].ndim() == 3 && inputs[i].shape().depth() == std::size_t(c);
   }
   const bool channels =
       std::find(per_channel.begin(), per_channel.end(), true) != per_channel.end();
+  if (channels && std::find(f.dims.begin(), f.dims.end(), 2) == f.dims.end()) {
+    throw InvalidArgument(f.name +
+                          " works on 3D images, and its input's planes are channels, which "
+                          "gpix run filters one by one as 2D images; give --channels z to treat "
+                          "the channels as z slices, or --channels N to read channel N alone");
+  }
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (!per_channel[i]) continue;
+    std::fprintf(stderr, "gpix: %s: %d channels, filtered one by one\n",
+                 args[2 + static_cast<qsizetype>(i)].toLocal8Bit().constData(),
+                 channel_count(metas[i]));
+  }
   const Result r =
       channels ? run_per_channel(f.name, inputs, per_channel, params) : run(f.name, inputs, params);
   if (!table) {
@@ -685,6 +719,14 @@ int cmd_run(const QCommandLineParser& p, const QStringList& args) {
     // The calibration of the first input is carried over where the shapes allow.
     io::Metadata out_meta = io::carried(calibration, inputs.front().shape(), r.array.shape());
     out_meta.labels = f.output == OutputKind::labels;
+    // A result made channel by channel holds channels again, also where a crop or a resample
+    // changed the planes (carried() keeps only what the shapes show); labels stay one label
+    // image per channel, as the viewer keeps them.
+    const auto stacked = static_cast<std::size_t>(channel_count(calibration));
+    out_meta.channels = channels && per_channel.front() && !out_meta.labels &&
+                                r.array.ndim() == 3 && r.array.shape().depth() == stacked
+                            ? static_cast<int>(stacked)
+                            : 1;
     io::write(std::filesystem::u8path(args.last().toStdString()), r.array, out_meta);
 #else
     throw InvalidArgument("this build of gpix has no gpix_io to write files");
@@ -762,7 +804,9 @@ int main(int argc, char** argv) {
   }
   p.addOption(
       {"channels",
-       "RGB/RGBA/vector files: luminance, split, a channel number, or indices (palette files).",
+       "RGB/RGBA/vector files: luminance, split, a channel number (0 the first), or indices "
+       "(palette files). Multi-channel files (filtered channel by channel): a channel number "
+       "reads that channel, z reads the channels as z slices.",
        "C"});
   p.process(app);
   const QStringList args = p.positionalArguments();

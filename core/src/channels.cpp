@@ -32,6 +32,7 @@ Result run_per_channel(std::string_view name, std::span<const Array> inputs,
                           std::to_string(inputs.size()) + " inputs; give one per input");
   }
   std::size_t n = 0;
+  Shape stack;  // the (C, y, x) shape of the marked inputs
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (!per_channel[i]) continue;
     if (inputs[i].ndim() != 3) {
@@ -47,10 +48,26 @@ Result run_per_channel(std::string_view name, std::span<const Array> inputs,
                             "channels first");
     }
     n = c;
+    stack = inputs[i].shape();
   }
   if (n == 0) {
     throw InvalidArgument("run_per_channel of '" + filter_name +
                           "': no input is marked as channels; run it with gpix::run");
+  }
+  // The other inputs: a 2D image goes whole to every channel (a mask); a stack of the marked
+  // inputs' shape is cut into planes as well (labels made channel by channel, a second
+  // multi-channel image without the mark); any other stack cannot be paired with channels.
+  std::vector<bool> split = per_channel;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (split[i] || inputs[i].ndim() < 3) continue;
+    if (!(inputs[i].shape() == stack)) {
+      throw InvalidArgument("'" + filter_name + "' runs channel by channel on " + stack.str() +
+                            " channels, and input " + std::to_string(i + 1) + " is a " +
+                            inputs[i].shape().str() +
+                            " stack, which pairs with no channel; give it a 2D image (used for "
+                            "every channel) or a stack of the channels' shape");
+    }
+    split[i] = true;
   }
   Array out, rows;
   Table table;
@@ -58,7 +75,7 @@ Result run_per_channel(std::string_view name, std::span<const Array> inputs,
     std::vector<Array> in;
     in.reserve(inputs.size());
     for (std::size_t i = 0; i < inputs.size(); ++i)
-      in.push_back(per_channel[i] ? channel_plane(inputs[i], c) : inputs[i]);
+      in.push_back(split[i] ? channel_plane(inputs[i], c) : inputs[i]);
     RunOptions o;
     o.cancel = options.cancel;
     if (options.progress) {

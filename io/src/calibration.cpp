@@ -146,8 +146,22 @@ Metadata metadata_of(itk::ImageIOBase& io, int ndim, const Format& format, const
   m.direction = dir;
   m.unit = unit;
   m.labels = marked_labels(io.GetMetaDataDictionary());
-  if (keeps_channels(format.name))
-    m.channels = std::max(1, std::atoi(dict_string(io, kChannelsKey).c_str()));
+  // The channel mark, where it is the plane count of a 3D image (a file from elsewhere may
+  // carry the key after a crop); otherwise the planes are z, said in the notes.
+  if (const std::string v = dict_string(io, kChannelsKey);
+      !v.empty() && keeps_channels(format.name)) {
+    char* end = nullptr;
+    const long long c = std::strtoll(v.c_str(), &end, 10);
+    const bool number = end != v.c_str() && *end == '\0';
+    if (number && c > 1 && ndim == 3 && static_cast<long long>(io.GetDimensions(2)) == c) {
+      m.channels = static_cast<int>(c);
+    } else if (!(number && c == 1)) {
+      note(std::string(kChannelsKey) + "=" + v + " does not match the image's " +
+           std::to_string(ndim) + "D shape (" +
+           (ndim == 3 ? std::to_string(io.GetDimensions(2)) : std::string("no")) +
+           " planes): its planes are read as z slices");
+    }
+  }
   return m;
 }
 

@@ -550,6 +550,12 @@ void write_unchecked(const fs::path& path, const HostArray& pixels, const Metada
     sp[i] *= unit.factor;
     org[i] *= unit.factor;
   }
+  // Planes that are channels have no z: spacing 1 and origin 0 on that axis in every format,
+  // as TIFF (an ImageJ composite has no z spacing) reads back.
+  if (meta.channels > 1) {
+    sp[n - 1] = 1.0;
+    org[n - 1] = 0.0;
+  }
   const auto dir = meta.direction_or_default(ndim);
 
   detail::TempFolder tmp(path);

@@ -352,6 +352,11 @@ class FileSink final : public SlabSink {
         for (double& x : *v) x *= u.factor;
       }
       meta_.unit = u.unit;
+      // Planes that are channels have no z (as io::write writes them).
+      if (meta_.channels > 1) {
+        meta_.spacing[0] = 1.0;
+        meta_.origin[0] = 0.0;
+      }
     }
     shape_ = shape;
     dtype_ = dtype;

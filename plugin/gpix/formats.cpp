@@ -284,7 +284,10 @@ gpix::plugin::Reader io_reader() {
               QStringLiteral("channels"),
               QStringLiteral("%1 components split along the first axis").arg(img.file_components));
         }
-        if (colour || (img.meta.channels > 1 && planes == img.meta.channels && planes <= 16)) {
+        // Labels stay one label image per channel, shown with the label colours (as the
+        // Filters panel makes them from a composite).
+        if (colour || (img.meta.channels > 1 && planes == img.meta.channels && planes <= 16 &&
+                       !img.meta.labels)) {
           gpix::ui::make_composite(l, colour);
         }
         return QList<Layer>{l};

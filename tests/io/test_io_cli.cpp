@@ -271,6 +271,61 @@ class TestIoCli : public QObject {
     } else {
       qWarning("no /usr/bin/python3 with numpy and tifffile: the RGB case is not run");
     }
+    // An unmarked stack of the same shape beside it pairs plane by plane (it was refused for a
+    // shape mismatch of one plane against the stack).
+    const QString plain = dir.filePath("plain.nrrd"), sum = dir.filePath("sum.tif");
+    io::write(plain.toStdString(), HostArray::from(data, shape));
+    const test::ProcessResult pr =
+        test::run_cli({"run", "add_images", in, plain, sum, "--device", "0"});
+    QVERIFY2(pr.code == 0, pr.err);
+    const io::Image sb = io::read(sum.toStdString());
+    QCOMPARE(sb.meta.channels, 3);
+    for (std::size_t i = 0; i < shape.elements(); ++i) {
+      QCOMPARE(sb.pixels.as<std::uint16_t>()[i],
+               static_cast<std::uint16_t>(std::min(2 * int(data[i]), 65535)));
+    }
+    // A crop made channel by channel holds channels still; labels made channel by channel are
+    // one label image per channel, marked as labels only (as the viewer keeps them).
+    const QString cropped = dir.filePath("crop.tif");
+    QCOMPARE(test::run_cli(
+                 {"run", "crop", in, cropped, "--size_x", "5", "--size_y", "4", "--device", "0"})
+                 .code,
+             0);
+    const io::Image cb = io::read(cropped.toStdString());
+    QCOMPARE(cb.pixels.shape(), (Shape{3, 4, 5}));
+    QCOMPARE(cb.meta.channels, 3);
+    const QString labels = dir.filePath("labels.tif");
+    QCOMPARE(test::run_cli({"run", "threshold_otsu", in, labels, "--device", "0"}).code, 0);
+    const QString cc = dir.filePath("cc.tif");
+    QCOMPARE(test::run_cli({"run", "connected_components", labels, cc, "--device", "0"}).code, 0);
+    const io::Image lb = io::read(cc.toStdString());
+    QVERIFY(lb.meta.labels);
+    QCOMPARE(lb.meta.channels, 1);
+    // A filter of 3D images: refused with the two ways out, which both run.
+    const QString mip = dir.filePath("mip.tif");
+    const test::ProcessResult z =
+        test::run_cli({"run", "maximum_z_projection", in, mip, "--device", "0"});
+    QCOMPARE(z.code, 2);
+    QVERIFY2(z.err.contains("--channels z") && z.err.contains("--channels N"), z.err);
+    QCOMPARE(
+        test::run_cli({"run", "maximum_z_projection", in, mip, "--channels", "z", "--device", "0"})
+            .code,
+        0);
+    const io::Image mb2 = io::read(mip.toStdString());
+    QCOMPARE(mb2.pixels.shape(), (Shape{shape.height(), shape.width()}));
+    for (std::size_t i = 0; i < plane; ++i) {
+      QCOMPARE(mb2.pixels.as<std::uint16_t>()[i],
+               std::max({data[i], data[i + plane], data[i + 2 * plane]}));
+    }
+    const QString one = dir.filePath("one.tif");
+    QCOMPARE(test::run_cli(
+                 {"run", "add_scalar", in, one, "--channels", "2", "--value", "0", "--device", "0"})
+                 .code,
+             0);
+    const io::Image ob = io::read(one.toStdString());
+    QCOMPARE(ob.pixels.shape(), (Shape{shape.height(), shape.width()}));
+    QVERIFY(std::equal(data.begin() + 2 * static_cast<std::ptrdiff_t>(plane), data.end(),
+                       ob.pixels.as<std::uint16_t>().begin()));
     // --tiled: refused, naming the channels and the way out; nothing written.
     const QString never = dir.filePath("never.tif");
     const test::ProcessResult tiled = test::run_cli(

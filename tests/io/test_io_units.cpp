@@ -176,7 +176,7 @@ class TestIoUnits : public QObject {
     auto* v = reinterpret_cast<std::uint16_t*>(a.data());
     for (std::size_t i = 0; i < a.elements(); ++i) v[i] = static_cast<std::uint16_t>(i * 37 % 4099);
     io::Metadata m;
-    m.spacing = {1.0, 0.25, 0.5};
+    m.spacing = {2.0, 0.25, 0.5};  // a z spacing the channel axis does not keep, in any format
     m.unit = "um";
     m.channels = 3;
     for (const char* name : {"c.tif", "c.nrrd", "c.mha", "s.tif", "s.nrrd", "s.mha", "c.nii"}) {
@@ -212,6 +212,7 @@ class TestIoUnits : public QObject {
         QVERIFY2(std::memcmp(px.data(), a.data(), a.bytes()) == 0, where.c_str());
         QVERIFY2(near(got.spacing.at(1), 0.25, 1e-6) && near(got.spacing.at(2), 0.5, 1e-6),
                  where.c_str());
+        QVERIFY2(got.spacing.at(0) == 1.0, where.c_str());
       }
     }
     if (have_tifffile()) {
@@ -222,6 +223,29 @@ class TestIoUnits : public QObject {
                                 "    print(t.imagej_metadata['channels'], t.series[0].axes)\n"),
                  {dir.path()});
       QCOMPARE(out, QByteArray("3 CYX\n3 CYX\n"));
+    }
+    // A mark that does not match the planes when read (a file cropped by other software that
+    // kept the key): z slices, and a warning that says why.
+    {
+      const fs::path f = p(dir, "two.nrrd");
+      io::Metadata two = m;
+      two.channels = 2;
+      io::write(f, HostArray::empty(Shape{2, 5, 6}, DType::u8), two);
+      QFile file(QString::fromStdString(f.string()));
+      QVERIFY(file.open(QIODevice::ReadOnly));
+      QByteArray bytes = file.readAll();
+      file.close();
+      QVERIFY(bytes.contains("gpix_channels:=2"));
+      bytes.replace("gpix_channels:=2", "gpix_channels:=3");
+      QVERIFY(file.open(QIODevice::WriteOnly));
+      file.write(bytes);
+      file.close();
+      const io::Image img = io::read(f);
+      QCOMPARE(img.meta.channels, 1);
+      QVERIFY(std::any_of(img.warnings.begin(), img.warnings.end(), [](const std::string& w) {
+        return w.find("gpix_channels=3") != w.npos && w.find("z slices") != w.npos;
+      }));
+      QCOMPARE(io::open_slabs(f)->metadata().channels, 1);
     }
     // A mark for another number of planes, or on a 2D image: refused, nothing written.
     for (const Shape& wrong : {Shape{4, 17, 23}, Shape{17, 23}}) {

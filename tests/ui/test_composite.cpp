@@ -472,6 +472,23 @@ class TestComposite : public QObject {
       QCOMPARE(t.table(c, 0), double(c + 1));
       for (std::size_t j = 0; j < one.width(); ++j) QCOMPARE(t.table(c, j + 1), one(0, j));
     }
+    // An unmarked stack of the channels' shape pairs plane by plane (labels made channel by
+    // channel, a second multi-channel image): the same as the pixel-wise whole.
+    const Array same = Array::push(a.pull(), a.device());
+    const Result paired =
+        gpix::run_per_channel("add_images", std::vector<Array>{a, same}, {true, false}, {}, {});
+    const HostArray want_sum = run("add_images", std::vector<Array>{a, same}).array.pull();
+    QCOMPARE(std::memcmp(paired.array.pull().data(), want_sum.data(), want_sum.bytes()), 0);
+    // A 2D image goes whole to every channel.
+    const Array mask = gpix::channel_plane(a, 1);
+    const HostArray masked =
+        gpix::run_per_channel("add_images", std::vector<Array>{a, mask}, {true, false}, {}, {})
+            .array.pull();
+    for (std::size_t c = 0; c < 3; ++c) {
+      const HostArray one =
+          run("add_images", std::vector<Array>{gpix::channel_plane(a, c), mask}).array.pull();
+      QCOMPARE(std::memcmp(masked.data() + c * one.bytes(), one.data(), one.bytes()), 0);
+    }
     // Inputs of different channel counts: refused, naming both counts and the way out.
     const Array two = Array::empty(Shape{2, 384, 512}, a.dtype(), a.device());
     try {
@@ -479,6 +496,13 @@ class TestComposite : public QObject {
       QFAIL("3 and 2 channels were paired");
     } catch (const InvalidArgument& e) {
       QVERIFY2(QString(e.what()).contains(QLatin1String("3 and 2 channels")), e.what());
+    }
+    // An unmarked stack of another shape pairs with no channel: refused, saying what would.
+    try {
+      gpix::run_per_channel("add_images", std::vector<Array>{a, two}, {true, false}, {}, {});
+      QFAIL("a 2-plane stack was paired with 3 channels");
+    } catch (const InvalidArgument& e) {
+      QVERIFY2(QString(e.what()).contains(QLatin1String("pairs with no channel")), e.what());
     }
   }
 };

@@ -56,8 +56,9 @@ struct Metadata {
   // with SizeC=C (SizeZ and SizeT 1), whose C pages are the channels; 1 everywhere else
   // (colour pixels read with Channels::split say so through Image::file_components).
   // write() keeps it (more than 1 only for a 3D image of that many planes, else IoError): TIFF
-  // as an ImageJ hyperstack (channels=C), NRRD and MetaImage as a key `gpix_channels`; NIfTI,
-  // PNG and JPEG have no room for it.
+  // as an ImageJ composite (channels=C), NRRD and MetaImage as a key `gpix_channels`; NIfTI,
+  // PNG and JPEG have no room for it. The channel axis is written with spacing 1 and origin 0
+  // in every format. A key that does not match the planes when read is a warning, and z.
   int channels = 1;
 
   // The values for an image of ndim dimensions, defaults filled in.
