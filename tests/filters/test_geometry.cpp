@@ -901,6 +901,36 @@ class TestGeometry : public QObject {
     }
   }
 
+  // A resample of a long row by a factor with no short period (1.7): each nearest sample is
+  // the pixel the exact rational coordinate names, floor((2x + 1) in / (2 out)), computed here
+  // in integers (an odd input length never puts a coordinate on a boundary). With float32
+  // coordinates 1.1% of this row's samples took a neighbour; shorter rows stay on float32.
+  void long_row_resample_data() { test::add_device_rows(); }
+  void long_row_resample() {
+    const Device dev = test::fetch_device();
+    if (!dev.supports_fp64()) QSKIP("float64 coordinates: the device has no fp64");
+    for (const std::size_t n : {std::size_t{500009}, std::size_t{4099}}) {
+      std::vector<std::uint16_t> v(n);
+      for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint16_t>(i * 7919 % 65521);
+      const Array a = Array::push(v, Shape{1, n}, dev);
+      const std::vector<std::uint16_t> got =
+          resample(a, 1.7, 1.0, 1.0, Interpolation::nearest).pull_as<std::uint16_t>();
+      const auto out = static_cast<std::size_t>(std::nearbyint(static_cast<double>(n) * 1.7));
+      QCOMPARE(got.size(), out);
+      std::size_t wrong = 0, first = 0;
+      for (std::size_t x = 0; x < out; ++x) {
+        const std::size_t i = std::min((2 * x + 1) * n / (2 * out), n - 1);
+        if (got[x] != v[i] && wrong++ == 0) first = x;
+      }
+      QVERIFY2(wrong == 0, qPrintable(QString("%1 of %2 samples of a %3-pixel row off, the "
+                                              "first at %4")
+                                          .arg(wrong)
+                                          .arg(out)
+                                          .arg(n)
+                                          .arg(first)));
+    }
+  }
+
   // histogram_partial counts in uint32, so the host launches it on runs of fewer than 2^32
   // elements, each with its own counts, and adds them up. With runs of 997 elements: several
   // whole runs and a shorter last one, a last run of one element, and one run alone.
