@@ -288,9 +288,15 @@ Mapping Array::map(MapMode mode) {
         "to_buffer() first");
   }
   const std::size_t n = a.span_bytes();
-  void* p = a.device->map(*a.memory, 0, n, static_cast<detail::MapAccess>(mode));
   // A region view's mapping starts at its first pixel and runs to the allocation's end.
   const std::size_t first = a.first_byte();
+  // The whole allocation is mapped, and a write-only mapping neither reads it (CUDA's pinned
+  // block) nor keeps it (OpenCL's CL_MAP_WRITE_INVALIDATE_REGION), yet is written back whole:
+  // for a region view or a padded array that would replace the pixels around it (the parent's,
+  // the padding) by undefined bytes. Those read them first.
+  if (mode == MapMode::write && (first != 0 || n != a.shape.elements() * size_of(a.dtype)))
+    mode = MapMode::read_write;
+  void* p = a.device->map(*a.memory, 0, n, static_cast<detail::MapAccess>(mode));
   return Mapping(static_cast<std::byte*>(p) + first, n - first, a.dtype,
                  [impl, p] { impl->device->unmap(*impl->memory, p); });
 }

@@ -181,6 +181,9 @@ DLManagedTensor* to_dlpack(const Array& array) {
     throw DeviceError("the CUDA backend gave no device pointer for the array on '" + dev.name() +
                       "'");
   }
+  // The consumer reads the memory on its own stream, which does not wait for gpix's
+  // (non-blocking) one: kernels that write the array may still be queued. They finish first.
+  dev.finish();
   auto e = std::make_unique<Export>();
   e->array = Access::shared(array);
   DLDevice d{kDLCUDA, ordinal};

@@ -3,6 +3,7 @@
 #include "recycling.h"
 
 #include <bit>
+#include <limits>
 
 #include "detail.h"
 #include "gpix/error.h"
@@ -23,6 +24,9 @@ std::size_t MemoryPool::size_class(std::size_t bytes) {
   // Four classes per power of two: round up to a multiple of 2^(floor(log2 n) - 2).
   const auto log2 = static_cast<unsigned>(std::bit_width(bytes)) - 1u;
   const std::size_t step = std::size_t{1} << (log2 - 2u);
+  // No class above the largest size_t: such a request (beyond any device) keeps its size, and
+  // the device refuses it (rounding up would wrap to a tiny block that "holds" it).
+  if (bytes > std::numeric_limits<std::size_t>::max() - (step - 1)) return bytes;
   return (bytes + step - 1) / step * step;
 }
 

@@ -294,6 +294,13 @@ void render_rgba(const Array& a, double lo, double hi, const Lut& lut, std::size
     throw InvalidArgument("render_rgba(): the output must be a " + out_shape.str() +
                           " uint32 array on '" + a.device().label() + "'");
   }
+  // The kernels write the frame from the allocation's first byte, row after row.
+  if (!out.is_contiguous()) {
+    throw InvalidArgument(
+        "render_rgba(): the output must be contiguous (not a region view or a padded array); "
+        "render into a " +
+        out_shape.str() + " array and copy it into place with copy_region()");
+  }
   // Labels read the 256 entries; contrast the 4096 steps with the gamma curve in them.
   const std::span<const std::uint32_t> entries =
       contrast ? std::span<const std::uint32_t>(fine_table(lut, style.gamma))

@@ -7,11 +7,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include "backend/backend.h"
 #include "config.h"
 #include "detail.h"
+#include "memory_pool.h"
 #include "support/devices.h"
 #include "support/random.h"
 #include "support/shared_buffer.h"
@@ -544,6 +546,36 @@ class TestMemory : public QObject {
     if (can_image(dev, DType::f32)) {
       Array img = Array::empty_image(s, DType::f32, dev);
       QVERIFY_THROWS_EXCEPTION(InvalidArgument, img.map(MapMode::read));
+    }
+    // A write-only mapping of a region view, or of a padded array, writes the whole
+    // allocation back: the pixels around the view and the padding keep their values (CUDA
+    // wrote a stale pinned block over them, OpenCL left them undefined).
+    Array whole = Array::push(data, s, dev);
+    Array box = whole.view(Region{{3, 5}, {6, 9}});
+    {
+      Mapping m = box.map(MapMode::write);
+      auto span = m.as<float>();
+      for (std::size_t y = 0; y < 6; ++y)
+        for (std::size_t x = 0; x < 9; ++x) span[y * s[1] + x] = 1e6f;
+    }
+    const std::vector<float> after = whole.pull_as<float>();
+    for (std::size_t y = 0; y < s[0]; ++y) {
+      for (std::size_t x = 0; x < s[1]; ++x) {
+        const bool inside = y >= 3 && y < 9 && x >= 5 && x < 14;
+        QCOMPARE(after[y * s[1] + x], inside ? 1e6f : data[y * s[1] + x]);
+      }
+    }
+  }
+
+  // A size class never wraps past the largest size_t to a tiny block (an absurd request is
+  // refused by the device at its own size).
+  void size_classes() {
+    constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
+    for (std::size_t b :
+         {std::size_t{1}, std::size_t{257}, std::size_t{1000}, kMax / 2, kMax - 100, kMax}) {
+      const std::size_t c = detail::MemoryPool::size_class(b);
+      QVERIFY2(c >= b, qPrintable(QString::number(b)));
+      if (b <= kMax / 2) QVERIFY(c <= b + b / 4 + 256);
     }
   }
 

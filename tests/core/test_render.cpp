@@ -239,6 +239,13 @@ class TestRender : public QObject {
     QCOMPARE(got[0], rgba(0, 0, 0, 255));  // black is opaque black; alpha saturates too
     QCOMPARE(got[1], rgba(255, 200, 0, 255));
     QCOMPARE(got[2], rgba(200, 100, 0, 255));
+    // A frame into a region view of a larger canvas: refused (the kernels write from the
+    // allocation's first byte: the canvas's top rows were overwritten), the canvas untouched.
+    Array canvas = Array::push(std::vector<std::uint32_t>(2 * 3, 7u), Shape{2, 3}, dev);
+    Array lower = canvas.view(Region{{1, 0}, {1, 3}});
+    QVERIFY_THROWS_EXCEPTION(InvalidArgument,
+                             render_rgba(a, 0, 255, Lut::colour(200, 100, 0), 0, lower));
+    QVERIFY(canvas.pull_as<std::uint32_t>() == std::vector<std::uint32_t>(6, 7u));
   }
 
   void errors() {

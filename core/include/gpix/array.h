@@ -58,7 +58,14 @@ class Mapping {
   }
   Mapping(const Mapping&) = delete;
   Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() { unmap(); }
+  // A failed unmap (a device lost) cannot throw from here: the destructor swallows it, where
+  // unmap() would have thrown DeviceError.
+  ~Mapping() {
+    try {
+      unmap();
+    } catch (...) {  // NOLINT(bugprone-empty-catch): see above
+    }
+  }
 
   std::byte* data() const noexcept { return data_; }
   std::size_t bytes() const noexcept { return bytes_; }

@@ -20,7 +20,9 @@ namespace gpix {
 DLDataType to_dlpack_dtype(DType t);
 std::optional<DType> from_dlpack_dtype(DLDataType t);
 
-// Exports a device array as a kDLCUDA tensor that shares the array's memory (no copy).
+// Exports a device array as a kDLCUDA tensor that shares the array's memory (no copy). The
+// device's queued work is finished first, so the pixels are final when the consumer reads
+// them on its own stream.
 // Throws InvalidArgument for arrays on OpenCL devices (an OpenCL buffer has no address
 // other frameworks can use: pull() it and export the HostArray), DeviceError where the
 // backend gives no device pointer.

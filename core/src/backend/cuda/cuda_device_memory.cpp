@@ -62,7 +62,17 @@ std::unique_ptr<Memory> CudaDevice::adopt(std::uint64_t pointer, std::size_t byt
                           " runs past the end of its allocation (" + human(size) + " from 0x" +
                           hex(start) + ")");
   }
-  return std::make_unique<CuMemory>(bytes, ctx_, ptr, std::move(release));
+  // The producer gets its memory back (and may reuse it at once) when the last array sharing
+  // it dies, while kernels that read or write it may still be queued on gpix's stream: they
+  // finish first.
+  auto synced = [ctx = ctx_, release = std::move(release)] {
+    {
+      ContextScope finish(*ctx, std::nothrow);
+      (void)ctx->driver().cuCtxSynchronize();
+    }
+    if (release) release();
+  };
+  return std::make_unique<CuMemory>(bytes, ctx_, ptr, std::move(synced));
 }
 
 std::unique_ptr<HostMemory> CudaDevice::allocate_host(std::size_t bytes) {

@@ -203,9 +203,19 @@ std::shared_ptr<EventImpl> CudaDevice::do_copy_peer(const Memory& src, std::size
                                                     std::size_t dst_offset, std::size_t bytes) {
   auto* peer = dynamic_cast<CudaDevice*>(&to);
   if (!peer || peer == this || config().no_peer_copy || !peer_access(*peer)) return nullptr;
-  ContextScope scope(*ctx_);
   const std::string what = "copying " + human(bytes) + " from '" + info().name + "' to '" +
                            peer->info().name + "' (peer to peer)";
+  // The copy runs on this device's stream, after the source's writers; the destination's own
+  // queued work (kernels still reading the block it overwrites, or the last user of a block
+  // its pool recycled) is on the peer's stream, which this one waits for first.
+  std::shared_ptr<EventImpl> dst_ready;
+  {
+    ContextScope peer_scope(*peer->ctx_);
+    dst_ready = peer->record(peer->stream(), what);
+  }
+  ContextScope scope(*ctx_);
+  EventImpl* const waits[] = {dst_ready.get()};
+  wait_for(stream(), waits, what);
   check(drv().cuMemcpyPeerAsync(native(dst) + dst_offset, peer->ctx_->get(),
                                 native(src) + src_offset, ctx_->get(), bytes, stream()),
         what);

@@ -21,6 +21,10 @@ std::shared_ptr<EventImpl> ClDevice::marker(QueueImpl& q, Waits waits) {
   cl::check_lazy(clEnqueueMarkerWithWaitList(native(q), static_cast<cl_uint>(w.size()),
                                              w.empty() ? nullptr : w.data(), &e),
                  [&] { return "enqueueing a marker on '" + info().name + "'"; });
+  // Other queues wait on markers (a push queue on the default one's work): OpenCL requires
+  // the marker's queue to be flushed before a wait from another queue, or a driver that
+  // batches commands may never submit it.
+  cl::check_lazy(clFlush(native(q)), [&] { return "flushing a queue of '" + info().name + "'"; });
   return wrap(e);
 }
 
