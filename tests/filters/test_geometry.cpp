@@ -731,6 +731,52 @@ class TestGeometry : public QObject {
   void geometry() { run_row(); }
   void projections_data() { add_rows(Category::projections); }
   void projections() { run_row(); }
+
+  // Deep integer stacks (a time series of 4096 frames): the mean of a constant column is the
+  // value exactly, never above the dtype's largest (float32 sums gave 65535.94 for 65535 and
+  // 12344.33 for 12345), and a noisy column's mean and sum stay within float32's rounding of
+  // the result, both whole and in slabs.
+  void deep_integer_projections_data() { test::add_device_rows(); }
+  void deep_integer_projections() {
+    const Device dev = test::fetch_device();
+    const Shape s{4096, 2, 3};
+    const std::size_t plane = 6;
+    std::vector<std::uint16_t> v(s.elements());
+    for (std::size_t z = 0; z < s.depth(); ++z) {
+      v[z * plane + 0] = 65535;
+      v[z * plane + 1] = 12345;
+      v[z * plane + 2] = static_cast<std::uint16_t>(60000 + (z * 7919) % 5000);
+      v[z * plane + 3] = static_cast<std::uint16_t>((z * 104729) % 65536);
+      v[z * plane + 4] = static_cast<std::uint16_t>(z % 2 ? 65535 : 0);
+      v[z * plane + 5] = 1;
+    }
+    const Array a = Array::push(v, s, dev);
+    const std::vector<float> mean = run("mean_z_projection", a).array.pull_as<float>();
+    const std::vector<float> sum = run("sum_z_projection", a).array.pull_as<float>();
+    QCOMPARE(mean[0], 65535.0f);
+    QCOMPARE(mean[1], 12345.0f);
+    QCOMPARE(mean[5], 1.0f);
+    QCOMPARE(sum[0], 65535.0f * 4096.0f);
+    for (std::size_t i = 0; i < plane; ++i) {
+      double total = 0;
+      for (std::size_t z = 0; z < s.depth(); ++z) total += v[z * plane + i];
+      const double m = total / double(s.depth());
+      QVERIFY2(std::fabs(mean[i] - m) <= 1e-5 * m + 1e-3,
+               qPrintable(QString("column %1: mean %2, expected %3").arg(i).arg(mean[i]).arg(m)));
+      QVERIFY2(std::fabs(sum[i] - total) <= 1e-5 * total + 1,
+               qPrintable(QString("column %1: sum %2, expected %3").arg(i).arg(sum[i]).arg(total)));
+    }
+    // In slabs (the state carried from slab to slab): the same bits.
+    for (const auto& [name, whole] :
+         {std::pair{"mean_z_projection", &mean}, std::pair{"sum_z_projection", &sum}}) {
+      TiledOptions o;
+      o.devices = {dev};
+      o.budget_bytes = 64 * 1024;
+      const HostArray tiled = run_tiled(name, HostArray::from(v, s), {}, o);
+      QCOMPARE(tiled.shape(), (Shape{2, 3}));
+      QVERIFY2(std::memcmp(tiled.data(), whole->data(), plane * sizeof(float)) == 0, name);
+    }
+  }
   void reductions_data() { add_rows(Category::reductions); }
   void reductions() { run_row(); }
 

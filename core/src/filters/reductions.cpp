@@ -106,7 +106,7 @@ class ProjectionFold final : public SlabFold {
     const std::size_t px = out_shape_.elements();
     return extreme() ? px * (size_of(dtype_) + sizeof(std::uint32_t))
                      : px * (size_of(moments_out(dtype_, op_)) +
-                             3 * size_of(compute_type({dtype_})) + sizeof(std::uint64_t));
+                             4 * size_of(compute_type({dtype_})) + sizeof(std::uint64_t));
   }
 
   void add(int /*pass*/, std::span<const Array> slab, std::size_t z0) override {
@@ -133,7 +133,8 @@ class ProjectionFold final : public SlabFold {
         return "this projection on " + std::string(name(dtype_)) + " (computed in float64)";
       });
       out_ = Array::empty(out_shape_, out_t, in.device());
-      state_ = Array::empty(Shape{3, out_shape_[0], out_shape_[1]}, ct, in.device());
+      // k, s, ss and c (projection.kernel's z_moments_carry).
+      state_ = Array::empty(Shape{4, out_shape_[0], out_shape_[1]}, ct, in.device());
       count_ = Array::empty(out_shape_, DType::u64, in.device());
     }
     KernelArgs args = {arg(in), arg(out_), arg(state_), arg(count_)};
@@ -550,13 +551,14 @@ const Filter<> kMinimumZProjection = projection_filter(
     "same as input");
 const Filter<> kSumZProjection = projection_filter(
     "sum_z_projection", ZOp::sum,
-    "the sum along z of each (y, x) column, accumulated in the output type (numpy.nansum: NaN "
-    "ignored)",
+    "the sum along z of each (y, x) column, accumulated in the output type, integers as "
+    "differences from the column's first value (numpy.nansum: NaN ignored)",
     "float32 for 8/16-bit integers and float32, float64 for wider dtypes");
 const Filter<> kMeanZProjection = projection_filter(
     "mean_z_projection", ZOp::mean,
     "the mean along z of each (y, x) column, accumulated in float32 (float64 for 32/64-bit "
-    "dtypes) (numpy.nanmean: NaN ignored, a column of NaN gives NaN)",
+    "dtypes), integers as differences from the column's first value (numpy.nanmean: NaN "
+    "ignored, a column of NaN gives NaN)",
     "float32 (float64 stays float64)");
 const Filter<> kStdZProjection = projection_filter(
     "std_z_projection", ZOp::std,
