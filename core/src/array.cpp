@@ -514,6 +514,20 @@ Event copy_async(const Array& src, Array& dst, const Queue& queue,
     detail::copy_box(s, s.at(), d, d.at(), s.whole());
     return {};
   }
+  if (s.memory == d.memory) {
+    // Two views of one allocation (which may overlap): through a temporary, as copy_region
+    // does, in queue order (OpenCL refuses an overlapping copy within one buffer,
+    // CL_MEM_COPY_OVERLAP; CUDA's gives undefined pixels).
+    Array tmp = Array::empty(src.shape(), src.dtype(), src.device());
+    auto& t = Access::impl(tmp);
+    auto first =
+        detail::copy_box_async(*d.device, *sub.queue, s, s.at(), t, t.at(), s.whole(), sub.span());
+    detail::EventImpl* const after_first[] = {first.get()};
+    auto e =
+        detail::copy_box_async(*d.device, *sub.queue, t, t.at(), d, d.at(), s.whole(), after_first);
+    return detail::make_event(std::move(e), d.device,
+                              {Access::shared(src), Access::shared(dst), Access::shared(tmp)});
+  }
   auto e =
       detail::copy_box_async(*d.device, *sub.queue, s, s.at(), d, d.at(), s.whole(), sub.span());
   return detail::make_event(std::move(e), d.device, {Access::shared(src), Access::shared(dst)});
