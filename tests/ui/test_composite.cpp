@@ -6,8 +6,10 @@
 // channel.
 #include <QApplication>
 #include <QCheckBox>
+#include <QDir>
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
+#include <QFile>
 #include <QImage>
 #include <QSettings>
 #include <QSignalSpy>
@@ -432,6 +434,9 @@ class TestComposite : public QObject {
     const HostArray re_px = re.array.pull();
     QCOMPARE(re_px.bytes(), got.bytes());
     QCOMPARE(std::memcmp(re_px.data(), got.data(), got.bytes()), 0);
+    // Recorded as it ran, for the exports: channel by channel.
+    QCOMPARE(workflow.steps().size(), qsizetype(2));
+    QCOMPARE(workflow.steps().at(1).per_channel, QList<bool>{true});
     host().undo_stack()->undo();
     QCOMPARE(host().layer_ids().size(), qsizetype(2));
     // A table per channel: one table, a "channel" column first, no layer added.
@@ -442,6 +447,66 @@ class TestComposite : public QObject {
     QVERIFY(done.wait(120000));
     QVERIFY2(done.first().first().toBool(), qPrintable(panel.error_text()));
     QCOMPARE(host().layer_ids().size(), qsizetype(2));
+  }
+
+  // A photo's workflow exported as a shell script and run with the real CLI on the photo gives
+  // the pixels the viewer gave: the recorded step says it ran channel by channel, so the script
+  // reads the RGB file with --channels split and `gpix run` filters each colour on its own
+  // (without either, the run stops at the colour pixels or blurs across the colours).
+  void exported_script_runs_channel_by_channel() {
+#ifndef GPIX_TEST_CLI
+    QSKIP("no gpix CLI known to the test");
+#else
+    QImage img(97, 61, QImage::Format_RGB32);
+    for (int y = 0; y < img.height(); ++y)
+      for (int x = 0; x < img.width(); ++x)
+        img.setPixel(x, y, qRgb((x * 37 + y * 11) % 256, (x * x + y) % 256, (y * 53) % 256));
+    const QString photo = tmp_.filePath(QStringLiteral("export photo.png"));
+    QVERIFY(img.save(photo, "PNG"));
+    ui::Workflow workflow;
+    ui::FilterPanel panel(host(), &workflow);
+    const int id = host().add_layer(read(photo));
+    QVERIFY(host().layer(id).composite());
+    QVERIFY(panel.select_filter(QStringLiteral("gaussian_blur")));
+    QVERIFY(panel.form()->set_param(QStringLiteral("sigma_z"), 1.5));
+    QSignalSpy done(&panel, &ui::FilterPanel::finished);
+    panel.run();
+    QVERIFY(done.wait(120000));
+    QVERIFY2(done.first().first().toBool(), qPrintable(panel.error_text()));
+    QVERIFY(panel.select_filter(QStringLiteral("multiply_scalar")));
+    QVERIFY(panel.form()->set_param(QStringLiteral("factor"), 3.0));
+    panel.form()->set_input(0, host().layer_ids().last());
+    done.clear();
+    panel.run();
+    QVERIFY(done.wait(120000));
+    QVERIFY2(done.first().first().toBool(), qPrintable(panel.error_text()));
+    QCOMPARE(workflow.steps().size(), qsizetype(2));
+    QCOMPARE(workflow.steps().at(0).per_channel, QList<bool>{true});
+    QCOMPARE(workflow.steps().at(1).per_channel, QList<bool>{true});
+    const HostArray want = host().layer(host().layer_ids().last()).array.pull();
+
+    const QString script = tmp_.filePath(QStringLiteral("photo.sh"));
+    QFile f(script);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(workflow.to_cli_script(QStringLiteral(GPIX_TEST_CLI)).toUtf8());
+    f.close();
+    QTemporaryDir out;
+    QVERIFY(out.isValid());
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.remove(QStringLiteral("GPIX"));
+    const gpix::test::ProcessResult sh =
+        gpix::test::run_process(QStringLiteral("/bin/sh"), {script, photo},
+                                {.timeout_ms = 240000, .working_dir = out.path(), .env = env});
+    QVERIFY2(sh.code == 0, qPrintable(QString::fromUtf8(sh.err) + workflow.to_cli_script()));
+    // The last step's file: the only one multiply_scalar wrote.
+    const QStringList made = QDir(out.path()).entryList({QStringLiteral("*multiply*.nrrd")});
+    QCOMPARE(made.size(), qsizetype(1));
+    const io::Image got = io::read(QDir(out.path()).filePath(made.first()).toStdString());
+    QCOMPARE(got.meta.channels, 3);
+    QCOMPARE(got.pixels.shape(), want.shape());
+    QCOMPARE(got.pixels.dtype(), want.dtype());
+    QCOMPARE(std::memcmp(got.pixels.data(), want.data(), want.bytes()), 0);
+#endif
   }
 
   void filters_run_per_channel() {

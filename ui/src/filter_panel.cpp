@@ -571,6 +571,9 @@ void FilterPanel::start(bool preview) {
     per_channel.push_back(l.composite());
     step.inputs << l.name;
   }
+  // Recorded, so that the exports and sessions run the step channel by channel as well.
+  if (std::find(per_channel.begin(), per_channel.end(), true) != per_channel.end())
+    step.per_channel = QList<bool>(per_channel.begin(), per_channel.end());
   if (!files.empty()) {
     // Stacks larger than memory run slab by slab from their files (stack_file.h).
     QString why;

@@ -135,6 +135,14 @@ QString Workflow::to_cli_script(const QString& gpix_program) const {
   for (const WorkflowStep& s : steps_) {
     const QString v = identifier(s.output, used);
     QString line = QStringLiteral("\"$GPIX\" run ") + shell_word(s.operation);
+    // A composite that the viewer opened from colour pixels is one file of RGB pixels, which
+    // `gpix run` reads only with a policy: split makes its colours the channels it filters one
+    // by one. Grayscale files (a multi-channel TIFF, the NRRD of an earlier step) read the same
+    // with it.
+    bool split = false;
+    for (qsizetype k = 0; k < s.per_channel.size() && k < s.inputs.size(); ++k)
+      split = split || (s.per_channel[k] && src.contains(s.inputs[k]));
+    if (split) line += QStringLiteral(" --channels split");
     for (const QString& in : s.inputs) {
       // An input no step produced and no argument names cannot occur (sources() lists every
       // such layer); quoting keeps even that case inert.
@@ -191,8 +199,20 @@ QString Workflow::to_cpp() const {
               : QStringLiteral("std::string(%1)").arg(cpp_string(param_text(val)));
       ps << QStringLiteral("{%1, %2}").arg(cpp_string(QString::fromStdString(k)), text);
     }
-    out += QStringLiteral("  const gpix::Array %1 = gpix::run(%2, %3, {%4}).array;\n")
-               .arg(v, cpp_string(s.operation), inputs, ps.join(QStringLiteral(", ")));
+    const bool channels = s.per_channel.contains(true);
+    if (channels) {
+      // The inputs as one vector, and which of them are composites (a (C, y, x) array filtered
+      // plane by plane, gpix/channels.h): the viewer ran the step so.
+      QStringList marks;
+      for (qsizetype k = 0; k < ins.size(); ++k)
+        marks << (k < s.per_channel.size() && s.per_channel[k] ? QStringLiteral("true")
+                                                               : QStringLiteral("false"));
+      inputs = QStringLiteral("std::vector<gpix::Array>{%1}, std::vector<bool>{%2}")
+                   .arg(ins.join(QStringLiteral(", ")), marks.join(QStringLiteral(", ")));
+    }
+    out += QStringLiteral("  const gpix::Array %1 = gpix::%2(%3, %4, {%5}).array;\n")
+               .arg(v, channels ? QStringLiteral("run_per_channel") : QStringLiteral("run"),
+                    cpp_string(s.operation), inputs, ps.join(QStringLiteral(", ")));
     var.insert(s.output, v);
     last = v;
   }
@@ -211,10 +231,16 @@ QJsonArray Workflow::to_json() const {
       else
         params.insert(key, QString::fromStdString(std::get<std::string>(v)));
     }
-    out.append(QJsonObject{{QStringLiteral("operation"), s.operation},
-                           {QStringLiteral("inputs"), QJsonArray::fromStringList(s.inputs)},
-                           {QStringLiteral("params"), params},
-                           {QStringLiteral("output"), s.output}});
+    QJsonObject step{{QStringLiteral("operation"), s.operation},
+                     {QStringLiteral("inputs"), QJsonArray::fromStringList(s.inputs)},
+                     {QStringLiteral("params"), params},
+                     {QStringLiteral("output"), s.output}};
+    if (s.per_channel.contains(true)) {
+      QJsonArray marks;
+      for (const bool b : s.per_channel) marks.append(b);
+      step.insert(QStringLiteral("per_channel"), marks);
+    }
+    out.append(step);
   }
   return out;
 }
@@ -238,6 +264,21 @@ void Workflow::from_json(const QJsonArray& steps) {
     if (s.inputs.isEmpty() || s.output.isEmpty()) {
       throw gpix::InvalidArgument(where + " ('" + s.operation.toStdString() +
                                   "') lacks its inputs or its output layer name");
+    }
+    // Absent in sessions written before steps recorded it: no input ran channel by channel.
+    const QJsonArray marks = o.value(QStringLiteral("per_channel")).toArray();
+    for (const QJsonValue v : marks) {
+      if (!v.isBool()) {
+        throw gpix::InvalidArgument(where + ": per_channel holds " +
+                                    (v.isString() ? "text" : "a value") +
+                                    " where true or false belongs (one per input)");
+      }
+      s.per_channel << v.toBool();
+    }
+    if (!s.per_channel.isEmpty() && s.per_channel.size() != s.inputs.size()) {
+      throw gpix::InvalidArgument(where + ": per_channel has " +
+                                  std::to_string(s.per_channel.size()) + " entries for " +
+                                  std::to_string(s.inputs.size()) + " inputs; give one per input");
     }
     const QJsonObject params = o.value(QStringLiteral("params")).toObject();
     for (auto it = params.begin(); it != params.end(); ++it) {

@@ -162,6 +162,10 @@ QList<int> apply(Workspace& h, Workflow* workflow, int input, const std::vector<
     if (r.is_table()) continue;
     WorkflowStep step = p.recorded;
     step.inputs.clear();
+    // What this run did, which the layers it ran on decided (not what the recording says).
+    step.per_channel.clear();
+    if (std::find(p.per_channel.begin(), p.per_channel.end(), true) != p.per_channel.end())
+      step.per_channel = QList<bool>(p.per_channel.begin(), p.per_channel.end());
     Layer first;  // its calibration goes to the result
     bool lost = false;
     for (std::size_t k = 0; k < p.inputs.size(); ++k) {

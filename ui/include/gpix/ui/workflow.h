@@ -20,6 +20,10 @@ struct WorkflowStep {
   QStringList inputs;   // layer names, in the filter's input order
   gpix::Params params;  // every parameter, defaults included
   QString output;       // the result layer's name
+  // Which inputs were composites (colour or multi-channel images, run channel by channel with
+  // gpix::run_per_channel); empty where none was. The exports run such steps channel by channel
+  // too: a whole-stack run would mix the channels (a z sigma, a 3D median).
+  QList<bool> per_channel = {};
 };
 
 class Workflow : public QObject {
@@ -32,11 +36,15 @@ class Workflow : public QObject {
   void clear();
 
   // A POSIX shell script of `gpix run` commands. Layers that no step produced become the
-  // script's arguments ($1, $2, ...). `gpix_program` is the CLI the script runs unless the
-  // environment's GPIX names another. Any layer name or parameter text is safe in it: names
-  // become identifiers, values are quoted, comments escape control characters.
+  // script's arguments ($1, $2, ...). Steps that ran channel by channel read their source files
+  // with `--channels split` (colour pixels as channels; files marked as channels are filtered
+  // channel by channel by `gpix run` anyway, and so are the NRRD files of earlier steps).
+  // `gpix_program` is the CLI the script runs unless the environment's GPIX names another. Any
+  // layer name or parameter text is safe in it: names become identifiers, values are quoted,
+  // comments escape control characters.
   QString to_cli_script(const QString& gpix_program = QStringLiteral("gpix")) const;
-  // A C++ function taking the source images and returning the last result.
+  // A C++ function taking the source images and returning the last result; steps that ran
+  // channel by channel call gpix::run_per_channel with the same inputs marked.
   QString to_cpp() const;
   // Runs every step again with `input` (a layer id) in place of the first source image;
   // returns the ids of the new layers. Each result is added through the host's undo stack (one
