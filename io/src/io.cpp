@@ -558,6 +558,13 @@ void write_unchecked(const fs::path& path, const HostArray& pixels, const Metada
   }
   const auto dir = meta.direction_or_default(ndim);
 
+  // A header's data file, named after it by ITK, is checked now as well as at the commit: the
+  // refusal comes before the work.
+  if (const std::string ext = lower(str(path.extension())); ext == ".mhd" || ext == ".nhdr") {
+    fs::path side = path;
+    side.replace_extension(!options.compress ? ".raw" : ext == ".mhd" ? ".zraw" : ".raw.gz");
+    detail::check_side_file(path, side);
+  }
   detail::TempFolder tmp(path);
   if (format.name == "PNG") check_png_room(path, tmp.file().parent_path(), pixels);
   std::optional<detail::TiffMessages> tiff;
@@ -777,6 +784,17 @@ TempFolder::~TempFolder() {
   fs::remove_all(dir_, ec);
 }
 
+void check_side_file(const fs::path& target, const fs::path& side) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(side, ec))) return;
+  const auto named = detail::detached_data_file(target);
+  if (named && fs::equivalent(*named, side, ec)) return;
+  fail(target, "cannot be written: its pixels would go to " + q(side) +
+                   ", which exists and is not the data file of an earlier " + q(target.filename()) +
+                   " (it may be this run's input); give the output another "
+                   "name, or write a one-file format (.mha, .nrrd, .tif)");
+}
+
 void TempFolder::commit() {
   fs::path parent = target_.parent_path();
   if (parent.empty()) parent = ".";
@@ -784,6 +802,12 @@ void TempFolder::commit() {
   for (const auto& e : fs::directory_iterator(dir_)) files.push_back(e.path());
   std::stable_partition(files.begin(), files.end(),
                         [&](const fs::path& f) { return f.filename() != target_.filename(); });
+  // A raw file's sidecar (X.raw.json) is its own by its name; a header's data file is not.
+  if (const std::string ext = lower(str(target_.extension())); ext == ".mhd" || ext == ".nhdr") {
+    for (const auto& f : files) {
+      if (f.filename() != target_.filename()) check_side_file(target_, parent / f.filename());
+    }
+  }
   for (const auto& f : files) {
     std::error_code ec;
     fs::rename(f, parent / f.filename(), ec);

@@ -94,6 +94,12 @@ void check_input_file(const std::filesystem::path& path);
 // A folder next to the target that takes the output, renamed into place on success and
 // removed on failure, so that a failed write leaves nothing behind. Throws IoError when the
 // target's folder is missing or not writable.
+// Whether writing `target` (a .mhd or .nhdr header) may put its data file `side` in place: an
+// existing file of that name may be replaced only where it is the data file an existing
+// `target` names (a header written again). Otherwise IoError: `gpix run add_scalar
+// cells.raw cells.mhd` replaced its own input, cells.raw, with the result.
+void check_side_file(const std::filesystem::path& target, const std::filesystem::path& side);
+
 class TempFolder {
  public:
   explicit TempFolder(const std::filesystem::path& target);
@@ -104,7 +110,8 @@ class TempFolder {
   std::filesystem::path file() const { return dir_ / target_.filename(); }
   std::filesystem::path folder() const { return dir_; }
   // Moves every file written into place, the named target last (side files such as the .raw
-  // of a .mhd first, so the header never points at missing data).
+  // of a .mhd first, so the header never points at missing data). Checks a header's data files
+  // with check_side_file first: nothing moves when one would replace a file of the user's.
   void commit();
 
  private:

@@ -382,6 +382,7 @@ class FileSink final : public SlabSink {
     }
     const bool detached = kind_ == Kind::meta_detached || kind_ == Kind::nrrd_detached;
     const fs::path data_name = fs::path(path_.filename()).replace_extension(".raw");
+    if (detached) detail::check_side_file(path_, path_.parent_path() / data_name);
     std::string header;
     if (kind_ == Kind::meta_local || kind_ == Kind::meta_detached) {
       header = meta_header(shape, dtype, meta_, detached ? str(data_name) : "LOCAL");

@@ -1124,4 +1124,34 @@ std::optional<RawData> raw_data(const std::string& format, const fs::path& path,
   return std::nullopt;
 }
 
+std::optional<fs::path> detached_data_file(const fs::path& header) {
+  std::error_code ec;
+  if (!fs::is_regular_file(header, ec)) return std::nullopt;
+  std::string ext = lower(header.extension().string());
+  if (ext == ".mhd" || ext == ".mha") {
+    const MetaHeader h = parse_meta(header);
+    const auto data = meta_data_file(header, h);
+    if (!data || data->local || !single_file(h.data_file)) return std::nullopt;
+    return data->file;
+  }
+  if (ext != ".nhdr" && ext != ".nrrd") return std::nullopt;
+  std::ifstream f(header, std::ios::binary);
+  std::string line;
+  if (!std::getline(f, line) || line.rfind("NRRD", 0) != 0) return std::nullopt;
+  while (std::getline(f, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) break;
+    const auto colon = line.find(": ");
+    if (line[0] == '#' || colon == std::string::npos) continue;
+    std::string key = lower(line.substr(0, colon));
+    key.erase(std::remove(key.begin(), key.end(), ' '), key.end());
+    if (key == "datafile") {
+      const std::string name = line.substr(colon + 2);
+      if (!single_file(name)) return std::nullopt;
+      return header.parent_path() / fs::u8path(name);
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace gpix::io::detail

@@ -58,4 +58,9 @@ struct RawData {
 std::optional<RawData> raw_data(const std::string& format, const std::filesystem::path& path,
                                 std::uint64_t data_bytes);
 
+// The one detached data file a MetaImage or NRRD header names (its ElementDataFile, its "data
+// file"), in the header's folder; none for data in the header's own file, lists and patterns of
+// files, other formats, or a header that cannot be read.
+std::optional<std::filesystem::path> detached_data_file(const std::filesystem::path& header);
+
 }  // namespace gpix::io::detail

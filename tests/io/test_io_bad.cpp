@@ -866,8 +866,8 @@ class TestIoBad : public QObject {
         HostArray::from(test::random_values<std::uint16_t>(8 * 96 * 96), Shape{8, 96, 96});
     const HostArray plane =
         HostArray::from(test::random_values<std::uint8_t>(384 * 384), Shape{384, 384});
-    const char* names[] = {"s.tif", "s.nrrd", "s.nhdr",   "s.mha",
-                           "s.mhd", "s.nii",  "s.nii.gz", "s.png"};
+    const char* names[] = {"s.tif", "s.nrrd", "n.nhdr",   "s.mha",
+                           "m.mhd", "s.nii",  "s.nii.gz", "s.png"};
     std::map<std::string, std::string> before;
     for (const char* n : names) io::write(in(dir, n), small);
     io::write_raw(in(dir, "w.raw"), small);
@@ -885,7 +885,7 @@ class TestIoBad : public QObject {
     // The same through the plane-by-plane writers of `gpix run --tiled` (create_slabs).
     {
       const test::FileSizeLimit limit(64 * 1024);
-      for (const char* n : {"s.tif", "s.nrrd", "s.mha", "s.mhd", "s.raw"}) {
+      for (const char* n : {"s.tif", "s.nrrd", "s.mha", "m.mhd", "s.raw"}) {
         expect_io_error(
             [&] {
               const auto sink = io::create_slabs(in(dir, n));
@@ -904,6 +904,55 @@ class TestIoBad : public QObject {
     for (const auto& [name, bytes] : before) {
       QVERIFY2(slurp(in(dir, name)) == bytes, name.c_str());
     }
+  }
+
+  // A .mhd or .nhdr header puts its pixels in a data file named after it (X.raw): that file
+  // may replace only the data of an earlier header of the same name. `gpix run add_scalar
+  // cells.raw cells.mhd` replaced its own input with the result. Whole (both codecs) and plane
+  // by plane; the refusal leaves every file as it was and no temporary folder.
+  void data_files_replace_only_their_own() {
+    QTemporaryDir dir;
+    const HostArray input =
+        HostArray::from(test::random_values<std::uint16_t>(4 * 6 * 7), Shape{4, 6, 7});
+    const HostArray other =
+        HostArray::from(test::random_values<std::uint16_t>(4 * 6 * 7), Shape{4, 6, 7});
+    io::write_raw(in(dir, "cells.raw"), input);   // a raw input with its sidecar
+    io::write_raw(in(dir, "cells.zraw"), input);  // what a compressed .mhd would take
+    io::write(in(dir, "nrrd.nhdr"), other);       // nrrd.raw: the data of nrrd.nhdr
+    const auto streamed = [&](const std::string& name) {
+      const auto sink = io::create_slabs(in(dir, name));
+      QVERIFY(sink);
+      sink->start(other.shape(), other.dtype());
+      sink->write(0, 4, other.data());
+      sink->finish();
+    };
+    std::map<std::string, std::string> before;
+    for (const QString& e : entries(dir)) before[e.toStdString()] = slurp(in(dir, e.toStdString()));
+    const char* why = "which exists and is not the data file of an earlier";
+    expect_io_error([&] { io::write(in(dir, "cells.mhd"), other); }, in(dir, "cells.mhd"), why);
+    expect_io_error([&] { io::write(in(dir, "cells.nhdr"), other); }, in(dir, "cells.nhdr"), why);
+    expect_io_error([&] { io::write(in(dir, "cells.mhd"), other, {}, {.compress = true}); },
+                    in(dir, "cells.mhd"), why);
+    expect_io_error([&] { streamed("cells.mhd"); }, in(dir, "cells.mhd"), why);
+    expect_io_error([&] { streamed("cells.nhdr"); }, in(dir, "cells.nhdr"), why);
+    // nrrd.raw is nrrd.nhdr's data, not a .mhd's.
+    expect_io_error([&] { io::write(in(dir, "nrrd.mhd"), other); }, in(dir, "nrrd.mhd"), why);
+    QCOMPARE(static_cast<std::size_t>(entries(dir).size()), before.size());
+    for (const auto& [name, bytes] : before) QVERIFY2(slurp(in(dir, name)) == bytes, name.c_str());
+    // A header written again replaces its own data, whole and plane by plane.
+    io::write(in(dir, "nrrd.nhdr"), input);
+    QCOMPARE(slurp(in(dir, "nrrd.raw")).size(), input.bytes());
+    QVERIFY(io::read(in(dir, "nrrd.nhdr")).pixels.as<std::uint16_t>()[5] ==
+            input.as<std::uint16_t>()[5]);
+    streamed("nrrd.nhdr");
+    const HostArray back = io::read(in(dir, "nrrd.nhdr")).pixels;
+    QVERIFY(std::memcmp(back.data(), other.data(), other.bytes()) == 0);
+    io::write(in(dir, "fresh.mhd"), input);
+    io::write(in(dir, "fresh.mhd"), other);
+    streamed("fresh.mhd");
+    QVERIFY(std::memcmp(io::read(in(dir, "fresh.mhd")).pixels.data(), other.data(),
+                        other.bytes()) == 0);
+    QCOMPARE(entries(dir).filter(QStringLiteral(".gpix-write")).size(), qsizetype(0));
   }
 
   // A place where no file can be made, even by root (procfs): the error names the target and

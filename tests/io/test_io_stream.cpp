@@ -218,7 +218,7 @@ class TestIoStream : public QObject {
  private slots:
   void round_trips() {
     QTemporaryDir dir;
-    const char* files[] = {"a.tif", "a.mha", "a.mhd", "a.nrrd", "a.nhdr", "a.raw"};
+    const char* files[] = {"a.tif", "a.mha", "m.mhd", "a.nrrd", "n.nhdr", "a.raw"};
     for (const char* file : files) {
       const fs::path path = at(dir, file);
       const bool tiff = std::string(file) == "a.tif", raw = std::string(file) == "a.raw";
@@ -241,8 +241,11 @@ class TestIoStream : public QObject {
           QVERIFY2(same(read_all(*src), h), where + " read in planes");
           if (!raw) compare_meta(src->metadata(), io::read(path).meta, where + " (source)");
           src.reset();
-          // Written in planes, read whole.
+          // Written in planes, read whole (a header removed with its data file: a data file
+          // left alone is not replaced).
           fs::remove(path);
+          if (path.extension() == ".mhd" || path.extension() == ".nhdr")
+            fs::remove(fs::path(path).replace_extension(".raw"));
           auto sink = io::create_slabs(path, raw ? io::Metadata{} : meta);
           QVERIFY2(sink, where + " is not written in planes");
           write_all(*sink, h);

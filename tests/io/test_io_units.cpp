@@ -330,7 +330,7 @@ class TestIoUnits : public QObject {
         {Shape{19, 45}, {{0.4, 0.3}, {2.0, -1.0}, {}, "mm"}},
         {Shape{5, 9, 11}, {{2.0, 0.5, 0.5}, {0, 0, 0}, {}, ""}},
     };
-    const char* names[] = {"a.tif", "a.nrrd", "a.nhdr", "a.mha", "a.mhd", "a.nii", "a.nii.gz"};
+    const char* names[] = {"a.tif", "a.nrrd", "n.nhdr", "a.mha", "m.mhd", "a.nii", "a.nii.gz"};
     for (const auto& [shape, meta] : cases) {
       const HostArray h = ramp(shape);
       for (const char* name : names) {

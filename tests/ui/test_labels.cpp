@@ -365,7 +365,9 @@ class TestLabels : public QObject {
         label_blobs(Array::push(blobs(Shape{4, 30, 20}, 3), default_device())).pull();
     for (const char* ext : {".tif", ".nrrd", ".nhdr", ".mha", ".mhd"}) {
       for (bool labels : {true, false}) {
-        const std::filesystem::path p = tmp_.filePath(QStringLiteral("slabs")).toStdString() + ext;
+        // One name a format: .nhdr's data file would be .mhd's (slabs.raw), which is refused.
+        const std::filesystem::path p =
+            tmp_.filePath(QStringLiteral("slabs")).toStdString() + &ext[1] + ext;
         io::Metadata sm;
         sm.labels = labels;
         std::unique_ptr<SlabSink> sink = io::create_slabs(p, sm);
