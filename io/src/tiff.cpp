@@ -718,11 +718,42 @@ TiffWriter::TiffWriter(const std::string& file, const Layout& layout) : layout_(
   // Strips of about 1 MiB, as ITK writes them.
   rows_per_strip_ =
       static_cast<std::uint32_t>(std::clamp<std::size_t>((1u << 20) / row_, 1, layout.height));
+  // Every page's directory first, its strip arrays deferred (libtiff fills them in place as the
+  // strips are written), so that the pixels of all pages follow one another in the file, as
+  // ImageJ and tifffile write stacks. Both read a stack whose description says images=N as one
+  // block from the first page's data on (ImageJ ignores the other directories of an
+  // uncompressed stack): with each page's directory after its pixels, as libtiff writes pages
+  // one by one, they read every page after the first shifted by a directory.
+  TIFF* f = tiff_.get();
+  for (page_ = 0; page_ < layout.pages; ++page_) {
+    set_fields();
+    if (!TIFFDeferStrileArrayWriting(f) || !TIFFWriteCheck(f, 0, "gpix") ||
+        !TIFFWriteDirectory(f)) {
+      fail("writing the directory of page " + std::to_string(page_) + " failed (disk full?)");
+    }
+  }
+  // The strip arrays of every page next (still before any pixels), at the offsets the
+  // directories now point to; the directories' own offsets for the pages' turns.
+  directories_.reserve(layout.pages);
+  for (std::size_t p = 0; p < layout.pages; ++p) {
+    if (!(p == 0 ? TIFFSetDirectory(f, 0) : TIFFReadDirectory(f)) ||
+        !TIFFForceStrileArrayWriting(f)) {
+      fail("writing the strip offsets of page " + std::to_string(p) + " failed (disk full?)");
+    }
+    directories_.push_back(TIFFCurrentDirOffset(f));
+  }
+  page_ = 0;
 }
 
 TiffWriter::~TiffWriter() = default;
 
 void TiffWriter::begin_page() {
+  // O(1) where TIFFSetDirectory would walk the chain of directories from the first.
+  if (!TIFFSetSubDirectory(tiff_.get(), directories_[page_]))
+    fail("going back to the directory of page " + std::to_string(page_) + " failed");
+}
+
+void TiffWriter::set_fields() {
   TIFF* f = tiff_.get();
   const auto width = static_cast<std::uint32_t>(layout_.width);
   const auto height = static_cast<std::uint32_t>(layout_.height);
@@ -777,7 +808,8 @@ void TiffWriter::strip(const std::byte* src, std::uint32_t rows) {
   }
   y_ += rows;
   if (y_ == layout_.height) {
-    if (!TIFFWriteDirectory(tiff_.get()))
+    // The page's strip offsets and byte counts, in place in the arrays written up front.
+    if (!TIFFFlush(tiff_.get()))
       fail("writing the directory of page " + std::to_string(page_) + " failed (disk full?)");
     ++page_;
     y_ = 0;

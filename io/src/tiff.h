@@ -134,10 +134,11 @@ inline constexpr const char* kLabelsText = "gpix_kind=labels";
 
 // A TIFF written page by page in rows, as gpix writes every TIFF: one sample of 8/16/32/64
 // bits with SampleFormat UINT, INT or IEEEFP, strips of about 1 MiB, Deflate on request,
-// BigTIFF from 2 GiB; a calibration as ImageJ writes it: x/y resolution in pixels per unit
-// (ResolutionUnit NONE unless the unit is inch or centimetre) and, on the first page, an
-// ImageJ description with the unit, the z spacing and the origin. Uncalibrated images get
-// neither.
+// BigTIFF from 2 GiB; the directories of all pages first, then the pixels of all pages in one
+// block (as ImageJ and tifffile lay stacks out, and read them); a calibration as ImageJ writes it:
+// x/y resolution in pixels per unit (ResolutionUnit NONE unless the unit is inch or centimetre)
+// and, on the first page, an ImageJ description with the unit, the z spacing and the origin.
+// Uncalibrated images get neither.
 class TiffWriter {
  public:
   struct Layout {
@@ -158,6 +159,7 @@ class TiffWriter {
   void close();
 
  private:
+  void set_fields();  // the tags of page page_
   void begin_page();
   void strip(const std::byte* src, std::uint32_t rows);
 
@@ -168,6 +170,7 @@ class TiffWriter {
   std::uint32_t rows_per_strip_ = 1;
   std::size_t page_ = 0, y_ = 0, pending_ = 0;
   std::vector<std::byte> buffer_;
+  std::vector<std::uint64_t> directories_;  // each page's directory offset
 };
 
 // The reader for a TIFF file: gpix's libtiff reader for single-sample grayscale files of 8,

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "gpix/io.h"
+#include "gpix/raw.h"
 #include "gpix/slab_files.h"
 #include "support/process.h"
 #include "support/random.h"
@@ -430,6 +431,72 @@ class TestIoUnits : public QObject {
     QCOMPARE(lines[0], QByteArray("micron 1.5 5.0 6"));
     QCOMPARE(lines[1], QByteArray("3"));  // NIFTI_UNITS_MICRON
     QCOMPARE(lines[2], QByteArray("space units: \"um\" \"um\" \"um\""));
+  }
+
+  // ImageJ reads an uncompressed stack whose description says images=N as one block of N
+  // planes from the first page's pixels on, ignoring the other directories, and tifffile reads
+  // ImageJ stacks the same way: the pages' pixels must follow one another. libtiff put each
+  // page's directory after its pixels, so both read every page after the first shifted (a
+  // 2-channel composite saved by gpix opened in Fiji with a garbage second channel). Whole and
+  // plane by plane, stacks of channels and of z, one strip a page and several, compressed.
+  void stacks_are_one_block() {
+    if (!have_tifffile()) QSKIP("no /usr/bin/python3 with numpy and tifffile");
+    QTemporaryDir dir;
+    struct Case {
+      const char* name;
+      Shape shape;
+      int channels;
+      bool compress;
+    };
+    const Case cases[] = {{"c2.tif", Shape{2, 64, 48}, 2, false},
+                          {"c3_strips.tif", Shape{3, 900, 700}, 3, false},
+                          {"z5.tif", Shape{5, 33, 21}, 1, false},
+                          {"z2_strips.tif", Shape{2, 1000, 600}, 1, false},
+                          {"c4_deflate.tif", Shape{4, 70, 50}, 4, true},
+                          {"one.tif", Shape{1, 17, 19}, 1, false}};
+    QStringList names;
+    for (const Case& c : cases) {
+      const HostArray h =
+          HostArray::from(test::random_values<std::uint16_t>(c.shape.elements()), c.shape);
+      io::Metadata m{{2.0, 0.2, 0.25}, {0, 0, 0}, {}, "um"};
+      m.channels = c.channels;
+      for (const bool streamed : {false, true}) {
+        const std::string name = std::string(streamed ? "s_" : "w_") + c.name;
+        if (streamed) {
+          const auto sink = io::create_slabs(p(dir, name.c_str()), m, {.compress = c.compress});
+          QVERIFY(sink);
+          sink->start(h.shape(), h.dtype());
+          sink->write(0, h.shape()[0], h.data());
+          sink->finish();
+        } else {
+          io::write(p(dir, name.c_str()), h, m, {.compress = c.compress});
+        }
+        io::write_raw(p(dir, (name + ".raw").c_str()), h);
+        names << QString::fromStdString(name);
+      }
+    }
+    // For each file: tifffile's array equals the pixels; uncompressed pages start where the
+    // previous ended, and the block read from the first page's offset (ImageJ's way) equals them.
+    const QByteArray out = python(
+        QStringLiteral("import sys, numpy, tifffile\n"
+                       "d = sys.argv[1]\n"
+                       "for n in sys.argv[2:]:\n"
+                       "    want = numpy.fromfile(d + '/' + n + '.raw', '<u2')\n"
+                       "    t = tifffile.TiffFile(d + '/' + n)\n"
+                       "    ok = numpy.array_equal(t.asarray().ravel(), want)\n"
+                       "    pg = t.pages\n"
+                       "    if pg[0].compression == 1:\n"
+                       "        start = pg[0].dataoffsets[0]\n"
+                       "        plane = want.size // len(pg) * 2\n"
+                       "        ok = ok and all(p.dataoffsets[0] == start + i * plane\n"
+                       "                        for i, p in enumerate(pg))\n"
+                       "        raw = open(d + '/' + n, 'rb').read()[start:start + want.size * 2]\n"
+                       "        ok = ok and numpy.array_equal(numpy.frombuffer(raw, '<u2'), want)\n"
+                       "    print(n, ok)\n"),
+        QStringList{dir.path()} + names);
+    const QList<QByteArray> lines = out.trimmed().split('\n');
+    QCOMPARE(lines.size(), names.size());
+    for (qsizetype i = 0; i < names.size(); ++i) QCOMPARE(lines[i], names[i].toUtf8() + " True");
   }
 
   // `gpix info --json` shows them; `gpix run` carries them from input to output, whole and
