@@ -192,13 +192,16 @@ std::string sample_name(std::uint16_t bits, std::uint16_t format) {
   }
 }
 
-// What gpix's reader handles: one sample per pixel, grayscale, 8 to 64 bits.
-bool gpix_reads(TIFF* t) {
+// What gpix's reader handles: grayscale of 8 to 64 bits, one sample per pixel (`single`), or
+// several (channels, alpha: ExtraSamples), which it gives as components of a vector pixel for
+// io.cpp's ReadOptions::channels policy. ITK's TIFFImageIO read those as one sample, every
+// pixel's samples as consecutive pixels of one image (2/3 of the image lost without a word).
+bool gpix_reads(TIFF* t, bool single = true) {
   std::uint16_t spp = 1, bits = 1, photometric = PHOTOMETRIC_MINISBLACK;
   TIFFGetFieldDefaulted(t, TIFFTAG_SAMPLESPERPIXEL, &spp);
   TIFFGetFieldDefaulted(t, TIFFTAG_BITSPERSAMPLE, &bits);
   TIFFGetField(t, TIFFTAG_PHOTOMETRIC, &photometric);
-  return spp == 1 &&
+  return (spp == 1 || !single) &&
          (photometric == PHOTOMETRIC_MINISBLACK || photometric == PHOTOMETRIC_MINISWHITE) &&
          (bits == 8 || bits == 16 || bits == 32 || bits == 64);
 }
@@ -223,6 +226,7 @@ Page describe(TIFF* t) {
   TIFFGetFieldDefaulted(t, TIFFTAG_ORIENTATION, &p.orientation);
   TIFFGetField(t, TIFFTAG_PHOTOMETRIC, &p.photometric);
   TIFFGetField(t, TIFFTAG_IMAGEDEPTH, &p.depth);
+  TIFFGetFieldDefaulted(t, TIFFTAG_PLANARCONFIG, &p.planar);
   return p;
 }
 
@@ -239,6 +243,12 @@ void check(const Page& p) {
          "; gpix reads top-left (1) and bottom-left (4) row orders");
   }
   if (p.depth != 1) fail("it is a tiled volume (ImageDepth " + std::to_string(p.depth) + ")");
+  if (p.spp > 1 && p.planar != PLANARCONFIG_CONTIG) {
+    fail("its " + std::to_string(p.spp) +
+         " grayscale samples per pixel are stored plane by plane (PlanarConfiguration 2); gpix "
+         "reads them interleaved (1), or as one page each (save the channels as pages, e.g. "
+         "tifffile.imwrite(path, channels_yx, imagej=True, metadata={'axes': 'CYX'}))");
+  }
 }
 
 // BitsPerSample and SampleFormat of an ITK component gpix writes.
@@ -553,7 +563,7 @@ Component TiffStack::component() const {
 }
 
 std::size_t TiffStack::row_bytes() const {
-  return std::size_t{page_.width} * (page_.bits / 8);
+  return std::size_t{page_.width} * page_.spp * (page_.bits / 8);
 }
 
 void TiffStack::go_to(std::size_t page) {
@@ -654,7 +664,7 @@ std::future<std::string> TiffStack::check_rows(std::size_t page, std::uint32_t f
 void TiffStack::read_file_rows(std::size_t page, std::uint32_t f0, std::uint32_t f1,
                                std::byte* out) {
   TIFF* t = tiff_.get();
-  const std::size_t bytes = page_.bits / 8;
+  const std::size_t bytes = std::size_t{page_.spp} * (page_.bits / 8);  // a pixel's
   const std::size_t row = row_bytes();
   const std::string where = " of page " + std::to_string(page);
   if (TIFFIsTiled(t)) {
@@ -888,8 +898,9 @@ class LibTiffImageIO final : public itk::ImageIOBase {
       axis[i] = 1.0;
       SetDirection(i, axis);
     }
-    SetPixelType(itk::IOPixelEnum::SCALAR);
-    SetNumberOfComponents(1);
+    // Several samples a pixel: a vector, which io.cpp splits or picks from as it does ITK's.
+    SetPixelType(stack_->samples() > 1 ? itk::IOPixelEnum::VECTOR : itk::IOPixelEnum::SCALAR);
+    SetNumberOfComponents(static_cast<unsigned>(stack_->samples()));
     SetComponentType(stack_->component());
     // The unit goes where MetaImageIO keeps it, so io.cpp reads both alike.
     itk::MetaDataDictionary& dict = GetMetaDataDictionary();
@@ -980,7 +991,7 @@ std::vector<std::string> TiffMessages::all() const {
 itk::ImageIOBase::Pointer tiff_reader(const std::string& file) {
   // A silent probe: the reader that is chosen opens the file again and reports.
   const TiffPtr t = open_tiff(file, "r", false);
-  if (t && !gpix_reads(t.get())) {
+  if (t && !gpix_reads(t.get(), false)) {
     install_global_handlers();
     return itk::TIFFImageIO::New().GetPointer();
   }
@@ -1230,7 +1241,7 @@ std::string check_tiff_streams(const std::string& file) {
   const TiffPtr tiff = open_tiff(file, "rm", false);
   if (!tiff) return {};
   TIFF* t = tiff.get();
-  if (gpix_reads(t)) return {};  // TiffStack::read checks the strips it decodes
+  if (gpix_reads(t, false)) return {};  // TiffStack::read checks the strips it decodes
   std::optional<StreamChecker> checker;
   for (tdir_t d = 0;; ++d) {
     std::uint16_t compression = COMPRESSION_NONE;
@@ -1260,7 +1271,8 @@ std::string check_tiff_streams(const std::string& file) {
 
 std::string check_tiff_tags(const std::string& file) {
   const TiffPtr tiff = open_tiff(file, "r", false);
-  if (tiff && gpix_reads(tiff.get())) return {};  // not ITK's: the system's libtiff checks this
+  if (tiff && gpix_reads(tiff.get(), false))
+    return {};  // not ITK's: the system's libtiff checks this
   std::vector<AsciiEntry> unterminated;
   if (std::string bad = check_tiff_entries(file, &unterminated); !bad.empty()) return bad;
   TIFF* t = tiff.get();

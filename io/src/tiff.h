@@ -78,15 +78,16 @@ struct TiffPage {
   std::uint16_t spp = 1, bits = 1, format = SAMPLEFORMAT_UINT, photometric = 0;
   std::uint16_t orientation = ORIENTATION_TOPLEFT;
   std::uint32_t depth = 1;  // SGI's volumetric tiles
+  std::uint16_t planar = PLANARCONFIG_CONTIG;
   bool operator==(const TiffPage&) const = default;
   std::string str() const;
 };
 
-// A TIFF stack as gpix's libtiff reader reads it (single-sample grayscale pages of 8 to 64
-// bits, equal, strips or tiles, any codec libtiff has, top-left or bottom-left rows;
-// thumbnails and masks skipped), read in rows: row r of page p is row p * height() + r, so a
-// 2D image reads in rows and a stack in pages. Errors are itk::ExceptionObjects, as the
-// ImageIO's are (io.cpp turns them into IoErrors).
+// A TIFF stack as gpix's libtiff reader reads it (grayscale pages of 8 to 64 bits, one sample a
+// pixel or several interleaved, equal, strips or tiles, any codec libtiff has, top-left or
+// bottom-left rows; thumbnails and masks skipped), read in rows: row r of page p is row p *
+// height() + r, so a 2D image reads in rows and a stack in pages. Errors are itk::ExceptionObjects,
+// as the ImageIO's are (io.cpp turns them into IoErrors).
 class TiffStack {
  public:
   explicit TiffStack(const std::string& file);
@@ -98,6 +99,7 @@ class TiffStack {
   std::size_t height() const { return page_.height; }
   std::size_t pages() const { return offsets_.size(); }
   itk::IOComponentEnum component() const;
+  std::size_t samples() const { return page_.spp; }  // per pixel, interleaved
   std::size_t row_bytes() const;
   // The first page's calibration (calibration_of).
   const TiffCalibration& calibration() const { return calibration_; }

@@ -568,11 +568,13 @@ class TestIoBad : public QObject {
     expect_io_error([&] { io::read(date, {.channels = io::Channels::split}); }, date,
                     "DateTime tag (306) holds 11 characters where TIFF fixes 19");
     // 868 bytes with a tag claiming 1.6 GB of ASCII beyond the end: ITK's bundled libtiff
-    // allocated it (5-12 s under ASan, a timeout in the long fuzz run) before failing.
+    // allocated it (5-12 s under ASan, a timeout in the long fuzz run) before failing. Its page
+    // is grayscale of 23552 samples a pixel, which gpix's own reader takes since it reads
+    // grayscale samples as components: refused there (the system's libtiff does not allocate
+    // the tag); the tag check in front of ITK stays for the colour files below.
     const auto tag = corpus / "tiff" / "regression-itk-tag-claims-1.6gb.tif";
     expect_io_error([&] { io::read(tag, {.channels = io::Channels::split}); }, tag,
-                    "page 0's tag 16896 claims 1634552064 values (1634552064 x 1 bytes) at "
-                    "offset 1028285799, beyond the end of this 868-byte file");
+                    "directory 1 cannot be read (corrupt file?)");
     // A colour TIFF with an unknown ASCII tag whose text has no NUL: ITK's ReadTIFFTags ran
     // strlen past libtiff's buffer (ASan, the long fuzz run of 2026-11-24).
     const auto nul = corpus / "tiff" / "regression-itk-ascii-without-nul.tif";

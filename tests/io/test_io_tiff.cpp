@@ -253,6 +253,87 @@ class TestIoTiff : public QObject {
     }
   }
 
+  // Grayscale pixels of several samples (channels, or gray and alpha as ExtraSamples) are
+  // vectors: refused without a policy, split into channels or one picked with it, every dtype,
+  // strips or tiles, compressed, 2D and stacks. ITK read them as one sample, a pixel's samples as
+  // consecutive pixels (an 11 x 13 x 3 file gave 11 x 13 pixels, two thirds of them lost).
+  // Samples stored plane by plane are refused, saying how to store channels gpix reads.
+  void grayscale_samples_are_components() {
+    const QString py = python_with_tifffile();
+    if (py.isEmpty()) QSKIP("no python3 with numpy and tifffile (apt install python3-tifffile)");
+    QTemporaryDir dir;
+    const QString script = dir.filePath(QStringLiteral("samples.py"));
+    QFile f(script);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(
+        "import sys, numpy as np, tifffile\n"
+        "d, seed = sys.argv[1], int(sys.argv[2])\n"
+        "rng = np.random.default_rng(seed)\n"
+        "def bits(dtype, shape):\n"
+        "    dt = np.dtype(dtype)\n"
+        "    raw = rng.integers(0, 256, size=int(np.prod(shape)) * dt.itemsize, dtype=np.uint8)\n"
+        "    return raw.view(dt).reshape(shape).copy()\n"
+        "cases = [\n"
+        "    ('u16x3', bits('u2', (11, 13, 3)), {}),\n"
+        "    ('u8x2_alpha', bits('u1', (7, 5, 2)), dict(extrasamples=['unassalpha'])),\n"
+        "    ('f32x4_tiled', bits('f4', (37, 21, 4)), dict(tile=(16, 16), compression='zlib')),\n"
+        "    ('i64x2', bits('i8', (1, 9, 2)), {}),\n"
+        "    ('u16x3_stack', bits('u2', (4, 6, 5, 3)), dict(compression='zlib')),\n"
+        "]\n"
+        "for name, a, kw in cases:\n"
+        "    p = f'{d}/{name}.tif'\n"
+        "    tifffile.imwrite(p, a, photometric='minisblack', planarconfig='contig', **kw)\n"
+        "    assert tifffile.TiffFile(p).pages[0].samplesperpixel == a.shape[-1]\n"
+        "    open(p + '.bin', 'wb').write(np.ascontiguousarray(np.moveaxis(a, -1, 0)).tobytes())\n"
+        "    print(name, a.dtype.name, a.shape[-1], 'x'.join(map(str, a.shape[:-1])))\n"
+        "tifffile.imwrite(f'{d}/separate.tif', bits('u2', (3, 8, 9)), photometric='minisblack',\n"
+        "                 planarconfig='separate')\n");
+    f.close();
+    const test::ProcessResult r =
+        test::run_process(py, {script, dir.path(), QString::number(test::rng()() % 1000000)});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const QList<QByteArray> lines = r.out.trimmed().split('\n');
+    QCOMPARE(lines.size(), 5);
+    for (const QByteArray& line : lines) {
+      const QList<QByteArray> w = line.split(' ');
+      const QString path = dir.filePath(QString::fromUtf8(w[0]) + QStringLiteral(".tif"));
+      const std::size_t n = w[2].toULongLong();
+      std::vector<std::size_t> dims;
+      for (const QByteArray& d : w[3].split('x')) dims.push_back(d.toULongLong());
+      const Shape plane{std::span<const std::size_t>(dims)};
+      const QByteArray want = slurp(path + QStringLiteral(".bin"));  // (samples, ...) order
+      try {
+        (void)io::read(path.toStdString());
+        QFAIL(qPrintable(path + QStringLiteral(" read without a policy")));
+      } catch (const gpix::IoError& e) {
+        QVERIFY2(QString(e.what()).contains(QStringLiteral("%1-component").arg(n)), e.what());
+      }
+      for (std::size_t c = 0; c < n; ++c) {
+        const io::Image one =
+            io::read(path.toStdString(), {.channels = io::Channels::channel, .channel = int(c)});
+        QCOMPARE(std::string(name(one.pixels.dtype())), w[1].toStdString());
+        QCOMPARE(one.pixels.shape(), plane);
+        QCOMPARE(one.file_components, int(n));
+        QVERIFY2(std::memcmp(want.constData() + c * one.pixels.bytes(), one.pixels.data(),
+                             one.pixels.bytes()) == 0,
+                 qPrintable(path));
+      }
+      if (plane.ndim() == 2) {
+        const io::Image all = io::read(path.toStdString(), {.channels = io::Channels::split});
+        QCOMPARE(all.pixels.shape(), (Shape{n, plane[0], plane[1]}));
+        QVERIFY(static_cast<std::size_t>(want.size()) == all.pixels.bytes() &&
+                std::memcmp(want.constData(), all.pixels.data(), all.pixels.bytes()) == 0);
+      }
+    }
+    try {
+      (void)io::read(dir.filePath(QStringLiteral("separate.tif")).toStdString(),
+                     {.channels = io::Channels::split});
+      QFAIL("samples stored plane by plane were read");
+    } catch (const gpix::IoError& e) {
+      QVERIFY2(QString(e.what()).contains(QStringLiteral("PlanarConfiguration 2")), e.what());
+    }
+  }
+
   // Files made with libtiff: big-endian, bottom-left row order, a thumbnail between two
   // pages, pages that differ, float16, and RGB (read by ITK, through the channel policy).
   void reader_edge_cases() {
