@@ -143,26 +143,10 @@ void read_file(const QString& source, const QCommandLineParser& p, HostArray& ho
                QJsonObject& meta, QString& text, FileMetadata* calibration) {
   const io::ReadOptions options = read_options(p);
   io::Image img = io::read(std::filesystem::u8path(source.toStdString()), options);
-  if (img.meta.channels > 1 && p.isSet("channels")) {
-    // A file whose planes are channels: --channels N reads channel N alone (0 the first, as for
-    // colour pixels), --channels z its planes as z slices (filters then work across them).
-    if (options.channels == io::Channels::channel) {
-      const auto c = static_cast<std::size_t>(options.channel);
-      const Shape& s = img.pixels.shape();
-      if (options.channel < 0 || c >= s.depth()) {
-        throw InvalidArgument(source.toStdString() + " has channels 0 to " +
-                              std::to_string(s.depth() - 1) + ", not " +
-                              std::to_string(options.channel));
-      }
-      HostArray plane = HostArray::empty(Shape{s.height(), s.width()}, img.pixels.dtype());
-      std::memcpy(plane.data(), img.pixels.data() + c * plane.bytes(), plane.bytes());
-      const Shape whole = s;
-      img.pixels = std::move(plane);
-      img.meta = io::carried(img.meta, whole, img.pixels.shape());
-    } else if (p.value("channels") == "z") {
-      img.meta.channels = 1;
-    }
-  }
+  // A file whose planes are channels: --channels N reads channel N alone (io::read picks it,
+  // also from a hyperstack), --channels z its planes as z slices (filters then work across them).
+  if (img.meta.channels > 1 && p.isSet("channels") && p.value("channels") == "z")
+    img.meta.channels = 1;
   host = img.pixels;
   if (calibration) {
     *calibration = img.meta;
@@ -806,7 +790,8 @@ int main(int argc, char** argv) {
       {"channels",
        "RGB/RGBA/vector files: luminance, split, a channel number (0 the first), or indices "
        "(palette files). Multi-channel files (filtered channel by channel): a channel number "
-       "reads that channel, z reads the channels as z slices.",
+       "reads that channel, z reads the channels as z slices. TIFF hyperstacks (channels and "
+       "z slices, or channels and time points): a channel number reads that channel's stack.",
        "C"});
   p.process(app);
   const QStringList args = p.positionalArguments();

@@ -470,10 +470,33 @@ Image read_unchecked(const fs::path& path, const ReadOptions& options) {
   }
   if (tiff) img.warnings = tiff->all();
   img.warnings.insert(img.warnings.end(), notes.begin(), notes.end());
+  // One channel of a stack of channels (a NRRD or MetaImage marked so; a TIFF's reader picks
+  // its pages itself, leaving no mark): its plane.
+  if (options.channels == Channels::channel && comps == 1 && img.meta.channels > 1) {
+    const auto c = static_cast<std::size_t>(options.channel);
+    const Shape whole = img.pixels.shape();
+    if (options.channel < 0 || c >= whole.depth()) {
+      fail(path, "has channels 0 to " + std::to_string(whole.depth() - 1) + ", not " +
+                     std::to_string(options.channel));
+    }
+    HostArray plane = HostArray::empty(Shape{whole.height(), whole.width()}, *dtype);
+    std::memcpy(plane.data(), img.pixels.data() + c * plane.bytes(), plane.bytes());
+    img.pixels = std::move(plane);
+    img.meta = carried(img.meta, whole, img.pixels.shape());
+  }
   return img;
 }
 
 }  // namespace
+
+std::size_t hyperstack_channels(const fs::path& path) {
+  try {
+    if (format_for(path).name != "TIFF") return 0;
+    return detail::tiff_hyperstack_channels(str(path));
+  } catch (const std::exception&) {
+    return 0;  // read() reports the file's trouble
+  }
+}
 
 Image read(const fs::path& path, const ReadOptions& options) {
   return translated(path, "cannot be read", [&] { return read_unchecked(path, options); });
@@ -705,7 +728,9 @@ itk::ImageIOBase::Pointer read_header(const fs::path& path, const Format& format
                                       const std::string& p, const ReadOptions& options,
                                       const std::function<std::string()>& libtiff) {
   // The one place that picks a TIFF's reader: libtiff for grayscale, ITK for colour.
-  auto io = format.name == "TIFF" ? tiff_reader(p) : make_io(format.name);
+  auto io = format.name == "TIFF"
+                ? tiff_reader(p, options.channels == Channels::channel ? options.channel : -1)
+                : make_io(format.name);
   try {
     // libpng and libjpeg abort or crash on some truncated files, even in CanReadFile: their
     // structure is checked first.

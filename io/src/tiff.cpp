@@ -316,6 +316,74 @@ std::optional<std::string> attribute(const std::string& tag, const std::string& 
   return std::nullopt;
 }
 
+// The pages' layout from the sizes of channels, slices and time points (dims: c, z, t) and
+// their order in the file (`order`, fastest first, of the letters C, Z and T): a hyperstack
+// where more than one of them exceeds 1 and they account for the pages; unreadable where they
+// describe fewer pages than the file has (the rest would be read as slices of this image).
+void hyper_layout(TiffCalibration& c, std::size_t pages, const double (&dims)[3],
+                  const std::string& order, const std::string& source, const std::string& what) {
+  std::size_t n[3];
+  for (int i = 0; i < 3; ++i) {
+    if (!(dims[i] >= 1 && dims[i] < 1e9)) return;  // not a count: the description is ignored
+    n[i] = static_cast<std::size_t>(dims[i]);
+  }
+  const std::size_t planes = n[0] * n[1] * n[2];
+  if (planes < pages) {
+    c.unreadable = "its " + source + " describes " + std::to_string(planes) + " plane(s) (" +
+                   std::to_string(n[0]) + " channel(s), " + std::to_string(n[1]) + " slice(s), " +
+                   std::to_string(n[2]) + " time point(s)) but the file has " +
+                   std::to_string(pages) +
+                   " pages: it holds more than one image (series), which gpix would read as one "
+                   "stack; save the image you want on its own (in Fiji: Bio-Formats' importer, "
+                   "then File > Save As > Tiff)";
+    return;
+  }
+  if (planes != pages || (n[0] > 1) + (n[1] > 1) + (n[2] > 1) < 2) return;
+  c.hyper = true;
+  std::size_t step = 1;
+  for (const char axis : order) {
+    const int i = axis == 'C' ? 0 : axis == 'Z' ? 1 : 2;
+    c.steps[i] = step;
+    step *= n[i];
+  }
+  for (int i = 0; i < 3; ++i) c.sizes[i] = n[i];
+  c.kind = what;
+}
+
+// tifffile's description of the array it wrote ({"shape": [...]}): dimensions above y and x
+// (and the samples) beyond one are an array gpix would read as one z stack.
+void shaped_layout(TIFF* t, const std::string& d, std::size_t pages, TiffCalibration& c) {
+  std::vector<std::size_t> shape;
+  const std::size_t open = d.find('['), close = d.find(']');
+  if (open == std::string::npos || close == std::string::npos || close < open) return;
+  std::string list = d.substr(open + 1, close - open - 1);
+  for (std::size_t at = 0; at < list.size();) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    const auto v = number(list.substr(at, comma - at));
+    if (!v || *v < 1) return;
+    shape.push_back(static_cast<std::size_t>(*v));
+    at = comma + 1;
+  }
+  std::uint16_t spp = 1;
+  TIFFGetFieldDefaulted(t, TIFFTAG_SAMPLESPERPIXEL, &spp);
+  const std::size_t inner = spp > 1 ? 3 : 2;  // (y, x) or (y, x, samples)
+  if (shape.size() <= inner) return;
+  std::size_t above = 0, planes = 1;
+  std::string text;
+  for (std::size_t i = 0; i + inner < shape.size(); ++i) {
+    above += shape[i] > 1;
+    planes *= shape[i];
+  }
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    text += (i ? " x " : "") + std::to_string(shape[i]);
+  if (above > 1 && planes == pages) {
+    c.unreadable = "tifffile wrote it as an array of " + text +
+                   " (its description): " + std::to_string(above) +
+                   " dimensions above y and x, where gpix reads one (z); save one 3D part "
+                   "of it per file, e.g. tifffile.imwrite(path, array[0])";
+  }
+}
+
 // OME-XML: the first Pixels element's PhysicalSize{X,Y,Z} and units (µm by the schema's
 // default), all in X's unit.
 bool ome_calibration(const std::string& xml, std::size_t pages, TiffCalibration& c) {
@@ -332,6 +400,20 @@ bool ome_calibration(const std::string& xml, std::size_t pages, TiffCalibration&
       number(attribute(tag, "SizeT").value_or("1")).value_or(0) == 1) {
     c.channels = pages;
   }
+  // Channels and slices (or time points) together: their order is DimensionOrder's after XY
+  // (XYZCT by the schema's default), the first varying fastest.
+  {
+    const double dims[3] = {number(attribute(tag, "SizeC").value_or("1")).value_or(1),
+                            number(attribute(tag, "SizeZ").value_or("1")).value_or(1),
+                            number(attribute(tag, "SizeT").value_or("1")).value_or(1)};
+    std::string order = attribute(tag, "DimensionOrder").value_or("XYZCT");
+    if (order.size() == 5 && order.rfind("XY", 0) == 0) {
+      order = order.substr(2);
+    } else {
+      order = "ZCT";
+    }
+    hyper_layout(c, pages, dims, order, "OME-XML", "an OME image");
+  }
   const char* axes[3] = {"X", "Y", "Z"};
   std::string units[3];
   bool given[3] = {false, false, false};  // a spacing of exactly 1 is given too
@@ -345,6 +427,10 @@ bool ome_calibration(const std::string& xml, std::size_t pages, TiffCalibration&
     if (!n || *n <= 0) {
       c.notes.push_back("OME-XML PhysicalSize" + std::string(axes[i]) + "=\"" + *v +
                         "\" is not a positive number; that axis' spacing is 1");
+      continue;
+    }
+    if (i == 2 && c.hyper) {
+      c.z_spacing = *n;  // for one channel's slices
       continue;
     }
     if (i == 2) {
@@ -399,6 +485,7 @@ TiffCalibration calibration_of(TIFF* t, std::size_t pages) {
   const std::string d =
       TIFFGetField(t, TIFFTAG_IMAGEDESCRIPTION, &text) && text ? std::string(text) : std::string();
   if (d.find("<OME") != std::string::npos && ome_calibration(d, pages, c)) return c;
+  if (d.rfind("{\"shape\":", 0) == 0) shaped_layout(t, d, pages, c);
 
   float xres = 0, yres = 0;
   std::uint16_t res_unit = RESUNIT_NONE;
@@ -438,13 +525,19 @@ TiffCalibration calibration_of(TIFF* t, std::size_t pages) {
         slices.value_or(1) <= 1) {
       c.channels = pages;
     }
+    // ImageJ's hyperstacks keep their pages in CZT order, channels varying fastest. Counts
+    // that do not account for the pages are left as they were read before (z, with a note).
+    const double dims[3] = {channels, slices.value_or(1), frames};
+    if (channels * slices.value_or(1) * frames == static_cast<double>(pages))
+      hyper_layout(c, pages, dims, "CZT", "ImageJ's description", "an ImageJ hyperstack");
+    if (c.hyper && z && *z > 0) c.z_spacing = *z;
     if (z && !(*z > 0)) {
       c.notes.push_back("the ImageJ spacing=" + field("spacing") +
                         " is not a length: the z spacing is 1");
     } else if (z && z_pages) {
       c.spacing[2] = *z;
       given[2] = true;
-    } else if (z) {
+    } else if (z && !c.hyper) {  // a hyperstack's channel is read with its slices' spacing
       c.notes.push_back("the ImageJ description says " + number_text(channels) + " channel(s), " +
                         number_text(slices.value_or(1)) + " slice(s) and " + number_text(frames) +
                         " frame(s) in " + std::to_string(pages) +
@@ -481,6 +574,19 @@ TiffCalibration tiff_calibration(const std::string& file, std::size_t pages) {
   return t ? calibration_of(t.get(), pages) : TiffCalibration{};
 }
 
+std::size_t tiff_hyperstack_channels(const std::string& file) {
+  const TiffPtr tiff = open_tiff(file, "r", false);
+  if (!tiff) return 0;
+  TIFF* t = tiff.get();
+  std::size_t pages = 0;
+  do {
+    pages += full_page(t) ? 1 : 0;
+  } while (!TIFFLastDirectory(t) && TIFFReadDirectory(t));
+  if (!TIFFSetDirectory(t, 0)) return 0;
+  const TiffCalibration c = calibration_of(t, pages);
+  return c.hyper && c.sizes[0] > 1 && (c.sizes[1] == 1 || c.sizes[2] == 1) ? c.sizes[0] : 0;
+}
+
 std::string imagej_description(const TiffCalibration& c, bool stack) {
   std::string d = "ImageJ=1.11a\n";
   // ImageJ's own words for the units that have one; "in" is TIFF's inch.
@@ -514,7 +620,8 @@ std::string TiffPage::str() const {
 
 // "m": read(), not a memory map: mapped pages that were read stay in the process's resident
 // memory until the file is closed, so a stack read in slabs would end up resident whole.
-TiffStack::TiffStack(const std::string& file) : file_(file), tiff_(open_tiff(file, "rm", true)) {
+TiffStack::TiffStack(const std::string& file, int channel)
+    : file_(file), tiff_(open_tiff(file, "rm", true)) {
   TIFF* t = tiff_.get();
   if (!t) fail("libtiff cannot open it");
   // Reduced-resolution images and masks (thumbnails) are skipped, as ITK does.
@@ -554,6 +661,49 @@ TiffStack::TiffStack(const std::string& file) : file_(file), tiff_(open_tiff(fil
   calibration_ = calibration_of(t, offsets_.size());
   const char* kind = nullptr;
   labels_ = TIFFGetField(t, kLabelsTag, &kind) && kind && std::strcmp(kind, kLabelsText) == 0;
+  pick_channel(channel);
+}
+
+void TiffStack::pick_channel(int channel) {
+  TiffCalibration& c = calibration_;
+  if (!c.unreadable.empty()) fail(c.unreadable);
+  const auto wanted = static_cast<std::size_t>(channel);
+  if (c.hyper) {
+    const std::size_t nc = c.sizes[0], nz = c.sizes[1], nt = c.sizes[2];
+    const std::string layout = std::to_string(nc) + " channel(s), " + std::to_string(nz) +
+                               " slice(s) and " + std::to_string(nt) + " time point(s)";
+    const bool one = nc > 1 && (nz == 1 || nt == 1);  // one channel is a 3D image
+    if (!one || channel < 0) {
+      fail("it is " + c.kind + " of " + layout +
+           ", where gpix images have 3 dimensions (the pages as z slices would mix them): " +
+           (one ? "read one channel at a time, as a stack of its " +
+                      std::string(nz > 1 ? "slices" : "time points") +
+                      " (gpix run --channels N, io::Channels::channel; 0 the first)"
+                : "save one channel of one time point per file (in Fiji: Image > Hyperstacks > "
+                  "Reduce Dimensionality)"));
+    }
+    if (wanted >= nc) {
+      fail("it has channels 0 to " + std::to_string(nc - 1) + ", not " + std::to_string(channel));
+    }
+    const int along = nz > 1 ? 1 : 2;
+    std::vector<std::uint64_t> picked;
+    for (std::size_t i = 0; i < c.sizes[along]; ++i)
+      picked.push_back(offsets_[wanted * c.steps[0] + i * c.steps[along]]);
+    offsets_ = std::move(picked);
+    // Slices keep their spacing; time points have none (1, as for any stack of frames).
+    c.spacing[2] = along == 1 ? c.z_spacing : 1.0;
+    c.origin[2] = 0;
+  } else if (c.channels > 1 && channel >= 0) {
+    if (wanted >= c.channels) {
+      fail("it has channels 0 to " + std::to_string(c.channels - 1) + ", not " +
+           std::to_string(channel));
+    }
+    offsets_ = {offsets_[wanted]};
+  } else {
+    return;
+  }
+  c.channels = 1;
+  current_ = static_cast<std::size_t>(-1);
 }
 
 TiffStack::~TiffStack() = default;
@@ -883,8 +1033,11 @@ class LibTiffImageIO final : public itk::ImageIOBase {
   bool CanWriteFile(const char*) override { return true; }
   void WriteImageInformation() override {}
 
+  // The channel TiffStack picks (-1: none).
+  void set_channel(int channel) { channel_ = channel; }
+
   void ReadImageInformation() override {
-    stack_ = std::make_unique<TiffStack>(m_FileName);
+    stack_ = std::make_unique<TiffStack>(m_FileName, channel_);
     const bool stack = stack_->pages() > 1;
     SetNumberOfDimensions(stack ? 3 : 2);
     m_Dimensions[0] = stack_->width();
@@ -959,6 +1112,7 @@ class LibTiffImageIO final : public itk::ImageIOBase {
 
  private:
   std::unique_ptr<TiffStack> stack_;
+  int channel_ = -1;
 };
 
 }  // namespace
@@ -988,14 +1142,16 @@ std::vector<std::string> TiffMessages::all() const {
   return v;
 }
 
-itk::ImageIOBase::Pointer tiff_reader(const std::string& file) {
+itk::ImageIOBase::Pointer tiff_reader(const std::string& file, int channel) {
   // A silent probe: the reader that is chosen opens the file again and reports.
   const TiffPtr t = open_tiff(file, "r", false);
   if (t && !gpix_reads(t.get(), false)) {
     install_global_handlers();
     return itk::TIFFImageIO::New().GetPointer();
   }
-  return LibTiffImageIO::New().GetPointer();
+  auto io = LibTiffImageIO::New();
+  io->set_channel(channel);
+  return io.GetPointer();
 }
 
 bool libtiff_reads(const std::string& file) {

@@ -61,6 +61,18 @@ struct TiffCalibration {
   std::string unit;                // normalised; "" when the file does not say
   std::vector<std::string> notes;  // what was not taken, and why (for Image::warnings)
   std::size_t channels = 1;        // pages that are channels (io::Metadata::channels)
+  // Pages that hold more than one of channels, z slices and time points (an ImageJ hyperstack,
+  // an OME-TIFF of several channels and slices): how many of each (c, z, t), and the page of
+  // (c, z, t) = c * steps[0] + z * steps[1] + t * steps[2]. gpix images have 3 dimensions, so
+  // such a file is read one channel at a time (TiffStack's channel).
+  bool hyper = false;
+  std::size_t sizes[3] = {1, 1, 1};
+  std::size_t steps[3] = {1, 1, 1};
+  double z_spacing = 1;  // a hyperstack's slice spacing, for one channel's z stack
+  std::string kind;      // "an ImageJ hyperstack", "an OME image"
+  // Pages the metadata places in no image gpix can give (several OME images, a tifffile array
+  // of 4 or more dimensions): why; the reader refuses the file with it.
+  std::string unreadable;
   // Whether anything differs from "no calibration" (unit spacing, origin 0, no unit).
   bool calibrated() const;
 };
@@ -68,6 +80,9 @@ struct TiffCalibration {
 TiffCalibration calibration_of(TIFF* t, std::size_t pages);
 // The same for a file (a silent probe); no calibration when libtiff cannot open it.
 TiffCalibration tiff_calibration(const std::string& file, std::size_t pages);
+// The channels of a hyperstack that reads one channel at a time (channels and slices, or
+// channels and time points; TiffStack's channel), 0 for other files (a silent probe).
+std::size_t tiff_hyperstack_channels(const std::string& file);
 // The ImageJ description gpix writes for this calibration (unit=, spacing= for a stack,
 // x/y/zorigin in pixels; images= and channels= for a stack of channels, without the z keys).
 std::string imagej_description(const TiffCalibration& c, bool stack);
@@ -90,7 +105,11 @@ struct TiffPage {
 // as the ImageIO's are (io.cpp turns them into IoErrors).
 class TiffStack {
  public:
-  explicit TiffStack(const std::string& file);
+  // `channel` (0 the first; -1 none) picks one channel's pages of a file whose pages are
+  // channels (a composite: one page) or a hyperstack (its slices, or its frames where it has
+  // one slice); ignored for other files. A hyperstack without a channel is refused, saying
+  // its layout and how to read it.
+  explicit TiffStack(const std::string& file, int channel = -1);
   ~TiffStack();
   TiffStack(const TiffStack&) = delete;
   TiffStack& operator=(const TiffStack&) = delete;
@@ -112,6 +131,7 @@ class TiffStack {
 
  private:
   void go_to(std::size_t page);
+  void pick_channel(int channel);
   void read_file_rows(std::size_t page, std::uint32_t f0, std::uint32_t f1, std::byte* out);
   // The stream check of the Deflate strips or tiles holding file rows [f0, f1) of `page`
   // (the handle is on it), started on a thread of its own; empty when whole.
@@ -179,7 +199,7 @@ class TiffWriter {
 // 16, 32 or 64 bits (what gpix and most microscopy software write), ITK's TIFFImageIO for
 // the rest (RGB, palette, 1-bit...). A file libtiff cannot open gets the libtiff reader,
 // whose CanReadFile says no.
-itk::ImageIOBase::Pointer tiff_reader(const std::string& file);
+itk::ImageIOBase::Pointer tiff_reader(const std::string& file, int channel = -1);
 
 // Whether tiff_reader gives gpix's libtiff reader for the file and libtiff opens it (a silent
 // probe: the reader reports what is wrong).

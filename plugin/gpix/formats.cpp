@@ -141,6 +141,42 @@ std::optional<Layer> file_backed_layer(const QString& path) {
   return l;
 }
 
+// One layer per channel of a hyperstack (gpix::io::hyperstack_channels): "<name> [C1]"..., the
+// channel's slices (or time points) as its stack.
+QList<Layer> hyperstack_layers(const QString& path, std::size_t channels) {
+  QList<Layer> layers;
+  for (std::size_t c = 0; c < channels; ++c) {
+    gpix::io::ReadOptions o;
+    o.channels = gpix::io::Channels::channel;
+    o.channel = static_cast<int>(c);
+    const gpix::io::Image img = gpix::io::read(fs(path), o);
+    Layer l;
+    l.name = QStringLiteral("%1 [C%2]").arg(QFileInfo(path).completeBaseName()).arg(c + 1);
+    l.host = img.pixels;
+    l.source = path;
+    l.metadata.insert(QStringLiteral("format"), QString::fromStdString(img.format));
+    l.metadata.insert(QStringLiteral("channel"), int(c + 1));
+    l.metadata.insert(QStringLiteral("channels"),
+                      QStringLiteral("channel %1 of %2 of a hyperstack").arg(c + 1).arg(channels));
+    const int ndim = img.pixels.shape().ndim();
+    l.spacing = img.meta.spacing_or_default(ndim);
+    l.origin = img.meta.origin_or_default(ndim);
+    l.unit = QString::fromStdString(img.meta.unit);
+    if (!img.warnings.empty()) {
+      QStringList w;
+      for (const auto& m : img.warnings) w << QString::fromStdString(m);
+      l.metadata.insert(QStringLiteral("warnings"), w.join(QLatin1Char('\n')));
+    }
+    // The composites' first two colours where a colour map has them (green, magenta); the
+    // layers stack as layers do (the top one over the others), so the rest stay grey.
+    l.colormap = c == 0   ? QStringLiteral("green")
+                 : c == 1 ? QStringLiteral("magenta")
+                          : QStringLiteral("gray");
+    layers << l;
+  }
+  return layers;
+}
+
 }  // namespace
 
 // Raw files through gpix_io's one implementation (a sidecar or a NAME_ZxYxX_DTYPE.raw name),
@@ -255,6 +291,10 @@ QStringList io_patterns(bool writing) {
 gpix::plugin::Reader io_reader() {
   return {
       QStringLiteral("itk"), io_patterns(false), [](const QString& path) {
+        // A hyperstack of channels and slices (Fiji's multi-channel z stacks): one z stack a
+        // channel, each in its default colour, as layers are 3D at most.
+        if (const std::size_t channels = gpix::io::hyperstack_channels(fs(path)); channels > 0)
+          return hyperstack_layers(path, channels);
         if (auto big = file_backed_layer(path)) return QList<Layer>{*big};
         Layer l;
         l.name = QFileInfo(path).completeBaseName();

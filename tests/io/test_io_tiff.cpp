@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "gpix/io.h"
+#include "gpix/slab_files.h"
 #include "support/devices.h"
 #include "support/process.h"
 #include "support/random.h"
@@ -332,6 +333,117 @@ class TestIoTiff : public QObject {
     } catch (const gpix::IoError& e) {
       QVERIFY2(QString(e.what()).contains(QStringLiteral("PlanarConfiguration 2")), e.what());
     }
+  }
+
+  // Fiji saves a multi-channel z stack as an ImageJ hyperstack, pages in CZT order; an
+  // OME-TIFF orders them as its DimensionOrder says. Read as one z stack, the channels were
+  // interleaved into z (a 3D filter mixed them) with only a note about the z spacing. Now they
+  // are refused without a channel, saying the layout, and read one channel at a time as a stack
+  // of its slices (or time points) with the slice spacing; slices and time points together,
+  // several OME images and tifffile arrays of 4 dimensions are refused. Streaming refuses them
+  // too. A stack of channels gives one channel's plane (also from NRRD and MetaImage).
+  void hyperstacks_read_one_channel_at_a_time() {
+    const QString py = python_with_tifffile();
+    if (py.isEmpty()) QSKIP("no python3 with numpy and tifffile (apt install python3-tifffile)");
+    QTemporaryDir dir;
+    const QString script = dir.filePath(QStringLiteral("hyper.py"));
+    QFile f(script);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(
+        "import sys, numpy as np, tifffile\n"
+        "d, seed = sys.argv[1], int(sys.argv[2])\n"
+        "rng = np.random.default_rng(seed)\n"
+        "def data(shape, dtype='u2'):\n"
+        "    return rng.integers(0, 60000, size=shape).astype(dtype)\n"
+        "def save(name, a, c_axis, **kw):\n"
+        "    tifffile.imwrite(f'{d}/{name}.tif', a, **kw)\n"
+        "    for c in range(a.shape[c_axis]):\n"
+        "        np.ascontiguousarray(np.take(a, c, axis=c_axis)).tofile(f'{d}/{name}.{c}.bin')\n"
+        "    print(name, a.shape[c_axis])\n"
+        "save('zc', data((5, 3, 17, 11)), 1, imagej=True, resolution=(2.0, 2.0),\n"
+        "     metadata={'axes': 'ZCYX', 'spacing': 2.5, 'unit': 'um'})\n"
+        "save('tc', data((4, 2, 9, 8), 'f4'), 1, imagej=True, metadata={'axes': 'TCYX'})\n"
+        "save('ome_zc', data((3, 2, 13, 7)), 1, ome=True,\n"
+        "     metadata={'axes': 'ZCYX', 'PhysicalSizeZ': 1.5, 'PhysicalSizeX': 0.25,\n"
+        "               'PhysicalSizeY': 0.25})\n"
+        "save('ome_cz', data((2, 4, 13, 7)), 0, ome=True, metadata={'axes': 'CZYX'})\n"
+        "save('c3', data((3, 10, 12)), 0, imagej=True, metadata={'axes': 'CYX'})\n"
+        "tifffile.imwrite(f'{d}/tz.tif', data((3, 4, 9, 8)), imagej=True,\n"
+        "                 metadata={'axes': 'TZYX'})\n"
+        "tifffile.imwrite(f'{d}/shaped.tif', data((2, 5, 9, 8)))\n"
+        "with tifffile.TiffWriter(f'{d}/series.ome.tif', ome=True) as w:\n"
+        "    w.write(data((4, 9, 8)), metadata={'axes': 'ZYX'})\n"
+        "    w.write(data((2, 9, 8)), metadata={'axes': 'ZYX'})\n");
+    f.close();
+    const test::ProcessResult r =
+        test::run_process(py, {script, dir.path(), QString::number(test::rng()() % 1000000)});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const QList<QByteArray> lines = r.out.trimmed().split('\n');
+    QCOMPARE(lines.size(), 5);
+    const auto file = [&](const QString& name) {
+      return dir.filePath(name + QStringLiteral(".tif")).toStdString();
+    };
+    const auto refused = [&](const QString& name, const io::ReadOptions& o, const char* words) {
+      try {
+        (void)io::read(file(name), o);
+        QFAIL(qPrintable(name + QStringLiteral(" was read")));
+      } catch (const gpix::IoError& e) {
+        QVERIFY2(QString(e.what()).contains(QLatin1String(words)), e.what());
+      }
+    };
+    for (const QByteArray& line : lines) {
+      const QString name = QString::fromUtf8(line.split(' ')[0]);
+      const int channels = line.split(' ')[1].toInt();
+      const bool hyper = name != QStringLiteral("c3");
+      QCOMPARE(io::hyperstack_channels(file(name)), hyper ? std::size_t(channels) : 0);
+      if (hyper) {
+        refused(name, {}, "read one channel at a time");
+        try {
+          (void)io::open_slabs(file(name));
+          QFAIL("a hyperstack was streamed as one stack");
+        } catch (const gpix::IoError& e) {
+          QVERIFY2(QString(e.what()).contains(QLatin1String("read one channel")), e.what());
+        }
+      }
+      for (int c = 0; c < channels; ++c) {
+        const io::Image img =
+            io::read(file(name), {.channels = io::Channels::channel, .channel = c});
+        const QByteArray want = slurp(dir.filePath(QStringLiteral("%1.%2.bin").arg(name).arg(c)));
+        QVERIFY2(static_cast<std::size_t>(want.size()) == img.pixels.bytes() &&
+                     std::memcmp(want.constData(), img.pixels.data(), want.size()) == 0,
+                 qPrintable(QStringLiteral("%1 channel %2").arg(name).arg(c)));
+        QCOMPARE(img.meta.channels, 1);
+        QCOMPARE(img.pixels.shape().ndim(), hyper ? 3 : 2);
+        if (name == QStringLiteral("zc")) {
+          QCOMPARE(img.meta.spacing, (std::vector<double>{2.5, 0.5, 0.5}));
+          QCOMPARE(img.meta.unit, std::string("um"));
+          QVERIFY2(img.warnings.empty(), img.warnings.empty() ? "" : img.warnings[0].c_str());
+        }
+        if (name == QStringLiteral("ome_zc")) {
+          QCOMPARE(img.meta.spacing, (std::vector<double>{1.5, 0.25, 0.25}));
+          QVERIFY2(img.warnings.empty(), img.warnings.empty() ? "" : img.warnings[0].c_str());
+        }
+      }
+      refused(
+          name, {.channels = io::Channels::channel, .channel = channels},
+          qPrintable(QStringLiteral("channels 0 to %1, not %2").arg(channels - 1).arg(channels)));
+    }
+    refused(QStringLiteral("tz"), {}, "save one channel of one time point per file");
+    refused(QStringLiteral("tz"), {.channels = io::Channels::channel, .channel = 0},
+            "1 channel(s), 4 slice(s) and 3 time point(s)");
+    refused(QStringLiteral("shaped"), {}, "2 x 5 x 9 x 8");
+    refused(QStringLiteral("series.ome"), {}, "more than one image");
+    // A NRRD marked as 3 channels gives the plane of the channel asked for.
+    const io::Image c3 = io::read(file(QStringLiteral("c3")));
+    QCOMPARE(c3.meta.channels, 3);
+    const std::string nrrd = dir.filePath(QStringLiteral("c3.nrrd")).toStdString();
+    io::write(nrrd, c3.pixels, c3.meta);
+    const io::Image one = io::read(nrrd, {.channels = io::Channels::channel, .channel = 2});
+    QCOMPARE(one.pixels.shape(), (Shape{10, 12}));
+    QCOMPARE(std::memcmp(one.pixels.data(), c3.pixels.data() + 2 * one.pixels.bytes(),
+                         one.pixels.bytes()),
+             0);
+    QCOMPARE(one.meta.channels, 1);
   }
 
   // Files made with libtiff: big-endian, bottom-left row order, a thumbnail between two

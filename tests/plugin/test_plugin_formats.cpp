@@ -145,6 +145,45 @@ class TestPluginFormats : public QObject {
     formats::io_writer().write(plain, stack);
     QCOMPARE(io::read(stack.toStdString()).meta.channels, 1);
   }
+
+  // Fiji's multi-channel z stack (an ImageJ hyperstack, pages in CZT order) opens as one z
+  // stack per channel with the slice spacing, not as one stack with the channels interleaved
+  // into z.
+  void hyperstacks_open_as_a_layer_per_channel() {
+    QString py;
+    for (const QString& p : {QStringLiteral("python3"), QStringLiteral("/usr/bin/python3")}) {
+      if (test::run_process(p, {QStringLiteral("-c"), QStringLiteral("import numpy, tifffile")})
+              .code == 0) {
+        py = p;
+        break;
+      }
+    }
+    if (py.isEmpty()) QSKIP("no python3 with numpy and tifffile");
+    const QString in = tmp_.filePath(QStringLiteral("fiji zc.tif"));
+    const test::ProcessResult r = test::run_process(
+        py, {QStringLiteral("-c"),
+             QStringLiteral("import sys, numpy as np, tifffile\n"
+                            "a = np.arange(4 * 2 * 6 * 5, dtype='u2').reshape(4, 2, 6, 5)\n"
+                            "tifffile.imwrite(sys.argv[1], a, imagej=True, resolution=(4, 4),\n"
+                            "    metadata={'axes': 'ZCYX', 'spacing': 3.0, 'unit': 'um'})\n"),
+             in});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const QList<plugin::Layer> layers = formats::io_reader().read(in);
+    QCOMPARE(layers.size(), 2);
+    for (int c = 0; c < 2; ++c) {
+      const plugin::Layer& l = layers[c];
+      QCOMPARE(l.name, QStringLiteral("fiji zc [C%1]").arg(c + 1));
+      QCOMPARE(l.shape(), (Shape{4, 6, 5}));
+      QCOMPARE(l.spacing, (std::vector<double>{3.0, 0.25, 0.25}));
+      QVERIFY(!l.composite());
+      // Slice z of channel c is page z * 2 + c: values (z * 2 + c) * 30 + i.
+      const auto px = l.host.as<std::uint16_t>();
+      for (std::size_t z = 0; z < 4; ++z)
+        QCOMPARE(px[z * 30 + 7], std::uint16_t((z * 2 + std::size_t(c)) * 30 + 7));
+    }
+    QCOMPARE(layers[0].colormap, QStringLiteral("green"));
+    QCOMPARE(layers[1].colormap, QStringLiteral("magenta"));
+  }
 };
 
 int main(int argc, char** argv) {

@@ -105,7 +105,12 @@ struct DeviceImage {
 //  - error (default): IoError naming the file, its pixel type and these options.
 //  - luminance: RGB/RGBA only; float32 0.2126 R + 0.7152 G + 0.0722 B (Rec. 709 weights,
 //    alpha ignored, values not rescaled).
-//  - channel: one component, ReadOptions::channel (0 = R), in the file's dtype.
+//  - channel: one component, ReadOptions::channel (0 = R), in the file's dtype. Of a file whose
+//    planes are channels (Metadata::channels), that channel's plane; of a TIFF hyperstack
+//    (ImageJ or OME: channels and z slices, or channels and time points), that channel's
+//    slices (or time points) as a 3D stack. A hyperstack read without it is an IoError that
+//    says its layout, as is one of slices and time points (gpix images have 3 dimensions),
+//    an OME-TIFF of several images and a tifffile array of 4 or more dimensions.
 //  - split: a 2D file becomes a 3D (components, y, x) stack in the file's dtype; a 3D file
 //    with several components is an error (gpix arrays have at most 3 dimensions).
 // Palette (indexed) PNG/TIFF files are expanded to RGB by ITK and then follow this policy;
@@ -157,6 +162,11 @@ const std::vector<Format>& formats();
 // The format for a path's extension (case-insensitive, ".nii.gz" included). Throws IoError
 // for unknown extensions, listing the known ones.
 const Format& format_for(const std::filesystem::path& path);
+
+// The channels of a file read one channel at a time (ReadOptions::channel): a TIFF hyperstack
+// of channels and z slices, or of channels and time points. 0 for every other file, and for
+// one that cannot be read (read() says why).
+std::size_t hyperstack_channels(const std::filesystem::path& path);
 
 // Reads a file. Throws IoError (missing, folder, empty, truncated or corrupt file, content
 // that does not match the extension, unsupported pixel type such as complex or 4D, a header
