@@ -4,6 +4,7 @@
 #include <QFileInfo>
 #include <QRegularExpression>
 #include <QSettings>
+#include <QThreadPool>
 #include <QUndoStack>
 #include <QWidget>
 #include <algorithm>
@@ -32,7 +33,8 @@ bool matches(const QStringList& patterns, const QString& path) {
 // Progress of one task, reported to the host's signals on the GUI thread.
 class BasicTask final : public Task {
  public:
-  explicit BasicTask(BasicHost* host) : host_(host) {}
+  BasicTask(BasicHost* host, std::shared_ptr<std::atomic<bool>> done)
+      : host_(host), done_(std::move(done)) {}
   ~BasicTask() override { finish(); }
   void set_progress(double fraction) override {
     QPointer<BasicHost> h = host_;
@@ -59,6 +61,7 @@ class BasicTask final : public Task {
   const std::atomic<bool>* cancel_flag() const override { return &cancel_; }
   void finish() override {
     if (finished_.exchange(true)) return;
+    done_->store(true);
     QPointer<BasicHost> h = host_;
     if (!h) return;
     QMetaObject::invokeMethod(
@@ -73,6 +76,7 @@ class BasicTask final : public Task {
   QPointer<BasicHost> host_;
   std::atomic<bool> cancel_{false};
   std::atomic<bool> finished_{false};
+  std::shared_ptr<std::atomic<bool>> done_;  // the host's flag of this task
 };
 
 }  // namespace
@@ -128,20 +132,31 @@ QString BasicHost::unique_name(const QString& wanted, int except_id) const {
   return name;
 }
 
-gpix::Array BasicHost::to_device(const gpix::Array& a, const gpix::HostArray& h,
-                                 QString* why) const {
+namespace {
+
+// `a` on device d (a copy), or `h` pushed there; a null array and `why` where d cannot hold it.
+// Blocking: on a worker for request_device.
+gpix::Array copy_to(const gpix::Array& a, const gpix::HostArray& h, const gpix::Device& d,
+                    QString* why) {
   try {
     if (a.valid()) {
-      if (a.device() == device_) return a;
-      gpix::Array moved = gpix::Array::empty(a.shape(), a.dtype(), device_);
+      if (a.device() == d) return a;
+      gpix::Array moved = gpix::Array::empty(a.shape(), a.dtype(), d);
       moved.copy_from(a);
       return moved;
     }
-    if (h.valid()) return gpix::Array::push(h, device_);
+    if (h.valid()) return gpix::Array::push(h, d);
   } catch (const gpix::Error& e) {
     if (why) *why = qs(e.what());
   }
   return {};
+}
+
+}  // namespace
+
+gpix::Array BasicHost::to_device(const gpix::Array& a, const gpix::HostArray& h,
+                                 QString* why) const {
+  return copy_to(a, h, device_, why);
 }
 
 int BasicHost::add_layer(Layer layer) {
@@ -246,19 +261,90 @@ gpix::HostArray BasicHost::host_data(int id) {
 
 void BasicHost::set_device(const gpix::Device& device) {
   if (!device.valid() || device == device_) return;
+  switch_to(device, {});
+}
+
+void BasicHost::request_device(const gpix::Device& device) {
+  if (!device.valid() || device == device_) return;
+  const QString label = qs(device.label());
+  if (switching_) {
+    show_status(QStringLiteral("A switch of device is under way; %1 was not chosen").arg(label));
+    return;
+  }
+  if (std::any_of(tasks_.begin(), tasks_.end(), [](const auto& d) { return !d->load(); })) {
+    // Its work is queued on the current device, and the copies would wait behind it; its
+    // result would then come from the old device (the GUI walk-through: a 12 s freeze when
+    // the copies ran here, then a view that never drew again).
+    show_status(QStringLiteral("A task is running on %1: switch to %2 when it is done, or "
+                               "cancel it first")
+                    .arg(qs(device_.label()), label),
+                0);
+    return;
+  }
+  struct Copy {
+    int id;
+    gpix::Array from;
+    gpix::HostArray host;
+    gpix::Array to;
+    QString why;
+  };
+  auto copies = std::make_shared<std::vector<Copy>>();
+  for (int id : order_) {
+    const Layer& l = layers_[id];
+    if (!l.file_backed()) copies->push_back({id, l.array, l.host, {}, {}});
+  }
+  switching_ = true;
+  std::shared_ptr<Task> task = begin_task(QStringLiteral("Moving the layers to %1").arg(label));
+  QPointer<BasicHost> self(this);
+  QThreadPool::globalInstance()->start([self, copies, task, device] {
+    for (std::size_t i = 0; i < copies->size(); ++i) {
+      Copy& c = (*copies)[i];
+      c.to = copy_to(c.from, c.host, device, &c.why);
+      if (c.to.valid()) c.to.device().finish();  // there when the host switches
+      task->set_progress(double(i + 1) / double(copies->size()));
+    }
+    QMetaObject::invokeMethod(
+        self.data(),
+        [self, copies, task, device] {
+          task->finish();
+          if (!self) return;
+          self->switching_ = false;
+          QHash<int, gpix::Array> moved;
+          for (const Copy& c : *copies) {
+            // Only where the layer still holds what was copied (an undo or a filter may have
+            // replaced it meanwhile: switch_to copies that one).
+            if (!self->layers_.contains(c.id)) continue;
+            const Layer& now = self->layers_[c.id];
+            const bool same = c.from.valid() ? now.array.same_memory(c.from)
+                                             : (!now.array.valid() && now.host.valid() &&
+                                                now.host.data() == c.host.data());
+            if (same && c.to.valid()) moved.insert(c.id, c.to);
+          }
+          self->switch_to(device, moved);
+        },
+        Qt::QueuedConnection);
+  });
+}
+
+void BasicHost::switch_to(const gpix::Device& device, const QHash<int, gpix::Array>& moved) {
   device_ = device;
   QStringList kept;
   for (int id : order_) {
     Layer& l = layers_[id];
     if (l.file_backed()) continue;  // read from its file onto whichever device shows it
+    if (moved.contains(id)) {
+      l.array = moved.value(id);
+      continue;
+    }
     QString why;
-    gpix::Array moved = to_device(l.array, l.host, &why);
-    if (!moved.valid()) {
+    gpix::Array moved_now = to_device(l.array, l.host, &why);
+    gpix::Array& m = moved_now;
+    if (!m.valid()) {
       // Never lose a layer: keep (or take) a host copy; it is pushed again on the next switch.
       if (!l.host.valid() && l.array.valid()) l.host = l.array.pull();
       kept << QStringLiteral("'%1' (%2)").arg(l.name, why);
     }
-    l.array = moved;
+    l.array = m;
   }
   emit device_changed();
   for (int id : order_) emit layer_changed(id);
@@ -404,8 +490,11 @@ void BasicHost::add_menu_action(const QString& menu_path, QAction* action) {
 }
 
 std::shared_ptr<Task> BasicHost::begin_task(const QString& title) {
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::erase_if(tasks_, [](const auto& d) { return d->load(); });
+  tasks_.push_back(done);
   emit task_started(title);
-  return std::make_shared<BasicTask>(this);
+  return std::make_shared<BasicTask>(this, std::move(done));
 }
 
 void BasicHost::show_status(const QString& message, int timeout_ms) {

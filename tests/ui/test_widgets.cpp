@@ -167,8 +167,15 @@ class TestWidgets : public QObject {
     for (std::size_t k = 0; k < devs.size(); ++k) {
       const int target = int((std::size_t(host().device().info().index) + 1) % devs.size());
       QSignalSpy changed(&host(), &plugin::HostContext::device_changed);
+      const Device before = host().device();
       panel.use_button(target)->click();
+      // The copies run on a worker: the click returns with the old device still in use (the
+      // GUI thread waited behind a running filter's queue for the copies before).
+      QVERIFY2(host().switching_device(), qPrintable(host().last_status()));
+      QVERIFY(host().device() == before);
+      QVERIFY(changed.wait(60000));
       QCOMPARE(changed.size(), 1);
+      QVERIFY(!host().switching_device());
       QVERIFY(host().device() == devs[std::size_t(target)]);
       QVERIFY(panel.card_is_current(target));
       for (auto [id, want] : {std::pair{ia, a}, std::pair{ib, b}}) {
@@ -178,6 +185,34 @@ class TestWidgets : public QObject {
         QVERIFY(same_bytes(l.array.pull(), want));
       }
     }
+    // While a task runs (a filter queued on the device) the switch is refused, saying so; the
+    // same click works once it is done.
+    const int other = int((std::size_t(host().device().info().index) + 1) % devs.size());
+    {
+      const std::shared_ptr<ui::Task> task = host().begin_task(QStringLiteral("a long filter"));
+      panel.use_button(other)->click();
+      QVERIFY(!host().switching_device());
+      QVERIFY(!(host().device() == devs[std::size_t(other)]));
+      QVERIFY2(host().last_status().contains(QStringLiteral("A task is running")),
+               qPrintable(host().last_status()));
+    }
+    QTRY_VERIFY_WITH_TIMEOUT(
+        [&] {
+          panel.use_button(other)->click();
+          return host().switching_device() || host().device() == devs[std::size_t(other)];
+        }(),
+        10000);
+    // A layer replaced while the copies run is copied at the switch: the new pixels arrive.
+    const HostArray c = random_host<float>(Shape{9, 4});
+    Layer replaced = host().layer(ib);
+    replaced.array = Array::push(c, host().device());
+    replaced.host = {};
+    host().replace_layer(ib, replaced);
+    QTRY_VERIFY_WITH_TIMEOUT(!host().switching_device(), 60000);
+    QVERIFY(host().device() == devs[std::size_t(other)]);
+    QVERIFY(host().layer(ib).array.device() == devs[std::size_t(other)]);
+    QVERIFY(same_bytes(host().layer(ib).array.pull(), c));
+    QVERIFY(same_bytes(host().layer(ia).array.pull(), a));
   }
 
   void layer_card_matches_cpu_stats_data() {

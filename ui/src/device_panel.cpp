@@ -69,8 +69,10 @@ DevicePanel::DevicePanel(Workspace& host, QWidget* parent) : QWidget(parent), ho
     c.details->setToolTip(c.details->text());
     c.use = new QPushButton(tr("Use this device"));
     c.use->setObjectName(QStringLiteral("use_device_%1").arg(i));
+    // The layers move on a worker (the host refuses while a task runs); the panel follows
+    // device_changed.
     connect(c.use, &QPushButton::clicked, this, [this, dev] {
-      host_.set_device(dev);
+      host_.request_device(dev);
       refresh();
     });
     v->addWidget(c.title);

@@ -5,6 +5,7 @@
 #include <QHash>
 #include <QMap>
 #include <QPointer>
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -35,6 +36,13 @@ class BasicHost : public HostContext {
 
   gpix::Device device() const override { return device_; }
   void set_device(const gpix::Device& device) override;
+  // The layers are copied to `device` on a worker (a task with progress), then the host
+  // switches on the GUI thread; layers that changed meanwhile are copied then. Refused, with a
+  // status message, while another task runs (its result would come from the old device after
+  // the copies, which waited behind it) or a switch is under way.
+  void request_device(const gpix::Device& device) override;
+  // Whether request_device's copies are under way.
+  bool switching_device() const { return switching_; }
 
   void register_reader(Reader reader) override;
   void register_writer(Writer writer) override;
@@ -92,6 +100,9 @@ class BasicHost : public HostContext {
   // fills `why` when the device cannot hold it.
   gpix::Array to_device(const gpix::Array& a, const gpix::HostArray& h, QString* why) const;
   QString unique_name(const QString& wanted, int except_id = -1) const;
+  // Makes `device` the host's: each layer takes its array from `moved` (copies made on a
+  // worker), or is copied now; a layer the device cannot hold keeps its host copy.
+  void switch_to(const gpix::Device& device, const QHash<int, gpix::Array>& moved);
 
   QList<Dock> docks_;
   QList<QPair<QString, QPointer<QAction>>> actions_;
@@ -108,6 +119,9 @@ class BasicHost : public HostContext {
   QList<Reader> readers_;
   QList<Writer> writers_;
   QString last_status_;
+  // One flag a task begun, set when it finishes (on any thread): request_device waits for none.
+  std::vector<std::shared_ptr<std::atomic<bool>>> tasks_;
+  bool switching_ = false;
 };
 
 }  // namespace gpix::plugin

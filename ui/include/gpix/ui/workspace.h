@@ -63,6 +63,11 @@ class Workspace : public QObject {
   // Switches the device: every layer is copied to the new one, never lost. A layer that the
   // new device cannot hold keeps its host copy and the status line says why.
   virtual void set_device(const gpix::Device& device) = 0;
+  // What "Use this device" asks for: the same switch without the GUI thread waiting on a
+  // device. A host may copy the layers on a worker and switch when they are there, and refuse
+  // (saying so in the status line) while a task runs on the current device. By default the
+  // switch itself.
+  virtual void request_device(const gpix::Device& device) { set_device(device); }
 
   // --- saving ---
   // The formats save_layer() writes, in the order they were registered (a later one wins
