@@ -404,6 +404,8 @@ class TestComposite : public QObject {
     l.channels[0].colour = qRgb(255, 128, 0);
     const int id = host().add_layer(l);
     QVERIFY(panel.select_filter(QStringLiteral("gaussian_blur")));
+    // No z sigma offered by default: the channel axis is not z (a stack gets sigma_x's size).
+    QCOMPARE(std::get<double>(panel.form()->params().at("sigma_z")), 0.0);
     // A z sigma: on the stack as a whole it would blur across the channels.
     QVERIFY(panel.form()->set_param(QStringLiteral("sigma_z"), 1.0));
     QSignalSpy done(&panel, &ui::FilterPanel::finished);
@@ -416,6 +418,8 @@ class TestComposite : public QObject {
     QCOMPARE(out.channels.size(), std::size_t{3});
     QCOMPARE(out.channels[0].colour, qRgb(255, 128, 0));
     QCOMPARE(out.shape(), (Shape{3, 384, 512}));
+    // Named as the 2D filter it ran as, channel by channel: no z parameter.
+    QVERIFY2(!out.name.contains(QStringLiteral("_z")), qPrintable(out.name));
     const HostArray got = out.array.pull();
     const Array in = host().layer(id).array;
     for (std::size_t c = 0; c < 3; ++c) {

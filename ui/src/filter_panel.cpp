@@ -194,7 +194,8 @@ void ParamForm::update_calibration() {
   // Gaussian "of sigma 2" means to most people. Kept once the user changes it.
   auto* z = qobject_cast<QDoubleSpinBox*>(editor(QStringLiteral("sigma_z")));
   auto* x = qobject_cast<QDoubleSpinBox*>(editor(QStringLiteral("sigma_x")));
-  if (z && x && l.valid() && l.shape().ndim() == 3 &&
+  // Not for a composite: its first axis holds channels, filtered one by one as 2D images.
+  if (z && x && l.valid() && l.shape().ndim() == 3 && !l.composite() &&
       (auto_sigma_z_ < 0 ? z->value() == 0 : z->value() == auto_sigma_z_)) {
     const double v = x->value() * spacing_[2] / spacing_[0];
     auto_sigma_z_ = std::round(std::clamp(v, z->minimum(), z->maximum()) * 1e4) / 1e4;
@@ -741,7 +742,9 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
     return;
   }
   drop_preview();
-  out.name = result_name(step.operation, step.params, step.inputs, int(out.shape().ndim()));
+  // A composite's channels were filtered as 2D images: no z parameters in its name.
+  out.name = result_name(step.operation, step.params, step.inputs,
+                         out.composite() ? 2 : int(out.shape().ndim()));
   host_.undo_stack()->push(new AddLayerCommand(host_, out, workflow_, step));
   host_.show_status(o.input.composite() ? tr("%1 done, channel by channel").arg(out.name)
                                         : tr("%1 done").arg(out.name));

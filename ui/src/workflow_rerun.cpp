@@ -185,7 +185,9 @@ QList<int> apply(Workspace& h, Workflow* workflow, int input, const std::vector<
       break;
     }
     Layer out;
-    out.name = result_name(step.operation, step.params, step.inputs, int(r.array.shape().ndim()));
+    // A composite's channels were filtered as 2D images: no z parameters in its name.
+    out.name = result_name(step.operation, step.params, step.inputs,
+                           p.composite_result ? 2 : int(r.array.shape().ndim()));
     out.array = r.array;
     inherit_calibration(first, out);
     if (gpix::filter(step.operation.toStdString()).output == gpix::OutputKind::labels)
