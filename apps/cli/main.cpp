@@ -176,6 +176,17 @@ void read_file(const QString& source, const QCommandLineParser& p, HostArray& ho
   if (img.meta.channels > 1) {
     text += "channels: " + QString::number(img.meta.channels) +
             " (the first axis; `gpix run` filters them one by one)\n";
+    if (!img.meta.channel_colours.empty()) {
+      QJsonArray colours;
+      QStringList names;
+      for (const std::uint32_t c : img.meta.channel_colours) {
+        const QString hex = QStringLiteral("#%1").arg(c & 0xffffffu, 6, 16, QLatin1Char('0'));
+        colours.append(hex);
+        names << hex;
+      }
+      meta["channel_colours"] = colours;
+      text += "channel colours: " + names.join(' ') + "\n";
+    }
   }
   // The decoder's remarks on a file it could read (libtiff's), on stdout with the card.
   if (!img.warnings.empty()) {
@@ -711,6 +722,12 @@ int cmd_run(const QCommandLineParser& p, const QStringList& args) {
                                 r.array.ndim() == 3 && r.array.shape().depth() == stacked
                             ? static_cast<int>(stacked)
                             : 1;
+    // The channels' colours go with them (a crop's channels too), and with nothing else.
+    out_meta.channel_colours =
+        out_meta.channels > 1 &&
+                calibration.channel_colours.size() == static_cast<std::size_t>(out_meta.channels)
+            ? calibration.channel_colours
+            : std::vector<std::uint32_t>{};
     io::write(std::filesystem::u8path(args.last().toStdString()), r.array, out_meta);
 #else
     throw InvalidArgument("this build of gpix has no gpix_io to write files");

@@ -155,6 +155,15 @@ Metadata metadata_of(itk::ImageIOBase& io, int ndim, const Format& format, const
     const bool number = end != v.c_str() && *end == '\0';
     if (number && c > 1 && ndim == 3 && static_cast<long long>(io.GetDimensions(2)) == c) {
       m.channels = static_cast<int>(c);
+      // Their colours where there is one a channel (others are left out, with a note).
+      if (const std::string colours = dict_string(io, kColoursKey); !colours.empty()) {
+        m.channel_colours = parse_colours(colours);
+        if (m.channel_colours.size() != static_cast<std::size_t>(c)) {
+          m.channel_colours.clear();
+          note(std::string(kColoursKey) + "=" + colours + " is not one colour for each of the " +
+               std::to_string(c) + " channels: the channels get the viewer's colours");
+        }
+      }
     } else if (!(number && c == 1)) {
       note(std::string(kChannelsKey) + "=" + v + " does not match the image's " +
            std::to_string(ndim) + "D shape (" +

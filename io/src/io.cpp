@@ -617,6 +617,10 @@ void write_unchecked(const fs::path& path, const HostArray& pixels, const Metada
     if (meta.channels > 1 && detail::keeps_channels(format.name)) {
       itk::MetaDataDictionary d = io->GetMetaDataDictionary();
       itk::EncapsulateMetaData<std::string>(d, detail::kChannelsKey, std::to_string(meta.channels));
+      if (!meta.channel_colours.empty()) {
+        itk::EncapsulateMetaData<std::string>(d, detail::kColoursKey,
+                                              detail::colours_text(meta.channel_colours));
+      }
       io->SetMetaDataDictionary(d);
     }
     io->SetFileName(str(tmp.file()));
@@ -844,6 +848,41 @@ bool keeps_channels(const std::string& format) {
   return format == "TIFF" || format == "NRRD" || format == "MetaImage";
 }
 
+std::string colours_text(const std::vector<std::uint32_t>& colours) {
+  std::string text;
+  for (const std::uint32_t c : colours) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "#%06x", c & 0xffffffu);
+    text += (text.empty() ? "" : " ") + std::string(hex);
+  }
+  return text;
+}
+
+std::vector<std::uint32_t> parse_colours(const std::string& text) {
+  std::vector<std::uint32_t> colours;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    if (text[at] == ' ') {
+      ++at;
+      continue;
+    }
+    if (text[at] != '#' || at + 7 > text.size()) return {};
+    std::uint32_t v = 0;
+    for (std::size_t i = at + 1; i < at + 7; ++i) {
+      const char c = text[i];
+      const int d = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
+      if (d < 0) return {};
+      v = v * 16 + static_cast<std::uint32_t>(d);
+    }
+    colours.push_back(v);
+    at += 7;
+  }
+  return colours;
+}
+
 void check_writable(const fs::path& path, DType t, const Shape& shape, const Metadata& meta) {
   const Format& format = format_for(path);
   const int ndim = shape.ndim();
@@ -852,6 +891,13 @@ void check_writable(const fs::path& path, DType t, const Shape& shape, const Met
     fail(path, "cannot be written: the metadata says " + std::to_string(meta.channels) +
                    " channels, which are the planes of a (C, y, x) stack, and the image is " +
                    shape.str() + "; set its channels to 1 or give it as many planes");
+  }
+  if (!meta.channel_colours.empty() &&
+      meta.channel_colours.size() != static_cast<std::size_t>(meta.channels)) {
+    fail(path, "cannot be written: the metadata gives " +
+                   std::to_string(meta.channel_colours.size()) + " channel colours for " +
+                   std::to_string(meta.channels) +
+                   " channel(s); give one colour a channel, or none");
   }
   if (std::find(format.write_dtypes.begin(), format.write_dtypes.end(), t) ==
       format.write_dtypes.end()) {

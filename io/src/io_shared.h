@@ -81,6 +81,12 @@ void check_writable(const std::filesystem::path& path, DType t, const Shape& sha
 // mark does: NRRD and MetaImage keep the key; gpix's TIFF ImageIO writes an ImageJ hyperstack
 // description (channels=C), and reads either into this key (tiff.h).
 inline constexpr const char* kChannelsKey = "gpix_channels";
+// Metadata::channel_colours through the dictionary (and as the NRRD/MetaImage key):
+// "#rrggbb #rrggbb ...".
+inline constexpr const char* kColoursKey = "gpix_channel_colours";
+std::string colours_text(const std::vector<std::uint32_t>& colours);
+// The colours of colours_text, or empty for text that is not such a list.
+std::vector<std::uint32_t> parse_colours(const std::string& text);
 // Whether `format` (a Format::name) keeps the channel mark.
 bool keeps_channels(const std::string& format);
 

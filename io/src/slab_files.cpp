@@ -146,6 +146,7 @@ class TiffSource final : public FileSlabSource {
     meta_.direction = Metadata{}.direction_or_default(static_cast<int>(shape_.ndim()));
     meta_.labels = stack_->labels();
     meta_.channels = static_cast<int>(c.channels);
+    meta_.channel_colours = c.colours;
     warnings_ = c.notes;
   }
   Shape shape() const override { return shape_; }
@@ -302,6 +303,10 @@ std::string meta_header(const Shape& s, DType t, const Metadata& meta, const std
          (meta.channels > 1
               ? "\n" + std::string(detail::kChannelsKey) + " = " + std::to_string(meta.channels)
               : "") +
+         (meta.channels > 1 && !meta.channel_colours.empty()
+              ? "\n" + std::string(detail::kColoursKey) + " = " +
+                    detail::colours_text(meta.channel_colours)
+              : "") +
          "\nDimSize = " + extents(s) + "\nElementType = " + met_type(t) +
          "\nElementDataFile = " + data + "\n";
 }
@@ -329,6 +334,10 @@ std::string nrrd_header(const Shape& s, DType t, const Metadata& meta, const std
          (meta.labels ? std::string(detail::kKindKey) + ":=" + detail::kKindLabels + "\n" : "") +
          (meta.channels > 1
               ? std::string(detail::kChannelsKey) + ":=" + std::to_string(meta.channels) + "\n"
+              : "") +
+         (meta.channels > 1 && !meta.channel_colours.empty()
+              ? std::string(detail::kColoursKey) +
+                    ":=" + detail::colours_text(meta.channel_colours) + "\n"
               : "") +
          (data.empty() ? std::string() : "data file: " + data + "\n") + "\n";
 }
@@ -376,6 +385,7 @@ class FileSink final : public SlabSink {
       l.compress = compress_;
       l.labels = meta_.labels;
       l.calibration.channels = static_cast<std::size_t>(std::max(1, meta_.channels));
+      l.calibration.colours = meta_.channel_colours;
       rows_per_plane_ = ndim == 3 ? shape.height() : 1;
       tiff([&] { writer_.emplace(str(tmp_.file()), l); });
       return;

@@ -125,9 +125,16 @@ void install_global_handlers() {
 TIFFExtendProc g_parent_extender = nullptr;
 
 void extend_tags(TIFF* t) {
-  static const TIFFFieldInfo kField[] = {{kLabelsTag, TIFF_VARIABLE, TIFF_VARIABLE, TIFF_ASCII,
-                                          FIELD_CUSTOM, 1, 0, const_cast<char*>("GpixKind")}};
-  TIFFMergeFieldInfo(t, kField, 1);
+  // ImageJ's two tags too: libtiff reads them (no "unknown field" warning for every Fiji file)
+  // and gpix writes LUTs through them.
+  static const TIFFFieldInfo kField[] = {
+      {kLabelsTag, TIFF_VARIABLE, TIFF_VARIABLE, TIFF_ASCII, FIELD_CUSTOM, 1, 0,
+       const_cast<char*>("GpixKind")},
+      {kImageJCountsTag, TIFF_VARIABLE2, TIFF_VARIABLE2, TIFF_LONG, FIELD_CUSTOM, 1, 1,
+       const_cast<char*>("IJMetadataByteCounts")},
+      {kImageJDataTag, TIFF_VARIABLE2, TIFF_VARIABLE2, TIFF_BYTE, FIELD_CUSTOM, 1, 1,
+       const_cast<char*>("IJMetadata")}};
+  TIFFMergeFieldInfo(t, kField, 3);
   if (g_parent_extender) g_parent_extender(t);
 }
 
@@ -464,6 +471,84 @@ bool ome_calibration(const std::string& xml, std::size_t pages, TiffCalibration&
   return true;
 }
 
+// ImageJ's metadata entry kinds, as 32-bit numbers in the file's byte order.
+constexpr std::uint32_t kImageJMagic = 0x494a494a;  // "IJIJ"
+constexpr std::uint32_t kImageJLuts = 0x6c757473;   // "luts"
+
+std::uint32_t load_u32(const std::uint8_t* p, bool big) {
+  return big ? std::uint32_t{p[0]} << 24 | std::uint32_t{p[1]} << 16 | std::uint32_t{p[2]} << 8 |
+                   std::uint32_t{p[3]}
+             : std::uint32_t{p[3]} << 24 | std::uint32_t{p[2]} << 16 | std::uint32_t{p[1]} << 8 |
+                   std::uint32_t{p[0]};
+}
+
+void store_u32(std::vector<std::uint8_t>& out, std::uint32_t v, bool big) {
+  for (int i = 0; i < 4; ++i) {
+    const int shift = big ? 24 - 8 * i : 8 * i;
+    out.push_back(static_cast<std::uint8_t>(v >> shift));
+  }
+}
+
+// The channel colours of ImageJ's LUTs (the IJMetadata "luts" entries, 768 bytes each: 256
+// reds, greens, blues): each LUT's last entry, the colour of the brightest value. Empty where
+// the tags are absent, damaged, or do not hold `channels` LUTs.
+std::vector<std::uint32_t> imagej_colours(TIFF* t, std::size_t channels) {
+  std::uint32_t n_counts = 0, n_bytes = 0;
+  const std::uint32_t* counts = nullptr;
+  const std::uint8_t* data = nullptr;
+  if (!TIFFGetField(t, kImageJCountsTag, &n_counts, &counts) ||
+      !TIFFGetField(t, kImageJDataTag, &n_bytes, &data) || !counts || !data || n_counts < 1 ||
+      counts[0] < 4 || counts[0] > n_bytes || (counts[0] - 4) % 8 != 0) {
+    return {};
+  }
+  bool big = false;
+  if (std::memcmp(data, "IJIJ", 4) == 0) {
+    big = true;
+  } else if (std::memcmp(data, "JIJI", 4) != 0) {
+    return {};
+  }
+  if (load_u32(data, big) != kImageJMagic) return {};
+  std::vector<std::uint32_t> colours;
+  std::uint64_t offset = counts[0];
+  std::uint32_t entry = 1;
+  for (std::uint32_t h = 4; h + 8 <= counts[0]; h += 8) {
+    const std::uint32_t kind = load_u32(data + h, big), n = load_u32(data + h + 4, big);
+    for (std::uint32_t k = 0; k < n; ++k, ++entry) {
+      if (entry >= n_counts) return {};
+      const std::uint32_t size = counts[entry];
+      if (offset + size > n_bytes) return {};
+      if (kind == kImageJLuts && size == 768) {
+        const std::uint8_t* lut = data + offset;
+        colours.push_back(std::uint32_t{lut[255]} << 16 | std::uint32_t{lut[511]} << 8 |
+                          std::uint32_t{lut[767]});
+      }
+      offset += size;
+    }
+  }
+  return colours.size() == channels ? colours : std::vector<std::uint32_t>{};
+}
+
+// ImageJ's metadata tags holding one LUT a colour, black to the colour, in the file's byte
+// order (ImageJ reads the entries in it).
+void write_imagej_luts(TIFF* t, const std::vector<std::uint32_t>& colours) {
+  const bool big = TIFFIsBigEndian(t) != 0;
+  std::vector<std::uint8_t> data;
+  store_u32(data, kImageJMagic, big);
+  store_u32(data, kImageJLuts, big);
+  store_u32(data, static_cast<std::uint32_t>(colours.size()), big);
+  std::vector<std::uint32_t> counts = {static_cast<std::uint32_t>(data.size())};
+  for (const std::uint32_t c : colours) {
+    for (const int shift : {16, 8, 0}) {
+      const double top = (c >> shift) & 0xffu;
+      for (int i = 0; i < 256; ++i)
+        data.push_back(static_cast<std::uint8_t>(std::lround(top * i / 255.0)));
+    }
+    counts.push_back(768);
+  }
+  TIFFSetField(t, kImageJCountsTag, static_cast<std::uint32_t>(counts.size()), counts.data());
+  TIFFSetField(t, kImageJDataTag, static_cast<std::uint32_t>(data.size()), data.data());
+}
+
 std::string number_text(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.17g", v);
@@ -561,6 +646,7 @@ TiffCalibration calibration_of(TIFF* t, std::size_t pages) {
                         "; the number is taken as it is");
     }
   }
+  if (c.channels > 1) c.colours = imagej_colours(t, c.channels);
   // ImageJ's origin is the pixel position of 0 (xorigin=10: pixel 10 is at 0).
   const char* keys[3] = {"xorigin", "yorigin", "zorigin"};
   for (int i = 0; i < 3; ++i) {
@@ -949,6 +1035,8 @@ void TiffWriter::set_fields() {
   if (page_ == 0 && (c.calibrated() || c.channels > 1))
     TIFFSetField(f, TIFFTAG_IMAGEDESCRIPTION, imagej_description(c, layout_.stack).c_str());
   if (layout_.labels && page_ == 0) TIFFSetField(f, kLabelsTag, kLabelsText);
+  if (page_ == 0 && c.channels > 1 && c.colours.size() == c.channels)
+    write_imagej_luts(f, c.colours);
   if (layout_.stack) {
     TIFFSetField(f, TIFFTAG_SUBFILETYPE, FILETYPE_PAGE);
     if (layout_.pages <= 0xffff)
@@ -1065,6 +1153,8 @@ class LibTiffImageIO final : public itk::ImageIOBase {
     if (stack_->labels()) itk::EncapsulateMetaData<std::string>(dict, kKindKey, kKindLabels);
     if (c.channels > 1)
       itk::EncapsulateMetaData<std::string>(dict, kChannelsKey, std::to_string(c.channels));
+    if (c.channels > 1 && !c.colours.empty())
+      itk::EncapsulateMetaData<std::string>(dict, kColoursKey, colours_text(c.colours));
   }
 
   void Read(void* buffer) override {
@@ -1096,6 +1186,9 @@ class LibTiffImageIO final : public itk::ImageIOBase {
     std::string channels;
     if (itk::ExposeMetaData<std::string>(GetMetaDataDictionary(), kChannelsKey, channels))
       l.calibration.channels = static_cast<std::size_t>(std::max(1, std::atoi(channels.c_str())));
+    std::string colours;
+    if (itk::ExposeMetaData<std::string>(GetMetaDataDictionary(), kColoursKey, colours))
+      l.calibration.colours = parse_colours(colours);
     TiffWriter w(m_FileName, l);
     w.append(static_cast<const std::byte*>(buffer), l.pages * l.height);
     w.close();

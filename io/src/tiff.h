@@ -70,6 +70,8 @@ struct TiffCalibration {
   std::size_t steps[3] = {1, 1, 1};
   double z_spacing = 1;  // a hyperstack's slice spacing, for one channel's z stack
   std::string kind;      // "an ImageJ hyperstack", "an OME image"
+  // The channels' colours (0xRRGGBB), one a channel, from ImageJ's LUTs; written as LUTs.
+  std::vector<std::uint32_t> colours;
   // Pages the metadata places in no image gpix can give (several OME images, a tifffile array
   // of 4 or more dimensions): why; the reader refuses the file with it.
   std::string unreadable;
@@ -152,6 +154,10 @@ class TiffStack {
 // ImageDescription stays free for ImageJ's metadata; other programs skip it, and a file of
 // another program that uses the number reads as labels only with exactly this text.
 inline constexpr std::uint32_t kLabelsTag = 65011;
+// ImageJ's private tags (registered with Adobe): the byte counts of its metadata entries and
+// the entries (a header naming their kinds, then LUTs, display ranges, labels...).
+inline constexpr std::uint32_t kImageJCountsTag = 50838;
+inline constexpr std::uint32_t kImageJDataTag = 50839;
 inline constexpr const char* kLabelsText = "gpix_kind=labels";
 
 // A TIFF written page by page in rows, as gpix writes every TIFF: one sample of 8/16/32/64

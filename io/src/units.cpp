@@ -82,6 +82,7 @@ Metadata carried(const Metadata& meta, const Shape& in, const Shape& out) {
   if (meta.channels > 1 && in.ndim() == 3 && out.ndim() == 3 && axes.front() == 0 &&
       out.depth() == in.depth() && in.depth() == static_cast<std::size_t>(meta.channels)) {
     c.channels = meta.channels;
+    c.channel_colours = meta.channel_colours;
   }
   return c;
 }

@@ -329,6 +329,13 @@ gpix::plugin::Reader io_reader() {
         if (colour || (img.meta.channels > 1 && planes == img.meta.channels && planes <= 16 &&
                        !img.meta.labels)) {
           gpix::ui::make_composite(l, colour);
+          // The file's own colours where it has them (Fiji's LUTs, gpix's saved composites).
+          if (img.meta.channel_colours.size() == l.channels.size()) {
+            for (std::size_t c = 0; c < l.channels.size(); ++c) {
+              const std::uint32_t v = img.meta.channel_colours[c];
+              l.channels[c].colour = qRgb(int(v >> 16 & 0xff), int(v >> 8 & 0xff), int(v & 0xff));
+            }
+          }
         }
         return QList<Layer>{l};
       }};
@@ -343,8 +350,12 @@ gpix::plugin::Writer io_writer() {
                 metadata_of(l.spacing, l.origin, l.unit, l.labels, std::size_t(l.shape().ndim()));
             // A composite's planes are channels: the file says so (TIFF as an ImageJ
             // hyperstack), so that it opens as a composite again, here and in ImageJ.
-            if (l.composite() && l.shape().ndim() == 3 && l.shape().depth() == l.channels.size())
+            if (l.composite() && l.shape().ndim() == 3 && l.shape().depth() == l.channels.size()) {
               m.channels = static_cast<int>(l.channels.size());
+              // And their colours (TIFF as ImageJ LUTs, so Fiji shows the same colours).
+              for (const gpix::ui::Channel& c : l.channels)
+                m.channel_colours.push_back(std::uint32_t(c.colour) & 0xffffffu);
+            }
             if (l.file_backed()) {
               // Plane by plane from its file: the stack never is in memory whole.
               auto sink = gpix::io::create_slabs(fs(path), m);

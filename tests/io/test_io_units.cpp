@@ -180,6 +180,8 @@ class TestIoUnits : public QObject {
     m.spacing = {2.0, 0.25, 0.5};  // a z spacing the channel axis does not keep, in any format
     m.unit = "um";
     m.channels = 3;
+    // Colours too (ImageJ LUTs in TIFF, a key in NRRD and MetaImage); NIfTI keeps neither.
+    m.channel_colours = {0x0000ff, 0xff8000, 0x00ff00};
     for (const char* name : {"c.tif", "c.nrrd", "c.mha", "s.tif", "s.nrrd", "s.mha", "c.nii"}) {
       const fs::path f = p(dir, name);
       if (name[0] == 's') {
@@ -209,6 +211,8 @@ class TestIoUnits : public QObject {
         const std::string where = std::string(name) + (streamed ? " streamed" : " whole");
         QVERIFY2(got.channels == (kept ? 3 : 1),
                  (where + ": " + std::to_string(got.channels) + " channels").c_str());
+        QVERIFY2(got.channel_colours == (kept ? m.channel_colours : std::vector<std::uint32_t>{}),
+                 where.c_str());
         QCOMPARE(px.shape(), a.shape());
         QVERIFY2(std::memcmp(px.data(), a.data(), a.bytes()) == 0, where.c_str());
         QVERIFY2(near(got.spacing.at(1), 0.25, 1e-6) && near(got.spacing.at(2), 0.5, 1e-6),
@@ -217,13 +221,40 @@ class TestIoUnits : public QObject {
       }
     }
     if (have_tifffile()) {
-      const QByteArray out =
-          python(QStringLiteral("import sys, tifffile\n"
-                                "for n in ('c.tif', 's.tif'):\n"
-                                "    t = tifffile.TiffFile(sys.argv[1] + '/' + n)\n"
-                                "    print(t.imagej_metadata['channels'], t.series[0].axes)\n"),
-                 {dir.path()});
-      QCOMPARE(out, QByteArray("3 CYX\n3 CYX\n"));
+      // tifffile (and so Fiji) reads the LUTs: black to each colour.
+      const QByteArray out = python(
+          QStringLiteral("import sys, tifffile\n"
+                         "for n in ('c.tif', 's.tif'):\n"
+                         "    t = tifffile.TiffFile(sys.argv[1] + '/' + n)\n"
+                         "    ij = t.imagej_metadata\n"
+                         "    luts = [l[:, 255].tolist() + l[:, 128].tolist() + l[:, 0].tolist()\n"
+                         "            for l in ij['LUTs']]\n"
+                         "    print(ij['channels'], t.series[0].axes, luts)\n"
+                         "    for page in t.pages[1:]:\n"
+                         "        assert 50839 not in page.tags\n"),
+          {dir.path()});
+      const QByteArray line =
+          "3 CYX [[0, 0, 255, 0, 0, 128, 0, 0, 0], [255, 128, 0, 128, 64, 0, 0, 0, 0], "
+          "[0, 255, 0, 0, 128, 0, 0, 0, 0]]\n";
+      QCOMPARE(out, line + line);
+      // Fiji's LUTs in a file tifffile writes as ImageJ does: the colours, and no warning
+      // about ImageJ's tags.
+      const QByteArray wrote = python(
+          QStringLiteral("import sys, numpy as np, tifffile\n"
+                         "luts = [np.stack([np.linspace(0, v, 256).astype('u1') for v in c])\n"
+                         "        for c in ([0, 0, 255], [255, 255, 0])]\n"
+                         "tifffile.imwrite(sys.argv[1] + '/fiji.tif', np.zeros((2, 4, 5), 'u2'),\n"
+                         "                 imagej=True, metadata={'axes': 'CYX', 'LUTs': luts,\n"
+                         "                 'Ranges': (0, 100, 0, 200)})\n"
+                         "print('ok')\n"),
+          {dir.path()});
+      QCOMPARE(wrote, QByteArray("ok\n"));
+      const io::Image fiji = io::read(p(dir, "fiji.tif"));
+      QCOMPARE(fiji.meta.channels, 2);
+      QCOMPARE(fiji.meta.channel_colours, (std::vector<std::uint32_t>{0x0000ff, 0xffff00}));
+      QVERIFY2(fiji.warnings.empty(), fiji.warnings.empty() ? "" : fiji.warnings[0].c_str());
+      QCOMPARE(io::open_slabs(p(dir, "fiji.tif"))->metadata().channel_colours,
+               fiji.meta.channel_colours);
     }
     // A mark that does not match the planes when read (a file cropped by other software that
     // kept the key): z slices, and a warning that says why.
@@ -231,6 +262,7 @@ class TestIoUnits : public QObject {
       const fs::path f = p(dir, "two.nrrd");
       io::Metadata two = m;
       two.channels = 2;
+      two.channel_colours.clear();
       io::write(f, HostArray::empty(Shape{2, 5, 6}, DType::u8), two);
       QFile file(QString::fromStdString(f.string()));
       QVERIFY(file.open(QIODevice::ReadOnly));
@@ -247,6 +279,20 @@ class TestIoUnits : public QObject {
         return w.find("gpix_channels=3") != w.npos && w.find("z slices") != w.npos;
       }));
       QCOMPARE(io::open_slabs(f)->metadata().channels, 1);
+    }
+    // Colours for another number of channels: refused, nothing written.
+    {
+      io::Metadata two_colours = m;
+      two_colours.channel_colours.pop_back();
+      const fs::path f = p(dir, "colours.tif");
+      try {
+        io::write(f, a, two_colours);
+        QFAIL("2 colours were written for 3 channels");
+      } catch (const IoError& e) {
+        QVERIFY2(std::string(e.what()).find("2 channel colours for 3") != std::string::npos,
+                 e.what());
+      }
+      QVERIFY(!fs::exists(f));
     }
     // A mark for another number of planes, or on a 2D image: refused, nothing written.
     for (const Shape& wrong : {Shape{4, 17, 23}, Shape{17, 23}}) {

@@ -125,9 +125,12 @@ class TestPluginFormats : public QObject {
     m.channels = 3;
     const QString in = tmp_.filePath(QStringLiteral("channels.tif"));
     io::write(in.toStdString(), HostArray::from(data, shape), m);
-    const QList<plugin::Layer> layers = formats::io_reader().read(in);
+    QList<plugin::Layer> layers = formats::io_reader().read(in);
     QCOMPARE(layers.size(), 1);
     QCOMPARE(layers.first().channels.size(), std::size_t{3});
+    // Colours the user chose come back with the file (TIFF as ImageJ LUTs).
+    const QRgb chosen[] = {qRgb(0, 128, 255), qRgb(255, 0, 0), qRgb(255, 255, 0)};
+    for (std::size_t c = 0; c < 3; ++c) layers.first().channels[c].colour = chosen[c];
     for (const char* ext : {"tif", "nrrd", "mha"}) {
       const QString out = tmp_.filePath(QStringLiteral("saved.%1").arg(ext));
       formats::io_writer().write(layers.first(), out);
@@ -136,8 +139,26 @@ class TestPluginFormats : public QObject {
       QCOMPARE(again.size(), 1);
       QVERIFY2(again.first().composite(), ext);
       QCOMPARE(again.first().channels.size(), std::size_t{3});
+      for (std::size_t c = 0; c < 3; ++c)
+        QCOMPARE(again.first().channels[c].colour | 0xff000000u, chosen[c] | 0xff000000u);
       QVERIFY(same_bytes(again.first().host, layers.first().host));
     }
+    // An RGB photo saved as TIFF reopens in red, green and blue (not the fluorescence colours
+    // of a composite without colours).
+    QImage photo(7, 5, QImage::Format_RGB32);
+    photo.fill(qRgb(200, 100, 50));
+    const QString png = tmp_.filePath(QStringLiteral("photo.png"));
+    QVERIFY(photo.save(png, "PNG"));
+    const QList<plugin::Layer> rgb = formats::io_reader().read(png);
+    QCOMPARE(rgb.size(), 1);
+    QCOMPARE(rgb.first().channels.size(), std::size_t{3});
+    const QString saved = tmp_.filePath(QStringLiteral("photo.tif"));
+    formats::io_writer().write(rgb.first(), saved);
+    const QList<plugin::Layer> back = formats::io_reader().read(saved);
+    QCOMPARE(back.first().channels.size(), std::size_t{3});
+    const QRgb want[] = {qRgb(255, 0, 0), qRgb(0, 255, 0), qRgb(0, 0, 255)};
+    for (std::size_t c = 0; c < 3; ++c)
+      QCOMPARE(back.first().channels[c].colour | 0xff000000u, want[c] | 0xff000000u);
     // A plain stack stays a stack.
     plugin::Layer plain = layers.first();
     plain.channels.clear();

@@ -60,6 +60,12 @@ struct Metadata {
   // PNG and JPEG have no room for it. The channel axis is written with spacing 1 and origin 0
   // in every format. A key that does not match the planes when read is a warning, and z.
   int channels = 1;
+  // Each channel's colour as 0xRRGGBB (the colour of its brightest value), one per channel, or
+  // empty where the file does not say. TIFF: ImageJ's LUTs (the IJMetadata tag, which Fiji
+  // writes for composites; a LUT's last entry is its colour); NRRD and MetaImage: a key
+  // `gpix_channel_colours` ("#00ff00 #ff00ff"). write() keeps it where it keeps the channels
+  // (a count other than `channels` is an IoError), TIFF as ImageJ LUTs from black to the colour.
+  std::vector<std::uint32_t> channel_colours = {};
 
   // The values for an image of ndim dimensions, defaults filled in.
   std::vector<double> spacing_or_default(int ndim) const;
