@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -753,7 +754,22 @@ const Command kCommands[] = {{"devices", &cmd_devices_args},
 
 }  // namespace
 
+namespace {
+
+// Ctrl+C or a kill during a write: the write's hidden temporary folder beside its target goes
+// (a --tiled run's output can be gigabytes by then), then the signal does what it would have.
+void on_fatal_signal(int sig) {
+#if GPIX_CLI_HAVE_IO
+  io::remove_unfinished_writes();
+#endif
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, &on_fatal_signal);
   QCoreApplication app(argc, argv);
   QCoreApplication::setApplicationName("gpix");
   QCoreApplication::setApplicationVersion(GPIX_VERSION_STRING);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -790,6 +791,81 @@ bool marked_labels(const itk::MetaDataDictionary& d) {
   return itk::ExposeMetaData<std::string>(d, "intent_code", v) && v == "1002";
 }
 
+namespace {
+
+// The temporary folders of writes under way, for remove_unfinished_writes (a signal handler):
+// fixed slots of NUL-separated paths, the files a write can leave (its target's name, a
+// header's data files, a raw file's sidecar) and last the folder, written before the slot is
+// marked ready and never freed, so the handler reads only memory that stays valid.
+struct UnfinishedWrite {
+  std::atomic<bool> used{false};
+  std::atomic<bool> ready{false};
+  char paths[4096];
+  std::size_t size = 0;
+};
+UnfinishedWrite g_unfinished[64];
+
+int register_unfinished(const fs::path& dir, const fs::path& target) {
+  std::vector<std::string> paths;
+  const std::string name = str(target.filename());
+  fs::path base = target.filename();
+  base.replace_extension();
+  for (const std::string& f :
+       {name, name + ".json", str(base) + ".raw", str(base) + ".zraw", str(base) + ".raw.gz"})
+    paths.push_back(str(dir / f));
+  paths.push_back(str(dir));
+  std::size_t total = 0;
+  for (const auto& p : paths) total += p.size() + 1;
+  if (total > sizeof(UnfinishedWrite::paths)) return -1;  // left to the next run's eyes
+  for (int i = 0; i < 64; ++i) {
+    UnfinishedWrite& w = g_unfinished[i];
+    bool expected = false;
+    if (!w.used.compare_exchange_strong(expected, true)) continue;
+    std::size_t at = 0;
+    for (const auto& p : paths) {
+      std::memcpy(w.paths + at, p.c_str(), p.size() + 1);
+      at += p.size() + 1;
+    }
+    w.size = at;
+    w.ready.store(true);
+    return i;
+  }
+  return -1;
+}
+
+void unregister_unfinished(int slot) {
+  if (slot < 0) return;
+  g_unfinished[slot].ready.store(false);
+  g_unfinished[slot].used.store(false);
+}
+
+}  // namespace
+
+}  // namespace detail
+
+void remove_unfinished_writes() noexcept {
+  using detail::g_unfinished;
+  using detail::UnfinishedWrite;
+  for (UnfinishedWrite& w : g_unfinished) {
+    if (!w.ready.load()) continue;
+    // Every path but the last is a file that may exist; the last is the folder.
+    const char* last = nullptr;
+    for (std::size_t at = 0; at < w.size;) {
+      const char* p = w.paths + at;
+      const std::size_t n = std::strlen(p);
+      if (at + n + 1 >= w.size) {
+        last = p;
+      } else {
+        ::unlink(p);
+      }
+      at += n + 1;
+    }
+    if (last) ::rmdir(last);
+  }
+}
+
+namespace detail {
+
 TempFolder::TempFolder(const fs::path& target) : target_(target) {
   fs::path parent = target.parent_path();
   if (parent.empty()) parent = ".";
@@ -806,9 +882,11 @@ TempFolder::TempFolder(const fs::path& target) : target_(target) {
                      " failed: " + std::strerror(errno));
   }
   dir_ = fs::u8path(tmpl);
+  slot_ = register_unfinished(dir_, target_);
 }
 
 TempFolder::~TempFolder() {
+  unregister_unfinished(slot_);
   std::error_code ec;
   fs::remove_all(dir_, ec);
 }

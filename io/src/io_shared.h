@@ -123,6 +123,7 @@ class TempFolder {
  private:
   std::filesystem::path target_;
   std::filesystem::path dir_;
+  int slot_ = -1;  // its entry for remove_unfinished_writes, or -1
 };
 
 }  // namespace gpix::io::detail

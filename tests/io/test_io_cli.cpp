@@ -1,9 +1,16 @@
 // `gpix info <file>` on files written by gpix_io, --json checked field by field.
+#include <signal.h>
+#include <sys/types.h>
+
+#include <QDir>
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
+#include <csignal>
 #include <cstring>
 
 #include "gpix/channels.h"
@@ -174,6 +181,47 @@ class TestIoCli : public QObject {
     QVERIFY(!QFile::exists(never));
     QCOMPARE(test::run_cli({"run", "gausian_blur", in, never}).code, 2);
     QCOMPARE(test::run_cli({"run", "add_images", in, never}).code, 2);
+  }
+
+  // Ctrl+C or a kill while `gpix run --tiled` writes its output plane by plane: the hidden
+  // temporary folder beside the target (the output so far) goes with the process, and the
+  // target stays as it was. It stayed behind (9 MB here; gigabytes on a real stack).
+  void killed_run_leaves_nothing() {
+    const auto& devs = test::test_devices();
+    if (devs.empty()) QSKIP("no device");
+    for (const int sig : {SIGTERM, SIGINT}) {
+      QTemporaryDir dir;
+      const QString in = dir.filePath(QStringLiteral("stack.tif"));
+      const QString out = dir.filePath(QStringLiteral("out.tif"));
+      io::write(
+          in.toStdString(),
+          HostArray::from(test::random_values<std::uint16_t>(48 * 256 * 256), Shape{48, 256, 256}));
+      QFile keep(out);
+      QVERIFY(keep.open(QIODevice::WriteOnly));
+      keep.write("an earlier result");
+      keep.close();
+      QProcess p;
+      p.start(QStringLiteral(GPIX_CLI_PATH),
+              {QStringLiteral("run"), QStringLiteral("median_box"), in, out,
+               QStringLiteral("--radius_x"), QStringLiteral("3"), QStringLiteral("--radius_y"),
+               QStringLiteral("3"), QStringLiteral("--radius_z"), QStringLiteral("3"),
+               QStringLiteral("--tiled"), QStringLiteral("--tile-budget"), QStringLiteral("16MB")});
+      QVERIFY(p.waitForStarted(30000));
+      const auto partial = [&] {
+        return QDir(dir.path())
+            .entryList({QStringLiteral(".gpix-write-*")}, QDir::Dirs | QDir::Hidden)
+            .size();
+      };
+      QTRY_VERIFY_WITH_TIMEOUT(partial() == 1 || p.state() == QProcess::NotRunning, 60000);
+      if (p.state() == QProcess::NotRunning) QSKIP("the run ended before it could be stopped");
+      QCOMPARE(::kill(static_cast<pid_t>(p.processId()), sig), 0);
+      QVERIFY(p.waitForFinished(60000));
+      QCOMPARE(p.exitStatus(), QProcess::CrashExit);  // ended by the signal, as before
+      QCOMPARE(partial(), 0);
+      QVERIFY(keep.open(QIODevice::ReadOnly));
+      QCOMPARE(keep.readAll(), QByteArray("an earlier result"));
+      keep.close();
+    }
   }
 
   // A file whose planes are channels (an ImageJ hyperstack, a NRRD gpix marked): `gpix run`

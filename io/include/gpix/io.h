@@ -174,6 +174,13 @@ const Format& format_for(const std::filesystem::path& path);
 // one that cannot be read (read() says why).
 std::size_t hyperstack_channels(const std::filesystem::path& path);
 
+// Removes the temporary folders of writes under way (a file is written into a hidden
+// `.gpix-write-XXXXXX` folder beside its target and moved into place when whole): for a
+// program's SIGINT/SIGTERM handler, which gpix's writes do not install. Async-signal-safe
+// (unlink and rmdir of paths prepared when each write began); the files being written are lost,
+// the targets stay as they were.
+void remove_unfinished_writes() noexcept;
+
 // Reads a file. Throws IoError (missing, folder, empty, truncated or corrupt file, content
 // that does not match the extension, unsupported pixel type such as complex or 4D, a header
 // that claims more memory than the machine has, multi-component pixels without a policy).
