@@ -719,29 +719,45 @@ void MainWindow::set_prompts_for_testing(std::function<int(const QStringList&)> 
 MainWindow::Discard MainWindow::confirm_discard(const QString& action,
                                                 std::function<void()> after_save) {
   const QStringList unsaved = unsaved_layers();
-  if (unsaved.isEmpty()) return Discard::go_on;
+  // Filters still running would add their results after the question (a second question) and
+  // the saves would queue behind them on the device: going on stops them first, and says so.
+  const QStringList running = host_->running_tasks();
+  if (unsaved.isEmpty()) {
+    host_->cancel_tasks();
+    return Discard::go_on;
+  }
   int answer = QMessageBox::Cancel;
   if (ask_unsaved_) {
     answer = ask_unsaved_(unsaved);
   } else {
-    QMessageBox box(QMessageBox::Warning, tr("Unsaved results"),
-                    tr("%n layer(s) exist only in memory and would be lost by %1:", nullptr,
-                       int(unsaved.size()))
-                            .arg(action) +
-                        QStringLiteral("\n\n• ") + unsaved.join(QStringLiteral("\n• ")),
+    QString text = tr("%n layer(s) exist only in memory and would be lost by %1:", nullptr,
+                      int(unsaved.size()))
+                       .arg(action) +
+                   QStringLiteral("\n\n• ") + unsaved.join(QStringLiteral("\n• "));
+    if (!running.isEmpty()) {
+      text += QStringLiteral("\n\n") +
+              tr("Running now, stopped by %1 (their results are not kept):").arg(action) +
+              QStringLiteral("\n\n• ") + running.join(QStringLiteral("\n• "));
+    }
+    QMessageBox box(QMessageBox::Warning, tr("Unsaved results"), text,
                     QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, this);
     box.setInformativeText(tr("Save them into a folder first?"));
     box.setDefaultButton(QMessageBox::Save);
     answer = box.exec();
   }
-  if (answer == QMessageBox::Discard) return Discard::go_on;
+  if (answer == QMessageBox::Discard) {
+    host_->cancel_tasks();
+    return Discard::go_on;
+  }
   if (answer != QMessageBox::Save) return Discard::stop;
   const QString folder = ask_folder_
                              ? ask_folder_()
                              : QFileDialog::getExistingDirectory(
                                    this, tr("Save the results into"),
                                    host_->settings().value(QStringLiteral("last_dir")).toString());
-  if (folder.isEmpty() || !save_unsaved(folder)) return Discard::stop;
+  if (folder.isEmpty()) return Discard::stop;
+  host_->cancel_tasks();  // before the saves, which would wait behind them on the device
+  if (!save_unsaved(folder)) return Discard::stop;
   // Once written, what was asked goes on; on an error the window says why and stays as it is.
   auto* once = new QObject(this);
   connect(this, &MainWindow::results_saved, once,

@@ -271,7 +271,7 @@ void BasicHost::request_device(const gpix::Device& device) {
     show_status(QStringLiteral("A switch of device is under way; %1 was not chosen").arg(label));
     return;
   }
-  if (std::any_of(tasks_.begin(), tasks_.end(), [](const auto& d) { return !d->load(); })) {
+  if (!running_tasks().isEmpty()) {
     // Its work is queued on the current device, and the copies would wait behind it; its
     // result would then come from the old device (the GUI walk-through: a 12 s freeze when
     // the copies ran here, then a view that never drew again).
@@ -491,10 +491,26 @@ void BasicHost::add_menu_action(const QString& menu_path, QAction* action) {
 
 std::shared_ptr<Task> BasicHost::begin_task(const QString& title) {
   auto done = std::make_shared<std::atomic<bool>>(false);
-  std::erase_if(tasks_, [](const auto& d) { return d->load(); });
-  tasks_.push_back(done);
+  std::erase_if(tasks_, [](const Begun& b) { return b.done->load(); });
+  auto task = std::make_shared<BasicTask>(this, done);
+  tasks_.push_back({std::move(done), task, title});
   emit task_started(title);
-  return std::make_shared<BasicTask>(this, std::move(done));
+  return task;
+}
+
+QStringList BasicHost::running_tasks() const {
+  QStringList titles;
+  for (const Begun& b : tasks_) {
+    if (!b.done->load()) titles << b.title;
+  }
+  return titles;
+}
+
+void BasicHost::cancel_tasks() {
+  for (const Begun& b : tasks_) {
+    if (b.done->load()) continue;
+    if (const std::shared_ptr<Task> t = b.task.lock()) t->cancel();
+  }
 }
 
 void BasicHost::show_status(const QString& message, int timeout_ms) {

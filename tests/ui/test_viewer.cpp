@@ -854,6 +854,62 @@ class TestViewer : public QObject {
     QCOMPARE(QDir(folder).entryList(QDir::Files).size(), 1);
   }
 
+  // Quitting while a filter runs stops it: with results to save, after the folder is chosen
+  // and before the saves (which would wait behind it on the device, and its result would ask a
+  // second time); with none, at once. Cancel keeps it running.
+  void quit_stops_running_filters() {
+    QTemporaryDir dir;
+    const Shape s{9, 10};
+    const auto v = test::random_values<float>(s.elements());
+    auto w = make();
+    QCOMPARE(open_and_wait(w.get(), {write_raw(dir.path(), QStringLiteral("in"), v, s)}).size(), 1);
+    w->show();
+    auto* panel = qobject_cast<ui::FilterPanel*>(w->host().dock_widget(QStringLiteral("filters")));
+    QVERIFY(panel->select_filter(QStringLiteral("invert")));
+    QSignalSpy done(panel, &ui::FilterPanel::finished);
+    panel->run();
+    QVERIFY(done.wait(60000));
+    const std::shared_ptr<ui::Task> filter = w->host().begin_task(QStringLiteral("median_box"));
+    QCOMPARE(w->host().running_tasks(), QStringList{QStringLiteral("median_box")});
+    int asked = 0;
+    w->set_prompts_for_testing(
+        [&](const QStringList&) {
+          ++asked;
+          return int(QMessageBox::Cancel);
+        },
+        [] { return QString(); });
+    QVERIFY(!w->close());
+    QVERIFY(!filter->cancelled());  // the window stays, and so does the filter
+    const QString folder = dir.filePath(QStringLiteral("results"));
+    w->set_prompts_for_testing(
+        [&](const QStringList&) {
+          ++asked;
+          return int(QMessageBox::Save);
+        },
+        [folder] { return folder; });
+    QSignalSpy written(w.get(), &MainWindow::results_saved);
+    QVERIFY(!w->close());
+    QVERIFY(filter->cancelled());
+    filter->finish();  // as the filter does once it stops
+    QVERIFY(written.wait(60000));
+    QTRY_VERIFY(!w->isVisible());
+    QCOMPARE(asked, 2);
+    // Nothing to save: the filter is stopped and the window closes without a question.
+    auto quiet = make();
+    quiet->show();
+    const std::shared_ptr<ui::Task> other =
+        quiet->host().begin_task(QStringLiteral("gaussian_blur"));
+    quiet->set_prompts_for_testing(
+        [&](const QStringList&) {
+          ++asked;
+          return int(QMessageBox::Cancel);
+        },
+        [] { return QString(); });
+    QVERIFY(quiet->close());
+    QVERIFY(other->cancelled());
+    QCOMPARE(asked, 2);
+  }
+
   void help_menu() {
     auto w = make();
     QMenu* help = nullptr;

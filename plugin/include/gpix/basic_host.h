@@ -43,6 +43,10 @@ class BasicHost : public HostContext {
   void request_device(const gpix::Device& device) override;
   // Whether request_device's copies are under way.
   bool switching_device() const { return switching_; }
+  // The titles of the tasks begun and not finished (filters, re-runs, device switches), and
+  // Cancel for all of them (each stops where it can: a filter after its slab, adding nothing).
+  QStringList running_tasks() const;
+  void cancel_tasks();
 
   void register_reader(Reader reader) override;
   void register_writer(Writer writer) override;
@@ -119,8 +123,13 @@ class BasicHost : public HostContext {
   QList<Reader> readers_;
   QList<Writer> writers_;
   QString last_status_;
-  // One flag a task begun, set when it finishes (on any thread): request_device waits for none.
-  std::vector<std::shared_ptr<std::atomic<bool>>> tasks_;
+  // The tasks begun: a flag set when each finishes (on any thread), the task, its title.
+  struct Begun {
+    std::shared_ptr<std::atomic<bool>> done;
+    std::weak_ptr<Task> task;
+    QString title;
+  };
+  std::vector<Begun> tasks_;
   bool switching_ = false;
 };
 
