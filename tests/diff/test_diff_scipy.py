@@ -1352,6 +1352,19 @@ def _extra_otsu(rng):
         out.append((f"bimodal-{SHORT[dt]}-{lo}..{hi}", [a], {}, (lambda a=a: otsu_expect(a))))
     c = np.full((7, 9), 42, np.uint16)
     out.append(("constant-u16", [c], {}, lambda: otsu_expect(c)))
+    # A float32 range a few ulps wide: numpy's bin edges collapse, the minimum lands in bin 1,
+    # bin 0's class is empty and its variance NaN, which numpy's argmax picks (a review found
+    # gpix taking the largest number instead: 20 of 60 pixels differed).
+    u = np.spacing(np.float32(1000))
+    narrow = (np.float32(1000) + u * np.repeat(np.array([0, 1, 2, 18, 19, 20], np.float32), 10))
+    narrow = narrow.astype(np.float32).reshape(6, 10)
+    out.append(("narrow-f32-ulps", [narrow], {}, lambda: otsu_expect(narrow)))
+    for k in range(3):
+        base = np.float32(rng.uniform(1, 1e6))
+        step = np.spacing(base)
+        wide = base + step * rng.integers(0, 40, size=(9, 11)).astype(np.float32)
+        wide = wide.astype(np.float32)
+        out.append((f"ulps-f32-{k}", [wide], {}, (lambda w=wide: otsu_expect(w))))
     # exactly 16777216 distinct values fit gpix's one-bin-per-value histogram ...
     e = bimodal_image(rng, I32, (13, 15), 0, 5000) - 2500
     e[0, 0], e[-1, -1] = -2 ** 23, 2 ** 23 - 1

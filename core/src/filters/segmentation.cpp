@@ -202,11 +202,16 @@ std::size_t otsu_bin(const OtsuCounts& counts, CentreOf centre) {
   }
   const std::uint64_t total = cw;
   // Bin i's upper class meets bin i - 1's lower one. Walking down, ">=" keeps the smallest
-  // index of the largest variance, numpy's first argmax (NaN never wins either way).
+  // index of the largest variance, numpy's first argmax. A class with no pixels has a 0/0 mean,
+  // so a NaN variance, and numpy's argmax returns the first NaN: float images whose first bins
+  // are empty (numpy's float32 edges of a range a few ulps wide put the minimum in bin 1) give
+  // scikit-image's threshold bin_centers[0]; taking the largest number there was 20 pixels off
+  // on a 60-pixel image (a read-only review). Integer images have no empty end bins.
   cw = 0;
   cm = 0;
   std::size_t best = 0;
   double best_v = -1;
+  std::size_t first_nan = nb;
   for (std::size_t i = nb; i-- > 1;) {
     cw += counts[i];
     cm += static_cast<Centre>(counts[i]) * centre(i);
@@ -217,12 +222,13 @@ std::size_t otsu_bin(const OtsuCounts& counts, CentreOf centre) {
     // (below 2^53), so their double product is that integer product rounded once, the same
     // bits, and does not wrap where an image of over 6 * 10^9 pixels would take it past 2^63.
     const double v = static_cast<double>(w1) * static_cast<double>(cw) * (d * d);
-    if (v >= best_v) {  // no class is empty: the first bin holds the minimum, the last the max
+    if (std::isnan(v)) first_nan = i - 1;  // walking down: the smallest such index stays
+    if (v >= best_v) {
       best_v = v;
       best = i - 1;
     }
   }
-  return best;
+  return first_nan < nb ? first_nan : best;
 }
 
 // Integer images with more distinct values than this are refused: scikit-image's one bin
