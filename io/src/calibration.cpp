@@ -101,7 +101,7 @@ Metadata metadata_of(itk::ImageIOBase& io, int ndim, const Format& format, const
     }
     unit = c.unit;
     for (const auto& s : c.notes) note(s);
-  } else if (format.name == "TIFF" || format.name == "MetaImage") {
+  } else if (format.name == "TIFF" || format.name == "MetaImage" || format.name == "JPEG") {
     unit = normalise_unit(dict_string(io, kUnitKey));
     const std::string notes_text = dict_string(io, kNotesKey);
     for (std::size_t at = 0; at < notes_text.size();) {

@@ -1,5 +1,7 @@
 #include "jpeg.h"
 
+#include <itkMetaDataObject.h>
+
 // jpeglib.h needs FILE and size_t declared before it.
 #include <algorithm>
 #include <cerrno>
@@ -12,6 +14,8 @@
 
 #include <jerror.h>
 #include <jpeglib.h>
+
+#include "tiff.h"  // kUnitKey
 
 namespace gpix::io::detail {
 
@@ -193,6 +197,9 @@ class JpegImageIO final : public itk::ImageIOBase {
       const double per_unit = c.density_unit == 1 ? 25.4 : 10.0;  // inches or cm, to mm
       m_Spacing[0] = per_unit / c.X_density;
       m_Spacing[1] = per_unit / c.Y_density;
+      // Millimetres, said as TIFF's resolutions in inches or centimetres are: without the unit
+      // a 300-dpi photo read as a spacing of 0.0847 with "unit: none".
+      itk::EncapsulateMetaData<std::string>(GetMetaDataDictionary(), kUnitKey, "mm");
     }
     const auto components = static_cast<unsigned>(c.output_components);
     SetNumberOfComponents(components);

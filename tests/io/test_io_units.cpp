@@ -453,6 +453,20 @@ class TestIoUnits : public QObject {
     QCOMPARE(streamed->warnings(), img.warnings);
   }
 
+  // A JPEG's density (dots per inch or centimetre) reads as a spacing in millimetres, as a
+  // TIFF resolution in inches does, and says so: it read as 0.0847 with no unit.
+  void jpeg_density_is_millimetres() {
+    QTemporaryDir dir;
+    const HostArray h = ramp(Shape{12, 16});
+    HostArray u8 = HostArray::empty(h.shape(), DType::u8);
+    for (std::size_t i = 0; i < h.elements(); ++i) u8.as<std::uint8_t>()[i] = std::uint8_t(i);
+    io::write(p(dir, "photo.jpg"), u8, io::Metadata{{25.4 / 300, 25.4 / 300}, {}, {}, "mm"});
+    const io::Image img = io::read(p(dir, "photo.jpg"));
+    QCOMPARE(img.meta.unit, std::string("mm"));
+    QVERIFY2(near(img.meta.spacing.at(1), 25.4 / 300, 1e-6),
+             std::to_string(img.meta.spacing.at(1)).c_str());
+  }
+
   // What other readers find in gpix's files.
   void other_tools_read_gpix_files() {
     if (!have_tifffile()) QSKIP("no /usr/bin/python3 with numpy and tifffile");

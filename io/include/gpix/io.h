@@ -43,7 +43,8 @@ struct Metadata {
   //  - NRRD: "space units" (or "units" with "spacings"); any unit.
   //  - MetaImage: DistanceUnits (MetaIO knows um, mm and cm; other lengths are converted).
   //  - NIfTI: xyzt_units (m, mm or um; other lengths are converted).
-  //  - PNG and JPEG: none.
+  //  - JPEG: mm, where its density is in inches or centimetres (as ITK converts it).
+  //  - PNG: none.
   std::string unit;
   // The pixels are label ids (0 background, objects 1..n), not intensities. gpix marks the
   // label images it writes where the format has room (Format::labels_marker: a private TIFF
