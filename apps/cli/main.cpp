@@ -13,8 +13,10 @@
 #include <QJsonDocument>
 #include <QSaveFile>
 
+#include <signal.h>
 #include <algorithm>
 #include <cmath>
+
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -769,7 +771,13 @@ void on_fatal_signal(int sig) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, &on_fatal_signal);
+  // Signals ignored when gpix starts stay ignored (nohup's SIGHUP, SIGINT of a background job
+  // started by a non-interactive shell).
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    std::signal(sig, &on_fatal_signal);
+  }
   QCoreApplication app(argc, argv);
   QCoreApplication::setApplicationName("gpix");
   QCoreApplication::setApplicationVersion(GPIX_VERSION_STRING);

@@ -756,7 +756,14 @@ MainWindow::Discard MainWindow::confirm_discard(const QString& action,
                                    this, tr("Save the results into"),
                                    host_->settings().value(QStringLiteral("last_dir")).toString());
   if (folder.isEmpty()) return Discard::stop;
-  host_->cancel_tasks();  // before the saves, which would wait behind them on the device
+  // Saves already under way refuse the new ones (save_unsaved says so): the filters then keep
+  // running too. Otherwise they stop before the saves, which would wait behind them on the
+  // device; a save that fails later leaves the window open with them stopped.
+  if (saving_results()) {
+    (void)save_unsaved(folder);  // refused, saying why
+    return Discard::stop;
+  }
+  host_->cancel_tasks();
   if (!save_unsaved(folder)) return Discard::stop;
   // Once written, what was asked goes on; on an error the window says why and stays as it is.
   auto* once = new QObject(this);

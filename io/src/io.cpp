@@ -810,8 +810,10 @@ int register_unfinished(const fs::path& dir, const fs::path& target) {
   const std::string name = str(target.filename());
   fs::path base = target.filename();
   base.replace_extension();
-  for (const std::string& f :
-       {name, name + ".json", str(base) + ".raw", str(base) + ".zraw", str(base) + ".raw.gz"})
+  // The target, a raw file's sidecar, a header's data files, and finish_unit's rewrite of a
+  // NRRD or NIfTI header (<name>.units, as large as the file for an attached NRRD).
+  for (const std::string& f : {name, name + ".json", name + ".units", str(base) + ".raw",
+                               str(base) + ".zraw", str(base) + ".raw.gz"})
     paths.push_back(str(dir / f));
   paths.push_back(str(dir));
   std::size_t total = 0;

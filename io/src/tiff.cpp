@@ -436,11 +436,7 @@ bool ome_calibration(const std::string& xml, std::size_t pages, TiffCalibration&
                         "\" is not a positive number; that axis' spacing is 1");
       continue;
     }
-    if (i == 2 && c.hyper) {
-      c.z_spacing = *n;  // for one channel's slices
-      continue;
-    }
-    if (i == 2) {
+    if (i == 2 && !c.hyper) {  // a hyperstack's: for one channel's slices
       const auto size_z = number(attribute(tag, "SizeZ").value_or(""));
       if (pages > 1 && (!size_z || static_cast<std::size_t>(*size_z) != pages)) {
         c.notes.push_back("the OME-XML SizeZ is " + attribute(tag, "SizeZ").value_or("missing") +
@@ -564,7 +560,28 @@ bool TiffCalibration::calibrated() const {
   return !unit.empty();
 }
 
+namespace {
+
+TiffCalibration calibration_of_page(TIFF* t, std::size_t pages);
+
+}  // namespace
+
 TiffCalibration calibration_of(TIFF* t, std::size_t pages) {
+  TiffCalibration c = calibration_of_page(t, pages);
+  // A hyperstack's z numbers (in the x unit by now) are its slices', for one channel's stack
+  // (TiffStack::pick_channel); the pages as a whole have no z.
+  if (c.hyper) {
+    c.z_spacing = c.spacing[2];
+    c.z_origin = c.origin[2];
+    c.spacing[2] = 1;
+    c.origin[2] = 0;
+  }
+  return c;
+}
+
+namespace {
+
+TiffCalibration calibration_of_page(TIFF* t, std::size_t pages) {
   TiffCalibration c;
   const char* text = nullptr;
   const std::string d =
@@ -615,14 +632,13 @@ TiffCalibration calibration_of(TIFF* t, std::size_t pages) {
     const double dims[3] = {channels, slices.value_or(1), frames};
     if (channels * slices.value_or(1) * frames == static_cast<double>(pages))
       hyper_layout(c, pages, dims, "CZT", "ImageJ's description", "an ImageJ hyperstack");
-    if (c.hyper && z && *z > 0) c.z_spacing = *z;
     if (z && !(*z > 0)) {
       c.notes.push_back("the ImageJ spacing=" + field("spacing") +
                         " is not a length: the z spacing is 1");
-    } else if (z && z_pages) {
+    } else if (z && (z_pages || c.hyper)) {  // a hyperstack's: for one channel's slices
       c.spacing[2] = *z;
       given[2] = true;
-    } else if (z && !c.hyper) {  // a hyperstack's channel is read with its slices' spacing
+    } else if (z) {
       c.notes.push_back("the ImageJ description says " + number_text(channels) + " channel(s), " +
                         number_text(slices.value_or(1)) + " slice(s) and " + number_text(frames) +
                         " frame(s) in " + std::to_string(pages) +
@@ -654,6 +670,8 @@ TiffCalibration calibration_of(TIFF* t, std::size_t pages) {
   }
   return c;
 }
+
+}  // namespace
 
 TiffCalibration tiff_calibration(const std::string& file, std::size_t pages) {
   const TiffPtr t = open_tiff(file, "r", false);
@@ -776,9 +794,9 @@ void TiffStack::pick_channel(int channel) {
     for (std::size_t i = 0; i < c.sizes[along]; ++i)
       picked.push_back(offsets_[wanted * c.steps[0] + i * c.steps[along]]);
     offsets_ = std::move(picked);
-    // Slices keep their spacing; time points have none (1, as for any stack of frames).
+    // Slices keep their spacing and origin; time points have none (1, as any stack of frames).
     c.spacing[2] = along == 1 ? c.z_spacing : 1.0;
-    c.origin[2] = 0;
+    c.origin[2] = along == 1 ? c.z_origin : 0.0;
   } else if (c.channels > 1 && channel >= 0) {
     if (wanted >= c.channels) {
       fail("it has channels 0 to " + std::to_string(c.channels - 1) + ", not " +

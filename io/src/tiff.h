@@ -68,8 +68,9 @@ struct TiffCalibration {
   bool hyper = false;
   std::size_t sizes[3] = {1, 1, 1};
   std::size_t steps[3] = {1, 1, 1};
-  double z_spacing = 1;  // a hyperstack's slice spacing, for one channel's z stack
-  std::string kind;      // "an ImageJ hyperstack", "an OME image"
+  double z_spacing = 1;  // a hyperstack's slice spacing and z origin, for one channel's stack
+  double z_origin = 0;
+  std::string kind;  // "an ImageJ hyperstack", "an OME image"
   // The channels' colours (0xRRGGBB), one a channel, from ImageJ's LUTs; written as LUTs.
   std::vector<std::uint32_t> colours;
   // Pages the metadata places in no image gpix can give (several OME images, a tifffile array

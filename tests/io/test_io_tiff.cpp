@@ -361,10 +361,12 @@ class TestIoTiff : public QObject {
         "        np.ascontiguousarray(np.take(a, c, axis=c_axis)).tofile(f'{d}/{name}.{c}.bin')\n"
         "    print(name, a.shape[c_axis])\n"
         "save('zc', data((5, 3, 17, 11)), 1, imagej=True, resolution=(2.0, 2.0),\n"
-        "     metadata={'axes': 'ZCYX', 'spacing': 2.5, 'unit': 'um'})\n"
+        "     metadata={'axes': 'ZCYX', 'spacing': 2500, 'zunit': 'nm', 'zorigin': 2,\n"
+        "               'unit': 'um'})\n"
         "save('tc', data((4, 2, 9, 8), 'f4'), 1, imagej=True, metadata={'axes': 'TCYX'})\n"
         "save('ome_zc', data((3, 2, 13, 7)), 1, ome=True,\n"
-        "     metadata={'axes': 'ZCYX', 'PhysicalSizeZ': 1.5, 'PhysicalSizeX': 0.25,\n"
+        "     metadata={'axes': 'ZCYX', 'PhysicalSizeZ': 1500, 'PhysicalSizeZUnit': 'nm',\n"
+        "               'PhysicalSizeX': 0.25,\n"
         "               'PhysicalSizeY': 0.25})\n"
         "save('ome_cz', data((2, 4, 13, 7)), 0, ome=True, metadata={'axes': 'CZYX'})\n"
         "save('c3', data((3, 10, 12)), 0, imagej=True, metadata={'axes': 'CYX'})\n"
@@ -415,7 +417,9 @@ class TestIoTiff : public QObject {
         QCOMPARE(img.meta.channels, 1);
         QCOMPARE(img.pixels.shape().ndim(), hyper ? 3 : 2);
         if (name == QStringLiteral("zc")) {
+          // The slices' spacing in unit='s micrometres (zunit=nm), and their origin.
           QCOMPARE(img.meta.spacing, (std::vector<double>{2.5, 0.5, 0.5}));
+          QCOMPARE(img.meta.origin.at(0), -5.0);
           QCOMPARE(img.meta.unit, std::string("um"));
           QVERIFY2(img.warnings.empty(), img.warnings.empty() ? "" : img.warnings[0].c_str());
         }
