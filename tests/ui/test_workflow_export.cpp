@@ -261,6 +261,9 @@ int main() {
     QVERIFY(write_file(src, tu.toUtf8()));
     const QString lib = QStringLiteral(GPIX_TEST_CORE_LIB);
     QStringList args = {QStringLiteral("-std=c++20"), QStringLiteral("-O0")};
+#ifdef GPIX_TEST_SANITIZE
+    args << QStringLiteral(GPIX_TEST_SANITIZE);
+#endif
     for (const QString& inc : QStringLiteral(GPIX_TEST_CORE_INCLUDES).split(QLatin1Char('|')))
       args << QStringLiteral("-I") + inc;
     args << src << QStringLiteral("-o") << exe << lib
