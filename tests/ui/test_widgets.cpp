@@ -19,6 +19,7 @@
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QToolButton>
 #include <QUndoStack>
 #include <QUrl>
 
@@ -34,6 +35,7 @@
 #include "gpix/ui/layer_commands.h"
 #include "gpix/ui/layer_list.h"
 #include "gpix/ui/workflow.h"
+#include "gpix/ui/workflow_panel.h"
 #include "support/devices.h"
 #include "support/random.h"
 
@@ -173,6 +175,17 @@ class TestWidgets : public QObject {
       // GUI thread waited behind a running filter's queue for the copies before).
       QVERIFY2(host().switching_device(), qPrintable(host().last_status()));
       QVERIFY(host().device() == before);
+      if (k == 0) {
+        // A filter asked for meanwhile waits for the switch (it would run on the old device).
+        ui::FilterPanel filters(host(), workflow_.get());
+        QVERIFY(filters.select_filter(QStringLiteral("invert")));
+        QSignalSpy finished(&filters, &ui::FilterPanel::finished);
+        filters.run();
+        QCOMPARE(finished.size(), 1);
+        QCOMPARE(finished.first().first().toBool(), false);
+        QVERIFY2(filters.error_text().contains(QStringLiteral("moving to another device")),
+                 qPrintable(filters.error_text()));
+      }
       QVERIFY(changed.wait(60000));
       QCOMPARE(changed.size(), 1);
       QVERIFY(!host().switching_device());
@@ -594,6 +607,34 @@ class TestWidgets : public QObject {
     panel.set_preview(false);
     QCOMPARE(host().layer_ids(), QList<int>{id});
     QVERIFY(workflow_->steps().isEmpty());
+  }
+
+  // The Workflow dock's Undo and Redo keep their short texts (the step goes to the tooltip):
+  // "Undo Add <a long layer name>" widened the dock until Re-run went behind a scroll bar.
+  void workflow_undo_buttons_stay_short() {
+    ui::WorkflowPanel panel(host(), *workflow_);
+    auto* undo = panel.findChild<QToolButton*>(QStringLiteral("workflow_undo"));
+    auto* redo = panel.findChild<QToolButton*>(QStringLiteral("workflow_redo"));
+    QVERIFY(undo && redo);
+    QVERIFY(!undo->isEnabled() && !redo->isEnabled());
+    const QString long_name =
+        QStringLiteral("stack · gaussian_blur sigma_xy=2 sigma_z=3 · median_box radius=4");
+    Layer l;
+    l.name = long_name;
+    l.host = random_host<float>(Shape{4, 5});
+    host().undo_stack()->push(new ui::AddLayerCommand(host(), l));
+    QCOMPARE(undo->text(), QStringLiteral("Undo"));
+    QVERIFY(undo->isEnabled());
+    QVERIFY2(undo->toolTip().contains(long_name), qPrintable(undo->toolTip()));
+    const int before = panel.sizeHint().width();
+    undo->click();
+    QCOMPARE(host().layer_ids().size(), qsizetype(0));
+    QVERIFY(redo->isEnabled() && !undo->isEnabled());
+    QCOMPARE(redo->text(), QStringLiteral("Redo"));
+    QVERIFY(redo->toolTip().contains(long_name));
+    redo->click();
+    QCOMPARE(host().layer_ids().size(), qsizetype(1));
+    QCOMPARE(panel.sizeHint().width(), before);
   }
 
   void workflow_export_and_rerun() {

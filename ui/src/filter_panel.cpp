@@ -543,6 +543,15 @@ void FilterPanel::start(bool preview) {
     if (!preview) emit finished(false);
     return;
   }
+  // A filter started now would run on the device the layers are leaving, and its result would
+  // be copied on the GUI thread when it lands.
+  if (host_.switching_device()) {
+    show_error(
+        tr("The layers are moving to another device; run the filter when the switch is "
+           "done."));
+    if (!preview) emit finished(false);
+    return;
+  }
   const gpix::FilterInfo& info = form_->info();
   WorkflowStep step;
   step.operation = qs(info.name);

@@ -27,10 +27,23 @@ WorkflowPanel::WorkflowPanel(Workspace& host, Workflow& workflow, QWidget* paren
   steps_->setObjectName(QStringLiteral("workflow_steps"));
   v->addWidget(steps_, 1);
   auto* row1 = new QHBoxLayout;
-  for (QAction* a : {host_.undo_stack()->createUndoAction(this, tr("Undo")),
-                     host_.undo_stack()->createRedoAction(this, tr("Redo"))}) {
+  // Fixed texts with the step in the tooltip: QUndoStack's own actions name the step in their
+  // text ("Undo Add stack · gaussian_blur sigma=2 ..."), which widened the dock until
+  // "Re-run on current" went behind a scroll bar (the GUI walk-through).
+  QUndoStack* stack = host_.undo_stack();
+  for (const bool undo : {true, false}) {
     auto* b = new QToolButton;
-    b->setDefaultAction(a);
+    b->setObjectName(undo ? QStringLiteral("workflow_undo") : QStringLiteral("workflow_redo"));
+    b->setText(undo ? tr("Undo") : tr("Redo"));
+    const auto update = [b, stack, undo, this] {
+      b->setEnabled(undo ? stack->canUndo() : stack->canRedo());
+      const QString step = undo ? stack->undoText() : stack->redoText();
+      b->setToolTip(step.isEmpty() ? QString() : (undo ? tr("Undo %1") : tr("Redo %1")).arg(step));
+    };
+    update();
+    connect(stack, &QUndoStack::indexChanged, b, update);
+    connect(stack, &QUndoStack::cleanChanged, b, update);
+    connect(b, &QToolButton::clicked, stack, undo ? &QUndoStack::undo : &QUndoStack::redo);
     row1->addWidget(b);
   }
   row1->addStretch(1);

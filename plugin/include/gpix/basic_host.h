@@ -42,7 +42,7 @@ class BasicHost : public HostContext {
   // the copies, which waited behind it) or a switch is under way.
   void request_device(const gpix::Device& device) override;
   // Whether request_device's copies are under way.
-  bool switching_device() const { return switching_; }
+  bool switching_device() const override { return switching_; }
   // The titles of the tasks begun and not finished (filters, re-runs, device switches), and
   // Cancel for all of them (each stops where it can: a filter after its slab, adding nothing).
   QStringList running_tasks() const;

@@ -68,6 +68,8 @@ class Workspace : public QObject {
   // (saying so in the status line) while a task runs on the current device. By default the
   // switch itself.
   virtual void request_device(const gpix::Device& device) { set_device(device); }
+  // Whether request_device's copies are under way (filters wait for the switch).
+  virtual bool switching_device() const { return false; }
 
   // --- saving ---
   // The formats save_layer() writes, in the order they were registered (a later one wins
