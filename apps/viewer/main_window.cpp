@@ -276,8 +276,12 @@ void MainWindow::build_menus() {
       edit->addAction(tr("Split channels"), histogram_, &gpix::ui::HistogramPanel::split_channels);
   split->setObjectName(QStringLiteral("action_split_channels"));
   split->setToolTip(tr("A colour composite becomes one grey layer per channel"));
-  edit->addAction(tr("Auto contrast"), QKeySequence(Qt::CTRL | Qt::Key_A), this,
-                  [this] { layers_->auto_contrast_current(view_->slice()); });
+  // The whole stack's percentiles, as the layer list's Auto and the Histogram's give them (it
+  // took the plane on screen's for a stack in memory and the whole stack's for a file-backed
+  // one: one key, two answers).
+  QAction* auto_contrast = edit->addAction(tr("Auto contrast"), QKeySequence(Qt::CTRL | Qt::Key_A),
+                                           this, [this] { layers_->auto_contrast_current(); });
+  auto_contrast->setObjectName(QStringLiteral("action_auto_contrast"));
 
   QMenu* view = host_->menu(QStringLiteral("&View"));
   view->addAction(tr("&Fit"), QKeySequence(Qt::Key_F), view_, &gpix::ui::ImageView::fit);

@@ -44,6 +44,7 @@
 #include "gpix/ui/filter_panel.h"
 #include "gpix/ui/label_panel.h"
 #include "gpix/ui/layer_card.h"
+#include "gpix/ui/render.h"
 #include "gpix/version.h"
 #include "help_dialogs.h"
 #include "main_window.h"
@@ -435,6 +436,24 @@ class TestViewer : public QObject {
     QVERIFY(w->view()->scale_bar().label.isEmpty());
     bar->trigger();
     QVERIFY(!w->view()->scale_bar().label.isEmpty());
+    // Edit > Auto contrast on slice 3 takes the whole stack's percentiles, as the Auto buttons
+    // (and Ctrl+A on a file-backed stack) do; it took slice 3's.
+    w->slice_slider()->setValue(3);
+    auto* autoc = w->findChild<QAction*>(QStringLiteral("action_auto_contrast"));
+    QVERIFY(autoc);
+    ui::Layer marked = w->host().layer(ids[0]);  // limits no Auto gives: the new ones are seen
+    marked.contrast_min = 1.0;
+    marked.contrast_max = 2.0;
+    w->host().replace_layer(ids[0], marked);
+    autoc->trigger();
+    const gpix::Array pixels = w->host().layer(ids[0]).array.valid()
+                                   ? w->host().layer(ids[0]).array
+                                   : gpix::Array::push(w->host().layer(ids[0]).host);
+    const auto whole = ui::auto_contrast(pixels);
+    QVERIFY(whole != ui::auto_contrast(pixels, 3));  // the two answers differ on this data
+    QTRY_VERIFY_WITH_TIMEOUT(w->host().layer(ids[0]).contrast_max != 2.0, 30000);
+    QCOMPARE(w->host().layer(ids[0]).contrast_min, whole.first);
+    QCOMPARE(w->host().layer(ids[0]).contrast_max, whole.second);
     // Saving as NRRD goes through gpix_io too, the calibration with it.
     const QString out = tmp_.filePath(QStringLiteral("cells.nrrd"));
     w->host().save_layer(ids[0], out);
