@@ -674,6 +674,29 @@ int cmd_run(const QCommandLineParser& p, const QStringList& args) {
   for (const auto& s : f.params) {
     if (p.isSet(qs(s.name))) params[s.name] = parse_param(s, p.value(qs(s.name)).toStdString());
   }
+  // Every catalog parameter is an option of the command line, so another filter's parameter
+  // parses and then did nothing: `gpix run mean_box in out --radius 5` ran radius 1 (mean_box
+  // has radius_x/y/z) with exit 0. A parameter this filter lacks is refused, naming its own.
+  {
+    static const QStringList kGlobal = {"json",     "device",      "shape",       "dtype",
+                                        "channels", "markdown",    "help",        "version",
+                                        "tiled",    "tile-budget", "tile-workers"};
+    QStringList own;
+    for (const auto& s : f.params) own << qs(s.name);
+    for (const QString& name : p.optionNames()) {
+      if (kGlobal.contains(name) || own.contains(name)) continue;
+      throw InvalidArgument(f.name + " has no parameter '" + name.toStdString() + "'; " +
+                            (own.isEmpty()
+                                 ? std::string("it takes none")
+                                 : "its parameters are --" + own.join(", --").toStdString()) +
+                            " (gpix filters --markdown describes them)");
+    }
+  }
+  // A table goes to a .csv file (or stdout): not into a file named as an image.
+  if (table && given == n_in + 1 && !args.last().endsWith(".csv", Qt::CaseInsensitive)) {
+    throw InvalidArgument(f.name + " gives a table, written as CSV: name the output " +
+                          "'something.csv', or leave it out to print the table");
+  }
   if (p.isSet("tiled") || p.isSet("tile-budget") || p.isSet("tile-workers")) {
     return run_tiled_cli(p, args, f, params);
   }

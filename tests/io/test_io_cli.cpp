@@ -180,6 +180,21 @@ class TestIoCli : public QObject {
     QVERIFY2(bad.err.contains("0 to 100 px"), bad.err);
     QVERIFY(!QFile::exists(never));
     QCOMPARE(test::run_cli({"run", "gausian_blur", in, never}).code, 2);
+    // Another filter's parameter (every catalog parameter is an option) is refused, naming
+    // the filter's own: mean_box --radius 5 ran radius 1 with exit 0.
+    const test::ProcessResult other =
+        test::run_cli({"run", "mean_box", in, never, "--radius", "5"});
+    QCOMPARE(other.code, 2);
+    QVERIFY2(other.err.contains("mean_box has no parameter 'radius'") &&
+                 other.err.contains("--radius_x, --radius_y, --radius_z"),
+             other.err);
+    QVERIFY(!QFile::exists(never));
+    // A table into a file named as an image: refused (it was CSV text in a .tif).
+    const QString tif = dir.filePath("table.tif");
+    const test::ProcessResult table = test::run_cli({"run", "histogram", in, tif});
+    QCOMPARE(table.code, 2);
+    QVERIFY2(table.err.contains("written as CSV"), table.err);
+    QVERIFY(!QFile::exists(tif));
     QCOMPARE(test::run_cli({"run", "add_images", in, never}).code, 2);
   }
 
