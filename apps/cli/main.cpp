@@ -33,6 +33,7 @@
 #include <filesystem>
 
 #include "gpix/io.h"
+#include "gpix/kept_axes.h"
 #include "gpix/raw.h"
 #include "gpix/slab_files.h"
 #endif
@@ -738,7 +739,9 @@ int cmd_run(const QCommandLineParser& p, const QStringList& args) {
 #if GPIX_CLI_HAVE_IO
     // Label outputs are marked as such, so that viewers (gpix-viewer) open them as labels.
     // The calibration of the first input is carried over where the shapes allow.
-    io::Metadata out_meta = io::carried(calibration, inputs.front().shape(), r.array.shape());
+    io::Metadata out_meta =
+        io::carried(calibration, inputs.front().shape(),
+                    kept_axes(f.name, params, inputs.front().shape(), r.array.shape()));
     out_meta.labels = f.output == OutputKind::labels;
     // A result made channel by channel holds channels again, also where a crop or a resample
     // changed the planes (carried() keeps only what the shapes show); labels stay one label

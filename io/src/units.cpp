@@ -63,6 +63,17 @@ double metres_per(std::string_view unit) {
 
 Metadata carried(const Metadata& meta, const Shape& in, const Shape& out) {
   const std::vector<int> axes = kept_axes(in, out);
+  Metadata c = carried(meta, in, axes);
+  // Channels stay channels where the output keeps the first axis whole (a filter run channel
+  // by channel, a pointwise one); a crop or a resample of that axis makes it something else.
+  if (!(meta.channels > 1 && in.ndim() == 3 && out.ndim() == 3 && out.depth() == in.depth())) {
+    c.channels = 1;
+    c.channel_colours.clear();
+  }
+  return c;
+}
+
+Metadata carried(const Metadata& meta, const Shape& in, const std::vector<int>& axes) {
   if (axes.empty() || axes.front() < 0) return {};
   const auto sp = meta.spacing_or_default(in.ndim()), org = meta.origin_or_default(in.ndim());
   const auto dir = meta.direction_or_default(in.ndim());
@@ -77,10 +88,9 @@ Metadata carried(const Metadata& meta, const Shape& in, const Shape& out) {
     for (std::size_t k = 0; k < m; ++k)
       c.direction[r * m + k] = dir[a * n + static_cast<std::size_t>(axes[k])];
   }
-  // Channels stay channels where the output keeps the first axis whole (a filter run channel
-  // by channel, a pointwise one); a crop or a resample of that axis makes it something else.
-  if (meta.channels > 1 && in.ndim() == 3 && out.ndim() == 3 && axes.front() == 0 &&
-      out.depth() == in.depth() && in.depth() == static_cast<std::size_t>(meta.channels)) {
+  // Channels stay where the first axis stays first (a transpose of z and x moves them).
+  if (meta.channels > 1 && in.ndim() == 3 && m == 3 && axes.front() == 0 &&
+      in.depth() == static_cast<std::size_t>(meta.channels)) {
     c.channels = meta.channels;
     c.channel_colours = meta.channel_colours;
   }

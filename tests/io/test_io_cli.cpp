@@ -198,6 +198,45 @@ class TestIoCli : public QObject {
     QCOMPARE(test::run_cli({"run", "add_images", in, never}).code, 2);
   }
 
+  // A transpose swaps the calibration with the axes, also where the shape does not change (a
+  // cube, a square): the spacing of a transposed cube was written unswapped.
+  void transpose_swaps_the_calibration() {
+    const auto& devs = test::test_devices();
+    if (devs.empty()) QSKIP("no device");
+    QTemporaryDir dir;
+    const Shape cube{6, 6, 6};
+    const HostArray px = HostArray::from(test::random_values<std::uint16_t>(216), cube);
+    io::Metadata m;
+    m.spacing = {2.0, 0.3, 0.1};
+    m.origin = {5.0, 1.0, -1.0};
+    m.unit = "um";
+    const std::string in = dir.filePath("cube.nrrd").toStdString();
+    io::write(in, px, m);
+    struct Case {
+      const char* axes;
+      std::vector<double> spacing, origin;
+    };
+    for (const Case& c : {Case{"xz", {0.1, 0.3, 2.0}, {-1.0, 1.0, 5.0}},
+                          Case{"xy", {2.0, 0.1, 0.3}, {5.0, -1.0, 1.0}},
+                          Case{"yz", {0.3, 2.0, 0.1}, {1.0, 5.0, -1.0}}}) {
+      const QString out = dir.filePath(QStringLiteral("t_%1.nrrd").arg(c.axes));
+      const test::ProcessResult r =
+          test::run_cli({"run", "transpose", QString::fromStdString(in), out, "--axes", c.axes});
+      QVERIFY2(r.code == 0, r.err);
+      const io::Image img = io::read(out.toStdString());
+      QCOMPARE(img.meta.spacing, c.spacing);
+      QCOMPARE(img.meta.origin, c.origin);
+      QCOMPARE(img.meta.unit, std::string("um"));
+    }
+    // A square image's xy transpose in 2D as well.
+    const std::string sq = dir.filePath("square.nrrd").toStdString();
+    io::write(sq, HostArray::from(test::random_values<std::uint8_t>(25), Shape{5, 5}),
+              io::Metadata{{0.5, 0.25}, {0, 0}, {}, "mm"});
+    const QString sq_out = dir.filePath("square_t.nrrd");
+    QCOMPARE(test::run_cli({"run", "transpose", QString::fromStdString(sq), sq_out}).code, 0);
+    QCOMPARE(io::read(sq_out.toStdString()).meta.spacing, (std::vector<double>{0.25, 0.5}));
+  }
+
   // Ctrl+C or a kill while `gpix run --tiled` writes its output plane by plane: the hidden
   // temporary folder beside the target (the output so far) goes with the process, and the
   // target stays as it was. It stayed behind (9 MB here; gigabytes on a real stack).

@@ -21,6 +21,7 @@
 #include <limits>
 
 #include "gpix/error.h"
+#include "gpix/kept_axes.h"
 #include "gpix/phase.h"
 #include "gpix/scalar.h"
 #include "gpix/tiled.h"
@@ -722,7 +723,9 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
   Layer out;
   out.array = o.result.array;
   out.file = o.file;
-  inherit_calibration(o.input, out);
+  inherit_calibration(
+      o.input, out,
+      gpix::kept_axes(step.operation.toStdString(), step.params, o.input.shape(), out.shape()));
   const gpix::OutputKind kind = gpix::filter(step.operation.toStdString()).output;
   if (kind == gpix::OutputKind::labels) out.mark_labels();
   // A composite's result, made channel by channel, is a composite in the same colours (its

@@ -27,7 +27,10 @@ QString spacing_text(const Layer& layer) {
 }
 
 void inherit_calibration(const Layer& input, Layer& result) {
-  const std::vector<int> axes = gpix::kept_axes(input.shape(), result.shape());
+  inherit_calibration(input, result, gpix::kept_axes(input.shape(), result.shape()));
+}
+
+void inherit_calibration(const Layer& input, Layer& result, const std::vector<int>& axes) {
   if (axes.empty() || axes.front() < 0 || !input.valid()) return;
   const auto n = static_cast<std::size_t>(input.shape().ndim());
   const auto sp = input.spacing_or_default();

@@ -10,6 +10,7 @@
 
 #include "gpix/channels.h"
 #include "gpix/error.h"
+#include "gpix/kept_axes.h"
 #include "gpix/phase.h"
 #include "gpix/tiled.h"
 #include "gpix/ui/workflow.h"
@@ -189,7 +190,9 @@ QList<int> apply(Workspace& h, Workflow* workflow, int input, const std::vector<
     out.name = result_name(step.operation, step.params, step.inputs,
                            p.composite_result ? 2 : int(r.array.shape().ndim()));
     out.array = r.array;
-    inherit_calibration(first, out);
+    inherit_calibration(
+        first, out,
+        gpix::kept_axes(step.operation.toStdString(), step.params, first.shape(), out.shape()));
     if (gpix::filter(step.operation.toStdString()).output == gpix::OutputKind::labels)
       out.mark_labels();
     // A composite's result, made channel by channel: a composite in the same colours, its

@@ -86,6 +86,8 @@ double metres_per(std::string_view unit);
 // output keeps the channel axis whole (same extent, first axis); empty when it keeps none.
 // Not the label mark: whether an output holds labels is the filter's to say.
 Metadata carried(const Metadata& meta, const Shape& in, const Shape& out);
+// The same with the axes kept given (kept_axes(filter, params, in, out): a transpose's).
+Metadata carried(const Metadata& meta, const Shape& in, const std::vector<int>& axes);
 
 // Pixels in host memory with their metadata.
 struct Image {

@@ -119,5 +119,7 @@ QString shown_name(const QString& name);
 // Gives `result` (a filter's output) the calibration of `input` on the axes it keeps
 // (gpix::kept_axes: same shape, or a projection along z); none when it keeps none.
 void inherit_calibration(const Layer& input, Layer& result);
+// The same with the axes kept given (gpix::kept_axes(filter, params, ...): a transpose's).
+void inherit_calibration(const Layer& input, Layer& result, const std::vector<int>& axes);
 
 }  // namespace gpix::ui
