@@ -216,10 +216,27 @@ void read_file(const QString&, const QCommandLineParser&, HostArray&, QJsonObjec
                FileMetadata*) {}
 #endif
 
+// Set by `gpix run` for a filter with a dtype parameter (convert): --dtype is then that
+// parameter, not a raw input's dtype.
+bool g_dtype_is_a_parameter = false;
+
 #if GPIX_CLI_HAVE_IO
 // A raw file's layout: from --shape and --dtype, or without them from the file's sidecar
 // (PATH.json) or name (NAME_ZxYxX_DTYPE.raw), as gpix_io reads it.
 io::RawLayout raw_layout(const std::filesystem::path& file, const QCommandLineParser& p) {
+  if (g_dtype_is_a_parameter) {
+    // --dtype belongs to the filter (convert): the file's sidecar or name says the layout.
+    try {
+      return io::raw_layout(file);
+    } catch (const IoError&) {
+      throw InvalidArgument("'" + file.filename().string() +
+                            "' does not say its shape and dtype, and here --dtype is the "
+                            "filter's (the output's dtype): give the file a sidecar '" +
+                            file.filename().string() +
+                            ".json' such as {\"shape\": [Z, Y, X], \"dtype\": \"uint16\"}, "
+                            "or a name NAME_ZxYxX_DTYPE.raw (e.g. cells_32x256x256_u16.raw)");
+    }
+  }
   if (!p.isSet("shape") && !p.isSet("dtype")) {
     try {
       return io::raw_layout(file);
@@ -693,6 +710,10 @@ int cmd_run(const QCommandLineParser& p, const QStringList& args) {
                             " (gpix filters --markdown describes them)");
     }
   }
+  // convert's --dtype is the output's dtype, not the raw input's (a uint32 raw file converted
+  // to float32 read its bytes as float32): its raw inputs say their own layout.
+  g_dtype_is_a_parameter = std::any_of(f.params.begin(), f.params.end(),
+                                       [](const auto& s) { return s.name == "dtype"; });
   // A table goes to a .csv file (or stdout): not into a file named as an image.
   if (table && given == n_in + 1 && !args.last().endsWith(".csv", Qt::CaseInsensitive)) {
     throw InvalidArgument(f.name + " gives a table, written as CSV: name the output " +

@@ -198,6 +198,37 @@ class TestIoCli : public QObject {
     QCOMPARE(test::run_cli({"run", "add_images", in, never}).code, 2);
   }
 
+  // convert's --dtype is the output's, not the raw input's: a uint32 raw file converted to
+  // float32 read its bytes as float32 (1.4e-42 for 1000). The file says its layout instead.
+  void convert_of_a_raw_file() {
+    const auto& devs = test::test_devices();
+    if (devs.empty()) QSKIP("no device");
+    QTemporaryDir dir;
+    std::vector<std::uint32_t> v(4 * 8 * 10);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::uint32_t(i * 1000);
+    const QString raw = dir.filePath("u32.raw");
+    QFile f(raw);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(reinterpret_cast<const char*>(v.data()), qint64(v.size() * 4));
+    f.close();
+    const QString out = dir.filePath("c.nrrd");
+    const test::ProcessResult bare =
+        test::run_cli({"run", "convert", raw, out, "--shape", "4,8,10", "--dtype", "float32"});
+    QCOMPARE(bare.code, 2);
+    QVERIFY2(bare.err.contains("here --dtype is the filter's"), bare.err);
+    QVERIFY(!QFile::exists(out));
+    QFile side(raw + ".json");
+    QVERIFY(side.open(QIODevice::WriteOnly));
+    side.write(R"({"shape": [4, 8, 10], "dtype": "uint32"})");
+    side.close();
+    const test::ProcessResult ok =
+        test::run_cli({"run", "convert", raw, out, "--dtype", "float32"});
+    QVERIFY2(ok.code == 0, ok.err);
+    const io::Image img = io::read(out.toStdString());
+    QCOMPARE(img.pixels.dtype(), DType::f32);
+    QCOMPARE(img.pixels.as<float>()[7], 7000.0f);
+  }
+
   // A transpose swaps the calibration with the axes, also where the shape does not change (a
   // cube, a square): the spacing of a transposed cube was written unswapped.
   void transpose_swaps_the_calibration() {
