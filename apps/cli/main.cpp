@@ -13,7 +13,6 @@
 #include <QJsonDocument>
 #include <QSaveFile>
 
-#include <signal.h>
 #include <algorithm>
 #include <cmath>
 

@@ -1,5 +1,4 @@
 // `gpix info <file>` on files written by gpix_io, --json checked field by field.
-#include <signal.h>
 #include <sys/types.h>
 
 #include <QDir>
