@@ -1462,6 +1462,10 @@ EXTRA_SHAPES = {1: [(1,), (2,)], 2: [(1, 1), (1, 17), (19, 1), (37, 53)],
                 3: [(1, 1, 1), (1, 6, 1), (4, 1, 7), (3, 5, 1), (7, 13, 11)]}
 
 
+# Filters whose result is a table (from `gpix filters --json`, set by main).
+TABLE_FILTERS = set()
+
+
 class Case:
     def __init__(self, filt, label, shape, params, inputs, expect, seed):
         self.filter = filt
@@ -1612,7 +1616,9 @@ def run_case(gpix, case, workdir, index, env, timeout):
             write_mha(p, a)
             paths.append(p)
         exp = case.expect()
-        out = os.path.join(d, "out.csv" if exp.kind == "table" else "out.mha")
+        # Table filters write CSV (gpix run refuses another extension), errors included.
+        table = exp.kind == "table" or case.filter in TABLE_FILTERS
+        out = os.path.join(d, "out.csv" if table else "out.mha")
         cmd = [gpix, "run", case.filter] + paths + [out]
         for k, v in case.params.items():
             cmd += [f"--{k}", fmt_param(v)]
@@ -1678,6 +1684,7 @@ def main():
     try:
         r = run_gpix([args.gpix, "filters", "--json"], env, 300)
         catalog = json.loads(r.stdout)
+        TABLE_FILTERS.update(f["name"] for f in catalog if f.get("output") == "table")
     except Exception as e:
         print(f"FAIL: cannot read the catalog from '{args.gpix} filters --json': {e!r}")
         print("0 passed, 1 failed")
