@@ -141,6 +141,26 @@ std::optional<Layer> file_backed_layer(const QString& path) {
   return l;
 }
 
+// A layer of the pixels gpix_io read from `path`: named after the file, its format, calibration
+// and the reader's warnings.
+Layer layer_of(const QString& path, const gpix::io::Image& img) {
+  Layer l;
+  l.name = QFileInfo(path).completeBaseName();
+  l.host = img.pixels;
+  l.source = path;
+  l.metadata.insert(QStringLiteral("format"), QString::fromStdString(img.format));
+  const int ndim = img.pixels.shape().ndim();
+  l.spacing = img.meta.spacing_or_default(ndim);
+  l.origin = img.meta.origin_or_default(ndim);
+  l.unit = QString::fromStdString(img.meta.unit);
+  if (!img.warnings.empty()) {
+    QStringList w;
+    for (const auto& m : img.warnings) w << QString::fromStdString(m);
+    l.metadata.insert(QStringLiteral("warnings"), w.join(QLatin1Char('\n')));
+  }
+  return l;
+}
+
 // One layer per channel of a hyperstack (gpix::io::hyperstack_channels): "<name> [C1]"..., the
 // channel's slices (or time points) as its stack.
 QList<Layer> hyperstack_layers(const QString& path, std::size_t channels) {
@@ -150,23 +170,11 @@ QList<Layer> hyperstack_layers(const QString& path, std::size_t channels) {
     o.channels = gpix::io::Channels::channel;
     o.channel = static_cast<int>(c);
     const gpix::io::Image img = gpix::io::read(fs(path), o);
-    Layer l;
-    l.name = QStringLiteral("%1 [C%2]").arg(QFileInfo(path).completeBaseName()).arg(c + 1);
-    l.host = img.pixels;
-    l.source = path;
-    l.metadata.insert(QStringLiteral("format"), QString::fromStdString(img.format));
+    Layer l = layer_of(path, img);
+    l.name = QStringLiteral("%1 [C%2]").arg(l.name).arg(c + 1);
     l.metadata.insert(QStringLiteral("channel"), int(c + 1));
     l.metadata.insert(QStringLiteral("channels"),
                       QStringLiteral("channel %1 of %2 of a hyperstack").arg(c + 1).arg(channels));
-    const int ndim = img.pixels.shape().ndim();
-    l.spacing = img.meta.spacing_or_default(ndim);
-    l.origin = img.meta.origin_or_default(ndim);
-    l.unit = QString::fromStdString(img.meta.unit);
-    if (!img.warnings.empty()) {
-      QStringList w;
-      for (const auto& m : img.warnings) w << QString::fromStdString(m);
-      l.metadata.insert(QStringLiteral("warnings"), w.join(QLatin1Char('\n')));
-    }
     // The composites' first two colours where a colour map has them (green, magenta); the
     // layers stack as layers do (the top one over the others), so the rest stay grey.
     l.colormap = c == 0   ? QStringLiteral("green")
@@ -296,24 +304,12 @@ gpix::plugin::Reader io_reader() {
         if (const std::size_t channels = gpix::io::hyperstack_channels(fs(path)); channels > 0)
           return hyperstack_layers(path, channels);
         if (auto big = file_backed_layer(path)) return QList<Layer>{*big};
-        Layer l;
-        l.name = QFileInfo(path).completeBaseName();
         gpix::io::ReadOptions o;
         o.channels = gpix::io::Channels::split;
         const gpix::io::Image img = gpix::io::read(fs(path), o);
-        l.host = img.pixels;
-        l.source = path;
+        Layer l = layer_of(path, img);
         if (img.meta.labels) l.mark_labels();
-        l.metadata.insert(QStringLiteral("format"), QString::fromStdString(img.format));
         const int ndim = img.pixels.shape().ndim();
-        l.spacing = img.meta.spacing_or_default(ndim);
-        l.origin = img.meta.origin_or_default(ndim);
-        l.unit = QString::fromStdString(img.meta.unit);
-        if (!img.warnings.empty()) {
-          QStringList w;
-          for (const auto& m : img.warnings) w << QString::fromStdString(m);
-          l.metadata.insert(QStringLiteral("warnings"), w.join(QLatin1Char('\n')));
-        }
         // Colour pixels (split along the first axis) and the channels of a multi-channel TIFF
         // open as one composite; other vector pixels stay a stack.
         const int planes = ndim == 3 ? int(img.pixels.shape().depth()) : 1;
