@@ -58,6 +58,11 @@ void MemoryPool::set_limit(std::uint64_t bytes) {
   limit_reason_.clear();
 }
 
+void MemoryPool::reset_peak() {
+  std::lock_guard lock(mutex_);
+  stats_.peak_bytes_in_use = stats_.bytes_in_use;
+}
+
 void MemoryPool::set_limit_reason(std::string reason) {
   std::lock_guard lock(mutex_);
   limit_reason_ = std::move(reason);
@@ -216,6 +221,10 @@ MemoryStats memory_stats(const Device& device) {
 
 void trim(const Device& device) {
   Access::impl(device).pool().trim();
+}
+
+void reset_peak_memory(const Device& device) {
+  Access::impl(device).pool().reset_peak();
 }
 
 void set_memory_limit(const Device& device, std::uint64_t bytes) {

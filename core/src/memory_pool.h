@@ -30,6 +30,7 @@ class MemoryPool : public std::enable_shared_from_this<MemoryPool> {
   void trim();
   MemoryStats stats() const;
   void set_limit(std::uint64_t bytes);
+  void reset_peak();
   // Why the limit is there, for the out-of-memory message (empty: the user set it).
   void set_limit_reason(std::string reason);
 

@@ -18,6 +18,7 @@
 #include "gpix/array.h"
 #include "gpix/error.h"
 #include "gpix/queue.h"
+#include "memory_pool.h"
 #include "run_phase.h"
 #include "util.h"
 
@@ -155,7 +156,8 @@ class TiledRun {
         throw Error("internal: " + who_ + " gives a table but tiles with a halo");
       }
       halo_ = entry.halo(ndim, params_);
-      plan(0, devices_.size() * workers_per_device_);
+      plan(0, devices_.size() * workers_per_device_, 0,
+           entry.working_set(params_, ndim, inputs_[0]->dtype()));
       units_ = tiles_;
       slab_fn_ = [this](std::span<const Array> slab, std::size_t) {
         RunOptions ro;
@@ -196,8 +198,11 @@ class TiledRun {
   // Slabs of as many planes as fit every device's budget: plane_cost_ per plane, the halo's
   // planes on both sides, `reserved` bytes kept for a fold's state, `workers` (over all
   // devices, as many on each) sharing it: each device's budget covers the slabs of all its
-  // workers at once. `pixel_bytes`: a fold's own working set per pixel, where it says one.
-  void plan(std::size_t reserved, std::size_t workers, std::size_t pixel_bytes = 0) {
+  // workers at once. `pixel_bytes`: a fold's own working set per pixel, where it says one;
+  // `filter_bytes`: a halo filter's peak per pixel (its WorkingSetFn), where more than the
+  // rule below.
+  void plan(std::size_t reserved, std::size_t workers, std::size_t pixel_bytes = 0,
+            std::size_t filter_bytes = 0) {
     std::size_t in_plane_bytes = 0, widest = 4;
     for (SlabSource* s : inputs_) {
       in_plane_bytes += plane_ * size_of(s->dtype());
@@ -214,7 +219,9 @@ class TiledRun {
     bool pipelined = false;
     for (const Device& d : devices_) pipelined |= detail::Access::impl(d).tiled_pipeline();
     const std::size_t plane_cost =
-        std::max(2 * (in_plane_bytes + plane_ * widest) + plane_ * widest, plane_ * pixel_bytes) +
+        std::max(std::max(2 * (in_plane_bytes + plane_ * widest), plane_ * filter_bytes) +
+                     plane_ * widest,
+                 plane_ * pixel_bytes) +
         (pipelined ? in_plane_bytes : 0);
     const std::size_t per_device = std::max<std::size_t>(1, workers / devices_.size());
     std::size_t slab = planes_;
@@ -224,7 +231,20 @@ class TiledRun {
           options_.budget_bytes ? options_.budget_bytes
                                 : std::min<std::uint64_t>(di.global_memory / 4, di.max_allocation);
       const std::uint64_t usable = budget > reserved ? budget - reserved : 0;
-      const std::uint64_t fit = usable / per_device / std::max<std::size_t>(plane_cost, 1);
+      const std::uint64_t worker_bytes = usable / per_device;
+      std::uint64_t fit = worker_bytes / std::max<std::size_t>(plane_cost, 1);
+      // The pool holds each array in a block of its size class (up to a quarter more,
+      // MemoryPool::size_class), and every array of a slab (inputs, intermediates, outputs)
+      // is its pixel count times a power of two bytes: above the smallest class that scales
+      // the class by the same power of two, so one factor for all of them.
+      const auto rounded = [&](std::uint64_t n) {
+        const std::uint64_t bytes = std::max<std::uint64_t>(n * plane_, 1) * 8;
+        return static_cast<double>(n * plane_cost) *
+               static_cast<double>(detail::MemoryPool::size_class(bytes)) /
+               static_cast<double>(bytes);
+      };
+      fit = std::min<std::uint64_t>(fit, planes_);
+      while (fit > 0 && rounded(fit) > static_cast<double>(worker_bytes)) --fit;
       // A slab loads its planes and the halo's, clamped to the image: the whole image where
       // it fits (a halo deeper than the image needs no more planes than the image has).
       if (fit >= planes_) continue;

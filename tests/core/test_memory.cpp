@@ -788,6 +788,15 @@ class TestMemory : public QObject {
       QCOMPARE(s1.device_allocations, s0.device_allocations + 1);
       QVERIFY(s1.bytes_in_use >= s0.bytes_in_use + a.bytes());
       QVERIFY(s1.peak_bytes_in_use >= s1.bytes_in_use);
+      // reset_peak_memory starts the peak again from what is in use now.
+      { Array big = Array::empty(Shape{4 * s.elements()}, DType::f32, dev); }
+      QVERIFY(memory_stats(dev).peak_bytes_in_use >= s1.bytes_in_use + 16 * s.elements());
+      reset_peak_memory(dev);
+      QCOMPARE(memory_stats(dev).peak_bytes_in_use, s1.bytes_in_use);
+      { Array small = Array::empty(Shape{s.elements()}, DType::u8, dev); }
+      const MemoryStats s1b = memory_stats(dev);
+      QVERIFY(s1b.peak_bytes_in_use >= s1.bytes_in_use + s.elements() &&
+              s1b.peak_bytes_in_use < s1.bytes_in_use + 2 * s.elements());
     }
     const MemoryStats s2 = memory_stats(dev);
     QCOMPARE(s2.bytes_in_use, s0.bytes_in_use);

@@ -25,6 +25,10 @@ MemoryStats memory_stats(const Device& device);
 // Gives every cached block of device back to the driver. Arrays in use are untouched.
 void trim(const Device& device);
 
+// Starts peak_bytes_in_use again from bytes_in_use now, so that a later memory_stats() says
+// the peak of the work done since (what one filter or one tiled run needed).
+void reset_peak_memory(const Device& device);
+
 // Caps what gpix holds on device (in use + cached) at bytes, 0 to lift the cap. An
 // allocation past the cap first trims the cache, then throws OutOfMemory as if the device
 // were full. For tests and for sharing a GPU with other programs.

@@ -478,10 +478,20 @@ std::size_t box_halo(const BoxParams& p, int ndim) {
 }
 
 // The radii per axis, 0 for the axes the image does not have.
-Radii radii(const Array& a, const BoxParams& p) {
+Radii radii(int ndim, const BoxParams& p) {
   Radii r{p.radius_x, p.radius_y, p.radius_z};
-  for (int axis = a.ndim(); axis < 3; ++axis) r[static_cast<std::size_t>(axis)] = 0;
+  for (int axis = ndim; axis < 3; ++axis) r[static_cast<std::size_t>(axis)] = 0;
   return r;
+}
+Radii radii(const Array& a, const BoxParams& p) {
+  return radii(a.ndim(), p);
+}
+
+// The peak device memory of separable() per pixel (each pass writes a new array while the
+// one it reads is alive, beside the input): the input, an intermediate, and the larger of
+// another intermediate and the output. The fused and radius-1 paths hold less.
+std::size_t separable_bytes(DType in, DType inter, DType out) {
+  return size_of(in) + size_of(inter) + std::max(size_of(inter), size_of(out));
 }
 
 // Whether the radius-1 fast kernels apply: radius exactly 1 on every axis of a 2D/3D image.
@@ -698,8 +708,7 @@ Array stencil(const Array& in, const char* entry, int extra, std::string_view fi
 // which reads 2r+1 values per axis and pass but writes a mean and an M2 array of the compute
 // type between passes (H100: 2048^2 r1 0.11 ms direct, r2 0.14 axis by axis; 256^3 r1 1.02 ms
 // direct, r2 0.79 axis by axis; bench/RESULTS.md). The peak working set is the input plus four such
-// arrays (3D): half again what the tiler assumes for a filter (core/src/tiled.cpp), still inside
-// its default budget of a quarter of the device.
+// arrays (3D), which the catalog row's working_set tells the tiler.
 Array variance(const Array& in, const Radii& r) {
   const DType out_t = float_out(in.dtype());
   const DType ct = compute_type({in.dtype(), out_t});
@@ -801,9 +810,16 @@ Filter<BoxParams> box_filter(const char* fname, const std::string& doc, SepOp op
               "; radius_y/radius_z are ignored for images with fewer axes",
        .params = radius_params(256),
        .halo = box_halo<1>,
-       .fn = [op, fname](std::span<const Array> x, const BoxParams& p, const RunOptions& o) {
-         return one(box_op(x[0], op, radii(x[0], p), o, fname));
-       }});
+       // Exact means of wide windows sum in int64: 2 + 16 bytes a pixel of a uint16 image.
+       .working_set =
+           [op](const BoxParams& p, int ndim, DType t) {
+             Separable s{op};
+             s.int_acc = int_sum_type(op, t, t, window_pixels(radii(ndim, p)));
+             return separable_bytes(t, acc_type(s, t, t), t);
+           },
+       .fn = [op, fname](
+                 std::span<const Array> x, const BoxParams& p,
+                 const RunOptions& o) { return one(box_op(x[0], op, radii(x[0], p), o, fname)); }});
 }
 
 const Filter<BoxParams> kMeanBox =
@@ -841,9 +857,18 @@ const Filter<BoxParams> kVarianceBox(
      .params = radius_params(32),
      .output_dtype = "float32 (float64 stays float64)",
      .halo = box_halo<1>,
-     .fn = [](std::span<const Array> x, const BoxParams& p, const RunOptions&) {
-       return one(variance(x[0], radii(x[0], p)));
-     }});
+     // variance(): the input, a mean and an M2 array of the compute type, and the next pass's
+     // two (3D with radius_y and radius_z) or the output.
+     .working_set =
+         [](const BoxParams& p, int ndim, DType t) {
+           const Radii r = radii(ndim, p);
+           const std::size_t ct = size_of(compute_type({t, float_out(t)}));
+           const std::size_t out = size_of(float_out(t));
+           const bool two_merges = r[1] > 0 && r[2] > 0;
+           return size_of(t) + 2 * ct + std::max(out, two_merges ? 2 * ct : 0);
+         },
+     .fn = [](std::span<const Array> x, const BoxParams& p,
+              const RunOptions&) { return one(variance(x[0], radii(x[0], p))); }});
 
 const Filter<BoxParams> kTopHatBox(
     {.name = "top_hat_box",
@@ -953,6 +978,9 @@ const Filter<GaussianParams> kGaussianBlur(
          [](const GaussianParams& p, int ndim) {
            return gaussian_radius(along_slab_axis(ndim, p.sigma_x, p.sigma_y, p.sigma_z));
          },
+     // int32 and wider integers pass through float64.
+     .working_set = [](const GaussianParams&, int,
+                       DType t) { return separable_bytes(t, work_type(t), t); },
      .fn =
          [](std::span<const Array> x, const GaussianParams& p, const RunOptions& o) {
            return one(gaussian(x[0], p.sigma_x, p.sigma_y, p.sigma_z, o));
@@ -982,6 +1010,13 @@ const Filter<DogParams> kDifferenceOfGaussian(
      .output_dtype = "float32 (float64 stays float64)",
      .halo = [](const DogParams& p,
                 int) { return std::max(gaussian_radius(p.sigma1), gaussian_radius(p.sigma2)); },
+     // The first Gaussian is kept while the second runs (separable_bytes), then both and the
+     // output.
+     .working_set =
+         [](const DogParams&, int, DType t) {
+           const std::size_t w = size_of(work_type(t));
+           return size_of(t) + std::max(3 * w, 2 * w + size_of(float_out(t)));
+         },
      .fn =
          [](std::span<const Array> x, const DogParams& p, const RunOptions& o) {
            const Array& a = x[0];
@@ -1018,6 +1053,8 @@ const Filter<UnsharpParams> kUnsharpMask(
                                               .max = 100,
                                               .doc = "strength of the sharpening"})},
      .halo = [](const UnsharpParams& p, int) { return gaussian_radius(p.sigma); },
+     .working_set = [](const UnsharpParams&, int,
+                       DType t) { return separable_bytes(t, work_type(t), t); },
      .fn =
          [](std::span<const Array> x, const UnsharpParams& p, const RunOptions& o) {
            const Array& a = x[0];

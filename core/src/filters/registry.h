@@ -169,6 +169,15 @@ using FilterFn =
 template <class P>
 using HaloFn = std::function<std::size_t(const P& p, int ndim)>;
 
+// The device memory a run of the filter holds at its peak, in bytes per pixel of its input
+// (its inputs, output and intermediates), for an input of `ndim` dimensions and dtype `in`;
+// 0 where it stays within run_tiled's rule (twice the inputs and an output of the widest of
+// the inputs and 4 bytes). run_tiled plans its slabs with it: a filter whose intermediates
+// outgrew the rule ran out of memory under the budget it was given (test_core_tiled's
+// working_sets measures every tileable filter against what it says here).
+template <class P>
+using WorkingSetFn = std::function<std::size_t(const P& p, int ndim, DType in)>;
+
 // The halo of a filter whose output pixel reads only the same input pixel(s).
 inline constexpr auto pointwise = [](const auto&, int) -> std::size_t { return 0; };
 // The halo of a 3-point stencil (central differences, Laplace, Sobel).
@@ -248,6 +257,7 @@ struct FilterSpec {
   HaloFn<P> halo = {};
   FoldFn<P> fold = {};
   std::string untiled = {};
+  WorkingSetFn<P> working_set = {};
   FilterFn<P> fn;
 };
 
@@ -268,6 +278,9 @@ class Entry {
   // throws InvalidArgument, saying why, for one that cannot run tiled.
   virtual std::unique_ptr<SlabFold> fold(const Params& given, const Shape& shape,
                                          DType dtype) const = 0;
+  // The filter's WorkingSetFn for these parameters (checked as run checks them); 0 for the
+  // rule.
+  virtual std::size_t working_set(const Params& given, int ndim, DType in) const = 0;
 
  protected:
   explicit Entry(FilterInfo info) : info_(std::move(info)) {}
@@ -284,6 +297,7 @@ class Filter final : public Entry {
         params_(std::move(s.params)),
         halo_(std::move(s.halo)),
         fold_(std::move(s.fold)),
+        working_set_(std::move(s.working_set)),
         fn_(std::move(s.fn)) {}
 
   Result run(std::span<const Array> inputs, const Params& given,
@@ -306,6 +320,11 @@ class Filter final : public Entry {
     if (fold_) return fold_(parse(given), shape, dtype);
     if (!halo_) untileable();
     return nullptr;
+  }
+
+  std::size_t working_set(const Params& given, int ndim, DType in) const override {
+    const P p = parse(given);
+    return working_set_ ? working_set_(p, ndim, in) : 0;
   }
 
   // The typed functions' way in: the same checks on p, then the implementation.
@@ -374,6 +393,7 @@ class Filter final : public Entry {
   std::vector<Param<P>> params_;
   HaloFn<P> halo_;
   FoldFn<P> fold_;
+  WorkingSetFn<P> working_set_;
   FilterFn<P> fn_;
 };
 
