@@ -761,7 +761,7 @@ int cmd_run(const QCommandLineParser& p, const QStringList& args) {
     // The calibration of the first input is carried over where the shapes allow.
     io::Metadata out_meta =
         io::carried(calibration, inputs.front().shape(),
-                    kept_axes(f.name, params, inputs.front().shape(), r.array.shape()));
+                    axis_maps(f.name, params, inputs.front().shape(), r.array.shape()));
     out_meta.labels = f.output == OutputKind::labels;
     // A result made channel by channel holds channels again, also where a crop or a resample
     // changed the planes (carried() keeps only what the shapes show); labels stay one label

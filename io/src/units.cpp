@@ -62,8 +62,7 @@ double metres_per(std::string_view unit) {
 }
 
 Metadata carried(const Metadata& meta, const Shape& in, const Shape& out) {
-  const std::vector<int> axes = kept_axes(in, out);
-  Metadata c = carried(meta, in, axes);
+  Metadata c = carried(meta, in, axis_maps(in, out));
   // Channels stay channels where the output keeps the first axis whole (a filter run channel
   // by channel, a pointwise one); a crop or a resample of that axis makes it something else.
   if (!(meta.channels > 1 && in.ndim() == 3 && out.ndim() == 3 && out.depth() == in.depth())) {
@@ -73,23 +72,30 @@ Metadata carried(const Metadata& meta, const Shape& in, const Shape& out) {
   return c;
 }
 
-Metadata carried(const Metadata& meta, const Shape& in, const std::vector<int>& axes) {
-  if (axes.empty() || axes.front() < 0) return {};
+Metadata carried(const Metadata& meta, const Shape& in, const std::vector<AxisMap>& axes) {
+  if (axes.empty() || axes.front().axis < 0) return {};
   const auto sp = meta.spacing_or_default(in.ndim()), org = meta.origin_or_default(in.ndim());
   const auto dir = meta.direction_or_default(in.ndim());
   const auto n = static_cast<std::size_t>(in.ndim()), m = axes.size();
   Metadata c;
   c.unit = meta.unit;
   c.direction.resize(m * m);
+  // Output index q lies at input index scale q + offset on its axis: physical position
+  // origin + direction (spacing (scale q + offset)) over the axes, so the output's spacing is
+  // spacing x scale and its origin moves by direction (spacing x offset).
+  std::vector<double> origin(n);
+  for (std::size_t r = 0; r < n; ++r) origin[r] = org[r];
   for (std::size_t r = 0; r < m; ++r) {
-    const auto a = static_cast<std::size_t>(axes[r]);
-    c.spacing.push_back(sp[a]);
-    c.origin.push_back(org[a]);
+    const auto a = static_cast<std::size_t>(axes[r].axis);
+    c.spacing.push_back(sp[a] * axes[r].scale);
+    for (std::size_t k = 0; k < n; ++k) origin[k] += dir[k * n + a] * sp[a] * axes[r].offset;
     for (std::size_t k = 0; k < m; ++k)
-      c.direction[r * m + k] = dir[a * n + static_cast<std::size_t>(axes[k])];
+      c.direction[r * m + k] = dir[a * n + static_cast<std::size_t>(axes[k].axis)];
   }
+  for (std::size_t r = 0; r < m; ++r)
+    c.origin.push_back(origin[static_cast<std::size_t>(axes[r].axis)]);
   // Channels stay where the first axis stays first (a transpose of z and x moves them).
-  if (meta.channels > 1 && in.ndim() == 3 && m == 3 && axes.front() == 0 &&
+  if (meta.channels > 1 && in.ndim() == 3 && m == 3 && axes.front().axis == 0 &&
       in.depth() == static_cast<std::size_t>(meta.channels)) {
     c.channels = meta.channels;
     c.channel_colours = meta.channel_colours;

@@ -9,6 +9,8 @@
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
+#include <array>
+#include <cmath>
 #include <csignal>
 #include <cstring>
 
@@ -265,6 +267,94 @@ class TestIoCli : public QObject {
     const QString sq_out = dir.filePath("square_t.nrrd");
     QCOMPARE(test::run_cli({"run", "transpose", QString::fromStdString(sq), sq_out}).code, 0);
     QCOMPARE(io::read(sq_out.toStdString()).meta.spacing, (std::vector<double>{0.25, 0.5}));
+  }
+
+  // A crop and a resample keep their output where it lies in space: a crop's first pixel at
+  // the box's corner, a resample's pixels at the input coordinates it sampled (its spacing
+  // scaled, its physical extent the input's), a rotated direction included. Both came out
+  // without any calibration.
+  void crop_and_resample_keep_the_placement() {
+    const auto& devs = test::test_devices();
+    if (devs.empty()) QSKIP("no device");
+    QTemporaryDir dir;
+    const Shape s{7, 12, 10};
+    const HostArray px = HostArray::from(test::random_values<std::uint16_t>(s.elements()), s);
+    io::Metadata m;
+    m.spacing = {2.0, 0.3, 0.1};
+    m.origin = {5.0, 1.0, -1.0};
+    // A rotation of 30 degrees about z (rows: physical axes, columns: index axes, (z, y, x)).
+    const double c = std::cos(0.5235987755982988), sn = std::sin(0.5235987755982988);
+    m.direction = {1, 0, 0, 0, c, -sn, 0, sn, c};
+    m.unit = "um";
+    const std::string in = dir.filePath("cal.nrrd").toStdString();
+    io::write(in, px, m);
+    // Physical position of index (z, y, x) under a metadata.
+    const auto where = [](const io::Metadata& md, std::array<double, 3> idx) {
+      std::array<double, 3> p{};
+      for (std::size_t r = 0; r < 3; ++r) {
+        p[r] = md.origin[r];
+        for (std::size_t k = 0; k < 3; ++k)
+          p[r] += md.direction[r * 3 + k] * md.spacing[k] * idx[k];
+      }
+      return p;
+    };
+    const auto same_place = [&](const io::Metadata& a, std::array<double, 3> ia,
+                                const io::Metadata& b, std::array<double, 3> ib) {
+      const auto pa = where(a, ia), pb = where(b, ib);
+      for (std::size_t r = 0; r < 3; ++r) {
+        if (std::abs(pa[r] - pb[r]) > 1e-9) return false;
+      }
+      return true;
+    };
+    const QString crop = dir.filePath("crop.nrrd");
+    const test::ProcessResult rc =
+        test::run_cli({"run", "crop", QString::fromStdString(in), crop, "--origin_x", "3",
+                       "--origin_y", "2", "--origin_z", "1", "--size_x", "5", "--size_y", "6"});
+    QVERIFY2(rc.code == 0, rc.err);
+    const io::Image ci = io::read(crop.toStdString());
+    QCOMPARE(ci.pixels.shape(), (Shape{6, 6, 5}));
+    // (NRRD stores spacing times direction: a rotation rounds the last bit.)
+    for (std::size_t a = 0; a < 3; ++a)
+      QVERIFY(std::abs(ci.meta.spacing[a] - m.spacing[a]) < 1e-12);
+    QCOMPARE(ci.meta.unit, std::string("um"));
+    QVERIFY(same_place(ci.meta, {0, 0, 0}, m, {1, 2, 3}));
+    QVERIFY(same_place(ci.meta, {5, 5, 4}, m, {6, 7, 7}));
+    // Its pixels are the box's (the calibration follows the pixels, not the other way).
+    QCOMPARE(ci.pixels.as<std::uint16_t>()[0], px.as<std::uint16_t>()[(1 * 12 + 2) * 10 + 3]);
+
+    const QString res = dir.filePath("res.nrrd");
+    const test::ProcessResult rr =
+        test::run_cli({"run", "resample", QString::fromStdString(in), res, "--factor_x", "2.5",
+                       "--factor_y", "0.5", "--factor_z", "1"});
+    QVERIFY2(rr.code == 0, rr.err);
+    const io::Image ri = io::read(res.toStdString());
+    QCOMPARE(ri.pixels.shape(), (Shape{7, 6, 25}));
+    const Shape o = ri.pixels.shape();
+    for (std::size_t a = 0; a < 3; ++a) {
+      // The same physical extent: out extent x out spacing = in extent x in spacing.
+      QVERIFY(std::abs(ri.meta.spacing[a] * double(o[int(a)]) - m.spacing[a] * double(s[int(a)])) <
+              1e-12);
+    }
+    // Output pixel (z, y, x) at input coordinate (q + 0.5) in / out - 0.5 on each axis.
+    for (const std::array<double, 3> q : {std::array<double, 3>{0, 0, 0}, {6, 5, 24}, {3, 2, 7}}) {
+      std::array<double, 3> p{};
+      for (std::size_t a = 0; a < 3; ++a)
+        p[a] = (q[a] + 0.5) * double(s[int(a)]) / double(o[int(a)]) - 0.5;
+      QVERIFY(same_place(ri.meta, q, m, p));
+    }
+
+    // Without calibration: the crop's origin in pixels of its input, unit none.
+    const std::string bare = dir.filePath("bare.tif").toStdString();
+    io::write(bare, px);
+    const QString bare_crop = dir.filePath("bare_crop.tif");
+    QCOMPARE(test::run_cli({"run", "crop", QString::fromStdString(bare), bare_crop, "--origin_x",
+                            "3", "--size_x", "4"})
+                 .code,
+             0);
+    const io::Image bi = io::read(bare_crop.toStdString());
+    QCOMPARE(bi.meta.origin, (std::vector<double>{0, 0, 3}));
+    QCOMPARE(bi.meta.spacing, (std::vector<double>{1, 1, 1}));
+    QCOMPARE(bi.meta.unit, std::string());
   }
 
   // Ctrl+C or a kill while `gpix run --tiled` writes its output plane by plane: the hidden

@@ -218,6 +218,34 @@ class TestUnits : public QObject {
     ui::inherit_calibration(in, resampled);
     QVERIFY(resampled.spacing.empty());
     QVERIFY(resampled.unit.isEmpty());
+    // The filter's parameters say how the grid moved: a resample keeps the physical extent
+    // (its pixels at (o + 0.5) in / out - 0.5), a crop starts at its box's corner.
+    ui::inherit_calibration(
+        in, resampled,
+        gpix::axis_maps("resample", {{"factor_x", 0.5}, {"factor_y", 0.5}, {"factor_z", 1.0}},
+                        in.shape(), resampled.shape()));
+    QCOMPARE(resampled.spacing, (std::vector<double>{1.5, 0.5, 0.4}));
+    QCOMPARE(resampled.origin, (std::vector<double>{3.0, -1.0 + 0.125, 2.5 + 0.1}));
+    QCOMPARE(resampled.unit, QStringLiteral("um"));
+    Layer cropped;
+    cropped.host = HostArray::empty(Shape{4, 10, 20}, DType::f32);
+    ui::inherit_calibration(in, cropped,
+                            gpix::axis_maps("crop",
+                                            {{"origin_x", 7.0},
+                                             {"origin_y", 30.0},
+                                             {"origin_z", 5.0},
+                                             {"size_x", 20.0},
+                                             {"size_y", 10.0},
+                                             {"size_z", 4.0}},
+                                            in.shape(), cropped.shape()));
+    QCOMPARE(cropped.spacing, in.spacing);
+    QCOMPARE(cropped.origin, (std::vector<double>{3.0 + 1.5 * 5.0, -1.0 + 0.25 * 30.0, 2.5 + 0.2 * 7.0}));
+    // A box that does not fit the shapes given moves nothing it cannot vouch for.
+    Layer odd;
+    odd.host = HostArray::empty(Shape{4, 10, 20}, DType::f32);
+    ui::inherit_calibration(in, odd,
+                            gpix::axis_maps("crop", {{"origin_x", 45.0}}, in.shape(), odd.shape()));
+    QVERIFY(odd.spacing.empty());
   }
 
   void save_and_reopen_keep_the_calibration() {

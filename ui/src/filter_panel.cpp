@@ -725,7 +725,7 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
   out.file = o.file;
   inherit_calibration(
       o.input, out,
-      gpix::kept_axes(step.operation.toStdString(), step.params, o.input.shape(), out.shape()));
+      gpix::axis_maps(step.operation.toStdString(), step.params, o.input.shape(), out.shape()));
   const gpix::OutputKind kind = gpix::filter(step.operation.toStdString()).output;
   if (kind == gpix::OutputKind::labels) out.mark_labels();
   // A composite's result, made channel by channel, is a composite in the same colours (its

@@ -1,5 +1,7 @@
 #include "gpix/ui/layer.h"
 
+#include <algorithm>
+
 #include "gpix/kept_axes.h"
 
 namespace gpix::ui {
@@ -27,21 +29,31 @@ QString spacing_text(const Layer& layer) {
 }
 
 void inherit_calibration(const Layer& input, Layer& result) {
-  inherit_calibration(input, result, gpix::kept_axes(input.shape(), result.shape()));
+  inherit_calibration(input, result, gpix::axis_maps(input.shape(), result.shape()));
 }
 
-void inherit_calibration(const Layer& input, Layer& result, const std::vector<int>& axes) {
-  if (axes.empty() || axes.front() < 0 || !input.valid()) return;
+void inherit_calibration(const Layer& input, Layer& result,
+                         const std::vector<gpix::AxisMap>& axes) {
+  if (axes.empty() || axes.front().axis < 0 || !input.valid()) return;
   const auto n = static_cast<std::size_t>(input.shape().ndim());
-  const auto sp = input.spacing_or_default();
-  const bool origin = input.origin.size() == n;
+  result.unit = input.unit;
   result.spacing.clear();
   result.origin.clear();
-  for (int a : axes) {
-    result.spacing.push_back(sp[std::size_t(a)]);
-    if (origin) result.origin.push_back(input.origin[std::size_t(a)]);
+  const bool moved = std::any_of(axes.begin(), axes.end(), [](const gpix::AxisMap& m) {
+    return m.scale != 1.0 || m.offset != 0.0;
+  });
+  const auto sp = input.spacing_or_default();
+  // Output index q lies at input index scale q + offset: spacing x scale, and the first
+  // pixel offset input pixels in (layers have no direction: the axes are the physical ones).
+  const bool origin = input.origin.size() == n || moved;
+  for (const gpix::AxisMap& m : axes) {
+    const auto a = static_cast<std::size_t>(m.axis);
+    result.spacing.push_back(sp[a] * m.scale);
+    if (origin) {
+      const double o = input.origin.size() == n ? input.origin[a] : 0.0;
+      result.origin.push_back(o + sp[a] * m.offset);
+    }
   }
-  result.unit = input.unit;
 }
 
 QString shown_name(const QString& name) {

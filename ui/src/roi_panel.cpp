@@ -427,21 +427,9 @@ void RoiPanel::crop(int id) {
         result.contrast_min = l.contrast_min;
         result.contrast_max = l.contrast_max;
         result.labels = l.labels;
-        result.unit = l.unit;
-        result.spacing = l.spacing;
         const gpix::Params params = crop_params(r, l.shape());
-        if (!l.spacing.empty() || !l.origin.empty()) {
-          // The crop's first pixel lies at the box's origin in the original's frame.
-          const std::vector<double> sp = l.spacing_or_default();
-          std::vector<double> origin =
-              l.origin.size() == sp.size() ? l.origin : std::vector<double>(sp.size(), 0.0);
-          const char* keys[] = {"origin_z", "origin_y", "origin_x"};
-          for (std::size_t i = 0; i < sp.size(); ++i) {
-            const char* key = keys[3 - sp.size() + i];
-            origin[i] += std::get<double>(params.at(key)) * sp[i];
-          }
-          result.origin = origin;
-        }
+        // The crop's first pixel lies at the box's origin in the original's frame.
+        inherit_calibration(l, result, gpix::axis_maps("crop", params, l.shape(), result.shape()));
         WorkflowStep step;
         Workflow* workflow = nullptr;
         if (!zero) {

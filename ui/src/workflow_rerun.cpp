@@ -192,7 +192,7 @@ QList<int> apply(Workspace& h, Workflow* workflow, int input, const std::vector<
     out.array = r.array;
     inherit_calibration(
         first, out,
-        gpix::kept_axes(step.operation.toStdString(), step.params, first.shape(), out.shape()));
+        gpix::axis_maps(step.operation.toStdString(), step.params, first.shape(), out.shape()));
     if (gpix::filter(step.operation.toStdString()).output == gpix::OutputKind::labels)
       out.mark_labels();
     // A composite's result, made channel by channel: a composite in the same colours, its

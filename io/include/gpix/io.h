@@ -20,6 +20,7 @@
 #include "gpix/array.h"
 #include "gpix/device.h"
 #include "gpix/host_array.h"
+#include "gpix/kept_axes.h"
 
 namespace gpix::io {
 
@@ -86,8 +87,10 @@ double metres_per(std::string_view unit);
 // output keeps the channel axis whole (same extent, first axis); empty when it keeps none.
 // Not the label mark: whether an output holds labels is the filter's to say.
 Metadata carried(const Metadata& meta, const Shape& in, const Shape& out);
-// The same with the axes kept given (kept_axes(filter, params, in, out): a transpose's).
-Metadata carried(const Metadata& meta, const Shape& in, const std::vector<int>& axes);
+// The same with the output's grid given (axis_maps(filter, params, in, out): a transpose's
+// axes, a crop's shifted origin, a resample's spacing). An image without calibration gets
+// them in pixels of its input: a crop's origin says where it was cut from.
+Metadata carried(const Metadata& meta, const Shape& in, const std::vector<AxisMap>& axes);
 
 // Pixels in host memory with their metadata.
 struct Image {

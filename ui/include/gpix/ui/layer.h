@@ -8,6 +8,7 @@
 
 #include "gpix/array.h"
 #include "gpix/host_array.h"
+#include "gpix/kept_axes.h"
 #include "gpix/ui/stack_file.h"
 
 namespace gpix::ui {
@@ -117,9 +118,11 @@ QString spacing_text(const Layer& layer);
 QString shown_name(const QString& name);
 
 // Gives `result` (a filter's output) the calibration of `input` on the axes it keeps
-// (gpix::kept_axes: same shape, or a projection along z); none when it keeps none.
+// (gpix::axis_maps: same shape, or a projection along z); none when it keeps none.
 void inherit_calibration(const Layer& input, Layer& result);
-// The same with the axes kept given (gpix::kept_axes(filter, params, ...): a transpose's).
-void inherit_calibration(const Layer& input, Layer& result, const std::vector<int>& axes);
+// The same with the output's grid given (gpix::axis_maps(filter, params, ...): a transpose's
+// axes, a crop's shifted origin, a resample's spacing), in pixels of the input for a layer
+// without calibration.
+void inherit_calibration(const Layer& input, Layer& result, const std::vector<gpix::AxisMap>& axes);
 
 }  // namespace gpix::ui
