@@ -484,6 +484,10 @@ Image read_unchecked(const fs::path& path, const ReadOptions& options) {
     std::memcpy(plane.data(), img.pixels.data() + c * plane.bytes(), plane.bytes());
     img.pixels = std::move(plane);
     img.meta = carried(img.meta, whole, img.pixels.shape());
+  } else if (options.channels == Channels::channel && comps == 1 && options.channel > 0 &&
+             format.name != "TIFF") {
+    // (A TIFF's reader says so itself, where it knows hyperstacks from plain stacks.)
+    fail(path, detail::no_such_channel(options.channel));
   }
   return img;
 }
@@ -922,6 +926,11 @@ void TempFolder::commit() {
     fs::rename(f, parent / f.filename(), ec);
     if (ec) fail(target_, "cannot be moved into place: " + ec.message());
   }
+}
+
+std::string no_such_channel(int channel) {
+  return "has one sample a pixel and is not a stack of channels: there is no channel " +
+         std::to_string(channel) + " (channel 0 is the image itself)";
 }
 
 bool keeps_channels(const std::string& format) {

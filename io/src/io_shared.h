@@ -89,6 +89,8 @@ std::string colours_text(const std::vector<std::uint32_t>& colours);
 std::vector<std::uint32_t> parse_colours(const std::string& text);
 // Whether `format` (a Format::name) keeps the channel mark.
 bool keeps_channels(const std::string& format);
+// What a file of one sample a pixel, not marked as a stack of channels, says to channel N > 0.
+std::string no_such_channel(int channel);
 
 // Writes the sidecar `side` ({"shape": [...], "dtype": "..."}) of the raw file `raw`.
 void write_raw_sidecar(const std::filesystem::path& raw, const std::filesystem::path& side,

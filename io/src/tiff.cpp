@@ -804,6 +804,9 @@ void TiffStack::pick_channel(int channel) {
     }
     offsets_ = {offsets_[wanted]};
   } else {
+    // One sample a pixel and no channels marked: channel 0 is the image itself, any other
+    // picks nothing (it read the whole stack as if no channel had been asked for).
+    if (channel > 0 && page_.spp == 1) fail("it " + no_such_channel(channel));
     return;
   }
   c.channels = 1;

@@ -208,6 +208,21 @@ class TestIoBad : public QObject {
                     "luminance needs RGB");
     QCOMPARE(io::read(pv, {.channels = io::Channels::channel, .channel = 1}).pixels.shape(),
              (Shape{2, 3}));
+    // A channel of an image of one sample a pixel that is no stack of channels: it read the
+    // whole image as if no channel had been asked for (gpix run --channels 1 on a z stack
+    // filtered the stack). Channel 0 is the image itself. TIFF (gpix's libtiff reader), NRRD
+    // and PNG.
+    const HostArray stack = HostArray::from(test::random_values<std::uint16_t>(60), Shape{3, 4, 5});
+    for (const char* name : {"plain.tif", "plain.nrrd", "plain2d.png"}) {
+      const auto p = in(dir, name);
+      const bool flat = std::string(name).find("2d") != std::string::npos;
+      io::write(
+          p, flat ? HostArray::from(test::random_values<std::uint16_t>(20), Shape{4, 5}) : stack);
+      expect_io_error([&] { io::read(p, {.channels = io::Channels::channel, .channel = 1}); }, p,
+                      "not a stack of channels: there is no channel 1");
+      const io::Image zero = io::read(p, {.channels = io::Channels::channel, .channel = 0});
+      QCOMPARE(zero.pixels.shape(), (flat ? Shape{4, 5} : stack.shape()));
+    }
   }
 
   void huge_header() {

@@ -269,6 +269,28 @@ class TestIoCli : public QObject {
     QCOMPARE(io::read(sq_out.toStdString()).meta.spacing, (std::vector<double>{0.25, 0.5}));
   }
 
+  // --channels N of a plain z stack (one sample a pixel, no channels marked): refused, whole
+  // and --tiled, where it filtered the whole stack as if no channel had been asked for.
+  void channel_of_a_plain_stack() {
+    const auto& devs = test::test_devices();
+    if (devs.empty()) QSKIP("no device");
+    QTemporaryDir dir;
+    const QString in = dir.filePath("stack.tif");
+    io::write(in.toStdString(),
+              HostArray::from(test::random_values<std::uint16_t>(3 * 8 * 9), Shape{3, 8, 9}));
+    const QString out = dir.filePath("out.tif");
+    for (const QStringList& extra : {QStringList{}, QStringList{"--tiled"}}) {
+      const test::ProcessResult r =
+          test::run_cli(QStringList{"run", "gaussian_blur", in, out, "--channels", "1"} + extra);
+      QVERIFY2(r.code != 0 && r.err.contains("there is no channel 1"), r.err);
+      QVERIFY(!QFile::exists(out));
+    }
+    const test::ProcessResult zero =
+        test::run_cli({"run", "gaussian_blur", in, out, "--channels", "0"});
+    QVERIFY2(zero.code == 0, zero.err);
+    QCOMPARE(io::read(out.toStdString()).pixels.shape(), (Shape{3, 8, 9}));
+  }
+
   // A crop and a resample keep their output where it lies in space: a crop's first pixel at
   // the box's corner, a resample's pixels at the input coordinates it sampled (its spacing
   // scaled, its physical extent the input's), a rotated direction included. Both came out
