@@ -306,8 +306,19 @@ void print_warnings(const QString& source, const QJsonObject& file_meta) {
   print_warnings(source, w);
 }
 
+// --device's device: one that names none (while there are devices) is the command line's
+// mistake, an InvalidArgument (exit code 2) as an unknown filter is.
+Device named_device(const std::string& query) {
+  try {
+    return select_device(query);
+  } catch (const DeviceError& e) {
+    if (devices().empty()) throw;
+    throw InvalidArgument(e.what());
+  }
+}
+
 Device chosen_device(const QCommandLineParser& p) {
-  return p.isSet("device") ? select_device(p.value("device").toStdString()) : default_device();
+  return p.isSet("device") ? named_device(p.value("device").toStdString()) : default_device();
 }
 
 int cmd_info(const QCommandLineParser& p, const QStringList& args) {
@@ -586,7 +597,7 @@ int run_tiled_cli(const QCommandLineParser& p, const QStringList& args, const Fi
   TiledOptions o;
   if (p.isSet("device")) {
     for (const QString& d : p.value("device").split(',', Qt::SkipEmptyParts))
-      o.devices.push_back(select_device(d.trimmed().toStdString()));
+      o.devices.push_back(named_device(d.trimmed().toStdString()));
   }
   if (p.isSet("tile-budget")) o.budget_bytes = cli::parse_bytes(p.value("tile-budget"));
   if (p.isSet("tile-workers")) {
@@ -840,7 +851,9 @@ int main(int argc, char** argv) {
         for (const auto& n : gpix::sample_names()) s += (s.empty() ? "" : ", ") + n;
         return s;
       }()) +
-      ") or a raw file with --shape and --dtype");
+      ") or a raw file with --shape and --dtype\n\n"
+      "Exit codes: 0 done; 1 failed while doing it (a file, the device); 2 the command line\n"
+      "asked for something that does not exist or is out of range (nothing was done).");
   p.addHelpOption();
   p.addVersionOption();
   p.addPositionalArgument("command", "devices | info | filters | run");
@@ -880,7 +893,15 @@ int main(int argc, char** argv) {
        "reads that channel, z reads the channels as z slices. TIFF hyperstacks (channels and "
        "z slices, or channels and time points): a channel number reads that channel's stack.",
        "C"});
-  p.process(app);
+  // Exit codes: 2 for what the command line asked wrongly (an unknown option, command,
+  // filter, parameter value or device), 1 for what failed while doing it (a file, the device).
+  // QCommandLineParser::process() exits with 1 on an unknown option.
+  if (!p.parse(QCoreApplication::arguments())) {
+    std::fprintf(stderr, "gpix: %s\n", qPrintable(p.errorText()));
+    return 2;
+  }
+  if (p.isSet("help")) p.showHelp(0);
+  if (p.isSet("version")) p.showVersion();
   const QStringList args = p.positionalArguments();
   if (args.isEmpty()) {
     std::fputs(qPrintable(p.helpText()), stderr);

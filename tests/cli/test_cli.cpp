@@ -88,15 +88,22 @@ class TestCli : public QObject {
     const test::ProcessResult t =
         test::run_cli({"info", path, "--shape", "3,5,7", "--dtype", "float32"});
     QVERIFY(t.out.contains("shape:  3 x 5 x 7"));
-    // Errors: size mismatch (IoError, exit 1), missing --shape (usage, exit 2), bad device.
+    // Errors: size mismatch (IoError, exit 1); what the command line asks wrongly, exit 2:
+    // missing --shape, a device that does not exist, an unknown option (Qt's parser exited
+    // with 1 for it), an unknown command or sample.
     const test::ProcessResult bad =
         test::run_cli({"info", path, "--shape", "3,5,8", "--dtype", "f32"});
     QCOMPARE(bad.code, 1);
     QVERIFY2(bad.err.contains("420 bytes") && bad.err.contains("needs 480"), bad.err);
     QCOMPARE(test::run_cli({"info", path}).code, 2);
     const test::ProcessResult nodev = test::run_cli({"info", "sample", "--device", "no-such-gpu"});
-    QCOMPARE(nodev.code, 1);
+    QCOMPARE(nodev.code, 2);
     QVERIFY2(nodev.err.contains("no device matches 'no-such-gpu'"), nodev.err);
+    QCOMPARE(test::run_cli({"info", "sample", "--device", "99"}).code, 2);
+    const test::ProcessResult unknown = test::run_cli({"info", "sample", "--sigma-x", "2"});
+    QCOMPARE(unknown.code, 2);
+    QVERIFY2(unknown.err.contains("Unknown option 'sigma-x'"), unknown.err);
+    QCOMPARE(test::run_cli({"--version"}).code, 0);
     QCOMPARE(test::run_cli({"frobnicate"}).code, 2);
     QCOMPARE(test::run_cli({"info", "sample:nope"}).code, 2);
   }
