@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <exception>
@@ -157,7 +158,8 @@ class TiledRun {
       }
       halo_ = entry.halo(ndim, params_);
       plan(0, devices_.size() * workers_per_device_, 0,
-           entry.working_set(params_, ndim, inputs_[0]->dtype()));
+           entry.working_set(params_, ndim, inputs_[0]->dtype()),
+           entry.output_bytes(params_, inputs_[0]->dtype()));
       units_ = tiles_;
       slab_fn_ = [this](std::span<const Array> slab, std::size_t) {
         RunOptions ro;
@@ -202,8 +204,8 @@ class TiledRun {
   // `filter_bytes`: a halo filter's peak per pixel (its WorkingSetFn), where more than the
   // rule below.
   void plan(std::size_t reserved, std::size_t workers, std::size_t pixel_bytes = 0,
-            std::size_t filter_bytes = 0) {
-    std::size_t in_plane_bytes = 0, widest = 4;
+            std::size_t filter_bytes = 0, std::size_t output_bytes = 0) {
+    std::size_t in_plane_bytes = 0, widest = std::max<std::size_t>(4, output_bytes);
     for (SlabSource* s : inputs_) {
       in_plane_bytes += plane_ * size_of(s->dtype());
       widest = std::max(widest, size_of(s->dtype()));
@@ -244,14 +246,23 @@ class TiledRun {
                static_cast<double>(bytes);
       };
       fit = std::min<std::uint64_t>(fit, planes_);
-      while (fit > 0 && rounded(fit) > static_cast<double>(worker_bytes)) --fit;
+      // Down in proportion to the excess (the factor changes only at class boundaries: a few
+      // steps; one plane at a time took 10^8 steps for a 1D array of 10^9 pixels).
+      while (fit > 0 && rounded(fit) > static_cast<double>(worker_bytes)) {
+        const auto shrunk = static_cast<std::uint64_t>(
+            static_cast<double>(fit) * static_cast<double>(worker_bytes) / rounded(fit));
+        fit = std::min(fit - 1, shrunk);
+      }
       // A slab loads its planes and the halo's, clamped to the image: the whole image where
       // it fits (a halo deeper than the image needs no more planes than the image has).
       if (fit >= planes_) continue;
       if (fit < 2 * halo_ + 1) {
+        // What one plane and its halo take in the pool's blocks (more than plane_cost times
+        // their count where their size class rounds up).
+        const auto needed =
+            static_cast<std::uint64_t>(std::ceil(rounded(std::min(planes_, 2 * halo_ + 1))));
         throw InvalidArgument(
-            who_ + " needs " +
-            detail::human(plane_cost * std::min(planes_, 2 * halo_ + 1) + reserved) +
+            who_ + " needs " + detail::human(needed + reserved) +
             " of device memory for one plane and its halo of " + std::to_string(halo_) +
             " planes on each side" +
             (reserved ? " and its state of " + detail::human(reserved) : std::string()) +

@@ -876,6 +876,40 @@ class TestTiled : public QObject {
     }
   }
 
+  // An output wider than the rule's 4 bytes (convert into a 64-bit dtype) counts as wide,
+  // for the slab's output and for the previous one on its way back: the budget as the memory
+  // limit holds. uint8 into float64 was planned at 14 bytes a pixel and held 17.
+  void output_wider_than_the_rule() {
+    const auto devices = same_kind_devices();
+    if (!devices[0].supports_fp64()) QSKIP("no float64 on this device");
+    const Shape s{60, 64, 128};
+    const std::size_t plane = s.elements() / s[0];
+    for (const char* to : {"float64", "int64"}) {
+      const HostArray in = random_host(s, DType::u8);
+      const Params p = {{"dtype", std::string(to)}};
+      const Result whole = run("convert", Array::push(in, devices[0]), p);
+      TiledOptions o;
+      o.devices = devices;
+      o.budget_bytes = rounded_up(plane * 40, 6, plane);
+      TiledReport report;
+      o.report = &report;
+      for (const Device& d : devices) {
+        trim(d);
+        set_memory_limit(d, memory_stats(d).bytes_in_use + o.budget_bytes + (64u << 10));
+      }
+      HostArray out;
+      try {
+        out = run_tiled("convert", std::span<const HostArray>(&in, 1), p, o);
+      } catch (const OutOfMemory& e) {
+        for (const Device& d : devices) set_memory_limit(d, 0);
+        QFAIL((std::string(to) + ": " + e.what()).c_str());
+      }
+      for (const Device& d : devices) set_memory_limit(d, 0);
+      QVERIFY2(report.slabs >= 8, to);
+      QVERIFY2(same_bytes(out, whole.array), to);
+    }
+  }
+
   void errors() {
     const Device dev = test::test_devices().front();
     const HostArray h = random_host(Shape{20, 8, 8}, DType::f32);

@@ -459,19 +459,21 @@ const Filter<ConvertParams> kConvert(
                                                .doc = "the output dtype"})},
      .output_dtype = "the dtype parameter",
      .halo = pointwise,
-     .fn = [](std::span<const Array> x, const ConvertParams& p, const RunOptions&) {
-       require_dtype(x[0].device(), p.dtype, "convert");
-       if (x[0].dtype() == p.dtype) return one(x[0].copy());
-       if (!is_float(x[0].dtype()) && !is_float(p.dtype)) {
-         return one(unary_raw(x[0], p.dtype, int_convert_op(x[0].dtype(), p.dtype)));
-       }
-       // A 64-bit integer into float32 in one rounding, as numpy's astype: through float64
-       // (the pair's compute type) it would round twice (2^60 + 2^36 + 1 gave 2^60).
-       if (p.dtype == DType::f32 && !is_float(x[0].dtype()) && size_of(x[0].dtype()) == 8) {
-         return one(unary_raw(x[0], p.dtype, "x"));
-       }
-       return one(unary(x[0], p.dtype, "a"));
-     }});
+     .output_bytes = [](const ConvertParams& p, DType) { return size_of(p.dtype); },
+     .fn =
+         [](std::span<const Array> x, const ConvertParams& p, const RunOptions&) {
+           require_dtype(x[0].device(), p.dtype, "convert");
+           if (x[0].dtype() == p.dtype) return one(x[0].copy());
+           if (!is_float(x[0].dtype()) && !is_float(p.dtype)) {
+             return one(unary_raw(x[0], p.dtype, int_convert_op(x[0].dtype(), p.dtype)));
+           }
+           // A 64-bit integer into float32 in one rounding, as numpy's astype: through float64
+           // (the pair's compute type) it would round twice (2^60 + 2^36 + 1 gave 2^60).
+           if (p.dtype == DType::f32 && !is_float(x[0].dtype()) && size_of(x[0].dtype()) == 8) {
+             return one(unary_raw(x[0], p.dtype, "x"));
+           }
+           return one(unary(x[0], p.dtype, "a"));
+         }});
 
 // rescale_intensity's second pass, its extrema read on the device (pointwise.kernel's rescale):
 // reading them back first made the host wait between the passes, which was a 2048^2 float32

@@ -177,6 +177,11 @@ using HaloFn = std::function<std::size_t(const P& p, int ndim)>;
 // working_sets measures every tileable filter against what it says here).
 template <class P>
 using WorkingSetFn = std::function<std::size_t(const P& p, int ndim, DType in)>;
+// The bytes of an output pixel where more than the rule's max(4 bytes, the widest input):
+// convert to a 64-bit dtype. run_tiled counts them for the output and for the previous
+// slab's output on its way back.
+template <class P>
+using OutputBytesFn = std::function<std::size_t(const P& p, DType in)>;
 
 // The halo of a filter whose output pixel reads only the same input pixel(s).
 inline constexpr auto pointwise = [](const auto&, int) -> std::size_t { return 0; };
@@ -258,6 +263,7 @@ struct FilterSpec {
   FoldFn<P> fold = {};
   std::string untiled = {};
   WorkingSetFn<P> working_set = {};
+  OutputBytesFn<P> output_bytes = {};
   FilterFn<P> fn;
 };
 
@@ -281,6 +287,8 @@ class Entry {
   // The filter's WorkingSetFn for these parameters (checked as run checks them); 0 for the
   // rule.
   virtual std::size_t working_set(const Params& given, int ndim, DType in) const = 0;
+  // The filter's OutputBytesFn for these parameters; 0 for the rule.
+  virtual std::size_t output_bytes(const Params& given, DType in) const = 0;
 
  protected:
   explicit Entry(FilterInfo info) : info_(std::move(info)) {}
@@ -298,6 +306,7 @@ class Filter final : public Entry {
         halo_(std::move(s.halo)),
         fold_(std::move(s.fold)),
         working_set_(std::move(s.working_set)),
+        output_bytes_(std::move(s.output_bytes)),
         fn_(std::move(s.fn)) {}
 
   Result run(std::span<const Array> inputs, const Params& given,
@@ -325,6 +334,10 @@ class Filter final : public Entry {
   std::size_t working_set(const Params& given, int ndim, DType in) const override {
     const P p = parse(given);
     return working_set_ ? working_set_(p, ndim, in) : 0;
+  }
+  std::size_t output_bytes(const Params& given, DType in) const override {
+    const P p = parse(given);
+    return output_bytes_ ? output_bytes_(p, in) : 0;
   }
 
   // The typed functions' way in: the same checks on p, then the implementation.
@@ -394,6 +407,7 @@ class Filter final : public Entry {
   HaloFn<P> halo_;
   FoldFn<P> fold_;
   WorkingSetFn<P> working_set_;
+  OutputBytesFn<P> output_bytes_;
   FilterFn<P> fn_;
 };
 
