@@ -143,8 +143,9 @@ io::ReadOptions read_options(const QCommandLineParser& p) {
 
 // Reads an image file through gpix_io; its metadata goes to JSON and text.
 void read_file(const QString& source, const QCommandLineParser& p, HostArray& host,
-               QJsonObject& meta, QString& text, FileMetadata* calibration) {
-  const io::ReadOptions options = read_options(p);
+               QJsonObject& meta, QString& text, FileMetadata* calibration,
+               const io::ReadOptions* given = nullptr) {
+  const io::ReadOptions options = given ? *given : read_options(p);
   io::Image img = io::read(std::filesystem::u8path(source.toStdString()), options);
   // A file whose planes are channels: --channels N reads channel N alone (io::read picks it,
   // also from a hyperstack), --channels z its planes as z slices (filters then work across them).
@@ -212,7 +213,7 @@ int channel_count(const FileMetadata&) {
   return 1;
 }
 void read_file(const QString&, const QCommandLineParser&, HostArray&, QJsonObject&, QString&,
-               FileMetadata*) {}
+               FileMetadata*, const void* = nullptr) {}
 #endif
 
 // Set by `gpix run` for a filter with a dtype parameter (convert): --dtype is then that
@@ -272,10 +273,66 @@ HostArray read_raw(const QString& path, const QCommandLineParser& p) {
 #endif
 }
 
+// The channel --channels N asks for where N > 0, else -1 (none, channel 0, luminance, ...).
+int asked_channel(const QCommandLineParser& p) {
+  if (!p.isSet("channels")) return -1;
+  bool is_index = false;
+  const int n = p.value("channels").toInt(&is_index);
+  return is_index && n > 0 ? n : -1;
+}
+
+// --channels N (N > 0) over the inputs of one run: each input that has channels gives channel
+// N; where a run has several inputs, one of one sample a pixel (a plain mask beside a
+// hyperstack) is read whole. At least one input must have the channel (finish()).
+struct ChannelPick {
+  bool several = false;        // the run has more than one input
+  bool taken = false;          // an input gave channel N
+  std::exception_ptr refusal;  // the first input's refusal to give it
+  void finish() const {
+    if (!taken && refusal) std::rethrow_exception(refusal);
+  }
+};
+
 // Loads a source for info and run: a sample, a raw file, or a file through gpix_io.
 HostArray load_source(const QString& source, const QCommandLineParser& p, QString& label,
                       QJsonObject& file_meta, QString& file_text,
-                      FileMetadata* calibration = nullptr) {
+                      FileMetadata* calibration = nullptr, ChannelPick* pick = nullptr) {
+  const int channel = asked_channel(p);
+  const bool plain_kind = source == "sample" || source.startsWith("sample:") || p.isSet("shape") ||
+                          source.endsWith(".raw", Qt::CaseInsensitive) || !kHaveIo;
+  if (channel > 0 && plain_kind) {
+    // Samples and raw files are one image of one sample a pixel: no channel to pick.
+    const InvalidArgument none("'" + source.toStdString() + "' is one image with no channels: " +
+                               "--channels " + std::to_string(channel) + " picks nothing");
+    if (!pick || !pick->several) throw none;
+    if (!pick->refusal) pick->refusal = std::make_exception_ptr(none);
+  }
+#if GPIX_CLI_HAVE_IO
+  if (channel > 0 && !plain_kind && pick && pick->several) {
+    HostArray host;
+    label = source;
+    try {
+      read_file(source, p, host, file_meta, file_text, calibration);
+      pick->taken = true;
+      return host;
+    } catch (const IoError&) {
+      const std::exception_ptr refusal = std::current_exception();
+      // Read whole, a plain file gives its image; one with channels or colour (which the
+      // default options refuse) keeps its own refusal of channel N.
+      FileMetadata whole_meta;
+      const io::ReadOptions whole;
+      try {
+        read_file(source, p, host, file_meta, file_text, &whole_meta, &whole);
+      } catch (const IoError&) {
+        std::rethrow_exception(refusal);
+      }
+      if (whole_meta.channels > 1) std::rethrow_exception(refusal);
+      if (calibration) *calibration = whole_meta;
+      if (!pick->refusal) pick->refusal = refusal;
+      return host;
+    }
+  }
+#endif
   HostArray host;
   label = source;
   if (source == "sample" || source.startsWith("sample:")) {
@@ -288,6 +345,7 @@ HostArray load_source(const QString& source, const QCommandLineParser& p, QStrin
     host = read_raw(source, p);
   } else {
     read_file(source, p, host, file_meta, file_text, calibration);
+    if (pick && channel > 0) pick->taken = true;
   }
   return host;
 }
@@ -525,7 +583,7 @@ int put_table(const QCommandLineParser& p, const FilterInfo& f, const Table& tab
 // files) is read plane by plane; anything else is loaded whole into host memory.
 // `calibration` gets a file's metadata.
 std::unique_ptr<SlabSource> tiled_source(const QString& source, const QCommandLineParser& p,
-                                         FileMetadata& calibration) {
+                                         FileMetadata& calibration, ChannelPick& pick) {
 #if GPIX_CLI_HAVE_IO
   const bool sample = source == "sample" || source.startsWith("sample:");
   const bool as_z = p.isSet("channels") && p.value("channels") == "z";
@@ -543,7 +601,7 @@ std::unique_ptr<SlabSource> tiled_source(const QString& source, const QCommandLi
 #endif
   QString label, text;
   QJsonObject meta;
-  auto host = load_source(source, p, label, meta, text, &calibration);
+  auto host = load_source(source, p, label, meta, text, &calibration, &pick);
   print_warnings(source, meta);
   return std::make_unique<HostArraySource>(std::move(host));
 }
@@ -613,9 +671,11 @@ int run_tiled_cli(const QCommandLineParser& p, const QStringList& args, const Fi
   std::vector<std::unique_ptr<SlabSource>> sources;
   std::vector<SlabSource*> inputs;
   FileMetadata calibration;  // the first input's, carried to the output
+  ChannelPick pick;
+  pick.several = n_in > 1;
   for (qsizetype i = 0; i < n_in; ++i) {
     FileMetadata m;
-    sources.push_back(tiled_source(args[2 + i], p, m));
+    sources.push_back(tiled_source(args[2 + i], p, m, pick));
     if (const int c = channel_count(m); c > 1) {
       // Slabs along z would be slabs of channels, and a window across them would mix them.
       throw InvalidArgument(args[2 + i].toStdString() + " holds " + std::to_string(c) +
@@ -627,6 +687,7 @@ int run_tiled_cli(const QCommandLineParser& p, const QStringList& args, const Fi
     if (i == 0) calibration = m;
     inputs.push_back(sources.back().get());
   }
+  pick.finish();
   const bool table = f.output == OutputKind::table;
   const bool has_output = args.size() - 2 > n_in;
 #if GPIX_CLI_HAVE_IO
@@ -735,13 +796,17 @@ int cmd_run(const QCommandLineParser& p, const QStringList& args) {
   const Device dev = chosen_device(p);
   std::vector<Array> inputs;
   std::vector<FileMetadata> metas(static_cast<std::size_t>(n_in));
+  ChannelPick pick;
+  pick.several = n_in > 1;
   for (qsizetype i = 0; i < n_in; ++i) {
     QString label, text;
     QJsonObject meta;
     const auto k = static_cast<std::size_t>(i);
-    inputs.push_back(Array::push(load_source(args[2 + i], p, label, meta, text, &metas[k]), dev));
+    inputs.push_back(
+        Array::push(load_source(args[2 + i], p, label, meta, text, &metas[k], &pick), dev));
     print_warnings(args[2 + i], meta);
   }
+  pick.finish();
   const FileMetadata& calibration = metas.front();  // the first input's, carried to the output
   // Files whose planes are channels (io::Metadata::channels) are filtered channel by channel,
   // as the viewer filters its composites: a 3D filter would mix the channels.
@@ -852,8 +917,9 @@ int main(int argc, char** argv) {
         return s;
       }()) +
       ") or a raw file with --shape and --dtype\n\n"
-      "Exit codes: 0 done; 1 failed while doing it (a file, the device); 2 the command line\n"
-      "asked for something that does not exist or is out of range (nothing was done).");
+      "Exit codes: 0 done; 2 the command line is wrong (an unknown command, option, filter or\n"
+      "device, a parameter out of range), nothing was done; 1 the work failed (a file that is\n"
+      "missing, unreadable or lacks what was asked, the device).");
   p.addHelpOption();
   p.addVersionOption();
   p.addPositionalArgument("command", "devices | info | filters | run");
@@ -900,7 +966,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gpix: %s\n", qPrintable(p.errorText()));
     return 2;
   }
-  if (p.isSet("help")) p.showHelp(0);
+  // (addHelpOption's --help-all adds Qt's own options, which parse() leaves to the caller.)
+  if (p.isSet("help") || p.optionNames().contains(QStringLiteral("help-all"))) p.showHelp(0);
   if (p.isSet("version")) p.showVersion();
   const QStringList args = p.positionalArguments();
   if (args.isEmpty()) {

@@ -130,7 +130,14 @@ int main(int argc, char** argv) {
     set_names();
     QCommandLineParser p;
     add_options(p);
-    p.process(console);  // prints help/version and exits, or a usage error with status 1
+    // A usage error exits with 2, as gpix's (and a bad --device here) do; process() gave 1.
+    if (!p.parse(QCoreApplication::arguments())) {
+      std::fprintf(stderr, "gpix-viewer: %s\n", qPrintable(p.errorText()));
+      return 2;
+    }
+    if (p.isSet(QStringLiteral("help")) || p.optionNames().contains(QStringLiteral("help-all")))
+      p.showHelp(0);
+    if (p.isSet(QStringLiteral("version"))) p.showVersion();
     if (p.isSet(QStringLiteral("device"))) {
       try {
         device = gpix::choose_device(p.value(QStringLiteral("device")).toStdString()).device;

@@ -61,6 +61,20 @@ double metres_per(std::string_view unit) {
   return 0.0;
 }
 
+bool placed(const Metadata& meta, int ndim) {
+  if (!meta.unit.empty()) return true;
+  const auto n = static_cast<std::size_t>(ndim);
+  const auto sp = meta.spacing_or_default(ndim), org = meta.origin_or_default(ndim);
+  const auto dir = meta.direction_or_default(ndim);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (sp[i] != 1.0 || org[i] != 0.0) return true;
+    for (std::size_t k = 0; k < n; ++k) {
+      if (dir[i * n + k] != (i == k ? 1.0 : 0.0)) return true;
+    }
+  }
+  return false;
+}
+
 Metadata carried(const Metadata& meta, const Shape& in, const Shape& out) {
   Metadata c = carried(meta, in, axis_maps(in, out));
   // Channels stay channels where the output keeps the first axis whole (a filter run channel
@@ -74,6 +88,13 @@ Metadata carried(const Metadata& meta, const Shape& in, const Shape& out) {
 
 Metadata carried(const Metadata& meta, const Shape& in, const std::vector<AxisMap>& axes) {
   if (axes.empty() || axes.front().axis < 0) return {};
+  // An image that says nothing of its placement (no unit, spacing 1, origin 0, no rotation:
+  // every TIFF or PNG without calibration reads so) stays so where its grid moves: a resample's
+  // spacing of 0.5 "pixels of the input" would be taken for a calibration (the viewer measured
+  // an ROI of 100 pixels as 25).
+  const bool moved = std::any_of(
+      axes.begin(), axes.end(), [](const AxisMap& m) { return m.scale != 1.0 || m.offset != 0.0; });
+  if (moved && !placed(meta, in.ndim())) return {};
   const auto sp = meta.spacing_or_default(in.ndim()), org = meta.origin_or_default(in.ndim());
   const auto dir = meta.direction_or_default(in.ndim());
   const auto n = static_cast<std::size_t>(in.ndim()), m = axes.size();

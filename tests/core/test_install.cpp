@@ -99,6 +99,11 @@ class TestInstall : public QObject {
       const QString shot = work.filePath("shot.png");
       run(prefix.filePath("bin/gpix-viewer"), {"--screenshot", shot}, {}, env);
       QVERIFY(QFileInfo(shot).size() > 0);
+      // A usage error exits with 2, as gpix's do (Qt's parser gave 1), before any window.
+      const gpix::test::ProcessResult bad =
+          gpix::test::run_process(prefix.filePath("bin/gpix-viewer"), {"--no-such-option"},
+                                  {.timeout_ms = 60000, .env = env});
+      QVERIFY2(bad.code == 2, bad.err.constData());
     }
   }
 };

@@ -289,6 +289,41 @@ class TestIoCli : public QObject {
         test::run_cli({"run", "gaussian_blur", in, out, "--channels", "0"});
     QVERIFY2(zero.code == 0, zero.err);
     QCOMPARE(io::read(out.toStdString()).pixels.shape(), (Shape{3, 8, 9}));
+    // Samples and raw files have no channels either (exit 2: nothing to read).
+    QCOMPARE(test::run_cli({"run", "gaussian_blur", "sample", out, "--channels", "1"}).code, 2);
+    // Several inputs: channel N of those that have channels, the plain ones whole (a channel
+    // of a stack of channels times a plain mask), whole and --tiled; none with channels is
+    // refused; a channel the stack lacks is its own refusal.
+    const Shape plane{8, 9};
+    const HostArray chans =
+        HostArray::from(test::random_values<std::uint16_t>(3 * plane.elements()), Shape{3, 8, 9});
+    io::Metadata cm;
+    cm.channels = 3;
+    const QString stack = dir.filePath("chans.nrrd");
+    io::write(stack.toStdString(), chans, cm);
+    std::vector<std::uint16_t> ones(plane.elements(), 2);
+    const QString mask = dir.filePath("mask.tif");
+    io::write(mask.toStdString(), HostArray::from(ones, plane));
+    const QString prod = dir.filePath("prod.tif");
+    for (const QStringList& extra : {QStringList{}, QStringList{"--tiled"}}) {
+      QFile::remove(prod);
+      const test::ProcessResult r = test::run_cli(
+          QStringList{"run", "multiply_images", stack, mask, prod, "--channels", "1"} + extra);
+      QVERIFY2(r.code == 0, r.err);
+      const HostArray got = io::read(prod.toStdString()).pixels;
+      QCOMPARE(got.shape(), plane);
+      for (std::size_t i = 0; i < plane.elements(); ++i) {
+        const auto want = std::uint16_t(
+            std::min(65535, 2 * int(chans.as<std::uint16_t>()[plane.elements() + i])));
+        QCOMPARE(got.as<std::uint16_t>()[i], want);
+      }
+    }
+    const test::ProcessResult neither =
+        test::run_cli({"run", "multiply_images", mask, mask, prod, "--channels", "1"});
+    QVERIFY2(neither.code != 0 && neither.err.contains("there is no channel 1"), neither.err);
+    const test::ProcessResult lacks =
+        test::run_cli({"run", "multiply_images", stack, mask, prod, "--channels", "5"});
+    QVERIFY2(lacks.code != 0 && lacks.err.contains("5"), lacks.err);
   }
 
   // A crop and a resample keep their output where it lies in space: a crop's first pixel at
@@ -365,7 +400,8 @@ class TestIoCli : public QObject {
       QVERIFY(same_place(ri.meta, q, m, p));
     }
 
-    // Without calibration: the crop's origin in pixels of its input, unit none.
+    // Without calibration (a TIFF that says nothing reads spacing 1, origin 0): nothing is
+    // made up for the crop.
     const std::string bare = dir.filePath("bare.tif").toStdString();
     io::write(bare, px);
     const QString bare_crop = dir.filePath("bare_crop.tif");
@@ -374,7 +410,7 @@ class TestIoCli : public QObject {
                  .code,
              0);
     const io::Image bi = io::read(bare_crop.toStdString());
-    QCOMPARE(bi.meta.origin, (std::vector<double>{0, 0, 3}));
+    QCOMPARE(bi.meta.origin, (std::vector<double>{0, 0, 0}));
     QCOMPARE(bi.meta.spacing, (std::vector<double>{1, 1, 1}));
     QCOMPARE(bi.meta.unit, std::string());
   }

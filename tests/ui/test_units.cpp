@@ -239,7 +239,21 @@ class TestUnits : public QObject {
                                              {"size_z", 4.0}},
                                             in.shape(), cropped.shape()));
     QCOMPARE(cropped.spacing, in.spacing);
-    QCOMPARE(cropped.origin, (std::vector<double>{3.0 + 1.5 * 5.0, -1.0 + 0.25 * 30.0, 2.5 + 0.2 * 7.0}));
+    QCOMPARE(cropped.origin,
+             (std::vector<double>{3.0 + 1.5 * 5.0, -1.0 + 0.25 * 30.0, 2.5 + 0.2 * 7.0}));
+    // A layer that says nothing of its placement says nothing after a resample either (its
+    // ROI areas stay in its own pixels).
+    Layer bare;
+    bare.host = in.host;
+    bare.spacing = {1.0, 1.0, 1.0};
+    bare.origin = {0.0, 0.0, 0.0};
+    Layer bare_result;
+    bare_result.host = resampled.host;
+    ui::inherit_calibration(
+        bare, bare_result,
+        gpix::axis_maps("resample", {{"factor_x", 0.5}, {"factor_y", 0.5}, {"factor_z", 1.0}},
+                        bare.shape(), bare_result.shape()));
+    QVERIFY(bare_result.spacing.empty() && bare_result.origin.empty());
     // A box that does not fit the shapes given moves nothing it cannot vouch for.
     Layer odd;
     odd.host = HostArray::empty(Shape{4, 10, 20}, DType::f32);

@@ -42,6 +42,14 @@ void inherit_calibration(const Layer& input, Layer& result,
   const bool moved = std::any_of(axes.begin(), axes.end(), [](const gpix::AxisMap& m) {
     return m.scale != 1.0 || m.offset != 0.0;
   });
+  // A layer that says nothing of its placement (no unit, spacing 1, origin 0) stays so where
+  // its grid moves (as io::carried): a resample's spacing of 0.5 input pixels measured an ROI
+  // of 100 pixels as 25 "px".
+  const bool said =
+      input.calibrated() ||
+      std::any_of(input.spacing.begin(), input.spacing.end(), [](double v) { return v != 1.0; }) ||
+      std::any_of(input.origin.begin(), input.origin.end(), [](double v) { return v != 0.0; });
+  if (moved && !said) return;
   const auto sp = input.spacing_or_default();
   // Output index q lies at input index scale q + offset: spacing x scale, and the first
   // pixel offset input pixels in (layers have no direction: the axes are the physical ones).

@@ -88,9 +88,12 @@ double metres_per(std::string_view unit);
 // Not the label mark: whether an output holds labels is the filter's to say.
 Metadata carried(const Metadata& meta, const Shape& in, const Shape& out);
 // The same with the output's grid given (axis_maps(filter, params, in, out): a transpose's
-// axes, a crop's shifted origin, a resample's spacing). An image without calibration gets
-// them in pixels of its input: a crop's origin says where it was cut from.
+// axes, a crop's shifted origin, a resample's spacing). An image whose metadata says nothing
+// (placed() false) keeps saying nothing where the grid moves.
 Metadata carried(const Metadata& meta, const Shape& in, const std::vector<AxisMap>& axes);
+// Whether `meta` says anything of an image of `ndim` dimensions' placement: a unit, or a
+// spacing, origin or direction other than the defaults.
+bool placed(const Metadata& meta, int ndim);
 
 // Pixels in host memory with their metadata.
 struct Image {

@@ -121,8 +121,8 @@ QString shown_name(const QString& name);
 // (gpix::axis_maps: same shape, or a projection along z); none when it keeps none.
 void inherit_calibration(const Layer& input, Layer& result);
 // The same with the output's grid given (gpix::axis_maps(filter, params, ...): a transpose's
-// axes, a crop's shifted origin, a resample's spacing), in pixels of the input for a layer
-// without calibration.
+// axes, a crop's shifted origin, a resample's spacing); a layer that says nothing of its
+// placement keeps saying nothing where the grid moves.
 void inherit_calibration(const Layer& input, Layer& result, const std::vector<gpix::AxisMap>& axes);
 
 }  // namespace gpix::ui
