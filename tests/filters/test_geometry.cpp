@@ -732,14 +732,15 @@ class TestGeometry : public QObject {
   void projections_data() { add_rows(Category::projections); }
   void projections() { run_row(); }
 
-  // Deep integer stacks (a time series of 4096 frames): the mean of a constant column is the
-  // value exactly, never above the dtype's largest (float32 sums gave 65535.94 for 65535 and
-  // 12344.33 for 12345), and a noisy column's mean and sum stay within float32's rounding of
-  // the result, both whole and in slabs.
+  // Deep integer stacks (a time series of 40000 frames, past the 32768 planes of a 32-bit run
+  // of sums): the mean of a constant column is the value exactly, never above the dtype's
+  // largest (float32 sums gave 65535.94 for 65535 and 12344.33 for 12345); every column's sum
+  // is the exact sum rounded once to float32 and its mean within one float32 ulp of the exact
+  // mean (64-bit integer sums), both whole and in slabs.
   void deep_integer_projections_data() { test::add_device_rows(); }
   void deep_integer_projections() {
     const Device dev = test::fetch_device();
-    const Shape s{4096, 2, 3};
+    const Shape s{40000, 2, 3};
     const std::size_t plane = 6;
     std::vector<std::uint16_t> v(s.elements());
     for (std::size_t z = 0; z < s.depth(); ++z) {
@@ -756,15 +757,42 @@ class TestGeometry : public QObject {
     QCOMPARE(mean[0], 65535.0f);
     QCOMPARE(mean[1], 12345.0f);
     QCOMPARE(mean[5], 1.0f);
-    QCOMPARE(sum[0], 65535.0f * 4096.0f);
+    QCOMPARE(sum[0], static_cast<float>(65535.0 * 40000.0));
     for (std::size_t i = 0; i < plane; ++i) {
-      double total = 0;
+      double total = 0;  // exact: below 2^53
       for (std::size_t z = 0; z < s.depth(); ++z) total += v[z * plane + i];
       const double m = total / double(s.depth());
-      QVERIFY2(std::fabs(mean[i] - m) <= 1e-5 * m + 1e-3,
+      const double ulp = std::nextafter(static_cast<float>(m), 1e30f) - static_cast<float>(m);
+      QVERIFY2(std::fabs(mean[i] - m) <= ulp,
                qPrintable(QString("column %1: mean %2, expected %3").arg(i).arg(mean[i]).arg(m)));
-      QVERIFY2(std::fabs(sum[i] - total) <= 1e-5 * total + 1,
+      QVERIFY2(sum[i] == static_cast<float>(total),
                qPrintable(QString("column %1: sum %2, expected %3").arg(i).arg(sum[i]).arg(total)));
+    }
+    // Signed 16-bit values around 0 and 32-bit ones near their limits (a float64 mean).
+    std::vector<std::int16_t> w(s.elements());
+    std::vector<std::int32_t> big(s.elements());
+    for (std::size_t j = 0; j < w.size(); ++j) {
+      w[j] = static_cast<std::int16_t>(static_cast<int>((j * 7919) % 65536) - 32768);
+      big[j] =
+          static_cast<std::int32_t>(2147483647 - static_cast<std::int64_t>((j * 104729) % 4000));
+    }
+    const std::vector<float> wmean =
+        run("mean_z_projection", Array::push(w, s, dev)).array.pull_as<float>();
+    const Array abig = Array::push(big, s, dev);
+    const bool fp64 = dev.supports_fp64();
+    const std::vector<double> bsum =
+        fp64 ? run("sum_z_projection", abig).array.pull_as<double>() : std::vector<double>{};
+    for (std::size_t i = 0; i < plane; ++i) {
+      std::int64_t tw = 0, tb = 0;
+      for (std::size_t z = 0; z < s.depth(); ++z) {
+        tw += w[z * plane + i];
+        tb += big[z * plane + i];
+      }
+      const double m = double(tw) / double(s.depth());
+      QVERIFY2(
+          std::fabs(wmean[i] - m) <= 1e-6 * std::fabs(m) + 1e-7,
+          qPrintable(QString("int16 column %1: mean %2, expected %3").arg(i).arg(wmean[i]).arg(m)));
+      if (fp64) QCOMPARE(bsum[i], static_cast<double>(tb));
     }
     // In slabs (the state carried from slab to slab): the same bits.
     for (const auto& [name, whole] :

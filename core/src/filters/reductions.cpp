@@ -67,6 +67,8 @@ Defines moments_defines(DType t, DType out) {
   Defines d;
   add_type_defines(d, {{"T_IN", t}, {"T_OUT", out}, {"CT", compute_type({t})}});
   d.emplace_back("IS_FLOAT", is_float(t) ? "1" : "0");
+  // Sums and means of integers of up to 32 bits in 64-bit integers (projection.kernel).
+  d.emplace_back("INT_SUM", !is_float(t) && size_of(t) <= 4 ? "1" : "0");
   return d;
 }
 
@@ -143,6 +145,7 @@ class ProjectionFold final : public SlabFold {
         arg(static_cast<std::int32_t>(op_ == ZOp::sum ? 0 : (op_ == ZOp::mean ? 1 : 2))));
     args.push_back(arg(static_cast<std::int32_t>(first)));
     args.push_back(arg(static_cast<std::int32_t>(last)));
+    args.push_back(KernelArg::scalar<std::uint64_t>(z0));
     launch(in, "projection.kernel", "z_moments_carry", moments_defines(dtype_, out_t), grid, args);
   }
 
