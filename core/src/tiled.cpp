@@ -246,12 +246,21 @@ class TiledRun {
                static_cast<double>(bytes);
       };
       fit = std::min<std::uint64_t>(fit, planes_);
-      // Down in proportion to the excess (the factor changes only at class boundaries: a few
-      // steps; one plane at a time took 10^8 steps for a 1D array of 10^9 pixels).
+      // Down in proportion to the excess (one plane at a time took 10^8 steps for a 1D array
+      // of 10^9 pixels), then up again by bisection to the largest count that fits: the step
+      // scales by the rejected count's rounding (up to 1.25) where a smaller count may round
+      // by less, so it can land below that count. rounded() grows with the count (size
+      // classes do), which is what the bisection needs.
+      std::uint64_t over = 0;  // a count that does not fit, where one was tried
       while (fit > 0 && rounded(fit) > static_cast<double>(worker_bytes)) {
+        over = fit;
         const auto shrunk = static_cast<std::uint64_t>(
             static_cast<double>(fit) * static_cast<double>(worker_bytes) / rounded(fit));
         fit = std::min(fit - 1, shrunk);
+      }
+      while (over > fit + 1) {
+        const std::uint64_t mid = fit + (over - fit) / 2;
+        (rounded(mid) > static_cast<double>(worker_bytes) ? over : fit) = mid;
       }
       // A slab loads its planes and the halo's, clamped to the image: the whole image where
       // it fits (a halo deeper than the image needs no more planes than the image has).

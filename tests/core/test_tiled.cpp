@@ -73,15 +73,19 @@ std::uint64_t rounded_up(std::uint64_t plane_cost, std::uint64_t planes, std::ui
 // on its way back, one more slab of inputs where the device pushes the next slab beside the
 // filter, and the pool's rounding of each array up to its size class). Every test runs on
 // devices of the first device's kind.
-std::uint64_t budget_for(const Shape& s, DType t, std::size_t inputs, std::size_t halo,
-                         std::size_t want, std::size_t filter_bytes = 0) {
+std::size_t plane_cost_for(const Shape& s, DType t, std::size_t inputs,
+                           std::size_t filter_bytes = 0) {
   const std::size_t plane = s.elements() / s[0];
   const std::size_t out = plane * std::max<std::size_t>(4, size_of(t));
   const bool pipelined = detail::Access::impl(test::test_devices().front()).tiled_pipeline();
-  const std::size_t cost = std::max(2 * (inputs * plane * size_of(t) + out), plane * filter_bytes) +
-                           out + (pipelined ? inputs * plane * size_of(t) : 0);
+  return std::max(2 * (inputs * plane * size_of(t) + out), plane * filter_bytes) + out +
+         (pipelined ? inputs * plane * size_of(t) : 0);
+}
+std::uint64_t budget_for(const Shape& s, DType t, std::size_t inputs, std::size_t halo,
+                         std::size_t want, std::size_t filter_bytes = 0) {
   const std::size_t slab = std::max<std::size_t>(1, (s[0] + want - 1) / want);
-  return rounded_up(cost, slab + 2 * halo, plane);
+  return rounded_up(plane_cost_for(s, t, inputs, filter_bytes), slab + 2 * halo,
+                    s.elements() / s[0]);
 }
 
 bool same_bytes(const HostArray& a, const Array& b) {
@@ -247,7 +251,9 @@ class OrderedSink final : public SlabSink {
 // A fold filter tiled against its whole-array run: arrays and tables equal, except float
 // sums, means and standard deviations (see the file's comment).
 void check_fold(const FilterInfo& f, const std::vector<Device>& devices) {
-  const DType dtypes[] = {DType::f32, DType::u16, DType::u8, DType::i32, DType::f64};
+  // Every dtype: the integer projections take paths of their own by size and sign.
+  const DType dtypes[] = {DType::f32, DType::u16, DType::u8,  DType::i32, DType::f64,
+                          DType::i8,  DType::i16, DType::u32, DType::i64, DType::u64};
   for (int dims : {2, 3}) {
     if (std::find(f.dims.begin(), f.dims.end(), dims) == f.dims.end()) continue;
     const Shape s = dims == 3 ? Shape{23, 9, 11} : Shape{41, 13};
@@ -291,11 +297,11 @@ void check_fold(const FilterInfo& f, const std::vector<Device>& devices) {
         QVERIFY2(!sink.started, where);
         QCOMPARE(table.columns(), whole.table.columns());
         QCOMPARE(table.size(), whole.table.size());
-        // Float sums and means, and every standard deviation (float64 moments), are float64
-        // sums grouped by slab here and by work-group there.
-        const bool rounded =
-            f.name == "std_of_all_pixels" ||
-            (is_float(t) && (f.name == "sum_of_all_pixels" || f.name == "mean_of_all_pixels"));
+        // Sums and means of floats and of 64-bit integers, and every standard deviation
+        // (float64 moments), are float64 sums grouped by slab here and by work-group there.
+        const bool rounded = f.name == "std_of_all_pixels" ||
+                             ((is_float(t) || size_of(t) == 8) &&
+                              (f.name == "sum_of_all_pixels" || f.name == "mean_of_all_pixels"));
         const double mag = magnitude_sum(h);
         for (std::size_t r = 0; r < table.size(); ++r) {
           for (std::size_t c = 0; c < table.width(); ++c) {
@@ -879,6 +885,56 @@ class TestTiled : public QObject {
   // An output wider than the rule's 4 bytes (convert into a 64-bit dtype) counts as wide,
   // for the slab's output and for the previous one on its way back: the budget as the memory
   // limit holds. uint8 into float64 was planned at 14 bytes a pixel and held 17.
+  // The planner takes the largest slab whose arrays fit the budget in the pool's blocks, for
+  // every budget: a size class that rounds a count up by a quarter must not make it settle on
+  // a count that rounds less but is several planes short (which refused runs that fit).
+  void largest_slab_that_fits() {
+    const Device d = test::test_devices().front();
+    const Shape s{56, 64, 64};  // 32768 bytes a plane at 8 bytes a pixel: classes step at 2^k
+    const std::size_t plane = s.elements() / s[0];
+    const Params p = {{"radius_x", 1.0}, {"radius_y", 1.0}, {"radius_z", 5.0}};
+    const std::size_t halo = tile_halo("minimum_box", 3, p);
+    QCOMPARE(halo, std::size_t{5});
+    const std::size_t cost = plane_cost_for(
+        s, DType::f32, 1, detail::entry("minimum_box").working_set(p, 3, DType::f32));
+    const HostArray h = random_host(s, DType::f32);
+    const HostArray whole = run("minimum_box", Array::push(h, d), p).array.pull();
+    int shorter_than_the_step = 0;
+    for (std::uint64_t k = 2 * (2 * halo + 1); k < 2 * s[0]; ++k) {
+      // Between n's blocks and n + 1's (even k), and half a plane above n planes' bytes
+      // before the pool's rounding (odd k).
+      const std::size_t n = k / 2;
+      const std::uint64_t budget =
+          k % 2 ? n * cost + cost / 2 : rounded_up(cost, n, plane) + cost / 3;
+      std::size_t best = s[0];
+      while (rounded_up(cost, best, plane) > budget) --best;
+      if (best < 2 * halo + 1) continue;  // refused (errors() tests the refusal)
+      TiledOptions o;
+      o.devices = {d};
+      o.budget_bytes = budget;
+      TiledReport report;
+      o.report = &report;
+      HostArray out;
+      try {
+        out = run_tiled("minimum_box", std::span<const HostArray>(&h, 1), p, o);
+      } catch (const InvalidArgument& e) {
+        QFAIL((std::to_string(n) + " planes' budget: " + e.what()).c_str());
+      }
+      const QByteArray where = QByteArray::fromStdString(
+          "budget " + std::to_string(budget) + " (" + std::to_string(n) +
+          " planes): " + std::to_string(report.planes_per_slab) + " planes a slab, " +
+          std::to_string(best) + " with the halo fit");
+      QVERIFY2(report.planes_per_slab == (best >= s[0] ? s[0] : best - 2 * halo), where);
+      QVERIFY2(std::memcmp(out.data(), whole.data(), whole.bytes()) == 0, where);
+      // The cases the proportional step alone (the planner before the bisection) missed.
+      std::uint64_t step = std::min<std::uint64_t>(budget / cost, s[0]);
+      while (step > 0 && rounded_up(cost, step, plane) > budget)
+        step = std::min(step - 1, step * budget / rounded_up(cost, step, plane));
+      if (step < best) ++shorter_than_the_step;
+    }
+    QVERIFY(shorter_than_the_step > 0);
+  }
+
   void output_wider_than_the_rule() {
     const auto devices = same_kind_devices();
     if (!devices[0].supports_fp64()) QSKIP("no float64 on this device");

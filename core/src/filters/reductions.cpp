@@ -63,12 +63,17 @@ DType moments_out(DType t, ZOp op) {
   return t == DType::f64 ? DType::f64 : DType::f32;
 }
 
+// Whether projection.kernel sums and means t in 64-bit integers (INT_SUM).
+bool int_sum(DType t) {
+  return !is_float(t) && size_of(t) <= 4;
+}
+
 Defines moments_defines(DType t, DType out) {
   Defines d;
   add_type_defines(d, {{"T_IN", t}, {"T_OUT", out}, {"CT", compute_type({t})}});
   d.emplace_back("IS_FLOAT", is_float(t) ? "1" : "0");
   // Sums and means of integers of up to 32 bits in 64-bit integers (projection.kernel).
-  d.emplace_back("INT_SUM", !is_float(t) && size_of(t) <= 4 ? "1" : "0");
+  d.emplace_back("INT_SUM", int_sum(t) ? "1" : "0");
   return d;
 }
 
@@ -104,11 +109,14 @@ class ProjectionFold final : public SlabFold {
   ProjectionFold(ZOp op, const Shape& shape, DType t)
       : op_(op), planes_(shape[0]), out_shape_{shape.height(), shape.width()}, dtype_(t) {}
 
+  // What add() allocates, each array in its block of the pool (MemoryPool::size_class).
   std::size_t state_bytes() const override {
     const std::size_t px = out_shape_.elements();
-    return extreme() ? px * (size_of(dtype_) + sizeof(std::uint32_t))
-                     : px * (size_of(moments_out(dtype_, op_)) +
-                             4 * size_of(compute_type({dtype_})) + sizeof(std::uint64_t));
+    const auto block = [](std::size_t bytes) { return detail::MemoryPool::size_class(bytes); };
+    if (extreme()) return block(px * size_of(dtype_)) + block(px * sizeof(std::uint32_t));
+    return block(px * size_of(moments_out(dtype_, op_))) +
+           block(state_elements() * size_of(compute_type({dtype_}))) +
+           block(px * sizeof(std::uint64_t));
   }
 
   void add(int /*pass*/, std::span<const Array> slab, std::size_t z0) override {
@@ -135,8 +143,11 @@ class ProjectionFold final : public SlabFold {
         return "this projection on " + std::string(name(dtype_)) + " (computed in float64)";
       });
       out_ = Array::empty(out_shape_, out_t, in.device());
-      // k, s, ss and c (projection.kernel's z_moments_carry).
-      state_ = Array::empty(Shape{4, out_shape_[0], out_shape_[1]}, ct, in.device());
+      // k, s, ss and c (projection.kernel's z_moments_carry); the integer sums keep theirs in
+      // count_, and the kernel's state argument is a placeholder there.
+      state_ = state_elements() == 1
+                   ? Array::empty(Shape{1}, ct, in.device())
+                   : Array::empty(Shape{4, out_shape_[0], out_shape_[1]}, ct, in.device());
       count_ = Array::empty(out_shape_, DType::u64, in.device());
     }
     KernelArgs args = {arg(in), arg(out_), arg(state_), arg(count_)};
@@ -153,6 +164,9 @@ class ProjectionFold final : public SlabFold {
 
  private:
   bool extreme() const { return op_ == ZOp::minimum || op_ == ZOp::maximum; }
+  std::size_t state_elements() const {
+    return int_sum(dtype_) && op_ != ZOp::std ? 1 : 4 * out_shape_.elements();
+  }
   ZOp op_;
   std::size_t planes_;
   Shape out_shape_;
