@@ -302,10 +302,11 @@ HostArray load_source(const QString& source, const QCommandLineParser& p, QStrin
                           source.endsWith(".raw", Qt::CaseInsensitive) || !kHaveIo;
   if (channel > 0 && plain_kind) {
     // Samples and raw files are one image of one sample a pixel: no channel to pick.
-    const InvalidArgument none("'" + source.toStdString() + "' is one image with no channels: " +
-                               "--channels " + std::to_string(channel) + " picks nothing");
-    if (!pick || !pick->several) throw none;
-    if (!pick->refusal) pick->refusal = std::make_exception_ptr(none);
+    const std::string none = "'" + source.toStdString() +
+                             "' is one image with no channels: " + "--channels " +
+                             std::to_string(channel) + " picks nothing";
+    if (!pick || !pick->several) throw InvalidArgument(none);
+    if (!pick->refusal) pick->refusal = std::make_exception_ptr(InvalidArgument(none));
   }
 #if GPIX_CLI_HAVE_IO
   if (channel > 0 && !plain_kind && pick && pick->several) {
@@ -650,6 +651,26 @@ class OutputFile final : public SlabSink {
 // comma-separated list here, each device one worker). Files that stream are read and written
 // plane by plane, so neither they nor the device need to hold the whole image; others are
 // read whole, or collected whole and then written.
+// Before the work: an output that the run could never write is a usage error now (exit 2),
+// not a failure after minutes of filtering (an unknown extension, a 3D result named .png, a
+// float result named .jpg, a folder that does not exist).
+void check_output(const QString& output, const FilterInfo& f, const Params& params, DType in,
+                  std::size_t ndim) {
+#if GPIX_CLI_HAVE_IO
+  const std::optional<ResultType> r = result_type(f.name, params, in, static_cast<int>(ndim));
+  if (!r) return;
+  try {
+    io::check_can_write(std::filesystem::u8path(output.toStdString()), r->dtype, r->ndim);
+  } catch (const IoError& e) {
+    throw InvalidArgument(std::string(e.what()) + " (" + f.name + " gives " +
+                          std::to_string(r->ndim) + "D " + std::string(name(r->dtype)) +
+                          " here); nothing was run");
+  }
+#else
+  (void)output, (void)f, (void)params, (void)in, (void)ndim;
+#endif
+}
+
 int run_tiled_cli(const QCommandLineParser& p, const QStringList& args, const FilterInfo& f,
                   const Params& params) {
   TiledOptions o;
@@ -690,6 +711,9 @@ int run_tiled_cli(const QCommandLineParser& p, const QStringList& args, const Fi
   pick.finish();
   const bool table = f.output == OutputKind::table;
   const bool has_output = args.size() - 2 > n_in;
+  if (!table) {
+    check_output(args.last(), f, params, inputs.front()->dtype(), inputs.front()->shape().ndim());
+  }
 #if GPIX_CLI_HAVE_IO
   std::unique_ptr<OutputFile> sink;
   SlabSink* output = nullptr;
@@ -807,6 +831,7 @@ int cmd_run(const QCommandLineParser& p, const QStringList& args) {
     print_warnings(args[2 + i], meta);
   }
   pick.finish();
+  if (!table) check_output(args.last(), f, params, inputs.front().dtype(), inputs.front().ndim());
   const FileMetadata& calibration = metas.front();  // the first input's, carried to the output
   // Files whose planes are channels (io::Metadata::channels) are filtered channel by channel,
   // as the viewer filters its composites: a 3D filter would mix the channels.

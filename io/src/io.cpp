@@ -25,7 +25,9 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <system_error>
+#include <vector>
 
 #include "gpix/error.h"
 #include "gpix/stats.h"
@@ -658,6 +660,21 @@ void write_unchecked(const fs::path& path, const HostArray& pixels, const Metada
 void write(const fs::path& path, const HostArray& pixels, const Metadata& meta,
            const WriteOptions& options) {
   translated(path, "cannot be written", [&] { write_unchecked(path, pixels, meta, options); });
+}
+
+void check_can_write(const fs::path& path, DType t, int ndim, const WriteOptions& options) {
+  translated(path, "cannot be written", [&] {
+    if (ndim < 1 || ndim > 3) fail(path, "cannot be written: gpix writes 1D to 3D images");
+    const std::vector<std::size_t> ones(static_cast<std::size_t>(ndim), 1);
+    detail::check_writable(path, t, Shape(std::span<const std::size_t>(ones)), Metadata{});
+    if (const std::string ext = lower(str(path.extension())); ext == ".mhd" || ext == ".nhdr") {
+      fs::path side = path;
+      side.replace_extension(!options.compress ? ".raw" : ext == ".mhd" ? ".zraw" : ".raw.gz");
+      detail::check_side_file(path, side);
+    }
+    // The folder exists and takes files: write() makes the same temporary folder there.
+    const detail::TempFolder probe(path);
+  });
 }
 
 void write(const fs::path& path, const Image& image, const WriteOptions& options) {

@@ -312,6 +312,63 @@ class TestCatalog : public QObject {
     }
   }
 
+  // result_type() says before the work what run() gives: every filter, every dtype it takes,
+  // 2D and 3D, its defaults and (convert) every output dtype; tables give none.
+  void result_types() {
+    const Device dev = test::test_devices().front();
+    int checked = 0;
+    for (const FilterInfo& f : filters()) {
+      std::vector<Params> variants = {{}};
+      if (f.name == "convert") {
+        for (DType t : kAllDTypes) variants.push_back({{"dtype", std::string(name(t))}});
+      }
+      for (int dims : f.dims) {
+        const Shape s = dims == 1 ? Shape{13} : dims == 2 ? Shape{9, 11} : Shape{5, 6, 7};
+        for (DType t : f.dtypes) {
+          if (!dev.supports_fp64() && size_of(t) == 8) continue;
+          std::vector<Array> in;
+          for (const InputSpec& i : f.inputs) {
+            const Array a = typed_input(i.kind, s, dev);
+            in.push_back(in.empty() ? run("convert", a, {{"dtype", std::string(name(t))}}).array
+                                    : a);
+          }
+          for (const Params& p : variants) {
+            const QByteArray where = QByteArray::fromStdString(
+                f.name + " " + std::string(name(t)) + " " + s.str() +
+                (p.empty() ? "" : " to " + std::get<std::string>(p.begin()->second)));
+            Result r;
+            try {
+              r = run(f.name, std::span<const Array>(in), p);
+            } catch (const InvalidArgument&) {
+              continue;  // combinations the filter refuses (e.g. Otsu on 64-bit integers)
+            } catch (const UnsupportedFeature&) {
+              continue;  // float64 on a device without it
+            } catch (const UnsupportedDType&) {
+              continue;  // labels given as floats
+            } catch (const std::exception& e) {
+              QFAIL((where + ": " + e.what()).constData());
+            }
+            const std::optional<ResultType> said = result_type(f.name, p, t, dims);
+            if (r.is_table()) {
+              QVERIFY2(!said, where + ": a table, but result_type says an image");
+              continue;
+            }
+            QVERIFY2(said, where + ": result_type knows no rule '" +
+                               QByteArray::fromStdString(f.output_dtype) + "'");
+            QVERIFY2(said->dtype == r.array.dtype() && said->ndim == int(r.array.ndim()),
+                     where + ": result_type says " +
+                         QByteArray::fromStdString(std::string(name(said->dtype))) + " " +
+                         QByteArray::number(said->ndim) + "D, run gave " +
+                         QByteArray::fromStdString(std::string(name(r.array.dtype()))) + " " +
+                         QByteArray::number(int(r.array.ndim())) + "D");
+            ++checked;
+          }
+        }
+      }
+    }
+    QVERIFY(checked > 200);
+  }
+
   // Typed functions pass the catalog's checks: the same error, word for word, as gpix::run.
   void typed_functions_check_as_run() {
     const Device dev = test::test_devices().front();

@@ -104,6 +104,49 @@ class TestIoCli : public QObject {
     QCOMPARE(badopt.code, 2);
   }
 
+  // An output the run could never write is refused before the work, as a usage error (exit
+  // 2), whole and --tiled: it was refused with exit 1 after the filter had run (minutes of a
+  // median on a large stack).
+  void unwritable_output_refused_before_the_work() {
+    QTemporaryDir dir;
+    const QString stack = dir.filePath("stack.tif"), flat = dir.filePath("flat.tif");
+    io::write(stack.toStdString(),
+              HostArray::from(test::random_values<std::uint16_t>(6 * 9 * 11), Shape{6, 9, 11}));
+    io::write(flat.toStdString(),
+              HostArray::from(test::random_values<float>(9 * 11), Shape{9, 11}));
+    struct Case {
+      QStringList args;
+      const char* says;
+    };
+    const QString nowhere = dir.filePath("no/such/folder/out.tif");
+    const Case cases[] = {
+        {{"median_box", stack, dir.filePath("out.xyz")}, "unknown extension"},
+        {{"median_box", stack, nowhere}, "does not exist"},
+        {{"median_box", stack, dir.filePath("out.png")}, "3D image as PNG"},
+        {{"median_box", stack, dir.filePath("out.png"), "--tiled"}, "3D image as PNG"},
+        {{"gaussian_blur", flat, dir.filePath("out.jpg")}, "float32 pixels as JPEG"},
+        {{"convert", flat, dir.filePath("out.jpg"), "--dtype", "uint16"}, "uint16 pixels as JPEG"},
+        {{"maximum_z_projection", stack, dir.filePath("out.jpg"), "--channels", "z"},
+         "uint16 pixels as JPEG"},
+        {{"connected_components", stack, dir.filePath("labels.png"), "--channels", "z"},
+         "uint32 pixels as PNG"},
+    };
+    for (const Case& c : cases) {
+      const test::ProcessResult r =
+          test::run_cli(QStringList{"run"} + c.args + QStringList{"--device", "0"});
+      const QByteArray where = c.args.join(' ').toUtf8() + ": " + r.err;
+      QVERIFY2(r.code == 2, where);
+      QVERIFY2(r.err.contains(c.says) && r.err.contains("nothing was run"), where);
+    }
+    // Nothing was left behind: no output, no temporary folder.
+    QCOMPARE(QDir(dir.path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
+             (QStringList{"flat.tif", "stack.tif"}));
+    // What the format stores still runs: a 2D projection as PNG.
+    const test::ProcessResult ok = test::run_cli(
+        {"run", "maximum_z_projection", stack, dir.filePath("mip.png"), "--device", "0"});
+    QVERIFY2(ok.code == 0, ok.err);
+  }
+
   // gpix run, file to file, against the same filter run in this process.
   void run_filters() {
     const auto& devs = test::test_devices();

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -124,5 +125,16 @@ inline Result run(std::string_view name, const Array& input, const Params& param
                   const RunOptions& options = {}) {
   return run(name, std::span<const Array>(&input, 1), params, options);
 }
+
+// What run() gives for a first input of dtype `in` and `ndim` dimensions, known before any
+// work: an image result's dtype and dimensionality (FilterInfo::output_dtype's rule), nullopt
+// for a table. For checks that belong before a long run (can the output file hold it?).
+// Parameters as run() takes them; they are not validated here (run() does that).
+struct ResultType {
+  DType dtype;
+  int ndim;
+};
+std::optional<ResultType> result_type(std::string_view name, const Params& params, DType in,
+                                      int ndim);
 
 }  // namespace gpix

@@ -206,6 +206,12 @@ DeviceImage read_to_device(const std::filesystem::path& path,
 void write(const std::filesystem::path& path, const Image& image, const WriteOptions& options = {});
 void write(const std::filesystem::path& path, const HostArray& pixels, const Metadata& meta = {},
            const WriteOptions& options = {});
+// Whether write() could store pixels of dtype t and ndim dimensions under this path, asked
+// before the work that makes them: throws the IoError write() would throw for an unknown
+// extension, a dtype or dimensionality the format cannot store, a folder that does not exist
+// or takes no files, or a header whose data file is another file. Writes nothing.
+void check_can_write(const std::filesystem::path& path, DType t, int ndim,
+                     const WriteOptions& options = {});
 // Pulls a device array once into host memory and writes it.
 void write(const std::filesystem::path& path, const Array& pixels, const Metadata& meta = {},
            const WriteOptions& options = {});
