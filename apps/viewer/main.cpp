@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "gpix/basic_host.h"
+#include "gpix/catalog.h"
 #include "gpix/device.h"
 #include "gpix/error.h"
 #include "gpix/ui/filter_panel.h"
@@ -63,6 +64,31 @@ void set_names() {
 }
 
 // --filter, --param, --run, --preview, --dock, --slice and --screenshot, once the files are open.
+// --filter NAME and its --param NAME=VALUE options, as gpix::run would take them.
+void check_filter_options(const QCommandLineParser& p) {
+  const QStringList params = p.values(QStringLiteral("param"));
+  if (!p.isSet(QStringLiteral("filter"))) {
+    if (!params.isEmpty())
+      throw gpix::InvalidArgument("--param sets a parameter of the --filter named with it");
+    return;
+  }
+  const gpix::FilterInfo& f = gpix::filter(p.value(QStringLiteral("filter")).toStdString());
+  gpix::Params given;
+  for (const QString& kv : params) {
+    if (!kv.contains(QLatin1Char('='))) {
+      throw gpix::InvalidArgument("--param takes NAME=VALUE, not '" + kv.toStdString() + "'");
+    }
+    const std::string name = kv.section(QLatin1Char('='), 0, 0).trimmed().toStdString();
+    const gpix::ParamSpec* spec = f.param(name);
+    if (!spec) {
+      gpix::check_params(f.name, {{name, 0.0}});  // says which parameters the filter has
+      continue;
+    }
+    given[name] = gpix::parse_param(*spec, kv.section(QLatin1Char('='), 1).toStdString());
+  }
+  gpix::check_params(f.name, given);
+}
+
 void apply_options(MainWindow& w, const QCommandLineParser& p) {
   auto* filters =
       qobject_cast<gpix::ui::FilterPanel*>(w.host().dock_widget(QStringLiteral("filters")));
@@ -145,6 +171,14 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "gpix-viewer: %s\n", e.what());
         return 2;
       }
+    }
+    // --filter and its --param values are checked here too: a value out of range ran clamped
+    // by the form (sigma_x=500 ran 100), a misspelt name ran the defaults, both silently.
+    try {
+      check_filter_options(p);
+    } catch (const gpix::Error& e) {
+      std::fprintf(stderr, "gpix-viewer: %s\n", e.what());
+      return 2;
     }
   }
   QApplication app(argc, argv);

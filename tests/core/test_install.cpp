@@ -104,6 +104,22 @@ class TestInstall : public QObject {
           gpix::test::run_process(prefix.filePath("bin/gpix-viewer"), {"--no-such-option"},
                                   {.timeout_ms = 60000, .env = env});
       QVERIFY2(bad.code == 2, bad.err.constData());
+      // So is a --filter or --param that gpix::run would refuse (they ran clamped or with the
+      // defaults, saying nothing).
+      const std::pair<QStringList, const char*> refused[] = {
+          {{"--filter", "gaussian_blur", "--param", "sigma_x=500"}, "from 0 to 100"},
+          {{"--filter", "gaussian_blur", "--param", "bogus=3"}, "no parameter 'bogus'"},
+          {{"--filter", "gaussian_blur", "--param", "sigma_x=abc"}, "takes a number"},
+          {{"--filter", "gaussian_blur", "--param", "sigma_x"}, "NAME=VALUE"},
+          {{"--filter", "no_such_filter"}, "no filter named"},
+          {{"--param", "sigma_x=2"}, "--filter"},
+      };
+      for (const auto& [args, says] : refused) {
+        const gpix::test::ProcessResult r = gpix::test::run_process(
+            prefix.filePath("bin/gpix-viewer"), args, {.timeout_ms = 60000, .env = env});
+        QVERIFY2(r.code == 2 && r.err.contains(says),
+                 (args.join(' ') + ": " + QString::number(r.code) + " " + r.err).toUtf8());
+      }
     }
   }
 };

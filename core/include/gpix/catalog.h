@@ -126,6 +126,11 @@ inline Result run(std::string_view name, const Array& input, const Params& param
   return run(name, std::span<const Array>(&input, 1), params, options);
 }
 
+// The parameter checks of run() alone, before any input exists (a form, a command line):
+// throws InvalidArgument for a name the filter lacks or a value out of its range, word for
+// word as run() would.
+void check_params(std::string_view name, const Params& params);
+
 // What run() gives for a first input of dtype `in` and `ndim` dimensions, known before any
 // work: an image result's dtype and dimensionality (FilterInfo::output_dtype's rule), nullopt
 // for a table. For checks that belong before a long run (can the output file hold it?).

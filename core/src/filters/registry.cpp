@@ -357,6 +357,12 @@ Result run(std::string_view name, std::span<const Array> inputs, const Params& p
   return detail::entry(name).run(inputs, params, options);
 }
 
+void check_params(std::string_view name, const Params& params) {
+  const FilterInfo& f = filter(name);
+  detail::check_names(f, params);
+  for (const auto& [k, v] : params) detail::check_value(f, *f.param(k), v);
+}
+
 std::optional<ResultType> result_type(std::string_view name, const Params& params, DType in,
                                       int ndim) {
   const FilterInfo& f = filter(name);
