@@ -591,15 +591,15 @@ def _clip(rng, dt, shape, v):
         if info.bits == 64:  # bounds float64 holds exactly
             lo, hi = float(lo) - 2.0 ** 40, float(hi) + 2.0 ** 40
             lo, hi = int(lo), int(hi)
-        if info.bits < 64 and v % 2:  # fractional bounds: compared as they are, replaced rounded
-            flo, fhi = lo + 0.5, hi - 0.5
+        if info.bits < 64 and v % 2:  # fractional bounds: compared as they are, pixels outside
+            flo, fhi = lo + 0.5, hi - 0.5  # take the nearest integer inside (ceil, floor)
         else:
             flo, fhi = float(lo), float(hi)
         params = {"minimum": flo, "maximum": fhi}
 
         def expect():
             o = to_obj(a)
-            w = np.where(o < flo, round(flo), np.where(o > fhi, round(fhi), o))
+            w = np.where(o < flo, math.ceil(flo), np.where(o > fhi, math.floor(fhi), o))
             return exact(sat_obj(w, dt))
     else:
         params = {"minimum": -300.25, "maximum": 411.5}

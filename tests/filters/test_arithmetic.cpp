@@ -335,7 +335,7 @@ void check_wide_binary(const Device& dev, DType ta, DType tb) {
 }
 
 // absolute and clip on every integer dtype, exactly: clip compares with the bounds themselves
-// and replaces by the bound rounded half to even, saturated into the dtype.
+// and replaces by the nearest integer inside them, saturated into the dtype.
 void check_wide_unary(const Device& dev, DType t) {
   visit_dtype(t, [&](auto z) {
     using T = decltype(z);
@@ -347,24 +347,30 @@ void check_wide_unary(const Device& dev, DType t) {
       for (std::size_t i = 0; i < h.size(); ++i)
         expect[i] = saturate_int<T>(h[i] < 0 ? -Int128{h[i]} : Int128{h[i]});
       compare(absolute(a).template pull_as<T>(), expect, 0, 0, where("absolute", t, s));
-      const std::pair<double, double> bounds[] = {{-2.5, 3.5},       {-1e30, 1e30},
-                                                  {0.4, 0.6},        {1e30, 2e30},
-                                                  {-2e30, -1e30},    {9007199254740993.0, 1.8e19},
-                                                  {-9.3e18, -9.2e18}};
+      const std::pair<double, double> bounds[] = {
+          {-2.5, 3.5},       {-1e30, 1e30}, {2.5, 200.7},
+          {0.4, 1.6},        {1e30, 2e30},  {-2e30, -1e30},
+          {-2.5, -2.5001},   {-3.5, -2.5},  {9007199254740993.0, 1.8e19},
+          {-9.3e18, -9.2e18}};
       for (const auto& [lo, hi] : bounds) {
+        if (std::ceil(lo) > std::floor(hi)) continue;  // refused, below
         for (std::size_t i = 0; i < h.size(); ++i) {
           const long double x = static_cast<long double>(h[i]);
-          const long double v = x < lo   ? std::nearbyint(static_cast<long double>(lo))
-                                : x > hi ? std::nearbyint(static_cast<long double>(hi))
+          const long double v = x < lo   ? std::ceil(static_cast<long double>(lo))
+                                : x > hi ? std::floor(static_cast<long double>(hi))
                                          : x;
           const long double cl =
               std::clamp(v, static_cast<long double>(std::numeric_limits<T>::lowest()),
                          static_cast<long double>(std::numeric_limits<T>::max()));
           expect[i] = static_cast<T>(cl);
         }
-        compare(clip(a, lo, hi).template pull_as<T>(), expect, 0, 0,
+        const auto got = clip(a, lo, hi).template pull_as<T>();
+        compare(got, expect, 0, 0,
                 where("clip", t, s) + " " + QByteArray::number(lo) + ".." + QByteArray::number(hi));
       }
+      // No integer between the bounds: refused, not clipped to a value outside them.
+      QVERIFY_THROWS_EXCEPTION(InvalidArgument, clip(a, 0.4, 0.6));
+      QVERIFY_THROWS_EXCEPTION(InvalidArgument, clip(a, -2.6, -2.5001));
       // add_scalar and multiply_scalar by integers, exactly (64-bit images past 2^53 too),
       // saturated into the dtype.
       for (const double value : {1.0, -5.0, 3.0, -1.0, 0.0, 4e18, -9.2e18}) {

@@ -30,7 +30,7 @@ const QHash<QString, UserText>& user_text() {
         "To shift intensities, e.g. to remove a constant offset."}},
       {"clip",
        {"Limits every pixel to a range: values below the minimum become the minimum, above the "
-        "maximum the maximum.",
+        "maximum the maximum (in integer images the nearest whole numbers inside the range).",
         "To remove outliers (hot pixels, saturated spots) before measuring or displaying."}},
       {"divide_images",
        {"Divides one image by another pixel by pixel.",

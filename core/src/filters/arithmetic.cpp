@@ -190,11 +190,18 @@ Array clip_integer(const Array& in, double lo, double hi) {
                 static_cast<long double>(std::numeric_limits<T>::max())};
       });
   auto clamp = [&](long double v) { return std::clamp(v, range.first, range.second); };
-  const long double lo_cmp = clamp(std::ceil(static_cast<long double>(lo)));
-  const long double hi_cmp = clamp(std::floor(static_cast<long double>(hi)));
-  const long double lo_val = clamp(std::nearbyint(static_cast<long double>(lo)));
-  const long double hi_val = clamp(std::nearbyint(static_cast<long double>(hi)));
-  return unary_raw(in, t, kClipInteger, {lo_cmp, hi_cmp, lo_val, hi_val});
+  // Values outside go to the nearest integer inside the bounds (a uint8 clipped to
+  // [2.5, 200.7] holds 3..200; the bounds rounded to nearest gave 2 and 201, outside them),
+  // saturated into the dtype.
+  const long double lo_int = std::ceil(static_cast<long double>(lo));
+  const long double hi_int = std::floor(static_cast<long double>(hi));
+  if (lo_int > hi_int) {
+    throw InvalidArgument("clip: no integer lies in [" + Scalar(lo).str() + ", " +
+                          Scalar(hi).str() + "], which a " + std::string(name(t)) +
+                          " image's pixels would have to take; widen the bounds to hold one");
+  }
+  return unary_raw(in, t, kClipInteger,
+                   {clamp(lo_int), clamp(hi_int), clamp(lo_int), clamp(hi_int)});
 }
 
 Array binary(const Array& a, const Array& b, DType out_t, const std::string& op,
@@ -414,7 +421,8 @@ struct ClipParams {
 const Filter<ClipParams> kClip(
     {.name = "clip",
      .category = Category::arithmetic,
-     .doc = "limits every pixel to [minimum, maximum]; NaN stays NaN in floats",
+     .doc = "limits every pixel to [minimum, maximum]: integer pixels outside take the nearest "
+            "integer inside (saturated into the dtype); NaN stays NaN in floats",
      .params = {real(&ClipParams::minimum, {.name = "minimum", .def = 0, .doc = "lower limit"}),
                 real(&ClipParams::maximum, {.name = "maximum", .def = 255, .doc = "upper limit"})},
      .halo = pointwise,
