@@ -238,7 +238,9 @@ void MainWindow::build_menus() {
   QMenu* file = host_->menu(QStringLiteral("&File"));
   file->addAction(tr("&Open…"), QKeySequence::Open, this, &MainWindow::open_dialog);
   recent_menu_ = file->addMenu(tr("Open &recent"));
-  file->addAction(tr("Save layer &as…"), QKeySequence::SaveAs, this, &MainWindow::save_as_dialog);
+  // Ctrl+Shift+S itself: QKeySequence::SaveAs has no key outside GNOME and KDE.
+  file->addAction(tr("Save layer &as…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S), this,
+                  &MainWindow::save_as_dialog);
   file->addAction(tr("&Export label measurements (CSV)…"), labels_,
                   &gpix::ui::LabelPanel::export_dialog);
   file->addSeparator();
@@ -550,6 +552,15 @@ void MainWindow::open_dialog() {
   open_files(files);
 }
 
+QString MainWindow::suggested_file_name(int id) const {
+  // The layer's name as a file name that a writer takes: a result's name ("stack · crop
+  // origin_x=322 ...") had no extension, and saving it as suggested was refused.
+  QString name = host_->layer(id).name;
+  name.replace(QLatin1Char('/'), QLatin1Char('-'));
+  if (name.isEmpty()) name = QStringLiteral("layer");
+  return host_->writer_for(name) ? name : name + QStringLiteral(".tif");
+}
+
 void MainWindow::save_as_dialog() {
   const int id = host_->current_layer();
   if (id < 0) {
@@ -558,7 +569,7 @@ void MainWindow::save_as_dialog() {
   }
   const QString dir = host_->settings().value(QStringLiteral("last_dir")).toString();
   const QString path = QFileDialog::getSaveFileName(
-      this, tr("Save layer"), QDir(dir).filePath(host_->layer(id).name), host_->writer_filter());
+      this, tr("Save layer"), QDir(dir).filePath(suggested_file_name(id)), host_->writer_filter());
   if (path.isEmpty()) return;
   save_layer_as(id, path);
 }

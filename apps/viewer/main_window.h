@@ -131,6 +131,8 @@ class MainWindow : public QMainWindow {
   // once; "Saving NAME…" shows in the status bar meanwhile.
   void save_layer_as(int id, const QString& path);
   int saves_running() const { return saves_; }
+  // Save layer as's first suggestion: the layer's name, with .tif where no writer takes it.
+  QString suggested_file_name(int id) const;
 
  protected:
   void dragEnterEvent(QDragEnterEvent* e) override;

@@ -254,6 +254,33 @@ class TestViewerGaps : public QObject {
     QVERIFY(channels_label->isHidden());
   }
 
+  // Save layer as suggests a name that a writer takes: a result's name had no extension, and
+  // pressing Save on the suggestion was refused ("no writer for ...").
+  void save_as_suggests_a_name_a_writer_takes() {
+    auto w = make(QStringLiteral("s.ini"));
+    QTemporaryDir dir;
+    const std::pair<QString, QString> names[] = {
+        {QStringLiteral("stack · crop origin_x=3 origin_y=4"),
+         QStringLiteral("stack · crop origin_x=3 origin_y=4.tif")},
+        {QStringLiteral("cells.png"), QStringLiteral("cells.png")},
+        {QStringLiteral("a/b"), QStringLiteral("a-b.tif")},
+        {QStringLiteral("gaussian_blur(sigma=2.5)"),
+         QStringLiteral("gaussian_blur(sigma=2.5).tif")},
+    };
+    for (const auto& [name, want] : names) {
+      ui::Layer l;
+      l.name = name;
+      l.array = Array::push(HostArray::from(std::vector<std::uint8_t>(12, 7), Shape{3, 4}),
+                            w->host().device());
+      const int id = w->host().add_layer(l);
+      QCOMPARE(w->suggested_file_name(id), want);
+      QSignalSpy saved(w.get(), &MainWindow::layer_saved);
+      w->save_layer_as(id, dir.filePath(w->suggested_file_name(id)));
+      QVERIFY(saved.wait(60000));
+      QCOMPARE(saved.first().at(2).toString(), QString());
+    }
+  }
+
   void open_sample_reads_on_the_reader_thread() {
     auto w = make(QStringLiteral("c.ini"));
     QAction* sample = nullptr;
