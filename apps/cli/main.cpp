@@ -437,10 +437,45 @@ QString dtype_list(const std::vector<DType>& v) {
 }
 
 // gpix filters [--json | --markdown]: the catalog (docs/FILTERS.md is the --markdown output).
-int cmd_filters(const QCommandLineParser& p, const QStringList&) {
+// gpix filters NAME: one filter, whole: how to run it, its parameters, what it takes and gives.
+int describe_filter(const FilterInfo& f) {
+  QStringList in;
+  for (const auto& i : f.inputs) in << qs(i.name).toUpper();
+  QString text = qs(f.name) + " (" + qs(name(f.category)) + "): " + qs(f.doc) + "\n\n" +
+                 "  gpix run " + qs(f.name) + " " + in.join(" ") +
+                 (f.output == OutputKind::table ? " [OUTPUT.csv]" : " OUTPUT") +
+                 (f.params.empty() ? QString() : QString(" [--PARAM VALUE ...]")) + "\n\n";
+  QStringList inputs;
+  for (const auto& i : f.inputs) inputs << qs(i.name) + " (" + qs(name(i.kind)) + ")";
+  QStringList dims;
+  for (int d : f.dims) dims << QString::number(d) + "D";
+  text += "Inputs: " + inputs.join(", ") + "; " + dims.join(" and ") + ", " + dtype_list(f.dtypes) +
+          "\n";
+  text += "Output: " + qs(name(f.output)) + ", " + qs(f.output_dtype) + "\n";
+  text += "Tiled (--tiled): " +
+          (f.tiles ? QString(f.folds ? "yes, folding the slabs' partial results" : "yes")
+                   : "no: " + qs(f.untiled)) +
+          "\n";
+  if (!f.params.empty()) text += "\nParameters:\n";
+  for (const auto& sp : f.params) {
+    text += "  --" + qs(sp.name) + " " + param_range(sp) + ", default " + param_default(sp) +
+            "\n      " + qs(sp.doc) + "\n";
+  }
+  print(text);
+  return 0;
+}
+
+int cmd_filters(const QCommandLineParser& p, const QStringList& args) {
+  if (args.size() > 2) throw InvalidArgument("usage: gpix filters [NAME] [--json | --markdown]");
+  // One filter (an unknown name is refused, naming the closest).
+  const FilterInfo* one = args.size() == 2 ? &filter(args[1].toStdString()) : nullptr;
+  if (one && p.isSet("markdown"))
+    throw InvalidArgument("--markdown writes the whole catalog: give no filter name with it");
+  if (one && !p.isSet("json")) return describe_filter(*one);
   if (p.isSet("json")) {
     QJsonArray list;
     for (const auto& f : filters()) {
+      if (one && &f != one && f.name != one->name) continue;
       QJsonObject o;
       o["name"] = qs(f.name);
       o["category"] = qs(name(f.category));
@@ -933,6 +968,10 @@ int main(int argc, char** argv) {
       "gpix: GPU image processing.\n\n"
       "Commands:\n"
       "  devices                 list every device of every backend\n"
+      "  filters [NAME]          the catalog of filters, or one filter with its parameters\n"
+      "  run FILTER INPUT... [OUTPUT] [--PARAM VALUE ...]\n"
+      "                          run a filter on files (a table result is printed, or written\n"
+      "                          to OUTPUT.csv); --tiled for images larger than the device\n"
       "  info <source>           the metadata card of an image: a file (TIFF, PNG, JPEG, NRRD,\n"
       "                          MetaImage, NIfTI), 'sample', 'sample:NAME'\n"
       "                          (" +

@@ -5,6 +5,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "gpix/catalog.h"
 #include "gpix/samples.h"
 #include "support/devices.h"
 #include "support/process.h"
@@ -106,6 +107,36 @@ class TestCli : public QObject {
     QCOMPARE(test::run_cli({"--version"}).code, 0);
     QCOMPARE(test::run_cli({"frobnicate"}).code, 2);
     QCOMPARE(test::run_cli({"info", "sample:nope"}).code, 2);
+  }
+
+  // --help names every command; `gpix filters NAME` describes that filter alone (it printed
+  // the whole catalog, ignoring the name), an unknown name is a usage error.
+  void filters_one() {
+    const test::ProcessResult help = test::run_cli({"--help"});
+    QCOMPARE(help.code, 0);
+    for (const char* c : {"devices", "filters [NAME]", "run FILTER INPUT", "info <source>"})
+      QVERIFY2(help.out.contains(c), help.out);
+    for (const FilterInfo& f : filters()) {
+      const test::ProcessResult r = test::run_cli({"filters", QString::fromStdString(f.name)});
+      QVERIFY2(r.code == 0, r.err);
+      QVERIFY2(r.out.contains(("gpix run " + f.name + " ").c_str()), r.out);
+      for (const ParamSpec& s : f.params) QVERIFY2(r.out.contains(("--" + s.name).c_str()), r.out);
+      for (const FilterInfo& other : filters()) {
+        if (other.name != f.name && other.name.find(f.name) == std::string::npos &&
+            f.name.find(other.name) == std::string::npos)
+          QVERIFY2(!r.out.contains(("gpix run " + other.name + " ").c_str()), r.out);
+      }
+    }
+    const test::ProcessResult json = test::run_cli({"filters", "clip", "--json"});
+    QCOMPARE(json.code, 0);
+    const QJsonArray list = QJsonDocument::fromJson(json.out).array();
+    QCOMPARE(list.size(), 1);
+    QCOMPARE(list[0].toObject()["name"].toString(), QStringLiteral("clip"));
+    const test::ProcessResult typo = test::run_cli({"filters", "median_bx"});
+    QCOMPARE(typo.code, 2);
+    QVERIFY2(typo.err.contains("median_box"), typo.err);
+    QCOMPARE(test::run_cli({"filters", "clip", "--markdown"}).code, 2);
+    QCOMPARE(test::run_cli({"filters", "clip", "absolute"}).code, 2);
   }
 };
 
