@@ -293,10 +293,33 @@ struct ChannelPick {
   }
 };
 
+// --shape and --dtype describe a raw file's pixels: given with a sample or a file that says its
+// own (a TIFF), they did nothing (--dtype) or read the TIFF's bytes as raw (--shape).
+void check_raw_options(const QString& source, const QCommandLineParser& p) {
+  const bool dtype = p.isSet("dtype") && !g_dtype_is_a_parameter;
+  if (!p.isSet("shape") && !dtype) return;
+  const bool sample = source == "sample" || source.startsWith("sample:");
+  bool known = false;
+#if GPIX_CLI_HAVE_IO
+  try {
+    (void)io::format_for(std::filesystem::u8path(source.toStdString()));
+    known = true;
+  } catch (const IoError&) {
+  }
+#endif
+  if (!sample && !known) return;
+  throw InvalidArgument(std::string(p.isSet("shape") ? "--shape" : "--dtype") +
+                        " describes a raw file's pixels; '" + source.toStdString() + "' is " +
+                        (sample ? "a sample" : "a file") +
+                        " that says its own shape and dtype (leave the option out; `gpix run "
+                        "convert IN OUT --dtype T` changes a dtype)");
+}
+
 // Loads a source for info and run: a sample, a raw file, or a file through gpix_io.
 HostArray load_source(const QString& source, const QCommandLineParser& p, QString& label,
                       QJsonObject& file_meta, QString& file_text,
                       FileMetadata* calibration = nullptr, ChannelPick* pick = nullptr) {
+  check_raw_options(source, p);
   const int channel = asked_channel(p);
   const bool plain_kind = source == "sample" || source.startsWith("sample:") || p.isSet("shape") ||
                           source.endsWith(".raw", Qt::CaseInsensitive) || !kHaveIo;
@@ -620,6 +643,7 @@ int put_table(const QCommandLineParser& p, const FilterInfo& f, const Table& tab
 // `calibration` gets a file's metadata.
 std::unique_ptr<SlabSource> tiled_source(const QString& source, const QCommandLineParser& p,
                                          FileMetadata& calibration, ChannelPick& pick) {
+  check_raw_options(source, p);
 #if GPIX_CLI_HAVE_IO
   const bool sample = source == "sample" || source.startsWith("sample:");
   const bool as_z = p.isSet("channels") && p.value("channels") == "z";

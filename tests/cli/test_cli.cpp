@@ -107,6 +107,13 @@ class TestCli : public QObject {
     QCOMPARE(test::run_cli({"--version"}).code, 0);
     QCOMPARE(test::run_cli({"frobnicate"}).code, 2);
     QCOMPARE(test::run_cli({"info", "sample:nope"}).code, 2);
+    // --shape and --dtype describe raw files: with a sample they did nothing.
+    for (const char* opt : {"--dtype", "--shape"}) {
+      const test::ProcessResult raw =
+          test::run_cli({"info", "sample", opt, opt == std::string("--dtype") ? "u8" : "4,4"});
+      QCOMPARE(raw.code, 2);
+      QVERIFY2(raw.err.contains("describes a raw file"), raw.err);
+    }
   }
 
   // --help names every command; `gpix filters NAME` describes that filter alone (it printed

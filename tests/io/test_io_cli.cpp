@@ -147,6 +147,28 @@ class TestIoCli : public QObject {
     QVERIFY2(ok.code == 0, ok.err);
   }
 
+  // --shape and --dtype describe a raw file's pixels: on a TIFF, --dtype did nothing and
+  // --shape read its bytes as raw; both are refused. convert's --dtype is its parameter.
+  void raw_options_on_a_file_that_says_its_own() {
+    QTemporaryDir dir;
+    const QString in = dir.filePath("in.tif");
+    io::write(in.toStdString(), HostArray::from(test::random_values<float>(9 * 11), Shape{9, 11}));
+    for (const QStringList& opt :
+         {QStringList{"--dtype", "uint8"}, QStringList{"--shape", "9,11"}}) {
+      for (const bool tiled : {false, true}) {
+        QStringList args = QStringList{"run", "gaussian_blur", in, dir.filePath("o.tif")} + opt;
+        if (tiled) args << "--tiled";
+        const test::ProcessResult r = test::run_cli(args);
+        QVERIFY2(r.code == 2 && r.err.contains("describes a raw file"),
+                 args.join(' ').toUtf8() + ": " + r.err);
+      }
+    }
+    const test::ProcessResult c =
+        test::run_cli({"run", "convert", in, dir.filePath("c.tif"), "--dtype", "uint8"});
+    QVERIFY2(c.code == 0, c.err);
+    QCOMPARE(io::read(dir.filePath("c.tif").toStdString()).pixels.dtype(), DType::u8);
+  }
+
   // gpix run, file to file, against the same filter run in this process.
   void run_filters() {
     const auto& devs = test::test_devices();
