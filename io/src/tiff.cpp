@@ -691,7 +691,7 @@ std::size_t tiff_hyperstack_channels(const std::string& file) {
   return c.hyper && c.sizes[0] > 1 && (c.sizes[1] == 1 || c.sizes[2] == 1) ? c.sizes[0] : 0;
 }
 
-std::string imagej_description(const TiffCalibration& c, bool stack) {
+std::string imagej_description(const TiffCalibration& c, bool stack, std::size_t pages) {
   std::string d = "ImageJ=1.11a\n";
   // ImageJ's own words for the units that have one; "in" is TIFF's inch.
   if (c.unit == "um") {
@@ -708,7 +708,10 @@ std::string imagej_description(const TiffCalibration& c, bool stack) {
     d += "images=" + std::to_string(c.channels) + "\nchannels=" + std::to_string(c.channels) +
          "\nmode=composite\n";
   }
-  if (z) d += "spacing=" + number_text(c.spacing[2]) + "\n";
+  // A z stack says so as ImageJ does (images=N, slices=N): without it tifffile, and napari
+  // through it, read the pages as an unnamed axis (IYX), not as z.
+  if (z) d += "images=" + std::to_string(pages) + "\nslices=" + std::to_string(pages) + "\n";
+  if (z && c.calibrated()) d += "spacing=" + number_text(c.spacing[2]) + "\n";
   const char* keys[3] = {"xorigin", "yorigin", "zorigin"};
   for (int i = 0; i < (z ? 3 : 2); ++i) {
     if (c.origin[i] != 0.0)
@@ -1052,9 +1055,12 @@ void TiffWriter::set_fields() {
         c.unit == "cm" ? RESUNIT_CENTIMETER : (c.unit == "in" ? RESUNIT_INCH : RESUNIT_NONE));
   }
   // The description says what ImageJ (and gpix's reader) need: the calibration's unit and z
-  // spacing, and pages that are channels (a hyperstack of C channels, one slice, one frame).
-  if (page_ == 0 && (c.calibrated() || c.channels > 1))
-    TIFFSetField(f, TIFFTAG_IMAGEDESCRIPTION, imagej_description(c, layout_.stack).c_str());
+  // spacing, pages that are z slices, and pages that are channels (a hyperstack of C
+  // channels, one slice, one frame).
+  if (page_ == 0 && (c.calibrated() || c.channels > 1 || layout_.stack)) {
+    TIFFSetField(f, TIFFTAG_IMAGEDESCRIPTION,
+                 imagej_description(c, layout_.stack, layout_.pages).c_str());
+  }
   if (layout_.labels && page_ == 0) TIFFSetField(f, kLabelsTag, kLabelsText);
   if (page_ == 0 && c.channels > 1 && c.colours.size() == c.channels)
     write_imagej_luts(f, c.colours);

@@ -88,7 +88,7 @@ TiffCalibration tiff_calibration(const std::string& file, std::size_t pages);
 std::size_t tiff_hyperstack_channels(const std::string& file);
 // The ImageJ description gpix writes for this calibration (unit=, spacing= for a stack,
 // x/y/zorigin in pixels; images= and channels= for a stack of channels, without the z keys).
-std::string imagej_description(const TiffCalibration& c, bool stack);
+std::string imagej_description(const TiffCalibration& c, bool stack, std::size_t pages);
 
 // One page's layout; every page of a stack must have the same.
 struct TiffPage {

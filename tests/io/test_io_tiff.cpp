@@ -134,7 +134,8 @@ void expect_clean_stderr(const test::ProcessResult& r) {
 class TestIoTiff : public QObject {
   Q_OBJECT
  private slots:
-  // gpix writes every dtype, 2D and 3D; tifffile reads the same values with the same dtype.
+  // gpix writes every dtype, 2D and 3D; tifffile reads the same values with the same dtype,
+  // and stacks along z.
   void tifffile_reads_gpix_files() {
     const QString py = python_with_tifffile();
     if (py.isEmpty()) QSKIP("no python3 with numpy and tifffile (apt install python3-tifffile)");
@@ -160,7 +161,8 @@ class TestIoTiff : public QObject {
         "    a = tifffile.imread(p)\n"
         "    a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder('='))\n"
         "    open(p + '.bin', 'wb').write(a.tobytes())\n"
-        "    print(p, a.dtype.name, 'x'.join(map(str, a.shape)))\n");
+        "    axes = tifffile.TiffFile(p).series[0].axes\n"
+        "    print(p, a.dtype.name, 'x'.join(map(str, a.shape)), axes)\n");
     f.close();
     QStringList args{script};
     for (const auto& [p, h] : files) args << p;
@@ -178,6 +180,9 @@ class TestIoTiff : public QObject {
         for (std::size_t d : h.shape().dims()) s += (s.empty() ? "" : "x") + std::to_string(d);
         return s;
       }());
+      // Stacks as z (an ImageJ description with slices=N): tifffile said IYX without it, and
+      // napari showed an unnamed axis.
+      QCOMPARE(w[3].toStdString(), std::string(h.shape().ndim() == 3 ? "ZYX" : "YX"));
       const QByteArray got = slurp(path + QStringLiteral(".bin"));
       QVERIFY2(static_cast<std::size_t>(got.size()) == h.bytes() &&
                    std::memcmp(got.constData(), h.data(), h.bytes()) == 0,
