@@ -472,10 +472,19 @@ class TestWidgets : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(panel.phase_text().contains(QStringLiteral("slab ")), 30000);
     QVERIFY2(panel.phase_text().startsWith(QStringLiteral("median_box: ")),
              qPrintable(panel.phase_text()));
-    panel.findChild<QPushButton*>(QStringLiteral("cancel"))->click();
+    auto* cancel = panel.findChild<QPushButton*>(QStringLiteral("cancel"));
+    cancel->click();
     QVERIFY2(panel.phase_text().contains(QStringLiteral("Cancelling")),
              qPrintable(panel.phase_text()));
+    // Pressed once: the button says it was taken, and the status bar says what happens.
+    QVERIFY(!cancel->isEnabled());
+    QTRY_VERIFY_WITH_TIMEOUT(
+        !phases.isEmpty() && phases.last().contains(QStringLiteral("median_box: cancelling")),
+        10000);
     QVERIFY(done.wait(180000));
+    // No later phase took the status bar back to "slab k of n".
+    QVERIFY2(phases.last().contains(QStringLiteral("cancelling")),
+             qPrintable(phases.join(QStringLiteral(" | "))));
     QVERIFY2(phases.filter(QStringLiteral("median_box: slab 1 of ")).size() == 1,
              qPrintable(phases.join(QStringLiteral(" | "))));
     QVERIFY(panel.phase_text().isEmpty());

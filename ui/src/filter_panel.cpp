@@ -528,9 +528,16 @@ void FilterPanel::cancel() {
   if (preview_task_) preview_task_->cancel();
   if (running_ > 0) {
     // The device finishes the slab or pass it is in: a kernel cannot be stopped half-way.
+    // Said here, on the button and in the status bar (which kept reading "slab 1 of 2" for
+    // the minute a CPU device took to reach the end of the slab).
     cancelling_ = true;
+    cancel_->setEnabled(false);
     phase_->setText(tr("Cancelling: stops after the current slab or pass…"));
     phase_->show();
+    if (run_task_) {
+      run_task_->set_phase(
+          tr("%1: cancelling, stops after the current slab or pass").arg(run_title_));
+    }
   }
 }
 
@@ -612,6 +619,7 @@ void FilterPanel::start(bool preview) {
   auto task =
       host_.begin_task(tr("%1%2").arg(step.operation, preview ? tr(" (preview)") : QString()));
   (preview ? preview_task_ : run_task_) = task;
+  if (!preview) run_title_ = step.operation;
   ++running_;
   cancel_->setEnabled(true);
   progress_->setValue(0);
@@ -652,6 +660,8 @@ void FilterPanel::start(bool preview) {
           opts.cancel = task->cancel_flag();
           opts.progress = [task](double f) { task->set_progress(f); };
           const auto phase = [task, title](const std::string& what) {
+            // Once cancelled, the status keeps saying so (FilterPanel::cancel).
+            if (task->cancelled()) return;
             task->set_phase(title + QStringLiteral(": ") + QString::fromStdString(what));
           };
           const gpix::PhaseScope phases(phase);
@@ -696,7 +706,11 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
   if (preview && (generation != preview_generation_ || !preview_->isChecked())) return;  // stale
   if (o.cancelled) {
     show_error(tr("Cancelled: nothing was added and the input is unchanged."));
-    if (!preview) emit finished(false);
+    if (!preview) {
+      host_.show_status(
+          tr("%1 cancelled: nothing was added and the input is unchanged").arg(step.operation));
+      emit finished(false);
+    }
     return;
   }
   if (!o.error.isEmpty()) {

@@ -156,6 +156,7 @@ class FilterPanel : public QWidget {
   bool cancelling_ = false;  // Cancel pressed: later phase reports do not replace its message
   std::shared_ptr<Task> preview_task_;
   std::shared_ptr<Task> run_task_;
+  QString run_title_;  // what run_task_ runs, for its phase when cancelled
   int preview_id_ = -1;
   std::function<void()> gate_;
 };
