@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <cstdarg>
 #include <cstddef>
@@ -581,6 +582,24 @@ TiffCalibration calibration_of(TIFF* t, std::size_t pages) {
 
 namespace {
 
+// The spacing an ImageJ resolution (pixels per unit) stands for. libtiff keeps resolutions as
+// float32, so a spacing of 1.5 came back as 1 / float(1 / 1.5) = 1.49999996 (and an origin of
+// 4.5 as 4.49999987): the shortest decimal, up to 9 significant digits, whose reciprocal is
+// the same float is what was written; float32 cannot tell it from the others that share it.
+double spacing_of_resolution(float res) {
+  const double exact = 1.0 / static_cast<double>(res);
+  for (int digits = 1; digits <= 9; ++digits) {
+    std::array<char, 40> buf{};
+    const auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), exact,
+                                         std::chars_format::general, digits);
+    if (ec != std::errc()) break;
+    double d = 0;
+    const auto parsed = std::from_chars(buf.data(), end, d);
+    if (parsed.ec == std::errc() && d > 0 && static_cast<float>(1.0 / d) == res) return d;
+  }
+  return exact;
+}
+
 TiffCalibration calibration_of_page(TIFF* t, std::size_t pages) {
   TiffCalibration c;
   const char* text = nullptr;
@@ -606,8 +625,8 @@ TiffCalibration calibration_of_page(TIFF* t, std::size_t pages) {
   if (has_res && (!c.unit.empty() || (imagej && (!has_unit || res_unit == RESUNIT_NONE)))) {
     given[0] = given[1] = imagej;
     // ImageJ: pixels per unit of the description (also without one: the unit is then unknown).
-    c.spacing[0] = 1.0 / static_cast<double>(xres);
-    c.spacing[1] = 1.0 / static_cast<double>(yres);
+    c.spacing[0] = spacing_of_resolution(xres);
+    c.spacing[1] = spacing_of_resolution(yres);
   } else if (has_res && has_unit && (res_unit == RESUNIT_INCH || res_unit == RESUNIT_CENTIMETER)) {
     // As ITK's TIFF reader gives it, so files read the same through either reader.
     const double per_unit = res_unit == RESUNIT_INCH ? 25.4 : 10.0;

@@ -259,6 +259,39 @@ class TestIoTiff : public QObject {
     }
   }
 
+  // Spacings of a few decimals come back as written, and the origins made from them: libtiff
+  // keeps the x/y resolution as float32, and 1.5 read back as 1.49999996 (origin 4.5 as
+  // 4.49999987). A spacing float32 cannot hold stays within its rounding.
+  void spacing_round_trips_as_written() {
+    QTemporaryDir dir;
+    const double spacings[] = {1.5, 0.2, 0.325, 0.0645, 2.0, 0.1, 1e-3, 12.75, 2.0 / 3.0};
+    for (const double sp : spacings) {
+      for (const bool stack : {false, true}) {
+        const Shape s = stack ? Shape{3, 5, 4} : Shape{5, 4};
+        io::Metadata m;
+        m.unit = "um";
+        m.spacing = stack ? std::vector<double>{sp, sp, 0.7} : std::vector<double>{sp, sp};
+        m.origin =
+            stack ? std::vector<double>{3 * sp, 2 * sp, 1.4} : std::vector<double>{3 * sp, 2 * sp};
+        const std::string path = dir.filePath(QStringLiteral("s.tif")).toStdString();
+        io::write(path, HostArray::from(std::vector<std::uint8_t>(s.elements(), 1), s), m);
+        const io::Metadata back = io::read(path).meta;
+        const QByteArray where = QByteArray::number(sp, 'g', 17) + (stack ? " 3D" : " 2D");
+        QCOMPARE(back.spacing.size(), m.spacing.size());
+        for (std::size_t i = 0; i < m.spacing.size(); ++i) {
+          const bool short_decimal = sp != 2.0 / 3.0;
+          if (short_decimal) {
+            QVERIFY2(back.spacing[i] == m.spacing[i] && back.origin[i] == m.origin[i],
+                     where + ": " + QByteArray::number(back.spacing[i], 'g', 17) + " " +
+                         QByteArray::number(back.origin[i], 'g', 17));
+          } else {
+            QVERIFY2(std::fabs(back.spacing[i] - m.spacing[i]) <= 1e-7 * m.spacing[i], where);
+          }
+        }
+      }
+    }
+  }
+
   // Grayscale pixels of several samples (channels, or gray and alpha as ExtraSamples) are
   // vectors: refused without a policy, split into channels or one picked with it, every dtype,
   // strips or tiles, compressed, 2D and stacks. ITK read them as one sample, a pixel's samples as
