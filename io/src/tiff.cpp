@@ -646,6 +646,20 @@ TiffCalibration calibration_of_page(TIFF* t, std::size_t pages) {
         slices.value_or(1) <= 1) {
       c.channels = pages;
     }
+    // A time series (frames only): gpix images have z, not t. Read as z planes, which the
+    // user is told: a z radius or sigma then reaches across time, and the frame interval is
+    // not a z spacing (it went unsaid, and a saved result called its frames slices).
+    if (frames > 1 && static_cast<std::size_t>(frames) == pages && channels <= 1 &&
+        slices.value_or(1) <= 1) {
+      const std::string interval = field("finterval");
+      c.notes.push_back("its " + std::to_string(pages) +
+                        " pages are time points (ImageJ frames=" + field("frames") +
+                        (interval.empty() ? std::string()
+                                          : ", finterval=" + interval + " " +
+                                                (field("tunit").empty() ? "s" : field("tunit"))) +
+                        "): gpix reads them as z planes, so a filter's z radius or sigma reaches "
+                        "across time, and a result saved is a z stack");
+    }
     // ImageJ's hyperstacks keep their pages in CZT order, channels varying fastest. Counts
     // that do not account for the pages are left as they were read before (z, with a note).
     const double dims[3] = {channels, slices.value_or(1), frames};

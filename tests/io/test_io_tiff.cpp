@@ -259,6 +259,29 @@ class TestIoTiff : public QObject {
     }
   }
 
+  // An ImageJ time series (frames only) reads as z planes, and says so in the warnings.
+  void time_series_read_as_z_say_so() {
+    const QString py = python_with_tifffile();
+    if (py.isEmpty()) QSKIP("no python3 with numpy and tifffile (apt install python3-tifffile)");
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("tyx.tif"));
+    const test::ProcessResult r = test::run_process(
+        py, {QStringLiteral("-c"),
+             QStringLiteral("import sys, numpy as np, tifffile\n"
+                            "tifffile.imwrite(sys.argv[1], np.arange(5 * 6 * 7, dtype=np.uint16)"
+                            ".reshape(5, 6, 7), imagej=True, metadata={'axes': 'TYX', "
+                            "'finterval': 2.0})\n"),
+             path});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const io::Image img = io::read(path.toStdString());
+    QCOMPARE(img.pixels.shape(), (Shape{5, 6, 7}));
+    QString all;
+    for (const std::string& w : img.warnings) all += QString::fromStdString(w) + '\n';
+    QVERIFY2(all.contains(QStringLiteral("5 pages are time points")) &&
+                 all.contains(QStringLiteral("finterval=2")),
+             qPrintable(all));
+  }
+
   // Spacings of a few decimals come back as written, and the origins made from them: libtiff
   // keeps the x/y resolution as float32, and 1.5 read back as 1.49999996 (origin 4.5 as
   // 4.49999987). A spacing float32 cannot hold stays within its rounding.
