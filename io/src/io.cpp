@@ -784,7 +784,11 @@ itk::ImageIOBase::Pointer read_header(const fs::path& path, const Format& format
     const auto one_teem = library_lock(format.name);
     io->ReadImageInformation();
   } catch (const itk::ExceptionObject& e) {
-    fail(path, "cannot read the " + format.name + " header: " + itk_message(e) + libtiff());
+    // gpix's TIFF reader refuses through here what it cannot give as one image (a hyperstack
+    // without a channel) as well as damaged headers: not "cannot read the TIFF header" then.
+    fail(path, (format.name == "TIFF" ? std::string("cannot be read: ")
+                                      : "cannot read the " + format.name + " header: ") +
+                   itk_message(e) + libtiff());
   }
   return io;
 }

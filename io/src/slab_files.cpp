@@ -129,7 +129,8 @@ class TiffSource final : public FileSlabSource {
     try {
       stack_.emplace(str(path));
     } catch (const itk::ExceptionObject& e) {
-      fail(path, "cannot read the TIFF header: " + itk_text(e) + messages.says());
+      // Not only a damaged header: TiffStack refuses layouts it cannot give (a hyperstack).
+      fail(path, "cannot be read: " + itk_text(e) + messages.says());
     }
     const std::size_t w = stack_->width(), h = stack_->height(), pages = stack_->pages();
     shape_ = pages > 1 ? Shape{pages, h, w} : Shape{h, w};
