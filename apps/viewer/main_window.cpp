@@ -322,10 +322,12 @@ void MainWindow::build_roi_tools() {
   profile_ = new gpix::ui::ProfilePanel(*host_, view_, rois_);
   profile_dock->setWidget(scrolling(profile_));
   addDockWidget(Qt::BottomDockWidgetArea, profile_dock);
-  // The dock shows itself when a line is drawn; until then it would be empty.
+  // The dock shows itself when a line is drawn; until then it would be empty. Once the line
+  // is drawn, not during the drag: the dock takes room from the view, which fits the image
+  // anew, and the line's end jumped away from the cursor (ending outside the image).
   profile_dock->hide();
   connect(rois_, &gpix::ui::RoiOverlay::line_changed, profile_dock, [this, profile_dock] {
-    if (rois_->line()) profile_dock->show();
+    if (rois_->line() && !rois_->drawing()) profile_dock->show();
   });
 
   QMenu* tools = host_->menu(QStringLiteral("&Tools"));

@@ -86,7 +86,26 @@ class TestRoiViewer : public QObject {
     // The profile dock shows itself with the first line.
     auto* dock = w->findChild<QDockWidget*>(QStringLiteral("dock_profile"));
     QVERIFY(dock);
-    overlay->set_line({5, 5}, {50, 40});
+    // Drawn with the mouse: the dock waits for the release, so the view keeps its place under
+    // the cursor during the drag and the line ends where the button came up.
+    QVERIFY(!dock->isVisible());
+    QTest::keyClick(w->view(), Qt::Key_L);
+    QCOMPARE(overlay->tool(), Tool::line);
+    const QPoint from = overlay->widget_pos({5, 5}).toPoint();
+    const QPoint to = overlay->widget_pos({50, 40}).toPoint();
+    const QPointF to_image = overlay->image_pos(to);
+    QTest::mousePress(overlay, Qt::LeftButton, {}, from);
+    QTest::mouseMove(overlay, (from + to) / 2);
+    QTest::mouseMove(overlay, to);
+    QVERIFY2(!dock->isVisible(), "the profile dock opened during the drag");
+    QTest::mouseRelease(overlay, Qt::LeftButton, {}, to);
+    QVERIFY(overlay->line());
+    QVERIFY2(QLineF(overlay->line()->points[1], to_image).length() < 1e-6,
+             qPrintable(QStringLiteral("the line ends at %1,%2, the cursor was at %3,%4")
+                            .arg(overlay->line()->points[1].x())
+                            .arg(overlay->line()->points[1].y())
+                            .arg(to_image.x())
+                            .arg(to_image.y())));
     QVERIFY(dock->isVisible());
     QTRY_VERIFY_WITH_TIMEOUT(!w->profile_panel()->plot()->y().empty(), 30000);
   }

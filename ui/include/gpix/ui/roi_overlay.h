@@ -68,6 +68,8 @@ class RoiOverlay : public QWidget {
 
   // New ROIs on stacks cover every slice.
   bool all_planes() const { return all_planes_; }
+  // A shape or the line is being drawn (the mouse button is down).
+  bool drawing() const { return drawing_.has_value(); }
   void set_all_planes(bool on) { all_planes_ = on; }
   // The plane a ROI drawn now gets: -1 with all_planes() or on a 2D layer, else the slice shown.
   int new_plane() const;
