@@ -770,7 +770,9 @@ int run_tiled_cli(const QCommandLineParser& p, const QStringList& args, const Fi
   pick.finish();
   const bool table = f.output == OutputKind::table;
   const bool has_output = args.size() - 2 > n_in;
-  if (!table) {
+  // A tiled run also streams into .raw (with its .json sidecar), which io::write does not
+  // take: the sink checks that one itself.
+  if (!table && !args.last().endsWith(".raw", Qt::CaseInsensitive)) {
     check_output(args.last(), f, params, inputs.front()->dtype(), inputs.front()->shape().ndim());
   }
 #if GPIX_CLI_HAVE_IO

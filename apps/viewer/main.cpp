@@ -95,7 +95,7 @@ void apply_options(MainWindow& w, const QCommandLineParser& p) {
   if (p.isSet(QStringLiteral("filter")) && filters) {
     filters->select_filter(p.value(QStringLiteral("filter")));
     for (const QString& kv : p.values(QStringLiteral("param"))) {
-      const QString name = kv.section(QLatin1Char('='), 0, 0);
+      const QString name = kv.section(QLatin1Char('='), 0, 0).trimmed();  // as checked
       const QString value = kv.section(QLatin1Char('='), 1);
       if (!filters->form()) break;
       const gpix::ParamSpec* spec = filters->form()->info().param(name.toStdString());

@@ -367,6 +367,10 @@ class TestCatalog : public QObject {
       }
     }
     QVERIFY(checked > 200);
+    // An input run() refuses (a 2D image to a z projection): no result type, so that the
+    // refusal is run()'s ("works on 3D images"), not about the output.
+    QVERIFY(!result_type("maximum_z_projection", {}, DType::u16, 2));
+    QVERIFY(result_type("maximum_z_projection", {}, DType::u16, 3).has_value());
   }
 
   // Typed functions pass the catalog's checks: the same error, word for word, as gpix::run.

@@ -108,6 +108,15 @@ class TestRoiViewer : public QObject {
                             .arg(to_image.y())));
     QVERIFY(dock->isVisible());
     QTRY_VERIFY_WITH_TIMEOUT(!w->profile_panel()->plot()->y().empty(), 30000);
+    // A drag ended with Escape keeps the line drawn so far, and its dock shows.
+    dock->hide();
+    QTest::mousePress(overlay, Qt::LeftButton, {}, to);
+    QTest::mouseMove(overlay, from);
+    QVERIFY(!dock->isVisible());
+    QTest::keyClick(overlay, Qt::Key_Escape);
+    QVERIFY(overlay->line());
+    QVERIFY2(dock->isVisible(), "Escape ended the drag and the dock stayed hidden");
+    QTest::mouseRelease(overlay, Qt::LeftButton, {}, from);
   }
 
   // Sessions keep each layer's ROIs: kind, points, slice and id.

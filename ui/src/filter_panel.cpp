@@ -638,6 +638,8 @@ void FilterPanel::start(bool preview) {
           [this, watcher, generation, preview, task, step] {
             --running_;
             task->finish();
+            // A finished run is no longer the one Cancel speaks of (a later preview's).
+            if (run_task_ == task) run_task_.reset();
             if (running_ == 0) {
               cancel_->setEnabled(false);
               progress_->hide();

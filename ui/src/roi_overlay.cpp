@@ -234,7 +234,11 @@ bool RoiOverlay::visible_here(const Roi& r) const {
 
 void RoiOverlay::cancel_drawing() {
   if (!drawing_) return;
+  const bool line = drawing_->kind == RoiKind::line;
   drawing_.reset();
+  // A line's drag set the line as it went: it stays, and says so now that no drag is on
+  // (the main window opens the profile dock then).
+  if (line && line_) emit line_changed();
   update();
 }
 

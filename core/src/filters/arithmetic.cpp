@@ -169,10 +169,11 @@ Array scalar_op(const Array& in, const std::string& expr, const std::string& wid
   return unary(in, in.dtype(), expr, value);
 }
 
-// clip on an integer image, exactly: a pixel below `lo` becomes lo rounded half to even and
-// saturated (as the float path would give), likewise above `hi`; the comparisons use
-// ceil(lo) and floor(hi), which an integer pixel compares with as it would with lo and hi.
-// long double holds every 64-bit integer exactly.
+// clip on an integer image, exactly: a pixel below `lo` becomes ceil(lo) saturated into the
+// dtype, one above `hi` floor(hi); the comparisons use the same ceil(lo) and floor(hi), which
+// an integer pixel compares with as it would with lo and hi. Bounds beyond the dtype's range
+// saturate (a uint8 clipped to [300, 400] is 255 everywhere). long double holds every 64-bit
+// integer exactly.
 // clip's operations, at most 15 characters each: a define's value that long is kept inside its
 // std::string, so a repeated call allocates nothing for it (bench_launch). The integer one is
 // x < b ? d : (x > c ? e : x) (?: groups to the right); the float one keeps NaN

@@ -366,7 +366,10 @@ void check_params(std::string_view name, const Params& params) {
 std::optional<ResultType> result_type(std::string_view name, const Params& params, DType in,
                                       int ndim) {
   const FilterInfo& f = filter(name);
-  if (f.output == OutputKind::table) return std::nullopt;
+  // A table, or an input run() refuses (its own message says why, not the output's).
+  if (f.output == OutputKind::table ||
+      std::find(f.dims.begin(), f.dims.end(), ndim) == f.dims.end())
+    return std::nullopt;
   // The z projections are the catalog's only filters that drop an axis.
   const int out_ndim = f.category == Category::projections ? ndim - 1 : ndim;
   const std::string& rule = f.output_dtype;
