@@ -498,7 +498,7 @@ int cmd_filters(const QCommandLineParser& p, const QStringList& args) {
   if (p.isSet("json")) {
     QJsonArray list;
     for (const auto& f : filters()) {
-      if (one && &f != one && f.name != one->name) continue;
+      if (one && f.name != one->name) continue;
       QJsonObject o;
       o["name"] = qs(f.name);
       o["category"] = qs(name(f.category));

@@ -64,13 +64,14 @@ void set_names() {
 }
 
 // --filter, --param, --run, --preview, --dock, --slice and --screenshot, once the files are open.
-// --filter NAME and its --param NAME=VALUE options, as gpix::run would take them.
-void check_filter_options(const QCommandLineParser& p) {
+// --filter NAME and its --param NAME=VALUE options, checked as gpix::run would take them: the
+// parameters given (none without --filter).
+gpix::Params filter_options(const QCommandLineParser& p) {
   const QStringList params = p.values(QStringLiteral("param"));
   if (!p.isSet(QStringLiteral("filter"))) {
     if (!params.isEmpty())
       throw gpix::InvalidArgument("--param sets a parameter of the --filter named with it");
-    return;
+    return {};
   }
   const gpix::FilterInfo& f = gpix::filter(p.value(QStringLiteral("filter")).toStdString());
   gpix::Params given;
@@ -87,6 +88,7 @@ void check_filter_options(const QCommandLineParser& p) {
     given[name] = gpix::parse_param(*spec, kv.section(QLatin1Char('='), 1).toStdString());
   }
   gpix::check_params(f.name, given);
+  return given;
 }
 
 void apply_options(MainWindow& w, const QCommandLineParser& p) {
@@ -94,17 +96,10 @@ void apply_options(MainWindow& w, const QCommandLineParser& p) {
       qobject_cast<gpix::ui::FilterPanel*>(w.host().dock_widget(QStringLiteral("filters")));
   if (p.isSet(QStringLiteral("filter")) && filters) {
     filters->select_filter(p.value(QStringLiteral("filter")));
-    for (const QString& kv : p.values(QStringLiteral("param"))) {
-      const QString name = kv.section(QLatin1Char('='), 0, 0).trimmed();  // as checked
-      const QString value = kv.section(QLatin1Char('='), 1);
+    // Checked before the window (main): the values as parsed there.
+    for (const auto& [name, value] : filter_options(p)) {
       if (!filters->form()) break;
-      const gpix::ParamSpec* spec = filters->form()->info().param(name.toStdString());
-      if (!spec) continue;
-      try {
-        filters->form()->set_param(name, gpix::parse_param(*spec, value.toStdString()));
-      } catch (const gpix::Error& e) {
-        w.host().show_status(QString::fromUtf8(e.what()), 0);
-      }
+      filters->form()->set_param(QString::fromStdString(name), value);
     }
     if (p.isSet(QStringLiteral("preview"))) filters->set_preview(true);
     if (p.isSet(QStringLiteral("run"))) filters->run();
@@ -175,7 +170,7 @@ int main(int argc, char** argv) {
     // --filter and its --param values are checked here too: a value out of range ran clamped
     // by the form (sigma_x=500 ran 100), a misspelt name ran the defaults, both silently.
     try {
-      check_filter_options(p);
+      (void)filter_options(p);
     } catch (const gpix::Error& e) {
       std::fprintf(stderr, "gpix-viewer: %s\n", e.what());
       return 2;

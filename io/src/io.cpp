@@ -547,6 +547,16 @@ void check_png_room(const fs::path& path, const fs::path& folder, const HostArra
   }
 }
 
+// A .mhd or .nhdr header's data file, named after it by ITK (X.raw, or compressed X.zraw /
+// X.raw.gz), must be its own or not exist (detail::check_side_file).
+void check_header_data_file(const fs::path& path, const WriteOptions& options) {
+  if (const std::string ext = lower(str(path.extension())); ext == ".mhd" || ext == ".nhdr") {
+    fs::path side = path;
+    side.replace_extension(!options.compress ? ".raw" : ext == ".mhd" ? ".zraw" : ".raw.gz");
+    detail::check_side_file(path, side);
+  }
+}
+
 void write_unchecked(const fs::path& path, const HostArray& pixels, const Metadata& meta,
                      const WriteOptions& options) {
   const Format& format = format_for(path);
@@ -590,11 +600,7 @@ void write_unchecked(const fs::path& path, const HostArray& pixels, const Metada
 
   // A header's data file, named after it by ITK, is checked now as well as at the commit: the
   // refusal comes before the work.
-  if (const std::string ext = lower(str(path.extension())); ext == ".mhd" || ext == ".nhdr") {
-    fs::path side = path;
-    side.replace_extension(!options.compress ? ".raw" : ext == ".mhd" ? ".zraw" : ".raw.gz");
-    detail::check_side_file(path, side);
-  }
+  check_header_data_file(path, options);
   detail::TempFolder tmp(path);
   if (format.name == "PNG") check_png_room(path, tmp.file().parent_path(), pixels);
   std::optional<detail::TiffMessages> tiff;
@@ -667,11 +673,7 @@ void check_can_write(const fs::path& path, DType t, int ndim, const WriteOptions
     if (ndim < 1 || ndim > 3) fail(path, "cannot be written: gpix writes 1D to 3D images");
     const std::vector<std::size_t> ones(static_cast<std::size_t>(ndim), 1);
     detail::check_writable(path, t, Shape(std::span<const std::size_t>(ones)), Metadata{});
-    if (const std::string ext = lower(str(path.extension())); ext == ".mhd" || ext == ".nhdr") {
-      fs::path side = path;
-      side.replace_extension(!options.compress ? ".raw" : ext == ".mhd" ? ".zraw" : ".raw.gz");
-      detail::check_side_file(path, side);
-    }
+    check_header_data_file(path, options);
     // The folder exists and takes files: write() makes the same temporary folder there.
     const detail::TempFolder probe(path);
   });
