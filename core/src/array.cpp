@@ -455,6 +455,7 @@ Event push_async(const void* src, std::size_t nbytes, Array& dst, const Queue& q
   if (nbytes != dst.bytes()) throw InvalidArgument("push_async: " + size_mismatch(a, nbytes));
   if (!src) throw InvalidArgument("push_async was given a null host pointer");
   auto s = detail::submission(a.device, queue, after);
+  s.after_earlier_owners({a.memory.get()});
   auto e = a.device->write_rect(*s.queue, *a.memory, a.at(), src, dense(a), a.whole(), s.span());
   // The destination stays allocated until the transfer is done, even if dst is dropped.
   return detail::make_event(std::move(e), a.device, {Access::shared(dst)});
@@ -468,6 +469,7 @@ Event push_async(const HostArray& src, Array& dst, const Queue& queue,
                           " and dtype " + std::string(name(a.dtype)));
   }
   auto s = detail::submission(a.device, queue, after);
+  s.after_earlier_owners({a.memory.get()});
   auto e =
       a.device->write_rect(*s.queue, *a.memory, a.at(), src.data(), dense(a), a.whole(), s.span());
   return detail::make_event(std::move(e), a.device, {Access::keep(src), Access::shared(dst)});
@@ -479,6 +481,7 @@ Event pull_async(const Array& src, void* dst, std::size_t nbytes, const Queue& q
   if (nbytes != src.bytes()) throw InvalidArgument("pull_async: " + size_mismatch(a, nbytes));
   if (!dst) throw InvalidArgument("pull_async was given a null host pointer");
   auto s = detail::submission(a.device, queue, after);
+  s.after_earlier_owners({a.memory.get()});
   auto e = a.device->read_rect(*s.queue, *a.memory, a.at(), dst, dense(a), a.whole(), s.span());
   return detail::make_event(std::move(e), a.device, {Access::shared(src)});
 }
@@ -492,6 +495,7 @@ Event pull_async(const Array& src, HostArray& dst, const Queue& queue,
                           " (HostArray::empty or empty_like(array) make one)");
   }
   auto s = detail::submission(a.device, queue, after);
+  s.after_earlier_owners({a.memory.get()});
   auto e =
       a.device->read_rect(*s.queue, *a.memory, a.at(), dst.data(), dense(a), a.whole(), s.span());
   return detail::make_event(std::move(e), a.device, {Access::keep(dst), Access::shared(src)});
@@ -520,6 +524,7 @@ Event copy_async(const Array& src, Array& dst, const Queue& queue,
     // CL_MEM_COPY_OVERLAP; CUDA's gives undefined pixels).
     Array tmp = Array::empty(src.shape(), src.dtype(), src.device());
     auto& t = Access::impl(tmp);
+    sub.after_earlier_owners({s.memory.get(), t.memory.get()});
     auto first =
         detail::copy_box_async(*d.device, *sub.queue, s, s.at(), t, t.at(), s.whole(), sub.span());
     detail::EventImpl* const after_first[] = {first.get()};
@@ -528,6 +533,7 @@ Event copy_async(const Array& src, Array& dst, const Queue& queue,
     return detail::make_event(std::move(e), d.device,
                               {Access::shared(src), Access::shared(dst), Access::shared(tmp)});
   }
+  sub.after_earlier_owners({s.memory.get(), d.memory.get()});
   auto e =
       detail::copy_box_async(*d.device, *sub.queue, s, s.at(), d, d.at(), s.whole(), sub.span());
   return detail::make_event(std::move(e), d.device, {Access::shared(src), Access::shared(dst)});
@@ -543,6 +549,7 @@ Event fill_async(Array& dst, Scalar value, const Queue& queue, const std::vector
     using T = decltype(zero);
     const T v = value.exact_as<T>();
     auto s = detail::submission(a.device, queue, after);
+    s.after_earlier_owners({a.memory.get()});
     auto e = a.device->fill_async(*s.queue, *a.memory, 0, a.span_bytes(), &v, sizeof(T), s.span());
     return detail::make_event(std::move(e), a.device, {Access::shared(dst)});
   });

@@ -1,6 +1,7 @@
 #pragma once
 // Internal access to the implementation behind the public handles.
 #include <array>
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -113,7 +114,15 @@ struct Submission {
   DeviceImpl* device = nullptr;
   QueueImpl* queue = nullptr;
   std::vector<EventImpl*> waits;
+  std::shared_ptr<EventImpl> earlier_owners;  // the marker after_earlier_owners() added
   Waits span() const { return {waits.data(), waits.size()}; }
+  // Call with every block the work touches, just before it is queued. On a queue other than
+  // the default one, the work then also waits for the default queue's work so far when one of
+  // them was handed on by the pool since its last use off that queue: kernels of its earlier
+  // owner may still read or write it there (Memory::mark_handed_on). Without this an async
+  // push into a fresh array raced them (test_core_stress_two_devices: a label table read
+  // another thread's pixels).
+  void after_earlier_owners(std::initializer_list<Memory*> blocks);
 };
 Submission submission(const std::shared_ptr<DeviceImpl>& dev, const Queue& q,
                       const std::vector<Event>& after);

@@ -140,6 +140,7 @@ std::shared_ptr<Memory> MemoryPool::allocate(std::size_t bytes) {
       // The emptied node is kept for give_back(): a cache hit and its return allocate nothing.
       auto node = cache_.extract(it);
       block = std::move(node.mapped());
+      block->mark_handed_on();
       if (spare_nodes_.size() < spare_nodes_.capacity()) spare_nodes_.push_back(std::move(node));
       stats_.bytes_cached -= cls;
       ++stats_.cache_hits;

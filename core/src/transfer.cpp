@@ -417,7 +417,15 @@ std::shared_ptr<EventImpl> copy_box_async(DeviceImpl& dev, QueueImpl& q, const A
   }
   auto tmp = dev.pool().allocate(e[0] * e[1] * e[2]);
   const Pitched t{{0, 0, 0}, e[0], e[0] * e[1]};
-  auto first = dev.copy_rect(q, *src.memory, s, *tmp, t, e, waits);
+  // The temporary is a pool block that may have an earlier owner's kernels still queued on the
+  // default queue (see Submission::after_earlier_owners).
+  std::vector<EventImpl*> w0(waits.begin(), waits.end());
+  std::shared_ptr<EventImpl> earlier;
+  if (&q != &dev.default_queue() && tmp->take_handed_on()) {
+    earlier = dev.marker(dev.default_queue(), {});
+    w0.push_back(earlier.get());
+  }
+  auto first = dev.copy_rect(q, *src.memory, s, *tmp, t, e, {w0.data(), w0.size()});
   EventImpl* w[] = {first.get()};
   auto second = dev.copy_rect(q, *tmp, t, *dst.memory, d, e, w);
   // The temporary returns to the pool only after the copy has read it.
@@ -533,6 +541,15 @@ Submission submission(const std::shared_ptr<DeviceImpl>& dev, const Queue& q,
     }
   }
   return s;
+}
+
+void Submission::after_earlier_owners(std::initializer_list<Memory*> blocks) {
+  bool handed_on = false;
+  if (queue == &device->default_queue()) return;  // in order with the earlier owners' work
+  for (Memory* m : blocks) handed_on = m->take_handed_on() || handed_on;  // take every flag
+  if (!handed_on || earlier_owners) return;
+  earlier_owners = device->marker(device->default_queue(), {});
+  waits.push_back(earlier_owners.get());
 }
 
 Event make_event(std::shared_ptr<EventImpl> e, std::shared_ptr<DeviceImpl> dev,

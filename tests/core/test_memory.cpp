@@ -8,11 +8,13 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <thread>
 
 #include "backend/backend.h"
 #include "config.h"
 #include "detail.h"
+#include "gpix/gpix.h"
 #include "memory_pool.h"
 #include "support/devices.h"
 #include "support/random.h"
@@ -251,6 +253,75 @@ class TestMemory : public QObject {
       pull_async(b, h, q, {pushed}).wait();
     }
     QCOMPARE(memory_stats(dev).bytes_in_use, before);
+  }
+
+  // A pool block handed to a new owner may still have its earlier owner's kernels queued on
+  // the default queue; async work on another queue into the new array waits for them. The
+  // default queue is held by a gated fill; a filter whose output is dropped at once leaves its
+  // write queued behind it, and the next array of that size gets the block. A push, a fill or
+  // a copy into it on a queue of the user's must then not overtake that write (before the fix
+  // the write landed on top of the pushed pixels: test_core_stress_two_devices saw it).
+  void handed_on_blocks_wait_for_earlier_owners_data() { devices_data(); }
+  void handed_on_blocks_wait_for_earlier_owners() {
+    QFETCH(int, device);
+    const Device dev = test::device_at(device);
+    const Shape s{1000003};  // a size class no other array here has
+    const HostArray in = host_random<std::uint8_t>(s);
+    const Array src = Array::push(in, dev);
+    for (const char* op : {"push_async", "fill_async", "copy_async"}) {
+      (void)run("add_scalar", src, {{"value", 1.0}});  // compiled before the gate
+      dev.finish();
+      trim(dev);
+      Array blocker = Array::empty(Shape{64}, DType::u8, dev);
+      Event gate = Event::user(dev);
+      Event held = fill_async(blocker, std::uint8_t{0}, Queue{}, {gate});
+      const detail::Memory* earlier = nullptr;
+      {
+        const Array dropped = run("add_scalar", src, {{"value", 1.0}}).array;  // queued, held
+        earlier = detail::Access::impl(dropped).memory.get();
+      }
+      Array fresh = Array::empty(s, DType::u8, dev);
+      QVERIFY2(detail::Access::impl(fresh).memory.get() == earlier,
+               "the pool did not hand the dropped output's block on (the test needs it)");
+      const Queue q = Queue::create(dev);
+      Event done;
+      HostArray want = in;
+      if (std::string(op) == "push_async") {
+        done = push_async(in, fresh, q);
+      } else if (std::string(op) == "fill_async") {
+        done = fill_async(fresh, std::uint8_t{0x5A}, q);
+        want = HostArray::empty(s, DType::u8);
+        std::memset(want.data(), 0x5A, want.bytes());
+      } else {
+        done = copy_async(src, fresh, q);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      QVERIFY2(!done.done(), (QByteArray(op) + " into a handed-on block ran ahead of the "
+                                               "earlier owner's queued filter")
+                                 .constData());
+      gate.complete();
+      done.wait();
+      held.wait();
+      dev.finish();
+      QVERIFY2(
+          same_bytes(fresh.pull(), want),
+          (QByteArray(op) + ": the earlier owner's filter overwrote the new pixels").constData());
+    }
+    // A block the pool has not handed on since its owner used it off the default queue is not
+    // held back: only the first use of a handed-on block waits.
+    Array own = Array::empty(s, DType::u8, dev);
+    const Queue q = Queue::create(dev);
+    push_async(in, own, q).wait();
+    Event gate = Event::user(dev);
+    Array blocker = Array::empty(Shape{64}, DType::u8, dev);
+    Event held = fill_async(blocker, std::uint8_t{0}, Queue{}, {gate});
+    Event again = push_async(in, own, q);
+    for (int i = 0; i < 500 && !again.done(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const bool ran = again.done();
+    gate.complete();
+    held.wait();
+    QVERIFY2(ran, "a second push on the user's queue waited for the default queue");
   }
 
   // ---------------------------------------------------------------- pinned and staged

@@ -8,6 +8,9 @@
 // once with an Event and start after every Event in their `after` list. A raw host pointer
 // handed to them must stay alive and untouched until the returned Event completes; the
 // HostArray overloads keep the HostArray alive until then by themselves (the safe way).
+// A fresh array's memory may be a block whose earlier owner's kernels are still queued on the
+// default queue; the first async call on another queue that touches it waits for the work
+// queued on the default queue so far (once: later calls on that array are not held back).
 #include <memory>
 #include <vector>
 

@@ -47,10 +47,16 @@ class Memory {
   // address outside their context.
   virtual std::uint64_t native_pointer() const noexcept { return 0; }
   bool is_image() const noexcept { return image_; }
+  // Set by the pool when it hands this block to a new owner: kernels of the earlier owner may
+  // still be queued on the device's default queue. Reuse on that queue is safe (it runs in
+  // order); work on any other queue must wait for them first (detail::after_earlier_owners).
+  void mark_handed_on() noexcept { handed_on_.store(true, std::memory_order_relaxed); }
+  bool take_handed_on() noexcept { return handed_on_.exchange(false, std::memory_order_relaxed); }
 
  private:
   std::size_t bytes_;
   bool image_;
+  std::atomic<bool> handed_on_{false};
 };
 
 // Page-locked host memory from DeviceImpl::allocate_host(): data() stays valid and mapped
