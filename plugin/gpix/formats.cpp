@@ -340,10 +340,11 @@ gpix::plugin::Reader io_reader() {
 gpix::plugin::Writer io_writer() {
   return {QStringLiteral("itk"), io_patterns(true), [](const Layer& l, const QString& path) {
             // The calibration goes back into the file; a layer whose vectors do not match its
-            // dimensions (none) is written without one. Labels stay labels when the file is
-            // opened again (where the format keeps the mark).
-            gpix::io::Metadata m =
-                metadata_of(l.spacing, l.origin, l.unit, l.labels, std::size_t(l.shape().ndim()));
+            // dimensions (none) is written without one. Labels (marked, or integers shown
+            // with the labels colour map) stay labels when the file is opened again (where the
+            // format keeps the mark).
+            gpix::io::Metadata m = metadata_of(l.spacing, l.origin, l.unit, l.saves_as_labels(),
+                                               std::size_t(l.shape().ndim()));
             // A composite's planes are channels: the file says so (TIFF as an ImageJ
             // hyperstack), so that it opens as a composite again, here and in ImageJ.
             if (l.composite() && l.shape().ndim() == 3 && l.shape().depth() == l.channels.size()) {

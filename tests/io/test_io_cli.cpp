@@ -750,6 +750,14 @@ class TestIoCli : public QObject {
         test::run_cli({"run", "relabel_sequential", in, never, "--tiled"});
     QCOMPARE(labels.code, 2);
     QVERIFY2(labels.err.contains("cannot run tiled"), labels.err);
+    // An input of a dtype the filter does not take is the command line's mistake, as other
+    // refused inputs are (it exited with 1, a failure while doing the work).
+    const QString floats = dir.filePath("floats.tif");
+    io::write(floats.toStdString(), HostArray::from(test::random_values<float>(s.elements()), s));
+    const test::ProcessResult float_labels =
+        test::run_cli({"run", "relabel_sequential", floats, never});
+    QCOMPARE(float_labels.code, 2);
+    QVERIFY2(float_labels.err.contains("float32"), float_labels.err);
     const test::ProcessResult budget =
         test::run_cli({"run", "mean_box", in, never, "--tile-budget", "lots"});
     QCOMPARE(budget.code, 2);

@@ -339,6 +339,25 @@ class TestLabels : public QObject {
     const Layer image = host().layer(host().open_file(image_path).first());
     QVERIFY(!image.labels);
     QCOMPARE(image.colormap, QStringLiteral("gray"));
+    // Integers the user shows with the labels colour map (a label image made elsewhere) are
+    // saved as labels too; floats under that map stay an image on disk.
+    Layer chosen = host().layer(id);
+    chosen.colormap = QStringLiteral("labels");
+    host().replace_layer(id, chosen);
+    QVERIFY(!host().layer(id).labels);
+    const QString chosen_path =
+        tmp_.filePath(QStringLiteral("chosen_") + QFileInfo(path).fileName());
+    host().save_layer(id, chosen_path);
+    const Layer reopened = host().layer(host().open_file(chosen_path).first());
+    QVERIFY(reopened.labels);
+    QCOMPARE(reopened.colormap, QStringLiteral("labels"));
+    const int floats = add(QStringLiteral("float ids"), convert(lab, DType::f32), false);
+    Layer shown_float = host().layer(floats);
+    shown_float.colormap = QStringLiteral("labels");
+    host().replace_layer(floats, shown_float);
+    const QString float_path = tmp_.filePath(QStringLiteral("float_") + QFileInfo(path).fileName());
+    host().save_layer(floats, float_path);
+    QVERIFY(!host().layer(host().open_file(float_path).first()).labels);
   }
 
   // gpix_io itself: the mark survives write/read where Format::labels_marker says so, and PNG

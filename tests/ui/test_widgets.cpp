@@ -331,10 +331,14 @@ class TestWidgets : public QObject {
     const Shape s = nd == 3 ? Shape{3, 11, 13} : nd == 2 ? Shape{11, 13} : Shape{29};
     std::vector<Array> arrays;
     std::vector<HostArray> before;
+    // Added first, then picked: a new layer is selected, and the first input follows the
+    // selection.
+    std::vector<int> ids;
+    for (std::size_t i = 0; i < info.inputs.size(); ++i)
+      ids.push_back(add(host(), QStringLiteral("in%1").arg(i), random_of(t, s)));
     for (std::size_t i = 0; i < info.inputs.size(); ++i) {
-      const int id = add(host(), QStringLiteral("in%1").arg(i), random_of(t, s));
-      form->set_input(int(i), id);
-      arrays.push_back(host().layer(id).array);
+      form->set_input(int(i), ids[i]);
+      arrays.push_back(host().layer(ids[i]).array);
       before.push_back(arrays.back().pull());
     }
     // Parameters: a non-default value where the range allows, to prove the form is read.
@@ -616,6 +620,47 @@ class TestWidgets : public QObject {
     panel.set_preview(false);
     QCOMPARE(host().layer_ids(), QList<int>{id});
     QVERIFY(workflow_->steps().isEmpty());
+  }
+
+  // The first input follows the layer list's selection (selecting a layer, then Run, filters
+  // that layer); a second input stays where the user put it; a run's result is selected and
+  // so becomes the next input; a preview does not move it.
+  void first_input_follows_the_current_layer() {
+    ui::FilterPanel panel(host(), workflow_.get());
+    const int a = add(host(), QStringLiteral("a"), random_host<float>(Shape{21, 23}));
+    const int b = add(host(), QStringLiteral("b"), random_host<float>(Shape{21, 23}));
+    QVERIFY(panel.select_filter(QStringLiteral("add_images")));
+    QComboBox* first = panel.form()->input_picker(0);
+    QComboBox* second = panel.form()->input_picker(1);
+    QVERIFY(first && second);
+    QCOMPARE(first->currentData().toInt(), b);  // the current layer when the form was made
+    second->setCurrentIndex(second->findData(b));
+    host().set_current_layer(a);
+    QCOMPARE(first->currentData().toInt(), a);
+    QCOMPARE(second->currentData().toInt(), b);
+    host().set_current_layer(b);
+    QCOMPARE(first->currentData().toInt(), b);
+    host().set_current_layer(a);
+    QSignalSpy finished(&panel, &ui::FilterPanel::finished);
+    panel.run();
+    QVERIFY(wait_finished(panel, finished));
+    const QList<int> ids = host().layer_ids();
+    QCOMPARE(ids.size(), 3);
+    const int result = ids.back();
+    const Array inputs[] = {host().layer(a).array, host().layer(b).array};
+    QVERIFY(same_bytes(host().layer(result).array.pull(), run("add_images", inputs).array.pull()));
+    QCOMPARE(host().current_layer(), result);
+    QCOMPARE(first->currentData().toInt(), result);
+    QCOMPARE(second->currentData().toInt(), b);
+    // A preview is added and selected for a moment: the input stays on the selected layer.
+    host().set_current_layer(a);
+    panel.set_debounce(0);
+    QSignalSpy updated(&panel, &ui::FilterPanel::preview_updated);
+    panel.set_preview(true);
+    QVERIFY(updated.wait(60000));
+    QCOMPARE(host().current_layer(), a);
+    QCOMPARE(panel.form()->input_picker(0)->currentData().toInt(), a);
+    panel.set_preview(false);
   }
 
   // The Workflow dock's Undo and Redo keep their short texts (the step goes to the tooltip):

@@ -29,7 +29,8 @@ DragFiles::DragFiles(Workspace& host, QObject* parent) : QObject(parent), host_(
 
 bool DragFiles::up_to_date(const Entry& e, const Layer& now) const {
   return same_pixels(e.layer, now) && e.layer.name == now.name && e.layer.spacing == now.spacing &&
-         e.layer.origin == now.origin && e.layer.unit == now.unit && e.layer.labels == now.labels &&
+         e.layer.origin == now.origin && e.layer.unit == now.unit &&
+         e.layer.saves_as_labels() == now.saves_as_labels() &&
          e.layer.channels.size() == now.channels.size();
 }
 

@@ -157,6 +157,14 @@ ParamForm::ParamForm(const gpix::FilterInfo& info, Workspace& host, QWidget* par
   connect(&host_, &Workspace::layer_added, this, &ParamForm::refresh_layers);
   connect(&host_, &Workspace::layer_removed, this, &ParamForm::refresh_layers);
   connect(&host_, &Workspace::layer_changed, this, &ParamForm::refresh_layers);
+  // The first input is the layer the user works on: it follows the layer list's selection (a
+  // new result is selected, so Run again goes on from it, as in Fiji). Other inputs (a
+  // mask, a second image) stay where the user put them.
+  connect(&host_, &Workspace::current_layer_changed, this, [this](int id) {
+    if (!follow_ || pickers_.isEmpty() || id < 0) return;
+    const int index = pickers_.front()->findData(id);
+    if (index >= 0) pickers_.front()->setCurrentIndex(index);
+  });
   for (QComboBox* picker : pickers_)
     connect(picker, &QComboBox::currentIndexChanged, this, &ParamForm::update_calibration);
   refresh_layers();
@@ -761,10 +769,13 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
       host_.replace_layer(preview_id_, out);
     } else {
       const int keep = host_.current_layer();
+      // The preview is selected for a moment by add_layer: the input stays where it is.
+      form_->follow_ = false;
       preview_id_ = host_.add_layer(out);
       form_->exclude_ = {preview_id_};
       form_->refresh_layers();
       host_.set_current_layer(keep);
+      form_->follow_ = true;
     }
     emit preview_updated();
     return;

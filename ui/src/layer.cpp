@@ -3,8 +3,15 @@
 #include <algorithm>
 
 #include "gpix/kept_axes.h"
+#include "gpix/ui/render.h"
 
 namespace gpix::ui {
+
+bool Layer::saves_as_labels() const {
+  if (labels) return true;
+  return valid() && !gpix::is_float(dtype()) &&
+         canonical_colormap(colormap) == QLatin1String("labels");
+}
 
 QString display_unit(const QString& unit) {
   if (unit.isEmpty()) return QStringLiteral("px");

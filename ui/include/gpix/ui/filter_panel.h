@@ -72,6 +72,7 @@ class ParamForm : public QWidget {
   QList<QComboBox*> pickers_;
   QList<QWidget*> editors_;  // in info_.params order
   QList<int> exclude_;       // layers not offered as inputs (the preview layer)
+  bool follow_ = true;       // the first input follows the current layer
   // Per parameter: the physical editor of a length (null for others) and its axis (0 z,
   // 1 y, 2 x).
   QList<QDoubleSpinBox*> physical_;

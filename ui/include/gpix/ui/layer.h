@@ -98,6 +98,10 @@ struct Layer {
   }
   // Whether the layer knows its pixels' physical size.
   bool calibrated() const { return !unit.isEmpty(); }
+  // Whether saving marks the file as labels: the layer is marked so, or it holds integers
+  // the user shows with the "labels" colour map (a label image made elsewhere, or one whose
+  // mark a format without it lost). Float pixels under that map stay intensities on disk.
+  bool saves_as_labels() const;
   // Marks the layer as labels, shown with the "labels" colour map.
   void mark_labels() {
     labels = true;
