@@ -163,9 +163,24 @@ Lut Lut::labels() {
 }
 
 const std::vector<Lut>& builtin_luts() {
-  static const std::vector<Lut> luts = {Lut::gray(),    Lut::inverted_gray(), Lut::hot(),
-                                        Lut::cool(),    Lut::green(),         Lut::magenta(),
-                                        Lut::viridis(), Lut::labels()};
+  // Black to one colour: ImageJ's channel LUTs besides green and magenta (Fiji saves a
+  // multi-channel stack's channels with them, and gpix-viewer shows each channel in its own).
+  const auto named = [](Lut l, const char* name) {
+    l.name = name;
+    return l;
+  };
+  static const std::vector<Lut> luts = {Lut::gray(),
+                                        Lut::inverted_gray(),
+                                        Lut::hot(),
+                                        Lut::cool(),
+                                        Lut::green(),
+                                        Lut::magenta(),
+                                        named(Lut::colour(255, 0, 0), "red"),
+                                        named(Lut::colour(0, 0, 255), "blue"),
+                                        named(Lut::colour(0, 255, 255), "cyan"),
+                                        named(Lut::colour(255, 255, 0), "yellow"),
+                                        Lut::viridis(),
+                                        Lut::labels()};
   return luts;
 }
 

@@ -505,6 +505,15 @@ std::size_t hyperstack_channels(const fs::path& path) {
   }
 }
 
+std::vector<std::uint32_t> hyperstack_colours(const fs::path& path) {
+  try {
+    if (format_for(path).name != "TIFF") return {};
+    return detail::tiff_hyperstack_colours(str(path));
+  } catch (const std::exception&) {
+    return {};  // read() reports the file's trouble
+  }
+}
+
 Image read(const fs::path& path, const ReadOptions& options) {
   return translated(path, "cannot be read", [&] { return read_unchecked(path, options); });
 }

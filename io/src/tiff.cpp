@@ -711,10 +711,11 @@ TiffCalibration tiff_calibration(const std::string& file, std::size_t pages) {
   return t ? calibration_of(t.get(), pages) : TiffCalibration{};
 }
 
-std::size_t tiff_hyperstack_channels(const std::string& file) {
-  const TiffPtr tiff = open_tiff(file, "r", false);
-  if (!tiff) return 0;
-  TIFF* t = tiff.get();
+namespace {
+
+// A hyperstack read one channel at a time: its channel count (0 for other files) and the open
+// file, at its first directory.
+std::size_t hyperstack_of(TIFF* t) {
   std::size_t pages = 0;
   do {
     pages += full_page(t) ? 1 : 0;
@@ -722,6 +723,20 @@ std::size_t tiff_hyperstack_channels(const std::string& file) {
   if (!TIFFSetDirectory(t, 0)) return 0;
   const TiffCalibration c = calibration_of(t, pages);
   return c.hyper && c.sizes[0] > 1 && (c.sizes[1] == 1 || c.sizes[2] == 1) ? c.sizes[0] : 0;
+}
+
+}  // namespace
+
+std::size_t tiff_hyperstack_channels(const std::string& file) {
+  const TiffPtr tiff = open_tiff(file, "r", false);
+  return tiff ? hyperstack_of(tiff.get()) : 0;
+}
+
+std::vector<std::uint32_t> tiff_hyperstack_colours(const std::string& file) {
+  const TiffPtr tiff = open_tiff(file, "r", false);
+  if (!tiff) return {};
+  const std::size_t channels = hyperstack_of(tiff.get());
+  return channels > 0 ? imagej_colours(tiff.get(), channels) : std::vector<std::uint32_t>{};
 }
 
 std::string imagej_description(const TiffCalibration& c, bool stack, std::size_t pages) {

@@ -1,5 +1,6 @@
 #include "formats.h"
 
+#include <QColor>
 #include <QFile>
 #include <QFileInfo>
 #include <QImage>
@@ -12,6 +13,7 @@
 #include "gpix/io.h"
 #include "gpix/qimage.h"
 #include "gpix/raw.h"
+#include "gpix/render.h"
 #include "gpix/samples.h"
 #include "gpix/slab_files.h"
 #include "gpix/ui/composite.h"
@@ -161,10 +163,22 @@ Layer layer_of(const QString& path, const gpix::io::Image& img) {
   return l;
 }
 
+// The built-in colour map that runs from black to (r, g, b), or none.
+QString colour_map_of(std::uint8_t r, std::uint8_t g, std::uint8_t b) {
+  const gpix::Lut want = gpix::Lut::colour(r, g, b);
+  for (const gpix::Lut& l : gpix::builtin_luts()) {
+    if (l.table == want.table) return QString::fromStdString(l.name);
+  }
+  return {};
+}
+
 // One layer per channel of a hyperstack (gpix::io::hyperstack_channels): "<name> [C1]"..., the
 // channel's slices (or time points) as its stack.
 QList<Layer> hyperstack_layers(const QString& path, std::size_t channels) {
   QList<Layer> layers;
+  // Fiji's LUTs, one a channel, where the file has them.
+  std::vector<std::uint32_t> colours = gpix::io::hyperstack_colours(fs(path));
+  if (colours.size() != channels) colours.clear();
   for (std::size_t c = 0; c < channels; ++c) {
     gpix::io::ReadOptions o;
     o.channels = gpix::io::Channels::channel;
@@ -175,11 +189,26 @@ QList<Layer> hyperstack_layers(const QString& path, std::size_t channels) {
     l.metadata.insert(QStringLiteral("channel"), int(c + 1));
     l.metadata.insert(QStringLiteral("channels"),
                       QStringLiteral("channel %1 of %2 of a hyperstack").arg(c + 1).arg(channels));
-    // The composites' first two colours where a colour map has them (green, magenta); the
-    // layers stack as layers do (the top one over the others), so the rest stay grey.
+    // Without LUTs: the composites' first two colours (green, magenta); the layers stack as
+    // layers do (the top one over the others), so the rest stay grey.
     l.colormap = c == 0   ? QStringLiteral("green")
                  : c == 1 ? QStringLiteral("magenta")
                           : QStringLiteral("gray");
+    if (!colours.empty()) {
+      // The channel's own colour where a colour map is black to it (ImageJ's Grays, Red,
+      // Green, Blue, Cyan, Magenta, Yellow); another colour is said, and shown in grey.
+      const std::uint32_t v = colours[c];
+      const QString mapped =
+          colour_map_of(std::uint8_t(v >> 16), std::uint8_t(v >> 8), std::uint8_t(v));
+      l.colormap = mapped.isEmpty() ? QStringLiteral("gray") : mapped;
+      if (mapped.isEmpty()) {
+        l.metadata.insert(
+            QStringLiteral("colour"),
+            QStringLiteral("%1 in the file (ImageJ's LUT): no colour map is black to it, shown "
+                           "in gray")
+                .arg(QColor(QRgb(v)).name()));
+      }
+    }
     layers << l;
   }
   return layers;

@@ -173,13 +173,18 @@ class TestRender : public QObject {
   Q_OBJECT
  private slots:
   void luts() {
-    QCOMPARE(builtin_luts().size(), std::size_t{8});
+    QCOMPARE(builtin_luts().size(), std::size_t{12});
     // The ramps gpix-viewer used to build itself, now core's (same entries as before).
     QCOMPARE(lut("hot").table[85], rgba(255, 0, 0));
     QCOMPARE(lut("hot").table[255], rgba(255, 255, 255));
     QCOMPARE(lut("cool").table[0], rgba(0, 255, 255));
     QCOMPARE(lut("green").table[100], rgba(0, 100, 0));
     QCOMPARE(lut("magenta").table[100], rgba(100, 0, 100));
+    QCOMPARE(lut("red").table[100], rgba(100, 0, 0));
+    QCOMPARE(lut("blue").table[255], rgba(0, 0, 255));
+    QCOMPARE(lut("cyan").table[7], rgba(0, 7, 7));
+    QCOMPARE(lut("yellow").table[0], rgba(0, 0, 0));
+    QCOMPARE(lut("yellow").table[200], rgba(200, 200, 0));
     const Lut& g = lut("gray");
     const auto* b = reinterpret_cast<const std::uint8_t*>(&g.table[200]);
     QCOMPARE(int(b[0]), 200);

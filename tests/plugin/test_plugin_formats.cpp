@@ -204,6 +204,33 @@ class TestPluginFormats : public QObject {
     }
     QCOMPARE(layers[0].colormap, QStringLiteral("green"));
     QCOMPARE(layers[1].colormap, QStringLiteral("magenta"));
+    // With Fiji's LUTs (a channel's colour is its LUT's brightest entry): each channel in its
+    // colour where a colour map is black to it; another colour is said, and shown in gray.
+    const QString luts = tmp_.filePath(QStringLiteral("fiji luts.tif"));
+    const test::ProcessResult w = test::run_process(
+        py, {QStringLiteral("-c"),
+             QStringLiteral("import sys, numpy as np, tifffile\n"
+                            "t = np.arange(256)\n"
+                            "lut = lambda r, g, b: np.stack([t * r // 255, t * g // 255,\n"
+                            "                                t * b // 255]).astype('u1')\n"
+                            "a = np.arange(3 * 4 * 6 * 5, dtype='u2').reshape(3, 4, 6, 5)\n"
+                            "tifffile.imwrite(sys.argv[1], a, imagej=True, metadata={\n"
+                            "    'axes': 'ZCYX', 'LUTs': [lut(255, 0, 0), lut(0, 255, 255),\n"
+                            "    lut(255, 255, 255), lut(255, 128, 0)]})\n"),
+             luts});
+    QVERIFY2(w.code == 0, w.err.constData());
+    const QList<plugin::Layer> coloured = formats::io_reader().read(luts);
+    QCOMPARE(coloured.size(), 4);
+    QCOMPARE(coloured[0].colormap, QStringLiteral("red"));
+    QCOMPARE(coloured[1].colormap, QStringLiteral("cyan"));
+    QCOMPARE(coloured[2].colormap, QStringLiteral("gray"));
+    QVERIFY(!coloured[2].metadata.contains(QStringLiteral("colour")));
+    QCOMPARE(coloured[3].colormap, QStringLiteral("gray"));
+    QVERIFY2(coloured[3].metadata.value(QStringLiteral("colour")).toString().contains("#ff8000"),
+             qPrintable(coloured[3].metadata.value(QStringLiteral("colour")).toString()));
+    QCOMPARE(io::hyperstack_colours(luts.toStdString()),
+             (std::vector<std::uint32_t>{0xff0000, 0x00ffff, 0xffffff, 0xff8000}));
+    QVERIFY(io::hyperstack_colours(in.toStdString()).empty());
   }
 };
 

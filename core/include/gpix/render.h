@@ -39,8 +39,8 @@ struct Lut {
 // The entry whose bytes in memory are r, g, b, a.
 std::uint32_t rgba(std::uint8_t r, std::uint8_t g, std::uint8_t b, std::uint8_t a = 255);
 
-// The built-in tables: gray, inverted_gray, hot, cool, green, magenta, viridis, labels (the
-// one set of colour tables: gpix-viewer offers exactly these).
+// The built-in tables: gray, inverted_gray, hot, cool, green, magenta, red, blue, cyan,
+// yellow, viridis, labels (the one set of colour tables: gpix-viewer offers exactly these).
 const std::vector<Lut>& builtin_luts();
 // A built-in table by name; throws InvalidArgument listing the names.
 const Lut& lut(std::string_view name);
