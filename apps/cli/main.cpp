@@ -1050,8 +1050,8 @@ int main(int argc, char** argv) {
        "z slices, or channels and time points): a channel number reads that channel's stack.",
        "C"});
   // Exit codes: 2 for what the command line asked wrongly (an unknown option, command,
-  // filter, parameter value or device, an input of a dtype the filter does not take), 1 for
-  // what failed while doing it (a file, the device).
+  // filter, parameter value or device, an input of a dtype the filter or the device does not
+  // take: UnsupportedDType), 1 for what failed while doing it (a file, the device).
   // QCommandLineParser::process() exits with 1 on an unknown option.
   if (!p.parse(QCoreApplication::arguments())) {
     std::fprintf(stderr, "gpix: %s\n", qPrintable(p.errorText()));

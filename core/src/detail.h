@@ -114,16 +114,19 @@ struct Submission {
   DeviceImpl* device = nullptr;
   QueueImpl* queue = nullptr;
   std::vector<EventImpl*> waits;
-  std::shared_ptr<EventImpl> earlier_owners;  // the marker after_earlier_owners() added
+  std::vector<std::shared_ptr<EventImpl>> keep;  // what after_earlier_owners() added to waits
   Waits span() const { return {waits.data(), waits.size()}; }
-  // Call with every block the work touches, just before it is queued. On a queue other than
-  // the default one, the work then also waits for the default queue's work so far when one of
-  // them was handed on by the pool since its last use off that queue: kernels of its earlier
-  // owner may still read or write it there (Memory::mark_handed_on). Without this an async
-  // push into a fresh array raced them (test_core_stress_two_devices: a label table read
-  // another thread's pixels).
+  // Call with every block the work touches, before it is queued. On a queue other than the
+  // default one, the work then also waits for the default queue's work queued before the
+  // block's first use off that queue since the pool handed it on: kernels of its earlier owner
+  // may still read or write it there (Memory::mark_handed_on). Without this an async push into
+  // a fresh array raced them (test_core_stress_two_devices: a label table read another
+  // thread's pixels).
   void after_earlier_owners(std::initializer_list<Memory*> blocks);
 };
+// The same for one block: adds what work on q that touches m waits for to waits and keep.
+void after_earlier_owners(DeviceImpl& dev, QueueImpl& q, Memory& m, std::vector<EventImpl*>& waits,
+                          std::vector<std::shared_ptr<EventImpl>>& keep);
 Submission submission(const std::shared_ptr<DeviceImpl>& dev, const Queue& q,
                       const std::vector<Event>& after);
 Event make_event(std::shared_ptr<EventImpl> e, std::shared_ptr<DeviceImpl> dev,

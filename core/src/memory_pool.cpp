@@ -140,7 +140,6 @@ std::shared_ptr<Memory> MemoryPool::allocate(std::size_t bytes) {
       // The emptied node is kept for give_back(): a cache hit and its return allocate nothing.
       auto node = cache_.extract(it);
       block = std::move(node.mapped());
-      block->mark_handed_on();
       if (spare_nodes_.size() < spare_nodes_.capacity()) spare_nodes_.push_back(std::move(node));
       stats_.bytes_cached -= cls;
       ++stats_.cache_hits;
@@ -169,6 +168,7 @@ std::shared_ptr<Memory> MemoryPool::allocate(std::size_t bytes) {
     stats_.bytes_in_use += block->bytes();
     stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
   }
+  if (hit) block->mark_handed_on();  // outside the pool's lock: the block is ours alone now
   // The control block from a recycled block (recycling.h): one allocation less a call.
   return std::shared_ptr<Memory>(
       block.release(), [pool = shared_from_this()](Memory* m) { pool->give_back(m, true); },

@@ -420,11 +420,8 @@ std::shared_ptr<EventImpl> copy_box_async(DeviceImpl& dev, QueueImpl& q, const A
   // The temporary is a pool block that may have an earlier owner's kernels still queued on the
   // default queue (see Submission::after_earlier_owners).
   std::vector<EventImpl*> w0(waits.begin(), waits.end());
-  std::shared_ptr<EventImpl> earlier;
-  if (&q != &dev.default_queue() && tmp->take_handed_on()) {
-    earlier = dev.marker(dev.default_queue(), {});
-    w0.push_back(earlier.get());
-  }
+  std::vector<std::shared_ptr<EventImpl>> keep;
+  after_earlier_owners(dev, q, *tmp, w0, keep);
   auto first = dev.copy_rect(q, *src.memory, s, *tmp, t, e, {w0.data(), w0.size()});
   EventImpl* w[] = {first.get()};
   auto second = dev.copy_rect(q, *tmp, t, *dst.memory, d, e, w);
@@ -543,13 +540,29 @@ Submission submission(const std::shared_ptr<DeviceImpl>& dev, const Queue& q,
   return s;
 }
 
+void after_earlier_owners(DeviceImpl& dev, QueueImpl& q, Memory& m, std::vector<EventImpl*>& waits,
+                          std::vector<std::shared_ptr<EventImpl>>& keep) {
+  if (&q == &dev.default_queue()) return;  // in order with the earlier owners' work
+  Memory::HandOn& h = m.hand_on();
+  const std::lock_guard lock(h.mutex);
+  if (h.pending) {
+    // If this throws, the block stays pending: the next call records the marker.
+    h.marker = dev.marker(dev.default_queue(), {});
+    h.pending = false;
+  } else if (!h.marker) {
+    return;
+  } else if (h.marker->done()) {
+    h.marker.reset();
+    return;
+  }
+  // Once per event: a view and its base (one block) in one call wait once.
+  if (std::find(waits.begin(), waits.end(), h.marker.get()) != waits.end()) return;
+  waits.push_back(h.marker.get());
+  keep.push_back(h.marker);
+}
+
 void Submission::after_earlier_owners(std::initializer_list<Memory*> blocks) {
-  bool handed_on = false;
-  if (queue == &device->default_queue()) return;  // in order with the earlier owners' work
-  for (Memory* m : blocks) handed_on = m->take_handed_on() || handed_on;  // take every flag
-  if (!handed_on || earlier_owners) return;
-  earlier_owners = device->marker(device->default_queue(), {});
-  waits.push_back(earlier_owners.get());
+  for (Memory* m : blocks) detail::after_earlier_owners(*device, *queue, *m, waits, keep);
 }
 
 Event make_event(std::shared_ptr<EventImpl> e, std::shared_ptr<DeviceImpl> dev,

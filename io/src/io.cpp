@@ -505,10 +505,10 @@ std::size_t hyperstack_channels(const fs::path& path) {
   }
 }
 
-std::vector<std::uint32_t> hyperstack_colours(const fs::path& path) {
+std::vector<std::uint32_t> hyperstack_colours(const fs::path& path, std::size_t channels) {
   try {
-    if (format_for(path).name != "TIFF") return {};
-    return detail::tiff_hyperstack_colours(str(path));
+    if (format_for(path).name != "TIFF" || channels < 2) return {};
+    return detail::tiff_hyperstack_colours(str(path), channels);
   } catch (const std::exception&) {
     return {};  // read() reports the file's trouble
   }

@@ -732,11 +732,9 @@ std::size_t tiff_hyperstack_channels(const std::string& file) {
   return tiff ? hyperstack_of(tiff.get()) : 0;
 }
 
-std::vector<std::uint32_t> tiff_hyperstack_colours(const std::string& file) {
+std::vector<std::uint32_t> tiff_hyperstack_colours(const std::string& file, std::size_t channels) {
   const TiffPtr tiff = open_tiff(file, "r", false);
-  if (!tiff) return {};
-  const std::size_t channels = hyperstack_of(tiff.get());
-  return channels > 0 ? imagej_colours(tiff.get(), channels) : std::vector<std::uint32_t>{};
+  return tiff ? imagej_colours(tiff.get(), channels) : std::vector<std::uint32_t>{};
 }
 
 std::string imagej_description(const TiffCalibration& c, bool stack, std::size_t pages) {

@@ -86,7 +86,7 @@ TiffCalibration tiff_calibration(const std::string& file, std::size_t pages);
 // The channels of a hyperstack that reads one channel at a time (channels and slices, or
 // channels and time points; TiffStack's channel), 0 for other files (a silent probe).
 std::size_t tiff_hyperstack_channels(const std::string& file);
-std::vector<std::uint32_t> tiff_hyperstack_colours(const std::string& file);
+std::vector<std::uint32_t> tiff_hyperstack_colours(const std::string& file, std::size_t channels);
 // The ImageJ description gpix writes for this calibration (unit=, spacing= for a stack,
 // x/y/zorigin in pixels; images= and channels= for a stack of channels, without the z keys).
 std::string imagej_description(const TiffCalibration& c, bool stack, std::size_t pages);

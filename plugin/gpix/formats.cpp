@@ -177,8 +177,7 @@ QString colour_map_of(std::uint8_t r, std::uint8_t g, std::uint8_t b) {
 QList<Layer> hyperstack_layers(const QString& path, std::size_t channels) {
   QList<Layer> layers;
   // Fiji's LUTs, one a channel, where the file has them.
-  std::vector<std::uint32_t> colours = gpix::io::hyperstack_colours(fs(path));
-  if (colours.size() != channels) colours.clear();
+  const std::vector<std::uint32_t> colours = gpix::io::hyperstack_colours(fs(path), channels);
   for (std::size_t c = 0; c < channels; ++c) {
     gpix::io::ReadOptions o;
     o.channels = gpix::io::Channels::channel;
@@ -189,11 +188,12 @@ QList<Layer> hyperstack_layers(const QString& path, std::size_t channels) {
     l.metadata.insert(QStringLiteral("channel"), int(c + 1));
     l.metadata.insert(QStringLiteral("channels"),
                       QStringLiteral("channel %1 of %2 of a hyperstack").arg(c + 1).arg(channels));
-    // Without LUTs: the composites' first two colours (green, magenta); the layers stack as
-    // layers do (the top one over the others), so the rest stay grey.
-    l.colormap = c == 0   ? QStringLiteral("green")
-                 : c == 1 ? QStringLiteral("magenta")
-                          : QStringLiteral("gray");
+    // Without LUTs: a composite's channel colours (green, magenta, cyan, yellow, red, blue,
+    // then grey).
+    const QRgb fallback = gpix::ui::default_channel_colour(int(c), int(channels), false);
+    l.colormap = colour_map_of(std::uint8_t(qRed(fallback)), std::uint8_t(qGreen(fallback)),
+                               std::uint8_t(qBlue(fallback)));
+    if (l.colormap.isEmpty()) l.colormap = QStringLiteral("gray");
     if (!colours.empty()) {
       // The channel's own colour where a colour map is black to it (ImageJ's Grays, Red,
       // Green, Blue, Cyan, Magenta, Yellow); another colour is said, and shown in grey.

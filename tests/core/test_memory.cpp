@@ -1,6 +1,7 @@
 // Memory management on every device present: queues and events, pinned and staged
 // transfers, mapping, regions, padding, reshape views, the pool and out-of-memory recovery,
 // image objects with samplers, cross-device copies and shared virtual memory.
+#include <QScopeGuard>
 #include <QTest>
 #include <algorithm>
 #include <atomic>
@@ -268,12 +269,24 @@ class TestMemory : public QObject {
     const Shape s{1000003};  // a size class no other array here has
     const HostArray in = host_random<std::uint8_t>(s);
     const Array src = Array::push(in, dev);
-    for (const char* op : {"push_async", "fill_async", "copy_async"}) {
+    // Two halves of the array, pushed as views of it on two queues: both wait (the first call
+    // on one of them records the wait for the other too).
+    const std::size_t half = s[0] / 2;
+    HostArray low = HostArray::empty(Shape{half}, DType::u8);
+    HostArray high = HostArray::empty(Shape{s[0] - half}, DType::u8);
+    std::memcpy(low.data(), in.data(), half);
+    std::memcpy(high.data(), in.data() + half, s[0] - half);
+    for (const char* op : {"push_async", "fill_async", "copy_async", "views on two queues"}) {
       (void)run("add_scalar", src, {{"value", 1.0}});  // compiled before the gate
       dev.finish();
       trim(dev);
       Array blocker = Array::empty(Shape{64}, DType::u8, dev);
       Event gate = Event::user(dev);
+      // A failed check returns early: the default queue is opened again all the same (an
+      // OpenCL user event dropped incomplete would hold it, and the tests after, for ever).
+      const auto open = qScopeGuard([&] {
+        if (!gate.done()) gate.complete();
+      });
       Event held = fill_async(blocker, std::uint8_t{0}, Queue{}, {gate});
       const detail::Memory* earlier = nullptr;
       {
@@ -284,7 +297,7 @@ class TestMemory : public QObject {
       QVERIFY2(detail::Access::impl(fresh).memory.get() == earlier,
                "the pool did not hand the dropped output's block on (the test needs it)");
       const Queue q = Queue::create(dev);
-      Event done;
+      Event done, other;
       HostArray want = in;
       if (std::string(op) == "push_async") {
         done = push_async(in, fresh, q);
@@ -292,15 +305,22 @@ class TestMemory : public QObject {
         done = fill_async(fresh, std::uint8_t{0x5A}, q);
         want = HostArray::empty(s, DType::u8);
         std::memset(want.data(), 0x5A, want.bytes());
-      } else {
+      } else if (std::string(op) == "copy_async") {
         done = copy_async(src, fresh, q);
+      } else {
+        Array first = fresh.view(Region{{0}, {half}});
+        Array second = fresh.view(Region{{half}, {s[0] - half}});
+        done = push_async(low, first, q);
+        other = push_async(high, second, Queue::create(dev));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      QVERIFY2(!done.done(), (QByteArray(op) + " into a handed-on block ran ahead of the "
-                                               "earlier owner's queued filter")
-                                 .constData());
+      QVERIFY2(!done.done() && (!other.valid() || !other.done()),
+               (QByteArray(op) + " into a handed-on block ran ahead of the earlier owner's "
+                                 "queued filter")
+                   .constData());
       gate.complete();
       done.wait();
+      other.wait();
       held.wait();
       dev.finish();
       QVERIFY2(

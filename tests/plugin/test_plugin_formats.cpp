@@ -228,9 +228,10 @@ class TestPluginFormats : public QObject {
     QCOMPARE(coloured[3].colormap, QStringLiteral("gray"));
     QVERIFY2(coloured[3].metadata.value(QStringLiteral("colour")).toString().contains("#ff8000"),
              qPrintable(coloured[3].metadata.value(QStringLiteral("colour")).toString()));
-    QCOMPARE(io::hyperstack_colours(luts.toStdString()),
+    QCOMPARE(io::hyperstack_colours(luts.toStdString(), 4),
              (std::vector<std::uint32_t>{0xff0000, 0x00ffff, 0xffffff, 0xff8000}));
-    QVERIFY(io::hyperstack_colours(in.toStdString()).empty());
+    QVERIFY(io::hyperstack_colours(luts.toStdString(), 3).empty());  // not one a channel
+    QVERIFY(io::hyperstack_colours(in.toStdString(), 2).empty());    // no LUTs
   }
 };
 

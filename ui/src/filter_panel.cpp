@@ -9,8 +9,10 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScopeGuard>
 #include <QSpinBox>
 #include <QTreeWidget>
 #include <QUndoStack>
@@ -157,9 +159,10 @@ ParamForm::ParamForm(const gpix::FilterInfo& info, Workspace& host, QWidget* par
   connect(&host_, &Workspace::layer_added, this, &ParamForm::refresh_layers);
   connect(&host_, &Workspace::layer_removed, this, &ParamForm::refresh_layers);
   connect(&host_, &Workspace::layer_changed, this, &ParamForm::refresh_layers);
-  // The first input is the layer the user works on: it follows the layer list's selection (a
-  // new result is selected, so Run again goes on from it, as in Fiji). Other inputs (a
-  // mask, a second image) stay where the user put them.
+  // The first input is the layer the user works on: it follows the layer list's selection.
+  // Not to this panel's own result or preview, which add_layer selects: Run again then tries
+  // other parameters on the same input, and a live preview does not start over on the result.
+  // Other inputs (a mask, a second image) stay where the user put them.
   connect(&host_, &Workspace::current_layer_changed, this, [this](int id) {
     if (!follow_ || pickers_.isEmpty() || id < 0) return;
     const int index = pickers_.front()->findData(id);
@@ -771,11 +774,11 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
       const int keep = host_.current_layer();
       // The preview is selected for a moment by add_layer: the input stays where it is.
       form_->follow_ = false;
+      const auto follow_again = qScopeGuard([this] { form_->follow_ = true; });
       preview_id_ = host_.add_layer(out);
       form_->exclude_ = {preview_id_};
       form_->refresh_layers();
       host_.set_current_layer(keep);
-      form_->follow_ = true;
     }
     emit preview_updated();
     return;
@@ -784,7 +787,15 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
   // A composite's channels were filtered as 2D images: no z parameters in its name.
   out.name = result_name(step.operation, step.params, step.inputs,
                          out.composite() ? 2 : int(out.shape().ndim()));
-  host_.undo_stack()->push(new AddLayerCommand(host_, out, workflow_, step));
+  {
+    // The result is selected; the form stays on its input.
+    const QPointer<ParamForm> form = form_;
+    if (form) form->follow_ = false;
+    const auto follow_again = qScopeGuard([form] {
+      if (form) form->follow_ = true;
+    });
+    host_.undo_stack()->push(new AddLayerCommand(host_, out, workflow_, step));
+  }
   host_.show_status(o.input.composite() ? tr("%1 done, channel by channel").arg(out.name)
                                         : tr("%1 done").arg(out.name));
   emit finished(true);

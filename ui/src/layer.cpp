@@ -9,7 +9,8 @@ namespace gpix::ui {
 
 bool Layer::saves_as_labels() const {
   if (labels) return true;
-  return valid() && !gpix::is_float(dtype()) &&
+  // A composite's colour map is not used (its channels have their own colours).
+  return valid() && !composite() && !gpix::is_float(dtype()) &&
          canonical_colormap(colormap) == QLatin1String("labels");
 }
 

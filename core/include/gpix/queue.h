@@ -9,8 +9,9 @@
 // handed to them must stay alive and untouched until the returned Event completes; the
 // HostArray overloads keep the HostArray alive until then by themselves (the safe way).
 // A fresh array's memory may be a block whose earlier owner's kernels are still queued on the
-// default queue; the first async call on another queue that touches it waits for the work
-// queued on the default queue so far (once: later calls on that array are not held back).
+// default queue; async calls on other queues that touch it wait for the work queued on the
+// default queue before the first of them (to overlap a push with a filter, queue the push
+// first). Once that work is done they are not held back.
 #include <memory>
 #include <vector>
 

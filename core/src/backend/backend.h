@@ -33,6 +33,8 @@ class MemoryPool;
 class StagingRing;
 class CopyThreads;
 
+class EventImpl;
+
 // One device allocation of bytes() bytes: a linear buffer, or (is_image()) an image object
 // made by DeviceImpl::allocate_image(), whose bytes() is width * height * depth * element size.
 class Memory {
@@ -47,16 +49,28 @@ class Memory {
   // address outside their context.
   virtual std::uint64_t native_pointer() const noexcept { return 0; }
   bool is_image() const noexcept { return image_; }
-  // Set by the pool when it hands this block to a new owner: kernels of the earlier owner may
-  // still be queued on the device's default queue. Reuse on that queue is safe (it runs in
-  // order); work on any other queue must wait for them first (detail::after_earlier_owners).
-  void mark_handed_on() noexcept { handed_on_.store(true, std::memory_order_relaxed); }
-  bool take_handed_on() noexcept { return handed_on_.exchange(false, std::memory_order_relaxed); }
+  // Called by the pool when it hands this block to a new owner: kernels of the earlier owner
+  // may still be queued on the device's default queue. Reuse on that queue is safe (it runs in
+  // order); work on any other queue waits for them first (detail::after_earlier_owners): the
+  // first such call records a marker of the default queue here, and every call off that queue
+  // waits for it (whichever queue and thread it comes from) until it is done.
+  struct HandOn {
+    std::mutex mutex;
+    bool pending = false;               // handed on, no marker recorded yet
+    std::shared_ptr<EventImpl> marker;  // the default queue when it was first used elsewhere
+  };
+  void mark_handed_on() {
+    std::shared_ptr<EventImpl> old;  // released after the lock
+    const std::lock_guard lock(hand_on_.mutex);
+    hand_on_.pending = true;
+    old.swap(hand_on_.marker);
+  }
+  HandOn& hand_on() noexcept { return hand_on_; }
 
  private:
   std::size_t bytes_;
   bool image_;
-  std::atomic<bool> handed_on_{false};
+  HandOn hand_on_;
 };
 
 // Page-locked host memory from DeviceImpl::allocate_host(): data() stays valid and mapped

@@ -182,9 +182,12 @@ const Format& format_for(const std::filesystem::path& path);
 // of channels and z slices, or of channels and time points. 0 for every other file, and for
 // one that cannot be read (read() says why).
 std::size_t hyperstack_channels(const std::filesystem::path& path);
-// Their colours (0xRRGGBB, one a channel) where the hyperstack has ImageJ's LUTs (the last
-// entry of each, as Metadata::channel_colours); empty for every other file.
-std::vector<std::uint32_t> hyperstack_colours(const std::filesystem::path& path);
+// The colours (0xRRGGBB, one a channel) of a hyperstack of `channels` channels (what
+// hyperstack_channels said) where it has ImageJ's LUTs (the last entry of each, as
+// Metadata::channel_colours); empty where it has none, or not `channels` of them, and for other
+// files. Reads the first page's tags only (hyperstack_channels went through the pages).
+std::vector<std::uint32_t> hyperstack_colours(const std::filesystem::path& path,
+                                              std::size_t channels);
 
 // Removes the temporary folders of writes under way (a file is written into a hidden
 // `.gpix-write-XXXXXX` folder beside its target and moved into place when whole): for a
