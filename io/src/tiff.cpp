@@ -392,6 +392,34 @@ void shaped_layout(TIFF* t, const std::string& d, std::size_t pages, TiffCalibra
   }
 }
 
+// OME-XML's channel colours: the Color of each Channel of the first Pixels element (a signed
+// 32-bit RGBA number, -16776961 for opaque red), as 0xRRGGBB in the channels' order. Empty
+// unless every one of `channels` channels has one.
+std::vector<std::uint32_t> ome_colours(const std::string& xml, std::size_t channels) {
+  std::size_t at = xml.find("<Pixels ");
+  if (at == std::string::npos) at = xml.find(":Pixels ");
+  if (at == std::string::npos) return {};
+  const std::size_t stop = xml.find("Pixels>", at);  // </Pixels> or </ome:Pixels>
+  std::vector<std::uint32_t> colours;
+  for (std::size_t pos = xml.find("Channel ", at); pos < stop;
+       pos = xml.find("Channel ", pos + 1)) {
+    // A start tag <Channel or <prefix:Channel, not a name ending in Channel.
+    if (pos == 0 || (xml[pos - 1] != '<' && xml[pos - 1] != ':')) continue;
+    const std::size_t end = xml.find('>', pos);
+    if (end == std::string::npos) return {};
+    const auto colour = attribute(xml.substr(pos, end - pos), "Color");
+    if (!colour) return {};
+    std::int64_t v = 0;
+    const char* first = colour->data();
+    const char* last = first + colour->size();
+    const auto parsed = std::from_chars(first, last, v);
+    if (parsed.ec != std::errc() || parsed.ptr != last || v < INT32_MIN || v > UINT32_MAX)
+      return {};
+    colours.push_back(static_cast<std::uint32_t>(v) >> 8);  // RGBA: the alpha goes
+  }
+  return colours.size() == channels ? colours : std::vector<std::uint32_t>{};
+}
+
 // OME-XML: the first Pixels element's PhysicalSize{X,Y,Z} and units (µm by the schema's
 // default), all in X's unit.
 bool ome_calibration(const std::string& xml, std::size_t pages, TiffCalibration& c) {
@@ -407,6 +435,7 @@ bool ome_calibration(const std::string& xml, std::size_t pages, TiffCalibration&
       number(attribute(tag, "SizeZ").value_or("1")).value_or(0) == 1 &&
       number(attribute(tag, "SizeT").value_or("1")).value_or(0) == 1) {
     c.channels = pages;
+    c.colours = ome_colours(xml, pages);
   }
   // Channels and slices (or time points) together: their order is DimensionOrder's after XY
   // (XYZCT by the schema's default), the first varying fastest.
@@ -734,7 +763,12 @@ std::size_t tiff_hyperstack_channels(const std::string& file) {
 
 std::vector<std::uint32_t> tiff_hyperstack_colours(const std::string& file, std::size_t channels) {
   const TiffPtr tiff = open_tiff(file, "r", false);
-  return tiff ? imagej_colours(tiff.get(), channels) : std::vector<std::uint32_t>{};
+  if (!tiff) return {};
+  const char* text = nullptr;
+  if (TIFFGetField(tiff.get(), TIFFTAG_IMAGEDESCRIPTION, &text) && text &&
+      std::strstr(text, "<OME") != nullptr)
+    return ome_colours(text, channels);
+  return imagej_colours(tiff.get(), channels);
 }
 
 std::string imagej_description(const TiffCalibration& c, bool stack, std::size_t pages) {

@@ -232,6 +232,32 @@ class TestPluginFormats : public QObject {
              (std::vector<std::uint32_t>{0xff0000, 0x00ffff, 0xffffff, 0xff8000}));
     QVERIFY(io::hyperstack_colours(luts.toStdString(), 3).empty());  // not one a channel
     QVERIFY(io::hyperstack_colours(in.toStdString(), 2).empty());    // no LUTs
+    // OME-TIFF (Bio-Formats, microscopes' exports): each Channel's Color, a signed RGBA number,
+    // for a composite's channels and a hyperstack's layers alike.
+    const QString ome_c = tmp_.filePath(QStringLiteral("channels.ome.tif"));
+    const QString ome_zc = tmp_.filePath(QStringLiteral("stack.ome.tif"));
+    const test::ProcessResult o = test::run_process(
+        py,
+        {QStringLiteral("-c"),
+         QStringLiteral("import sys, numpy as np, tifffile\n"
+                        "ch = {'Name': ['a', 'b', 'c'],\n"
+                        "      'Color': [-16776961, 16711935, -1]}\n"
+                        "tifffile.imwrite(sys.argv[1], np.zeros((3, 6, 5), 'u2'), ome=True,\n"
+                        "    metadata={'axes': 'CYX', 'Channel': ch})\n"
+                        "tifffile.imwrite(sys.argv[2], np.zeros((4, 3, 6, 5), 'u2'), ome=True,\n"
+                        "    metadata={'axes': 'ZCYX', 'Channel': ch})\n"),
+         ome_c, ome_zc});
+    QVERIFY2(o.code == 0, o.err.constData());
+    const io::Image composite = io::read(ome_c.toStdString());
+    QCOMPARE(composite.meta.channels, 3);
+    QCOMPARE(composite.meta.channel_colours,
+             (std::vector<std::uint32_t>{0xff0000, 0x00ff00, 0xffffff}));
+    const QList<plugin::Layer> ome_layers = formats::io_reader().read(ome_zc);
+    QCOMPARE(ome_layers.size(), 3);
+    QCOMPARE(ome_layers[0].shape(), (Shape{4, 6, 5}));
+    QCOMPARE(ome_layers[0].colormap, QStringLiteral("red"));
+    QCOMPARE(ome_layers[1].colormap, QStringLiteral("green"));
+    QCOMPARE(ome_layers[2].colormap, QStringLiteral("gray"));
   }
 };
 
