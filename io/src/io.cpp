@@ -490,6 +490,15 @@ Image read_unchecked(const fs::path& path, const ReadOptions& options) {
              format.name != "TIFF") {
     // (A TIFF's reader says so itself, where it knows hyperstacks from plain stacks.)
     fail(path, detail::no_such_channel(options.channel));
+  } else if ((options.channels == Channels::split || options.channels == Channels::luminance) &&
+             comps == 1 && img.meta.channels <= 1) {
+    // Read as it is, as a plain image is for channel 0 (a batch of colour and grey files
+    // takes one option), but said: the option asked for something this file does not have.
+    img.warnings.push_back(
+        std::string("it has one sample a pixel: ") +
+        (options.channels == Channels::split ? "split has no channels to split"
+                                             : "luminance has no RGB to combine") +
+        ", so it is read as it is (" + std::string(name(*dtype)) + ")");
   }
   return img;
 }

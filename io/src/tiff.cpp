@@ -204,13 +204,19 @@ std::string sample_name(std::uint16_t bits, std::uint16_t format) {
 // several (channels, alpha: ExtraSamples), which it gives as components of a vector pixel for
 // io.cpp's ReadOptions::channels policy. ITK's TIFFImageIO read those as one sample, every
 // pixel's samples as consecutive pixels of one image (2/3 of the image lost without a word).
+// RGB stored plane by plane too: ITK's reader took those through TIFFReadRGBAImage (8-bit RGBA
+// whatever the file held); interleaved RGB stays with ITK, which reads it as it is.
 bool gpix_reads(TIFF* t, bool single = true) {
-  std::uint16_t spp = 1, bits = 1, photometric = PHOTOMETRIC_MINISBLACK;
+  std::uint16_t spp = 1, bits = 1, photometric = PHOTOMETRIC_MINISBLACK,
+                planar = PLANARCONFIG_CONTIG;
   TIFFGetFieldDefaulted(t, TIFFTAG_SAMPLESPERPIXEL, &spp);
   TIFFGetFieldDefaulted(t, TIFFTAG_BITSPERSAMPLE, &bits);
   TIFFGetField(t, TIFFTAG_PHOTOMETRIC, &photometric);
-  return (spp == 1 || !single) &&
-         (photometric == PHOTOMETRIC_MINISBLACK || photometric == PHOTOMETRIC_MINISWHITE) &&
+  TIFFGetFieldDefaulted(t, TIFFTAG_PLANARCONFIG, &planar);
+  const bool grey = photometric == PHOTOMETRIC_MINISBLACK || photometric == PHOTOMETRIC_MINISWHITE;
+  const bool planar_rgb =
+      photometric == PHOTOMETRIC_RGB && planar == PLANARCONFIG_SEPARATE && spp >= 3;
+  return (spp == 1 || !single) && (grey || planar_rgb) &&
          (bits == 8 || bits == 16 || bits == 32 || bits == 64);
 }
 
@@ -251,12 +257,6 @@ void check(const Page& p) {
          "; gpix reads top-left (1) and bottom-left (4) row orders");
   }
   if (p.depth != 1) fail("it is a tiled volume (ImageDepth " + std::to_string(p.depth) + ")");
-  if (p.spp > 1 && p.planar != PLANARCONFIG_CONTIG) {
-    fail("its " + std::to_string(p.spp) +
-         " grayscale samples per pixel are stored plane by plane (PlanarConfiguration 2); gpix "
-         "reads them interleaved (1), or as one page each (save the channels as pages, e.g. "
-         "tifffile.imwrite(path, channels_yx, imagej=True, metadata={'axes': 'CYX'}))");
-  }
 }
 
 // BitsPerSample and SampleFormat of an ITK component gpix writes.
@@ -965,6 +965,8 @@ std::future<std::string> TiffStack::check_rows(std::size_t page, std::uint32_t f
     if (!err && bytes > 0) striles.push_back({i, offset, bytes});  // the decode reports others
   };
   const bool tiled = TIFFIsTiled(t) != 0;
+  // Samples stored plane by plane: each plane's striles of those rows.
+  const std::uint16_t planes = page_.planar == PLANARCONFIG_SEPARATE ? page_.spp : 1;
   std::uint64_t full = 0;
   if (tiled) {
     std::uint32_t tw = 0, th = 0;
@@ -972,16 +974,19 @@ std::future<std::string> TiffStack::check_rows(std::size_t page, std::uint32_t f
     TIFFGetField(t, TIFFTAG_TILELENGTH, &th);
     full = static_cast<std::uint64_t>(std::max<tmsize_t>(TIFFTileSize(t), 0));
     if (tw > 0 && th > 0) {
-      for (std::uint32_t y = f0 / th * th; y < f1; y += th) {
-        for (std::uint32_t x = 0; x < page_.width; x += tw) add(TIFFComputeTile(t, x, y, 0, 0));
+      for (std::uint16_t p = 0; p < planes; ++p) {
+        for (std::uint32_t y = f0 / th * th; y < f1; y += th) {
+          for (std::uint32_t x = 0; x < page_.width; x += tw) add(TIFFComputeTile(t, x, y, 0, p));
+        }
       }
     }
   } else {
-    std::uint32_t rows = 0;
-    TIFFGetFieldDefaulted(t, TIFFTAG_ROWSPERSTRIP, &rows);
-    if (rows == 0 || rows > page_.height) rows = page_.height;
+    const std::uint32_t rows = rows_per_strip();
     full = std::uint64_t{rows} * row_bytes();
-    for (std::uint32_t s = f0 / rows; s * rows < f1; ++s) add(s);
+    const std::uint32_t per_plane = (page_.height + rows - 1) / rows;
+    for (std::uint16_t p = 0; p < planes; ++p) {
+      for (std::uint32_t s = f0 / rows; s * rows < f1; ++s) add(p * per_plane + s);
+    }
   }
   return std::async(std::launch::async, [file = file_, page, tiled, full, striles] {
     try {
@@ -1003,10 +1008,44 @@ std::future<std::string> TiffStack::check_rows(std::size_t page, std::uint32_t f
 
 void TiffStack::read_file_rows(std::size_t page, std::uint32_t f0, std::uint32_t f1,
                                std::byte* out) {
+  if (page_.spp == 1 || page_.planar == PLANARCONFIG_CONTIG) {
+    read_plane_rows(page, 0, f0, f1, out);
+    return;
+  }
+  // Samples stored plane by plane (PlanarConfiguration 2: tifffile's default for a (3, y, x)
+  // RGB array, some cameras'): each sample's rows, then interleaved as the pixels' components.
+  // ITK's reader took RGB ones through TIFFReadRGBAImage: 16-bit samples came back as 8-bit,
+  // with an alpha channel the file does not have.
+  const std::size_t sample = page_.bits / 8, spp = page_.spp, w = page_.width;
+  const std::size_t rows = f1 - f0, row = row_bytes();
+  std::vector<std::byte> plane(rows * w * sample);
+  for (std::size_t s = 0; s < spp; ++s) {
+    read_plane_rows(page, static_cast<std::uint16_t>(s), f0, f1, plane.data());
+    for (std::size_t r = 0; r < rows; ++r) {
+      const std::byte* from = plane.data() + r * w * sample;
+      std::byte* to = out + r * row + s * sample;
+      for (std::size_t x = 0; x < w; ++x)
+        std::memcpy(to + x * spp * sample, from + x * sample, sample);
+    }
+  }
+}
+
+std::uint32_t TiffStack::rows_per_strip() const {
+  std::uint32_t rows = 0;
+  TIFFGetFieldDefaulted(tiff_.get(), TIFFTAG_ROWSPERSTRIP, &rows);
+  return rows == 0 || rows > page_.height ? page_.height : rows;
+}
+
+void TiffStack::read_plane_rows(std::size_t page, std::uint16_t sample_plane, std::uint32_t f0,
+                                std::uint32_t f1, std::byte* out) {
   TIFF* t = tiff_.get();
-  const std::size_t bytes = std::size_t{page_.spp} * (page_.bits / 8);  // a pixel's
-  const std::size_t row = row_bytes();
-  const std::string where = " of page " + std::to_string(page);
+  const bool separate = page_.spp > 1 && page_.planar == PLANARCONFIG_SEPARATE;
+  // A pixel's bytes in what is read: all its samples, or one of a separate plane's.
+  const std::size_t bytes = (separate ? 1 : std::size_t{page_.spp}) * (page_.bits / 8);
+  const std::size_t row = std::size_t{page_.width} * bytes;
+  const std::string where =
+      (separate ? " of sample plane " + std::to_string(sample_plane) : std::string()) +
+      " of page " + std::to_string(page);
   if (TIFFIsTiled(t)) {
     std::uint32_t tw = 0, th = 0;
     TIFFGetField(t, TIFFTAG_TILEWIDTH, &tw);
@@ -1016,7 +1055,7 @@ void TiffStack::read_file_rows(std::size_t page, std::uint32_t f0, std::uint32_t
     scratch_.resize(static_cast<std::size_t>(tile_bytes));
     for (std::uint32_t y = f0 / th * th; y < f1; y += th) {
       for (std::uint32_t x = 0; x < page_.width; x += tw) {
-        const std::uint32_t index = TIFFComputeTile(t, x, y, 0, 0);
+        const std::uint32_t index = TIFFComputeTile(t, x, y, 0, sample_plane);
         if (TIFFReadEncodedTile(t, index, scratch_.data(), tile_bytes) != tile_bytes)
           fail("tile " + std::to_string(index) + where + " cannot be read (truncated file?)");
         const std::size_t cols = std::min(tw, page_.width - x) * bytes;
@@ -1029,9 +1068,9 @@ void TiffStack::read_file_rows(std::size_t page, std::uint32_t f0, std::uint32_t
     }
     return;
   }
-  std::uint32_t rows_per_strip = 0;
-  TIFFGetFieldDefaulted(t, TIFFTAG_ROWSPERSTRIP, &rows_per_strip);
-  if (rows_per_strip == 0 || rows_per_strip > page_.height) rows_per_strip = page_.height;
+  const std::uint32_t rows_per_strip = this->rows_per_strip();
+  // A separate plane's strips follow the plane before's (libtiff numbers them so).
+  const std::uint32_t first = sample_plane * ((page_.height + rows_per_strip - 1) / rows_per_strip);
   for (std::uint32_t s = f0 / rows_per_strip; s * rows_per_strip < f1; ++s) {
     const std::uint32_t y = s * rows_per_strip;
     const std::uint32_t end = std::min(page_.height, y + rows_per_strip);
@@ -1040,9 +1079,9 @@ void TiffStack::read_file_rows(std::size_t page, std::uint32_t f0, std::uint32_t
     const bool whole = y >= f0 && end <= f1;
     if (!whole) scratch_.resize(n);
     std::byte* dst = whole ? out + std::size_t{y - f0} * row : scratch_.data();
-    const tmsize_t got = TIFFReadEncodedStrip(t, s, dst, static_cast<tmsize_t>(n));
+    const tmsize_t got = TIFFReadEncodedStrip(t, first + s, dst, static_cast<tmsize_t>(n));
     if (got != static_cast<tmsize_t>(n)) {
-      fail("strip " + std::to_string(s) + where +
+      fail("strip " + std::to_string(first + s) + where +
            (got < 0 ? std::string(" cannot be read")
                     : " holds " + std::to_string(got) + " of " + std::to_string(n) + " bytes") +
            " (truncated or corrupt file?)");

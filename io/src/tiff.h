@@ -103,10 +103,10 @@ struct TiffPage {
 };
 
 // A TIFF stack as gpix's libtiff reader reads it (grayscale pages of 8 to 64 bits, one sample a
-// pixel or several interleaved, equal, strips or tiles, any codec libtiff has, top-left or
-// bottom-left rows; thumbnails and masks skipped), read in rows: row r of page p is row p *
-// height() + r, so a 2D image reads in rows and a stack in pages. Errors are itk::ExceptionObjects,
-// as the ImageIO's are (io.cpp turns them into IoErrors).
+// pixel or several, interleaved or plane by plane, and RGB plane by plane, equal, strips or tiles,
+// any codec libtiff has, top-left or bottom-left rows; thumbnails and masks skipped), read in rows:
+// row r of page p is row p * height() + r, so a 2D image reads in rows and a stack in pages. Errors
+// are itk::ExceptionObjects, as the ImageIO's are (io.cpp turns them into IoErrors).
 class TiffStack {
  public:
   // `channel` (0 the first; -1 none) picks one channel's pages of a file whose pages are
@@ -122,7 +122,7 @@ class TiffStack {
   std::size_t height() const { return page_.height; }
   std::size_t pages() const { return offsets_.size(); }
   itk::IOComponentEnum component() const;
-  std::size_t samples() const { return page_.spp; }  // per pixel, interleaved
+  std::size_t samples() const { return page_.spp; }  // per pixel, interleaved as read
   std::size_t row_bytes() const;
   // The first page's calibration (calibration_of).
   const TiffCalibration& calibration() const { return calibration_; }
@@ -137,6 +137,10 @@ class TiffStack {
   void go_to(std::size_t page);
   void pick_channel(int channel);
   void read_file_rows(std::size_t page, std::uint32_t f0, std::uint32_t f1, std::byte* out);
+  // File rows [f0, f1) of one sample plane (0 where the samples are interleaved), packed.
+  void read_plane_rows(std::size_t page, std::uint16_t sample_plane, std::uint32_t f0,
+                       std::uint32_t f1, std::byte* out);
+  std::uint32_t rows_per_strip() const;
   // The stream check of the Deflate strips or tiles holding file rows [f0, f1) of `page`
   // (the handle is on it), started on a thread of its own; empty when whole.
   std::future<std::string> check_rows(std::size_t page, std::uint32_t f0, std::uint32_t f1);
