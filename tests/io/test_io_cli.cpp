@@ -363,6 +363,16 @@ class TestIoCli : public QObject {
         test::run_cli({"run", "gaussian_blur", in, out, "--channels", "0"});
     QVERIFY2(zero.code == 0, zero.err);
     QCOMPARE(io::read(out.toStdString()).pixels.shape(), (Shape{3, 8, 9}));
+    // split and luminance read it as it is too, and say so (they asked for what it lacks).
+    for (const char* policy : {"split", "luminance"}) {
+      const test::ProcessResult as_is = test::run_cli({"info", in, "--channels", policy});
+      QVERIFY2(as_is.code == 0 && as_is.out.contains("3 x 8 x 9") &&
+                   as_is.out.contains("one sample a pixel") && as_is.out.contains(policy),
+               as_is.out + as_is.err);
+      const test::ProcessResult ran =
+          test::run_cli({"run", "gaussian_blur", in, out, "--channels", policy});
+      QVERIFY2(ran.code == 0 && ran.err.contains("one sample a pixel"), ran.err);
+    }
     // Samples and raw files have no channels either (exit 2: nothing to read).
     QCOMPARE(test::run_cli({"run", "gaussian_blur", "sample", out, "--channels", "1"}).code, 2);
     // Several inputs: channel N of those that have channels, the plain ones whole (a channel
