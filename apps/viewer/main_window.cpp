@@ -360,7 +360,12 @@ void MainWindow::rebuild_recent() {
   recent_menu_->setEnabled(!files.isEmpty());
 }
 
-void MainWindow::add_recent(const QString& path) {
+void MainWindow::add_recent(const QString& given) {
+  // A file named relative to where the viewer started is kept by its whole path: Open recent
+  // from another folder failed ("no such file"), and one file could stand there twice. The
+  // samples ("sample", "sample:NAME") are names, not files.
+  const QFileInfo info(given);
+  const QString path = info.isRelative() && info.exists() ? info.absoluteFilePath() : given;
   QStringList files = recent_files();
   files.removeAll(path);
   files.prepend(path);

@@ -5,6 +5,7 @@
 // (the event loop keeps turning while a large stack is read; a cancelled read adds nothing).
 #include <QAction>
 #include <QApplication>
+#include <QDir>
 #include <QDockWidget>
 #include <QDropEvent>
 #include <QFile>
@@ -26,6 +27,7 @@
 #include <QElapsedTimer>
 #include <QPointer>
 #include <QPushButton>
+#include <QScopeGuard>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSlider>
@@ -371,6 +373,19 @@ class TestViewer : public QObject {
     QCOMPARE(w->view()->slice(), 2);
     // Recent files, newest first, persist in the settings.
     QCOMPARE(w->recent_files().mid(0, 2), (QStringList{pb, pa}));
+    // One named relative to the working folder is kept by its whole path (Open recent from
+    // another folder said "no such file").
+    {
+      const QString before = QDir::currentPath();
+      QVERIFY(QDir::setCurrent(tmp_.path()));
+      const auto back = qScopeGuard([&] { QDir::setCurrent(before); });
+      QVERIFY2(open_and_wait(w.get(), {QFileInfo(pa).fileName()}).size() == 1,
+               qPrintable(w->last_error()));
+    }
+    QCOMPARE(w->recent_files().first(), QFileInfo(pa).absoluteFilePath());
+    QCOMPARE(w->recent_files().count(QFileInfo(pa).absoluteFilePath()), 1);
+    QCOMPARE(w->host().layer_ids().size(), 3);
+    w->host().remove_layer(w->host().layer_ids().last());
     // A file no reader takes is reported, not fatal: in the status bar and in a message box
     // that does not hold the window (not modal); a second failure while it is open adds to it.
     QVERIFY(!w->error_box());

@@ -22,6 +22,7 @@
 #include <QToolButton>
 #include <QUndoStack>
 #include <QUrl>
+#include <QWheelEvent>
 
 #include "formats.h"
 #include "gpix/basic_host.h"
@@ -670,6 +671,57 @@ class TestWidgets : public QObject {
     QTest::qWait(300);
     QCOMPARE(updated.size(), 1);
     panel.set_preview(false);
+  }
+
+  // A layer that is one channel of a file (a hyperstack's) says which, and the file's colour
+  // where no colour map has it; other plain layers show no channels row.
+  void layer_card_says_which_channel() {
+    ui::LayerCard card(host());
+    Layer l;
+    l.name = QStringLiteral("h [C3]");
+    l.host = random_host<std::uint16_t>(Shape{3, 5, 7});
+    l.metadata.insert(QStringLiteral("channels"), QStringLiteral("channel 3 of 4 of a hyperstack"));
+    l.metadata.insert(QStringLiteral("colour"),
+                      QStringLiteral("#ff8000 in the file (ImageJ's LUT): no colour map is "
+                                     "black to it, shown in gray"));
+    host().set_current_layer(host().add_layer(l));
+    card.refresh();
+    QVERIFY2(card.value(QStringLiteral("channels")).contains(QStringLiteral("channel 3 of 4")) &&
+                 card.value(QStringLiteral("channels")).contains(QStringLiteral("#ff8000")),
+             qPrintable(card.value(QStringLiteral("channels"))));
+    Layer plain;
+    plain.name = QStringLiteral("plain");
+    plain.host = random_host<std::uint16_t>(Shape{5, 7});
+    host().set_current_layer(host().add_layer(plain));
+    card.refresh();
+    QVERIFY(card.value(QStringLiteral("channels")).isEmpty());
+  }
+
+  // The wheel over a form field without the focus leaves it alone (it scrolls the panel):
+  // scrolling through a long form switched the input layer and re-ran the preview.
+  void wheel_scrolls_past_form_fields() {
+    ui::FilterPanel panel(host(), workflow_.get());
+    const int a = add(host(), QStringLiteral("a"), random_host<float>(Shape{21, 23}));
+    const int b = add(host(), QStringLiteral("b"), random_host<float>(Shape{21, 23}));
+    QVERIFY(panel.select_filter(QStringLiteral("gaussian_blur")));
+    QComboBox* input = panel.form()->input_picker(0);
+    auto* sigma = qobject_cast<QDoubleSpinBox*>(panel.form()->editor(QStringLiteral("sigma_x")));
+    QVERIFY(input && sigma);
+    QCOMPARE(input->currentData().toInt(), b);
+    const double before = sigma->value();
+    for (QWidget* w : {static_cast<QWidget*>(input), static_cast<QWidget*>(sigma)}) {
+      QVERIFY(!w->hasFocus());
+      QCOMPARE(w->focusPolicy(), Qt::StrongFocus);
+      for (const int delta : {-120, 120, -120}) {
+        const QPointF at(w->width() / 2.0, w->height() / 2.0);
+        QWheelEvent wheel(at, w->mapToGlobal(at), QPoint(), QPoint(0, delta), Qt::NoButton,
+                          Qt::NoModifier, Qt::NoScrollPhase, false);
+        QApplication::sendEvent(w, &wheel);
+      }
+    }
+    QCOMPARE(input->currentData().toInt(), b);
+    QCOMPARE(sigma->value(), before);
+    (void)a;
   }
 
   // The Workflow dock's Undo and Redo keep their short texts (the step goes to the tooltip):

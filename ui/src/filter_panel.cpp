@@ -1,5 +1,6 @@
 #include "gpix/ui/filter_panel.h"
 
+#include <QAbstractSpinBox>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -17,6 +18,7 @@
 #include <QTreeWidget>
 #include <QUndoStack>
 #include <QVBoxLayout>
+#include <QWheelEvent>
 #include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
 #include <cmath>
@@ -172,6 +174,26 @@ ParamForm::ParamForm(const gpix::FilterInfo& info, Workspace& host, QWidget* par
     connect(picker, &QComboBox::currentIndexChanged, this, &ParamForm::update_calibration);
   refresh_layers();
   update_calibration();
+  // The wheel over a field without the focus scrolls the panel (a long form) instead of
+  // changing the field: scrolling through the form switched the input layer, or a parameter,
+  // and started a preview.
+  for (QWidget* w : findChildren<QWidget*>()) {
+    if (!qobject_cast<QComboBox*>(w) && !qobject_cast<QAbstractSpinBox*>(w)) continue;
+    w->setFocusPolicy(Qt::StrongFocus);  // not WheelFocus: the wheel does not take the focus
+    w->installEventFilter(this);
+  }
+}
+
+bool ParamForm::eventFilter(QObject* watched, QEvent* event) {
+  if (event->type() == QEvent::Wheel) {
+    const auto* w = qobject_cast<QWidget*>(watched);
+    if (w && !w->hasFocus()) {
+      // Ignored and filtered: QApplication hands the wheel to the parents (the scroll area).
+      event->ignore();
+      return true;
+    }
+  }
+  return QWidget::eventFilter(watched, event);
 }
 
 QDoubleSpinBox* ParamForm::physical_editor(const QString& param) const {

@@ -193,9 +193,20 @@ void LayerCard::refresh() {
   const Layer layer = host_.layer(id);
   static_cast<NameLabel*>(fields_["name"])->set_name(layer.name);
   fields_["spacing"]->setText(spacing_text(layer));
-  // A composite's first axis is its channels: said here, not as a spacing.
-  fields_["channels"]->setText(channels_text(layer));
-  form_->setRowVisible(fields_["channels"], layer.composite());
+  // A composite's first axis is its channels: said here, not as a spacing. A layer that is one
+  // channel of a file (a hyperstack's) says which, and a colour of the file no map has.
+  if (layer.composite()) {
+    fields_["channels"]->setText(channels_text(layer));
+    form_->setRowVisible(fields_["channels"], true);
+  } else {
+    QStringList notes;
+    for (const char* key : {"channels", "colour"}) {
+      const QString v = layer.metadata.value(QLatin1String(key)).toString();
+      if (!v.isEmpty()) notes << v.toHtmlEscaped();
+    }
+    fields_["channels"]->setText(notes.join(QStringLiteral("; ")));
+    form_->setRowVisible(fields_["channels"], !notes.isEmpty());
+  }
   const gpix::Array a = layer.array;
   if (layer.file_backed()) {
     show_file(layer);

@@ -66,6 +66,9 @@ class ParamForm : public QWidget {
  signals:
   void changed();
 
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
  private:
   gpix::FilterInfo info_;
   Workspace& host_;

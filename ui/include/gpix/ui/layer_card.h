@@ -42,8 +42,10 @@ class LayerCard : public QWidget {
   ~LayerCard() override;
   // The shown value of a field: "name", "shape", "dtype", "size", "min", "max", "mean",
   // "device", "kind", "spacing" (per spatial axis with the unit, spacing_text()), "channels"
-  // (a composite's count, names and colours as rich text, channels_text(); its row is hidden
-  // for other layers); empty when no layer is shown.
+  // (a composite's count, names and colours as rich text, channels_text(); for a layer that
+  // is one channel of a file, which one and a file colour no colour map has, from its
+  // metadata "channels" and "colour"; the row is hidden for other layers); empty when no layer
+  // is shown.
   QString value(const QString& key) const;
   const Histogram* histogram() const { return hist_; }
   static constexpr int kBins = 64;
