@@ -22,21 +22,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A Python 3 that has tifffile (Debian's python3-tifffile; a pyenv python3 first in PATH may
-// lack it), or empty.
-QString python_with_tifffile() {
-  static const QString found = [] {
-    for (const QString& py : {QStringLiteral("python3"), QStringLiteral("/usr/bin/python3")}) {
-      if (test::run_process(py, {QStringLiteral("-c"), QStringLiteral("import numpy, tifffile")},
-                            {.timeout_ms = 60000})
-              .code == 0)
-        return py;
-    }
-    return QString();
-  }();
-  return found;
-}
-
 QByteArray slurp(const QString& path) {
   QFile f(path);
   return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
@@ -137,7 +122,7 @@ class TestIoTiff : public QObject {
   // gpix writes every dtype, 2D and 3D; tifffile reads the same values with the same dtype,
   // and stacks along z.
   void tifffile_reads_gpix_files() {
-    const QString py = python_with_tifffile();
+    const QString py = test::python_with_tifffile();
     if (py.isEmpty()) QSKIP("no python3 with numpy and tifffile (apt install python3-tifffile)");
     QTemporaryDir dir;
     std::vector<std::pair<QString, HostArray>> files;
@@ -194,7 +179,7 @@ class TestIoTiff : public QObject {
   // tiled, zlib, a predictor; 2D and stacks); gpix reads them bit for bit. One 16 MiB strip of
   // zeros at zlib level 9 (1028:1) stays under Deflate's 1032:1 bound and opens.
   void gpix_reads_tifffile_files() {
-    const QString py = python_with_tifffile();
+    const QString py = test::python_with_tifffile();
     if (py.isEmpty()) QSKIP("no python3 with numpy and tifffile (apt install python3-tifffile)");
     QTemporaryDir dir;
     const QString script = dir.filePath(QStringLiteral("write.py"));
@@ -265,37 +250,36 @@ class TestIoTiff : public QObject {
   // 8-bit RGBA for the RGB ones (16-bit values cut to 8 bits, an alpha channel added), and
   // the grey ones were refused.
   void samples_stored_plane_by_plane() {
-    const QString py = python_with_tifffile();
+    const QString py = test::python_with_tifffile();
     if (py.isEmpty()) QSKIP("no python3 with numpy and tifffile (apt install python3-tifffile)");
     QTemporaryDir dir;
-    const test::ProcessResult r = test::run_process(
+    const test::ProcessResult r = test::run_python(
         py,
-        {QStringLiteral("-c"),
-         QStringLiteral(
-             "import sys, numpy as np, tifffile\n"
-             "d = sys.argv[1]\n"
-             "rng = np.random.default_rng(int(sys.argv[2]))\n"
-             "def px(dt, shape):\n"
-             "    return rng.integers(0, np.iinfo(dt).max, size=shape, endpoint=True).astype(dt)\n"
-             "cases = [\n"
-             "  ('rgb8', px('u1', (3, 13, 17)), dict(photometric='rgb')),\n"
-             "  ('rgb16_strips', px('u2', (3, 29, 11)), dict(photometric='rgb', rowsperstrip=4)),\n"
-             "  ('rgb16_tiles', px('u2', (3, 37, 21)), dict(photometric='rgb', tile=(16, 16))),\n"
-             "  ('rgb16_zlib', px('u2', (3, 30, 9)),\n"
-             "   dict(photometric='rgb', compression='zlib', rowsperstrip=7)),\n"
-             "  ('rgba16', px('u2', (4, 6, 5)), dict(photometric='rgb', extrasamples=[2])),\n"
-             "  ('grey2', px('u2', (2, 9, 8)),\n"
-             "   dict(photometric='minisblack', extrasamples=[0])),\n"
-             "]\n"
-             "for name, a, kw in cases:\n"
-             "    tifffile.imwrite(f'{d}/{name}.tif', a, planarconfig='separate', **kw)\n"
-             "    open(f'{d}/{name}.bin', 'wb').write(a.tobytes())\n"
-             "    print(name, 'x'.join(map(str, a.shape)))\n"
-             "st = px('u2', (4, 3, 6, 5))\n"
-             "tifffile.imwrite(f'{d}/stack.tif', st, photometric='rgb', planarconfig='separate')\n"
-             "open(f'{d}/stack.bin', 'wb').write(st.tobytes())\n"
-             "print('stack', 'x'.join(map(str, st.shape)))\n"),
-         dir.path(), QString::number(test::rng()() % 1000000)});
+        QStringLiteral(
+            "import sys, numpy as np, tifffile\n"
+            "d = sys.argv[1]\n"
+            "rng = np.random.default_rng(int(sys.argv[2]))\n"
+            "def px(dt, shape):\n"
+            "    return rng.integers(0, np.iinfo(dt).max, size=shape, endpoint=True).astype(dt)\n"
+            "cases = [\n"
+            "  ('rgb8', px('u1', (3, 13, 17)), dict(photometric='rgb')),\n"
+            "  ('rgb16_strips', px('u2', (3, 29, 11)), dict(photometric='rgb', rowsperstrip=4)),\n"
+            "  ('rgb16_tiles', px('u2', (3, 37, 21)), dict(photometric='rgb', tile=(16, 16))),\n"
+            "  ('rgb16_zlib', px('u2', (3, 30, 9)),\n"
+            "   dict(photometric='rgb', compression='zlib', rowsperstrip=7)),\n"
+            "  ('rgba16', px('u2', (4, 6, 5)), dict(photometric='rgb', extrasamples=[2])),\n"
+            "  ('grey2', px('u2', (2, 9, 8)),\n"
+            "   dict(photometric='minisblack', extrasamples=[0])),\n"
+            "]\n"
+            "for name, a, kw in cases:\n"
+            "    tifffile.imwrite(f'{d}/{name}.tif', a, planarconfig='separate', **kw)\n"
+            "    open(f'{d}/{name}.bin', 'wb').write(a.tobytes())\n"
+            "    print(name, 'x'.join(map(str, a.shape)))\n"
+            "st = px('u2', (4, 3, 6, 5))\n"
+            "tifffile.imwrite(f'{d}/stack.tif', st, photometric='rgb', planarconfig='separate')\n"
+            "open(f'{d}/stack.bin', 'wb').write(st.tobytes())\n"
+            "print('stack', 'x'.join(map(str, st.shape)))\n"),
+        {dir.path(), QString::number(test::rng()() % 1000000)});
     QVERIFY2(r.code == 0, r.err.constData());
     const QList<QByteArray> lines = r.out.trimmed().split('\n');
     QCOMPARE(lines.size(), 7);
@@ -340,17 +324,17 @@ class TestIoTiff : public QObject {
 
   // An ImageJ time series (frames only) reads as z planes, and says so in the warnings.
   void time_series_read_as_z_say_so() {
-    const QString py = python_with_tifffile();
+    const QString py = test::python_with_tifffile();
     if (py.isEmpty()) QSKIP("no python3 with numpy and tifffile (apt install python3-tifffile)");
     QTemporaryDir dir;
     const QString path = dir.filePath(QStringLiteral("tyx.tif"));
-    const test::ProcessResult r = test::run_process(
-        py, {QStringLiteral("-c"),
-             QStringLiteral("import sys, numpy as np, tifffile\n"
-                            "tifffile.imwrite(sys.argv[1], np.arange(5 * 6 * 7, dtype=np.uint16)"
-                            ".reshape(5, 6, 7), imagej=True, metadata={'axes': 'TYX', "
-                            "'finterval': 2.0})\n"),
-             path});
+    const test::ProcessResult r = test::run_python(
+        py,
+        QStringLiteral("import sys, numpy as np, tifffile\n"
+                       "tifffile.imwrite(sys.argv[1], np.arange(5 * 6 * 7, dtype=np.uint16)"
+                       ".reshape(5, 6, 7), imagej=True, metadata={'axes': 'TYX', "
+                       "'finterval': 2.0})\n"),
+        {path});
     QVERIFY2(r.code == 0, r.err.constData());
     const io::Image img = io::read(path.toStdString());
     QCOMPARE(img.pixels.shape(), (Shape{5, 6, 7}));
@@ -400,7 +384,7 @@ class TestIoTiff : public QObject {
   // consecutive pixels (an 11 x 13 x 3 file gave 11 x 13 pixels, two thirds of them lost).
   // Samples stored plane by plane are refused, saying how to store channels gpix reads.
   void grayscale_samples_are_components() {
-    const QString py = python_with_tifffile();
+    const QString py = test::python_with_tifffile();
     if (py.isEmpty()) QSKIP("no python3 with numpy and tifffile (apt install python3-tifffile)");
     QTemporaryDir dir;
     const QString script = dir.filePath(QStringLiteral("samples.py"));
@@ -485,7 +469,7 @@ class TestIoTiff : public QObject {
   // several OME images and tifffile arrays of 4 dimensions are refused. Streaming refuses them
   // too. A stack of channels gives one channel's plane (also from NRRD and MetaImage).
   void hyperstacks_read_one_channel_at_a_time() {
-    const QString py = python_with_tifffile();
+    const QString py = test::python_with_tifffile();
     if (py.isEmpty()) QSKIP("no python3 with numpy and tifffile (apt install python3-tifffile)");
     QTemporaryDir dir;
     const QString script = dir.filePath(QStringLiteral("hyper.py"));

@@ -23,19 +23,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const QString kPython = QStringLiteral("/usr/bin/python3");
-
 bool have_tifffile() {
-  static const bool ok =
-      test::run_process(kPython, {QStringLiteral("-c"), QStringLiteral("import numpy, tifffile")},
-                        {.timeout_ms = 60000})
-          .code == 0;
-  return ok;
+  return !test::python_with_tifffile().isEmpty();
 }
 
 // Runs a Python script with arguments; fails the test with its output when it fails.
 QByteArray python(const QString& script, const QStringList& args = {}) {
-  const auto r = test::run_process(kPython, QStringList{QStringLiteral("-c"), script} + args);
+  const auto r = test::run_python(test::python_with_tifffile(), script, args);
   if (r.code != 0) qWarning("python failed: %s %s", r.out.constData(), r.err.constData());
   return r.code == 0 ? r.out : QByteArray("FAILED");
 }

@@ -171,23 +171,16 @@ class TestPluginFormats : public QObject {
   // stack per channel with the slice spacing, not as one stack with the channels interleaved
   // into z.
   void hyperstacks_open_as_a_layer_per_channel() {
-    QString py;
-    for (const QString& p : {QStringLiteral("python3"), QStringLiteral("/usr/bin/python3")}) {
-      if (test::run_process(p, {QStringLiteral("-c"), QStringLiteral("import numpy, tifffile")})
-              .code == 0) {
-        py = p;
-        break;
-      }
-    }
+    const QString py = test::python_with_tifffile();
     if (py.isEmpty()) QSKIP("no python3 with numpy and tifffile");
     const QString in = tmp_.filePath(QStringLiteral("fiji zc.tif"));
-    const test::ProcessResult r = test::run_process(
-        py, {QStringLiteral("-c"),
-             QStringLiteral("import sys, numpy as np, tifffile\n"
-                            "a = np.arange(4 * 2 * 6 * 5, dtype='u2').reshape(4, 2, 6, 5)\n"
-                            "tifffile.imwrite(sys.argv[1], a, imagej=True, resolution=(4, 4),\n"
-                            "    metadata={'axes': 'ZCYX', 'spacing': 3.0, 'unit': 'um'})\n"),
-             in});
+    const test::ProcessResult r = test::run_python(
+        py,
+        QStringLiteral("import sys, numpy as np, tifffile\n"
+                       "a = np.arange(4 * 2 * 6 * 5, dtype='u2').reshape(4, 2, 6, 5)\n"
+                       "tifffile.imwrite(sys.argv[1], a, imagej=True, resolution=(4, 4),\n"
+                       "    metadata={'axes': 'ZCYX', 'spacing': 3.0, 'unit': 'um'})\n"),
+        {in});
     QVERIFY2(r.code == 0, r.err.constData());
     const QList<plugin::Layer> layers = formats::io_reader().read(in);
     QCOMPARE(layers.size(), 2);
@@ -207,17 +200,17 @@ class TestPluginFormats : public QObject {
     // With Fiji's LUTs (a channel's colour is its LUT's brightest entry): each channel in its
     // colour where a colour map is black to it; another colour is said, and shown in gray.
     const QString luts = tmp_.filePath(QStringLiteral("fiji luts.tif"));
-    const test::ProcessResult w = test::run_process(
-        py, {QStringLiteral("-c"),
-             QStringLiteral("import sys, numpy as np, tifffile\n"
-                            "t = np.arange(256)\n"
-                            "lut = lambda r, g, b: np.stack([t * r // 255, t * g // 255,\n"
-                            "                                t * b // 255]).astype('u1')\n"
-                            "a = np.arange(3 * 4 * 6 * 5, dtype='u2').reshape(3, 4, 6, 5)\n"
-                            "tifffile.imwrite(sys.argv[1], a, imagej=True, metadata={\n"
-                            "    'axes': 'ZCYX', 'LUTs': [lut(255, 0, 0), lut(0, 255, 255),\n"
-                            "    lut(255, 255, 255), lut(255, 128, 0)]})\n"),
-             luts});
+    const test::ProcessResult w = test::run_python(
+        py,
+        QStringLiteral("import sys, numpy as np, tifffile\n"
+                       "t = np.arange(256)\n"
+                       "lut = lambda r, g, b: np.stack([t * r // 255, t * g // 255,\n"
+                       "                                t * b // 255]).astype('u1')\n"
+                       "a = np.arange(3 * 4 * 6 * 5, dtype='u2').reshape(3, 4, 6, 5)\n"
+                       "tifffile.imwrite(sys.argv[1], a, imagej=True, metadata={\n"
+                       "    'axes': 'ZCYX', 'LUTs': [lut(255, 0, 0), lut(0, 255, 255),\n"
+                       "    lut(255, 255, 255), lut(255, 128, 0)]})\n"),
+        {luts});
     QVERIFY2(w.code == 0, w.err.constData());
     const QList<plugin::Layer> coloured = formats::io_reader().read(luts);
     QCOMPARE(coloured.size(), 4);
@@ -236,17 +229,16 @@ class TestPluginFormats : public QObject {
     // for a composite's channels and a hyperstack's layers alike.
     const QString ome_c = tmp_.filePath(QStringLiteral("channels.ome.tif"));
     const QString ome_zc = tmp_.filePath(QStringLiteral("stack.ome.tif"));
-    const test::ProcessResult o = test::run_process(
+    const test::ProcessResult o = test::run_python(
         py,
-        {QStringLiteral("-c"),
-         QStringLiteral("import sys, numpy as np, tifffile\n"
-                        "ch = {'Name': ['a', 'b', 'c'],\n"
-                        "      'Color': [-16776961, 16711935, -1]}\n"
-                        "tifffile.imwrite(sys.argv[1], np.zeros((3, 6, 5), 'u2'), ome=True,\n"
-                        "    metadata={'axes': 'CYX', 'Channel': ch})\n"
-                        "tifffile.imwrite(sys.argv[2], np.zeros((4, 3, 6, 5), 'u2'), ome=True,\n"
-                        "    metadata={'axes': 'ZCYX', 'Channel': ch})\n"),
-         ome_c, ome_zc});
+        QStringLiteral("import sys, numpy as np, tifffile\n"
+                       "ch = {'Name': ['a', 'b', 'c'],\n"
+                       "      'Color': [-16776961, 16711935, -1]}\n"
+                       "tifffile.imwrite(sys.argv[1], np.zeros((3, 6, 5), 'u2'), ome=True,\n"
+                       "    metadata={'axes': 'CYX', 'Channel': ch})\n"
+                       "tifffile.imwrite(sys.argv[2], np.zeros((4, 3, 6, 5), 'u2'), ome=True,\n"
+                       "    metadata={'axes': 'ZCYX', 'Channel': ch})\n"),
+        {ome_c, ome_zc});
     QVERIFY2(o.code == 0, o.err.constData());
     const io::Image composite = io::read(ome_c.toStdString());
     QCOMPARE(composite.meta.channels, 3);

@@ -29,4 +29,21 @@ ProcessResult run_process(const QString& program, const QStringList& args,
   return r;
 }
 
+QString python_with_tifffile() {
+  static const QString found = [] {
+    for (const QString& py : {QStringLiteral("python3"), QStringLiteral("/usr/bin/python3")}) {
+      if (run_python(py, QStringLiteral("import numpy, tifffile"), {}, {.timeout_ms = 60000})
+              .code == 0)
+        return py;
+    }
+    return QString();
+  }();
+  return found;
+}
+
+ProcessResult run_python(const QString& python, const QString& script, const QStringList& args,
+                         const ProcessOptions& options) {
+  return run_process(python, QStringList{QStringLiteral("-c"), script} + args, options);
+}
+
 }  // namespace gpix::test

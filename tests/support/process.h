@@ -25,6 +25,14 @@ struct ProcessOptions {
 ProcessResult run_process(const QString& program, const QStringList& args,
                           const ProcessOptions& options = {});
 
+// A Python 3 with numpy and tifffile for the differential tests (Debian's python3-tifffile; a
+// python3 first in PATH, a pyenv one, may lack it): "python3" or "/usr/bin/python3", looked
+// for once; empty when neither has them (the caller skips).
+QString python_with_tifffile();
+// `python -c script args...`.
+ProcessResult run_python(const QString& python, const QString& script, const QStringList& args = {},
+                         const ProcessOptions& options = {});
+
 #ifdef GPIX_CLI_PATH
 // The gpix CLI of this build (gpix_add_test(... USES_CLI) defines GPIX_CLI_PATH).
 inline ProcessResult run_cli(const QStringList& args, const ProcessOptions& options = {}) {

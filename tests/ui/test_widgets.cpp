@@ -701,7 +701,7 @@ class TestWidgets : public QObject {
   // scrolling through a long form switched the input layer and re-ran the preview.
   void wheel_scrolls_past_form_fields() {
     ui::FilterPanel panel(host(), workflow_.get());
-    const int a = add(host(), QStringLiteral("a"), random_host<float>(Shape{21, 23}));
+    add(host(), QStringLiteral("a"), random_host<float>(Shape{21, 23}));
     const int b = add(host(), QStringLiteral("b"), random_host<float>(Shape{21, 23}));
     QVERIFY(panel.select_filter(QStringLiteral("gaussian_blur")));
     QComboBox* input = panel.form()->input_picker(0);
@@ -721,7 +721,6 @@ class TestWidgets : public QObject {
     }
     QCOMPARE(input->currentData().toInt(), b);
     QCOMPARE(sigma->value(), before);
-    (void)a;
   }
 
   // The Workflow dock's Undo and Redo keep their short texts (the step goes to the tooltip):
