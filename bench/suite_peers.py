@@ -227,13 +227,16 @@ class CupyPeer(Peer):
         return lambda: b.data.copy_from_device_async(a.data, a.nbytes)
 
     approx = {
-        "variance_box": "composite: uniform_filter(a*a) - uniform_filter(a)^2",
-        "sobel": "composite: ndimage.sobel per axis on float32, sqrt of the sum of squares",
+        "variance_box": "composite: uniform_filter(a*a) - uniform_filter(a)^2 in float32 (float64 "
+        "input: float64)",
+        "sobel": "composite: ndimage.sobel per axis on float32 (float64 input: float64), sqrt of "
+        "the sum of squares",
         "gradient_x": "cupy.gradient (one-sided at the borders)",
         "gradient_y": "cupy.gradient (one-sided at the borders)",
         "gradient_z": "cupy.gradient (one-sided at the borders)",
         "difference_of_gaussian": "composite: two gaussian_filter calls and a subtraction",
-        "unsharp_mask": "composite: gaussian_filter, then a + (a - blur) in float32, cast back",
+        "unsharp_mask": "composite: gaussian_filter, then a + (a - blur) in float32 (float64 input: "
+        "float64), cast back",
         "binary_erosion": "binary_erosion with a full (2r+1)^n structure, border_value=1",
         "binary_dilation": "binary_dilation with a full (2r+1)^n structure",
         "binary_opening": "binary_opening with a full (2r+1)^n structure (zero border)",
@@ -252,13 +255,22 @@ class CupyPeer(Peer):
         def h(v):  # to the host, as gpix's table results come back
             return float(v)
 
+        # The floating type gpix computes and returns these filters in: float64 for float64
+        # input (for the z projections, for every type wider than 16 bits), float32 otherwise.
+        # A peer computing a float64 image in float32 would move half the bytes at half the
+        # precision (suite_report.converted's concern, from inside the composite).
+        def work(a, wide=False):
+            if a.dtype == xp.float64 or (wide and a.dtype.itemsize > 2):
+                return xp.float64
+            return f32
+
         def variance(i, p, nd):
-            a = i[0].astype(f32)
+            a = i[0].astype(work(i[0]))
             m = ndi.uniform_filter(a, sizes(p, nd), **near)
             return ndi.uniform_filter(a * a, sizes(p, nd), **near) - m * m
 
         def sobel(i, p, nd):
-            a = i[0].astype(f32)
+            a = i[0].astype(work(i[0]))
             acc = None
             for ax in range(nd):
                 s = ndi.sobel(a, axis=ax, **near)
@@ -267,7 +279,7 @@ class CupyPeer(Peer):
 
         def unsharp(i, p, nd):
             a = i[0]
-            af = a.astype(f32)
+            af = a.astype(work(a))
             s = float(p.get("sigma", 1))
             r = af + float(p.get("amount", 1)) * (af - ndi.gaussian_filter(af, s, **near))
             if xp.issubdtype(a.dtype, xp.floating):
@@ -375,9 +387,9 @@ class CupyPeer(Peer):
             "affine_transform": affine,
             "maximum_z_projection": lambda i, p, nd: i[0].max(axis=0),
             "minimum_z_projection": lambda i, p, nd: i[0].min(axis=0),
-            "mean_z_projection": lambda i, p, nd: i[0].mean(axis=0, dtype=f32),
-            "sum_z_projection": lambda i, p, nd: i[0].sum(axis=0, dtype=f32),
-            "std_z_projection": lambda i, p, nd: i[0].std(axis=0, dtype=f32),
+            "mean_z_projection": lambda i, p, nd: i[0].mean(axis=0, dtype=work(i[0], True)),
+            "sum_z_projection": lambda i, p, nd: i[0].sum(axis=0, dtype=work(i[0], True)),
+            "std_z_projection": lambda i, p, nd: i[0].std(axis=0, dtype=work(i[0], True)),
             "minimum_of_all_pixels": lambda i, p, nd: h(i[0].min()),
             "maximum_of_all_pixels": lambda i, p, nd: h(i[0].max()),
             "sum_of_all_pixels": lambda i, p, nd: h(i[0].sum()),

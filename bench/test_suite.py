@@ -591,6 +591,30 @@ def peer_arguments(o, tmp):
 
 
 @test
+def peer_work_types(o, tmp):
+    """CuPy's composites compute in the floating type gpix returns: float64 for float64 input
+    (the z projections: for every type wider than 16 bits), float32 otherwise. In float32, a
+    float64 image would move half the bytes at half the precision, unseen by the report."""
+    ops = suite_peers.CupyPeer(fake=True).ops()
+    p = {"radius_x": "1", "radius_y": "1", "radius_z": "0", "sigma": "1", "amount": "1"}
+    exact = 1 + 2.0**-40  # not a float32 value
+    f64 = np.full((6, 7), exact, dtype=np.float64)
+    u16 = np.arange(42, dtype=np.uint16).reshape(6, 7)
+    for name in ("variance_box", "sobel"):
+        assert ops[name]([f64], p, 2).dtype == np.float64, name
+        assert ops[name]([u16], p, 2).dtype == np.float32, name
+    # unsharp_mask casts back to the input's type: a constant image is its own result only
+    # where the blur and the difference kept float64.
+    assert np.array_equal(ops["unsharp_mask"]([f64], p, 2), f64)
+    vol = np.full((3, 4, 5), exact, dtype=np.float64)
+    for name in ("mean_z_projection", "sum_z_projection", "std_z_projection"):
+        assert ops[name]([vol], p, 3).dtype == np.float64, name
+        assert ops[name]([vol.astype(np.int32)], p, 3).dtype == np.float64, name
+        assert ops[name]([vol.astype(np.uint16)], p, 3).dtype == np.float32, name
+    assert ops["mean_z_projection"]([vol], p, 3)[0, 0] == exact
+
+
+@test
 def end_to_end(o, tmp):
     """suite.py --quick on a few filters: gpix on the device, the CuPy mappings on numpy."""
     if o.skip_end_to_end:
