@@ -123,7 +123,16 @@ io::ReadOptions read_options(const QCommandLineParser& p) {
   const QString c = p.value("channels");
   if (c == "z") return o;  // the planes of a multi-channel file as z slices (read_file)
   bool is_index = false;
-  const int index = c.toInt(&is_index);
+  int index = c.toInt(&is_index);
+  // C1, C2, ...: the channel as the viewer's layers ("name [C2]") and Fiji name it, from 1.
+  if (!is_index && c.size() > 1 && (c[0] == QLatin1Char('C') || c[0] == QLatin1Char('c'))) {
+    const int named = c.mid(1).toInt(&is_index);
+    if (is_index && named < 1) {
+      throw InvalidArgument("--channels " + c.toStdString() +
+                            ": channels named C<n> count from C1 (or give the number, from 0)");
+    }
+    index = named - 1;
+  }
   if (is_index) {
     o.channels = io::Channels::channel;
     o.channel = index;
@@ -135,7 +144,8 @@ io::ReadOptions read_options(const QCommandLineParser& p) {
     o.palette_indices = true;
   } else {
     throw InvalidArgument(
-        "--channels takes luminance, split, indices, z or a channel number, not '" +
+        "--channels takes luminance, split, indices, z, a channel number (from 0) or C<n> "
+        "(from C1), not '" +
         c.toStdString() + "'");
   }
   return o;
@@ -276,9 +286,8 @@ HostArray read_raw(const QString& path, const QCommandLineParser& p) {
 // The channel --channels N asks for where N > 0, else -1 (none, channel 0, luminance, ...).
 int asked_channel(const QCommandLineParser& p) {
   if (!p.isSet("channels")) return -1;
-  bool is_index = false;
-  const int n = p.value("channels").toInt(&is_index);
-  return is_index && n > 0 ? n : -1;
+  const io::ReadOptions o = read_options(p);  // C<n> as n - 1
+  return o.channels == io::Channels::channel && o.channel > 0 ? o.channel : -1;
 }
 
 // --channels N (N > 0) over the inputs of one run: each input that has channels gives channel
@@ -1030,6 +1039,16 @@ int main(int argc, char** argv) {
                "run --tiled: workers per device, each with its slab and a share of the budget; "
                "with 2 or more, one slab's push travels beside another's pull (default 1).",
                "N"});
+  // Before the filters' parameters, which fill the rest of --help (it was listed after them,
+  // some 80 lines down, where a reader of `gpix info --help` did not find it).
+  p.addOption(
+      {"channels",
+       "RGB/RGBA/vector files: luminance, split, a channel number (0 the first; or C1, C2, ... "
+       "as the viewer names channels), or indices "
+       "(palette files). Multi-channel files (filtered channel by channel): a channel number "
+       "reads that channel, z reads the channels as z slices. TIFF hyperstacks (channels and "
+       "z slices, or channels and time points): a channel number reads that channel's stack.",
+       "C"});
   // Every catalog parameter is an option (`gpix run gaussian_blur in.tif out.tif --sigma_x 3`);
   // a parameter named like a global option (dtype) serves both.
   QStringList seen = {"json", "device",  "shape", "dtype",       "channels",    "markdown",
@@ -1042,13 +1061,6 @@ int main(int argc, char** argv) {
       p.addOption({n, "Filter parameter (see `gpix filters`).", "VALUE"});
     }
   }
-  p.addOption(
-      {"channels",
-       "RGB/RGBA/vector files: luminance, split, a channel number (0 the first), or indices "
-       "(palette files). Multi-channel files (filtered channel by channel): a channel number "
-       "reads that channel, z reads the channels as z slices. TIFF hyperstacks (channels and "
-       "z slices, or channels and time points): a channel number reads that channel's stack.",
-       "C"});
   // Exit codes: 2 for what the command line asked wrongly (an unknown option, command,
   // filter, parameter value or device, an input of a dtype the filter or the device does not
   // take: UnsupportedDType), 1 for what failed while doing it (a file, the device).

@@ -389,10 +389,14 @@ class TestIoCli : public QObject {
     const QString mask = dir.filePath("mask.tif");
     io::write(mask.toStdString(), HostArray::from(ones, plane));
     const QString prod = dir.filePath("prod.tif");
-    for (const QStringList& extra : {QStringList{}, QStringList{"--tiled"}}) {
+    // C2 is channel 1 as the viewer's layers name it ("chans [C2]").
+    for (const QStringList& extra :
+         {QStringList{}, QStringList{"--tiled"}, QStringList{"--channels", "C2"}}) {
       QFile::remove(prod);
-      const test::ProcessResult r = test::run_cli(
-          QStringList{"run", "multiply_images", stack, mask, prod, "--channels", "1"} + extra);
+      const QStringList channel =
+          extra.contains("--channels") ? QStringList{} : QStringList{"--channels", "1"};
+      const test::ProcessResult r =
+          test::run_cli(QStringList{"run", "multiply_images", stack, mask, prod} + channel + extra);
       QVERIFY2(r.code == 0, r.err);
       const HostArray got = io::read(prod.toStdString()).pixels;
       QCOMPARE(got.shape(), plane);
@@ -408,6 +412,9 @@ class TestIoCli : public QObject {
     const test::ProcessResult lacks =
         test::run_cli({"run", "multiply_images", stack, mask, prod, "--channels", "5"});
     QVERIFY2(lacks.code != 0 && lacks.err.contains("5"), lacks.err);
+    const test::ProcessResult c0 =
+        test::run_cli({"run", "multiply_images", stack, mask, prod, "--channels", "C0"});
+    QVERIFY2(c0.code == 2 && c0.err.contains("C1"), c0.err);
   }
 
   // A crop and a resample keep their output where it lies in space: a crop's first pixel at
