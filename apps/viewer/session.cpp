@@ -58,6 +58,7 @@ QJsonObject to_json(gpix::plugin::BasicHost& host, const QString& session_path,
         {QStringLiteral("index_in_file"), index},
         {QStringLiteral("visible"), l.visible},
         {QStringLiteral("opacity"), l.opacity},
+        {QStringLiteral("additive"), l.additive},
         {QStringLiteral("colormap"), l.colormap},
         {QStringLiteral("contrast"), QJsonArray{l.contrast_min, l.contrast_max}},
     };
@@ -199,6 +200,8 @@ Opened open(gpix::plugin::BasicHost& host, const QJsonObject& root, const QStrin
     l.name = name.isEmpty() ? l.name : name;
     l.visible = o.value(QStringLiteral("visible")).toBool(true);
     l.opacity = o.value(QStringLiteral("opacity")).toDouble(1.0);
+    // Sessions saved before blending was kept: as the file opens (a hyperstack's additive).
+    l.additive = o.value(QStringLiteral("additive")).toBool(l.additive);
     l.colormap = o.value(QStringLiteral("colormap")).toString(l.colormap);
     const QJsonArray c = o.value(QStringLiteral("contrast")).toArray();
     if (c.size() == 2) {

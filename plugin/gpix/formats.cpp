@@ -186,6 +186,9 @@ QList<Layer> hyperstack_layers(const QString& path, std::size_t channels) {
     Layer l = layer_of(path, img);
     l.name = QStringLiteral("%1 [C%2]").arg(l.name).arg(c + 1);
     l.metadata.insert(QStringLiteral("channel"), int(c + 1));
+    // Shown together, each in its colour, as Fiji shows a composite hyperstack: opaque, the
+    // top channel hid the others.
+    l.additive = true;
     l.metadata.insert(QStringLiteral("channels"),
                       QStringLiteral("channel %1 of %2 of a hyperstack").arg(c + 1).arg(channels));
     // Without LUTs: a composite's channel colours (green, magenta, cyan, yellow, red, blue,

@@ -4,6 +4,7 @@
 // slice of RGBA per frame (no host copy of the data), and the GUI thread keeps running its
 // event loop while a long filter holds the device.
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QElapsedTimer>
 #include <QFutureWatcher>
@@ -12,6 +13,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
+#include <QUndoStack>
 #include <QtConcurrent/QtConcurrentRun>
 #include <cstring>
 
@@ -80,6 +82,43 @@ class TestDisplay : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 30000);
     QCOMPARE(words(view.frame(id)),
              render_rgba(a, 1000, 40000, lut("inverted_gray")).pull_as<std::uint32_t>());
+  }
+
+  // Additive blending (a hyperstack's channel layers): the top layer's colour is added to the
+  // one below; normal blending covers it; the lowest layer drawn covers the canvas's grey
+  // either way. Set through the layer list's checkbox, undone by the undo stack.
+  void additive_layers_add_up() {
+    ui::ImageView view(host());
+    view.resize(200, 200);
+    view.show();
+    const Shape s{8, 8};
+    const Array full = Array::push(std::vector<std::uint8_t>(s.elements(), 100), s);
+    const int red = add(QStringLiteral("C1"), full, QStringLiteral("red"), 0, 100);
+    const int green = add(QStringLiteral("C2"), full, QStringLiteral("green"), 0, 100);
+    const auto centre = [&]() -> QColor {
+      if (!QTest::qWaitFor([&] { return !view.busy() && !view.frame(green).isNull(); }, 30000))
+        return QColor(Qt::transparent);  // the frame never came
+      view.fit();
+      return QColor(view.grab().toImage().pixel(100, 100));
+    };
+    QCOMPARE(centre(), QColor(0, 255, 0));
+    ui::LayerList list(host());
+    host().set_current_layer(green);
+    auto* additive = list.findChild<QCheckBox*>(QStringLiteral("additive"));
+    QVERIFY(additive && additive->isEnabled() && !additive->isChecked());
+    additive->setChecked(true);
+    QVERIFY(host().layer(green).additive);
+    QCOMPARE(centre(), QColor(255, 255, 0));
+    // Alone (the red layer hidden), the additive layer is not added to the canvas's grey.
+    Layer r = host().layer(red);
+    r.visible = false;
+    host().replace_layer(red, r);
+    QCOMPARE(centre(), QColor(0, 255, 0));
+    r.visible = true;
+    host().replace_layer(red, r);
+    host().undo_stack()->undo();
+    QVERIFY(!host().layer(green).additive);
+    QCOMPARE(centre(), QColor(0, 255, 0));
   }
 
   // First show: limits from ui::auto_contrast (stats + histogram on the device); the card's

@@ -726,6 +726,7 @@ class TestViewer : public QObject {
     plugin::Layer la = w->host().layer(ids[0]);
     la.colormap = QStringLiteral("hot");
     la.opacity = 0.5;
+    la.additive = true;
     la.visible = false;
     la.contrast_min = 10;
     la.contrast_max = 2000;
@@ -773,6 +774,7 @@ class TestViewer : public QObject {
       QCOMPARE(y.name, x.name);
       QCOMPARE(y.colormap, x.colormap);
       QCOMPARE(y.opacity, x.opacity);
+      QCOMPARE(y.additive, x.additive);
       QCOMPARE(y.visible, x.visible);
       QCOMPARE(y.contrast_min, x.contrast_min);
       QCOMPARE(y.contrast_max, x.contrast_max);

@@ -323,17 +323,24 @@ void ImageView::paintEvent(QPaintEvent*) {
   // Nearest neighbour when magnifying, so pixels stay pixels; smooth when shrinking.
   p.setRenderHint(QPainter::SmoothPixmapTransform, zoom_ * devicePixelRatioF() < 1.0);
   bool computing = false;
+  bool first = true;
   for (int id : host_.layer_ids()) {
     const Layer l = host_.layer(id);
     if (!l.visible || !l.valid()) continue;
     const Frame& f = frames_[id];
     computing = computing || (f.shown != f.wanted && f.failed != f.wanted);
     if (f.image.isNull()) continue;
+    // The lowest layer drawn covers the canvas's grey, additive or not: added to it, black
+    // would show grey.
+    p.setCompositionMode(l.additive && !first ? QPainter::CompositionMode_Plus
+                                              : QPainter::CompositionMode_SourceOver);
+    first = false;
     p.setOpacity(std::clamp(l.opacity, 0.0, 1.0));
     p.drawImage(QRectF(offset_, QSizeF(f.image.width() * zoom_, f.image.height() * zoom_)),
                 f.image);
   }
   p.setOpacity(1.0);
+  p.setCompositionMode(QPainter::CompositionMode_SourceOver);
   if (!highlight_.isEmpty() && slice_ >= highlight_z0_ && slice_ <= highlight_z1_) {
     const QRectF box(offset_ + highlight_.topLeft() * zoom_, highlight_.size() * zoom_);
     p.setPen(QPen(QColor(255, 255, 255), 2));

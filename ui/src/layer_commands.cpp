@@ -56,7 +56,8 @@ void RenameLayerCommand::undo() {
 }
 
 LayerDisplay LayerDisplay::of(const Layer& l) {
-  return {l.visible, l.opacity, l.colormap, l.contrast_min, l.contrast_max, l.gamma, l.channels};
+  return {l.visible,      l.opacity, l.colormap, l.contrast_min,
+          l.contrast_max, l.gamma,   l.channels, l.additive};
 }
 
 void LayerDisplay::apply_to(Layer& l) const {
@@ -67,6 +68,7 @@ void LayerDisplay::apply_to(Layer& l) const {
   l.contrast_max = contrast_max;
   l.gamma = gamma;
   l.channels = channels;
+  l.additive = additive;
 }
 
 LayerDisplayCommand::LayerDisplayCommand(Workspace& host, int id, const LayerDisplay& after,

@@ -1,5 +1,6 @@
 #include "gpix/ui/layer_list.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QDrag>
@@ -104,6 +105,11 @@ LayerList::LayerList(Workspace& host, QWidget* parent) : QWidget(parent), host_(
   opacity_ = new QSlider(Qt::Horizontal);
   opacity_->setObjectName(QStringLiteral("opacity"));
   opacity_->setRange(0, 100);
+  additive_ = new QCheckBox(tr("Additive"));
+  additive_->setObjectName(QStringLiteral("additive"));
+  additive_->setToolTip(
+      tr("Add this layer's colours to the layers below it instead of covering them (a "
+         "hyperstack's channels open so, as in Fiji's composite mode)"));
   colormap_ = new QComboBox;
   colormap_->setObjectName(QStringLiteral("colormap"));
   colormap_->addItems(colormap_names());
@@ -124,6 +130,7 @@ LayerList::LayerList(Workspace& host, QWidget* parent) : QWidget(parent), host_(
   limits->addWidget(high_);
   limits->addWidget(auto_);
   form->addRow(tr("Opacity"), opacity_);
+  form->addRow(tr("Blending"), additive_);
   form->addRow(tr("Colour map"), colormap_);
   form->addRow(tr("Contrast"), limits);
   v->addLayout(form);
@@ -167,6 +174,7 @@ LayerList::LayerList(Workspace& host, QWidget* parent) : QWidget(parent), host_(
   connect(down, &QPushButton::clicked, this, [move] { move(-1); });
   connect(remove, &QPushButton::clicked, this, &LayerList::remove_current);
   connect(opacity_, &QSlider::valueChanged, this, &LayerList::apply_controls);
+  connect(additive_, &QCheckBox::toggled, this, &LayerList::apply_controls);
   connect(colormap_, &QComboBox::currentIndexChanged, this, &LayerList::apply_controls);
   connect(low_, &QDoubleSpinBox::valueChanged, this, &LayerList::apply_controls);
   connect(high_, &QDoubleSpinBox::valueChanged, this, &LayerList::apply_controls);
@@ -209,11 +217,11 @@ void LayerList::rebuild() {
 void LayerList::refresh_controls() {
   const Layer l = host_.layer(host_.current_layer());
   updating_ = true;
-  for (QWidget* w :
-       {static_cast<QWidget*>(opacity_), static_cast<QWidget*>(colormap_),
-        static_cast<QWidget*>(low_), static_cast<QWidget*>(high_), static_cast<QWidget*>(auto_)}) {
+  for (QWidget* w : {static_cast<QWidget*>(opacity_), static_cast<QWidget*>(additive_),
+                     static_cast<QWidget*>(colormap_), static_cast<QWidget*>(low_),
+                     static_cast<QWidget*>(high_), static_cast<QWidget*>(auto_)}) {
     // A composite's colours and limits are its channels' (the Histogram dock sets them).
-    w->setEnabled(l.valid() && (w == opacity_ || !l.composite()));
+    w->setEnabled(l.valid() && (w == opacity_ || w == additive_ || !l.composite()));
   }
   const QString composite_tip =
       tr("A colour composite: set each channel's colour, limits and gamma in the Histogram dock");
@@ -224,6 +232,7 @@ void LayerList::refresh_controls() {
                                   : tr("Contrast limits from the 0.5 and 99.5 percentiles"));
   if (l.valid()) {
     opacity_->setValue(int(std::lround(l.opacity * 100)));
+    additive_->setChecked(l.additive);
     // Layers saved by earlier viewers may name a map by its old alias ("inverted").
     colormap_->setCurrentText(canonical_colormap(l.colormap));
     low_->setValue(l.contrast_min);
@@ -239,6 +248,7 @@ void LayerList::apply_controls() {
   if (!l.valid()) return;
   LayerDisplay d = LayerDisplay::of(l);
   d.opacity = opacity_->value() / 100.0;
+  d.additive = additive_->isChecked();
   d.colormap = colormap_->currentText();
   if (high_->value() > low_->value()) {
     d.contrast_min = low_->value();
@@ -246,6 +256,7 @@ void LayerList::apply_controls() {
   }
   const LayerDisplay was = LayerDisplay::of(l);
   const QString what = d.opacity != was.opacity     ? tr("opacity")
+                       : d.additive != was.additive ? tr("blending")
                        : d.colormap != was.colormap ? tr("colour map")
                                                     : tr("contrast");
   set_layer_display(host_, id, d, what);

@@ -39,6 +39,10 @@ struct Layer {
   std::shared_ptr<StackFile> file;
   bool visible = true;
   double opacity = 1.0;
+  // Drawn added to what lies below it (each colour component, saturating) instead of over it:
+  // the channels of a hyperstack, each a layer in its own colour, show together as in Fiji's
+  // composite mode instead of the top one alone.
+  bool additive = false;
   QString colormap = QStringLiteral("gray");  // see colormap_names() (render.h)
   // Display range. contrast_max <= contrast_min means "not set yet": the view computes an
   // automatic range (percentiles) the first time the layer is shown.

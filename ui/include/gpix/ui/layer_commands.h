@@ -49,8 +49,8 @@ class RenameLayerCommand : public QUndoCommand {
   QString old_;
 };
 
-// The display settings of a layer: visible, opacity, colour map, contrast limits, gamma and a
-// composite's channels. Changes
+// The display settings of a layer: visible, opacity, colour map, contrast limits, gamma, a
+// composite's channels and additive blending. Changes
 // of one kind to one layer in a row (an opacity slider dragged) merge into one step.
 struct LayerDisplay {
   bool visible = true;
@@ -60,6 +60,7 @@ struct LayerDisplay {
   double contrast_max = 0;
   double gamma = 1.0;
   std::vector<Channel> channels;  // a composite's colours, limits, gammas and visibility
+  bool additive = false;
   static LayerDisplay of(const Layer& l);
   void apply_to(Layer& l) const;
   bool operator==(const LayerDisplay&) const = default;

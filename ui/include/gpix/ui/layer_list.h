@@ -1,6 +1,6 @@
 #pragma once
 // The layer list: top layer first, a checkbox for visibility, names edited in place, and for
-// the current layer its opacity, colour map and contrast limits (with auto-contrast by
+// the current layer its opacity, blending, colour map and contrast limits (with auto-contrast by
 // percentiles), order buttons, and dragging a layer out as a file (written by a registered
 // writer into a temporary folder before the drag starts, off the GUI thread: drag_file.h). Every
 // change is an undo step (gpix/ui/layer_commands.h).
@@ -11,6 +11,7 @@
 #include "gpix/ui/workspace.h"
 
 class QSlider;
+class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QPushButton;
@@ -52,6 +53,7 @@ class LayerList : public QWidget {
   Workspace& host_;
   LayerListWidget* list_ = nullptr;
   QSlider* opacity_ = nullptr;
+  QCheckBox* additive_ = nullptr;
   QComboBox* colormap_ = nullptr;
   QDoubleSpinBox* low_ = nullptr;
   QDoubleSpinBox* high_ = nullptr;
