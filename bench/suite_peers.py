@@ -227,16 +227,16 @@ class CupyPeer(Peer):
         return lambda: b.data.copy_from_device_async(a.data, a.nbytes)
 
     approx = {
-        "variance_box": "composite: uniform_filter(a*a) - uniform_filter(a)^2 in float32 (float64 "
-        "input: float64)",
-        "sobel": "composite: ndimage.sobel per axis on float32 (float64 input: float64), sqrt of "
-        "the sum of squares",
+        "variance_box": "composite: uniform_filter(a*a) - uniform_filter(a)^2 in gpix's compute "
+        "type (float32; float64 for float64 and 32/64-bit integers)",
+        "sobel": "composite: ndimage.sobel per axis in gpix's compute type (float32; float64 for "
+        "float64 and 32/64-bit integers), sqrt of the sum of squares",
         "gradient_x": "cupy.gradient (one-sided at the borders)",
         "gradient_y": "cupy.gradient (one-sided at the borders)",
         "gradient_z": "cupy.gradient (one-sided at the borders)",
         "difference_of_gaussian": "composite: two gaussian_filter calls and a subtraction",
-        "unsharp_mask": "composite: gaussian_filter, then a + (a - blur) in float32 (float64 input: "
-        "float64), cast back",
+        "unsharp_mask": "composite: gaussian_filter, then a + (a - blur) in gpix's compute type "
+        "(float32; float64 for float64 and 32/64-bit integers), cast back",
         "binary_erosion": "binary_erosion with a full (2r+1)^n structure, border_value=1",
         "binary_dilation": "binary_dilation with a full (2r+1)^n structure",
         "binary_opening": "binary_opening with a full (2r+1)^n structure (zero border)",
@@ -255,14 +255,12 @@ class CupyPeer(Peer):
         def h(v):  # to the host, as gpix's table results come back
             return float(v)
 
-        # The floating type gpix computes and returns these filters in: float64 for float64
-        # input (for the z projections, for every type wider than 16 bits), float32 otherwise.
+        # The floating type gpix computes these filters in (launch.cpp's compute_type): float32
+        # for 8- and 16-bit integers and float32, float64 for float64 and 32/64-bit integers.
         # A peer computing a float64 image in float32 would move half the bytes at half the
         # precision (suite_report.converted's concern, from inside the composite).
-        def work(a, wide=False):
-            if a.dtype == xp.float64 or (wide and a.dtype.itemsize > 2):
-                return xp.float64
-            return f32
+        def work(a):
+            return xp.float64 if a.dtype.itemsize > 2 and a.dtype != f32 else f32
 
         def variance(i, p, nd):
             a = i[0].astype(work(i[0]))
@@ -387,9 +385,9 @@ class CupyPeer(Peer):
             "affine_transform": affine,
             "maximum_z_projection": lambda i, p, nd: i[0].max(axis=0),
             "minimum_z_projection": lambda i, p, nd: i[0].min(axis=0),
-            "mean_z_projection": lambda i, p, nd: i[0].mean(axis=0, dtype=work(i[0], True)),
-            "sum_z_projection": lambda i, p, nd: i[0].sum(axis=0, dtype=work(i[0], True)),
-            "std_z_projection": lambda i, p, nd: i[0].std(axis=0, dtype=work(i[0], True)),
+            "mean_z_projection": lambda i, p, nd: i[0].mean(axis=0, dtype=work(i[0])),
+            "sum_z_projection": lambda i, p, nd: i[0].sum(axis=0, dtype=work(i[0])),
+            "std_z_projection": lambda i, p, nd: i[0].std(axis=0, dtype=work(i[0])),
             "minimum_of_all_pixels": lambda i, p, nd: h(i[0].min()),
             "maximum_of_all_pixels": lambda i, p, nd: h(i[0].max()),
             "sum_of_all_pixels": lambda i, p, nd: h(i[0].sum()),

@@ -592,9 +592,10 @@ def peer_arguments(o, tmp):
 
 @test
 def peer_work_types(o, tmp):
-    """CuPy's composites compute in the floating type gpix returns: float64 for float64 input
-    (the z projections: for every type wider than 16 bits), float32 otherwise. In float32, a
-    float64 image would move half the bytes at half the precision, unseen by the report."""
+    """CuPy's composites compute in the floating type gpix computes in: float64 for float64
+    and 32/64-bit integers, float32 for float32 and 8/16-bit integers. In float32, a float64
+    image would move half the bytes at half the precision, unseen by the report; in float64, a
+    float32 one twice the bytes."""
     ops = suite_peers.CupyPeer(fake=True).ops()
     p = {"radius_x": "1", "radius_y": "1", "radius_z": "0", "sigma": "1", "amount": "1"}
     exact = 1 + 2.0**-40  # not a float32 value
@@ -603,6 +604,8 @@ def peer_work_types(o, tmp):
     for name in ("variance_box", "sobel"):
         assert ops[name]([f64], p, 2).dtype == np.float64, name
         assert ops[name]([u16], p, 2).dtype == np.float32, name
+        assert ops[name]([u16.astype(np.float32)], p, 2).dtype == np.float32, name
+        assert ops[name]([u16.astype(np.int32)], p, 2).dtype == np.float64, name
     # unsharp_mask casts back to the input's type: a constant image is its own result only
     # where the blur and the difference kept float64.
     assert np.array_equal(ops["unsharp_mask"]([f64], p, 2), f64)
@@ -611,6 +614,7 @@ def peer_work_types(o, tmp):
         assert ops[name]([vol], p, 3).dtype == np.float64, name
         assert ops[name]([vol.astype(np.int32)], p, 3).dtype == np.float64, name
         assert ops[name]([vol.astype(np.uint16)], p, 3).dtype == np.float32, name
+        assert ops[name]([vol.astype(np.float32)], p, 3).dtype == np.float32, name
     assert ops["mean_z_projection"]([vol], p, 3)[0, 0] == exact
 
 

@@ -100,6 +100,24 @@ int cmd_devices(const QCommandLineParser& p) {
   return 0;
 }
 
+// --channels' channel, from 0: a number, or C<n> (C1, C2, ...: the channel as the viewer's
+// layers, "name [C2]", and Fiji name it, from 1). Nothing for luminance, split, indices or z.
+std::optional<int> channel_index(const QString& c) {
+  bool is_index = false;
+  const int index = c.toInt(&is_index);
+  if (is_index) return index;
+  if (c.size() > 1 && (c[0] == QLatin1Char('C') || c[0] == QLatin1Char('c'))) {
+    const int named = c.mid(1).toInt(&is_index);
+    if (!is_index) return std::nullopt;
+    if (named < 1) {
+      throw InvalidArgument("--channels " + c.toStdString() +
+                            ": channels named C<n> count from C1 (or give the number, from 0)");
+    }
+    return named - 1;
+  }
+  return std::nullopt;
+}
+
 #if GPIX_CLI_HAVE_IO
 constexpr bool kHaveIo = true;
 // A file's calibration, which `gpix run` carries from its first input to its output.
@@ -122,20 +140,9 @@ io::ReadOptions read_options(const QCommandLineParser& p) {
   if (!p.isSet("channels")) return o;
   const QString c = p.value("channels");
   if (c == "z") return o;  // the planes of a multi-channel file as z slices (read_file)
-  bool is_index = false;
-  int index = c.toInt(&is_index);
-  // C1, C2, ...: the channel as the viewer's layers ("name [C2]") and Fiji name it, from 1.
-  if (!is_index && c.size() > 1 && (c[0] == QLatin1Char('C') || c[0] == QLatin1Char('c'))) {
-    const int named = c.mid(1).toInt(&is_index);
-    if (is_index && named < 1) {
-      throw InvalidArgument("--channels " + c.toStdString() +
-                            ": channels named C<n> count from C1 (or give the number, from 0)");
-    }
-    index = named - 1;
-  }
-  if (is_index) {
+  if (const std::optional<int> index = channel_index(c)) {
     o.channels = io::Channels::channel;
-    o.channel = index;
+    o.channel = *index;
   } else if (c == "luminance") {
     o.channels = io::Channels::luminance;
   } else if (c == "split") {
@@ -286,8 +293,8 @@ HostArray read_raw(const QString& path, const QCommandLineParser& p) {
 // The channel --channels N asks for where N > 0, else -1 (none, channel 0, luminance, ...).
 int asked_channel(const QCommandLineParser& p) {
   if (!p.isSet("channels")) return -1;
-  const io::ReadOptions o = read_options(p);  // C<n> as n - 1
-  return o.channels == io::Channels::channel && o.channel > 0 ? o.channel : -1;
+  const std::optional<int> n = channel_index(p.value("channels"));
+  return n && *n > 0 ? *n : -1;
 }
 
 // --channels N (N > 0) over the inputs of one run: each input that has channels gives channel
@@ -336,7 +343,7 @@ HostArray load_source(const QString& source, const QCommandLineParser& p, QStrin
     // Samples and raw files are one image of one sample a pixel: no channel to pick.
     const std::string none = "'" + source.toStdString() +
                              "' is one image with no channels: " + "--channels " +
-                             std::to_string(channel) + " picks nothing";
+                             p.value("channels").toStdString() + " picks nothing";
     if (!pick || !pick->several) throw InvalidArgument(none);
     if (!pick->refusal) pick->refusal = std::make_exception_ptr(InvalidArgument(none));
   }
@@ -902,7 +909,8 @@ int cmd_run(const QCommandLineParser& p, const QStringList& args) {
   }
   pick.finish();
   if (!table) check_output(args.last(), f, params, inputs.front().dtype(), inputs.front().ndim());
-  const FileMetadata& calibration = metas.front();  // the first input's, carried to the output
+  // The first input's, carried to the output (unused without gpix_io: nothing is written).
+  [[maybe_unused]] const FileMetadata& calibration = metas.front();
   // Files whose planes are channels (io::Metadata::channels) are filtered channel by channel,
   // as the viewer filters its composites: a 3D filter would mix the channels.
   std::vector<bool> per_channel(inputs.size(), false);

@@ -187,8 +187,8 @@ QList<Layer> hyperstack_layers(const QString& path, std::size_t channels) {
     l.name = QStringLiteral("%1 [C%2]").arg(l.name).arg(c + 1);
     l.metadata.insert(QStringLiteral("channel"), int(c + 1));
     // Shown together, each in its colour, as Fiji shows a composite hyperstack: opaque, the
-    // top channel hid the others.
-    l.additive = true;
+    // top channel hid the others. C1, the lowest, covers what lies below the hyperstack.
+    l.additive = c > 0;
     l.metadata.insert(QStringLiteral("channels"),
                       QStringLiteral("channel %1 of %2 of a hyperstack").arg(c + 1).arg(channels));
     // Without LUTs: a composite's channel colours (green, magenta, cyan, yellow, red, blue,

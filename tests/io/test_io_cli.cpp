@@ -375,6 +375,9 @@ class TestIoCli : public QObject {
     }
     // Samples and raw files have no channels either (exit 2: nothing to read).
     QCOMPARE(test::run_cli({"run", "gaussian_blur", "sample", out, "--channels", "1"}).code, 2);
+    // Said as it was asked (C3 is channel 2).
+    const test::ProcessResult named = test::run_cli({"info", "sample", "--channels", "C3"});
+    QVERIFY2(named.code == 2 && named.err.contains("--channels C3 picks nothing"), named.err);
     // Several inputs: channel N of those that have channels, the plain ones whole (a channel
     // of a stack of channels times a plain mask), whole and --tiled; none with channels is
     // refused; a channel the stack lacks is its own refusal.

@@ -190,8 +190,9 @@ class TestPluginFormats : public QObject {
       QCOMPARE(l.shape(), (Shape{4, 6, 5}));
       QCOMPARE(l.spacing, (std::vector<double>{3.0, 0.25, 0.25}));
       QVERIFY(!l.composite());
-      // Shown added together, as Fiji shows the channels (opaque, C2 hid C1).
-      QVERIFY(l.additive);
+      // Shown added together, as Fiji shows the channels (opaque, C2 hid C1); C1 covers the
+      // layers below the hyperstack.
+      QCOMPARE(l.additive, c > 0);
       // Slice z of channel c is page z * 2 + c: values (z * 2 + c) * 30 + i.
       const auto px = l.host.as<std::uint16_t>();
       for (std::size_t z = 0; z < 4; ++z)

@@ -119,6 +119,29 @@ class TestDisplay : public QObject {
     host().undo_stack()->undo();
     QVERIFY(!host().layer(green).additive);
     QCOMPARE(centre(), QColor(0, 255, 0));
+    // Ticked and unticked: no step left that Undo would take for nothing.
+    const int steps = host().undo_stack()->index();
+    additive->setChecked(true);
+    QCOMPARE(host().undo_stack()->index(), steps + 1);
+    additive->setChecked(false);
+    QCOMPARE(host().undo_stack()->index(), steps);
+    // Ticking it changes nothing else: limits finer than the spin boxes' 4 decimals and an
+    // opacity between whole percents stay as they are.
+    const Array tiny = Array::push(test::random_values<float>(s.elements()), s);
+    Layer t;
+    t.name = QStringLiteral("tiny");
+    t.array = tiny;
+    t.contrast_min = 1.2e-5;
+    t.contrast_max = 3.3e-5;
+    t.opacity = 0.555;
+    const int tid = host().add_layer(t);
+    host().set_current_layer(tid);
+    additive->setChecked(true);
+    const Layer after = host().layer(tid);
+    QVERIFY(after.additive);
+    QCOMPARE(after.contrast_min, 1.2e-5);
+    QCOMPARE(after.contrast_max, 3.3e-5);
+    QCOMPARE(after.opacity, 0.555);
   }
 
   // First show: limits from ui::auto_contrast (stats + histogram on the device); the card's

@@ -791,6 +791,7 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
       const Layer old = host_.layer(preview_id_);
       out.visible = old.visible;
       out.opacity = old.opacity;
+      out.additive = old.additive;
       host_.replace_layer(preview_id_, out);
     } else {
       const int keep = host_.current_layer();

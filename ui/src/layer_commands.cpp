@@ -100,6 +100,9 @@ bool LayerDisplayCommand::mergeWith(const QUndoCommand* other) {
   const auto* o = static_cast<const LayerDisplayCommand*>(other);
   if (o->layer_ != layer_ || o->what_ != what_) return false;
   after_ = o->after_;
+  // Back where it started (a checkbox ticked and unticked, a slider dragged back): no step left
+  // for Undo to take, which would do nothing (QUndoStack drops an obsolete merged command).
+  setObsolete(after_ == before_);
   return true;
 }
 

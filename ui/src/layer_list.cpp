@@ -247,10 +247,19 @@ void LayerList::apply_controls() {
   const Layer l = host_.layer(id);
   if (!l.valid()) return;
   LayerDisplay d = LayerDisplay::of(l);
-  d.opacity = opacity_->value() / 100.0;
+  // A control takes the layer's setting only where it shows another value than the layer's
+  // (rounded to whole percent, 4 decimals): ticking Additive set the limits of a float layer
+  // to their 4-decimal rounding (1.2e-5 became 0) and the opacity to whole percent.
+  const auto shown = [](const QDoubleSpinBox* box, double v) {
+    return box->valueFromText(box->textFromValue(v));
+  };
+  if (opacity_->value() != int(std::lround(l.opacity * 100))) d.opacity = opacity_->value() / 100.0;
   d.additive = additive_->isChecked();
-  d.colormap = colormap_->currentText();
-  if (high_->value() > low_->value()) {
+  if (colormap_->currentText() != canonical_colormap(l.colormap))
+    d.colormap = colormap_->currentText();
+  const bool limits_moved = low_->value() != shown(low_, l.contrast_min) ||
+                            high_->value() != shown(high_, l.contrast_max);
+  if (limits_moved && high_->value() > low_->value()) {
     d.contrast_min = low_->value();
     d.contrast_max = high_->value();
   }
