@@ -85,8 +85,9 @@ class TestDisplay : public QObject {
   }
 
   // Additive blending (a hyperstack's channel layers): the top layer's colour is added to the
-  // one below; normal blending covers it; the lowest layer drawn covers the canvas's grey
-  // either way. Set through the layer list's checkbox, undone by the undo stack.
+  // one below; normal blending covers it; nothing is added to the canvas's grey (alone, or
+  // where the layer below is smaller). Set through the layer list's checkbox, undone by the
+  // undo stack.
   void additive_layers_add_up() {
     ui::ImageView view(host());
     view.resize(200, 200);
@@ -114,6 +115,28 @@ class TestDisplay : public QObject {
     r.visible = false;
     host().replace_layer(red, r);
     QCOMPARE(centre(), QColor(0, 255, 0));
+    r.visible = true;
+    host().replace_layer(red, r);
+    // A smaller layer below (4 x 4 red under the 8 x 8 green, which sets the fitted view: 25
+    // screen pixels an image pixel): yellow over it, green beside it, not green plus grey.
+    const Shape small{4, 4};
+    const int under = host().add_layer([&] {
+      Layer u;
+      u.name = QStringLiteral("small");
+      u.array = Array::push(std::vector<std::uint8_t>(small.elements(), 100), small);
+      u.colormap = QStringLiteral("red");
+      u.contrast_max = 100;
+      return u;
+    }());
+    host().move_layer(under, 0);
+    r.visible = false;
+    host().replace_layer(red, r);
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy() && !view.frame(under).isNull(), 30000);
+    view.fit();
+    const QImage shot = view.grab().toImage();
+    QCOMPARE(QColor(shot.pixel(50, 50)), QColor(255, 255, 0));
+    QCOMPARE(QColor(shot.pixel(150, 150)), QColor(0, 255, 0));
+    host().remove_layer(under);
     r.visible = true;
     host().replace_layer(red, r);
     host().undo_stack()->undo();

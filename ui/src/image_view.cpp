@@ -320,27 +320,42 @@ QPointF ImageView::image_pos(QPointF p) const {
 void ImageView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), QColor(24, 24, 28));
-  // Nearest neighbour when magnifying, so pixels stay pixels; smooth when shrinking.
-  p.setRenderHint(QPainter::SmoothPixmapTransform, zoom_ * devicePixelRatioF() < 1.0);
   bool computing = false;
-  bool first = true;
+  bool additive = false;
   for (int id : host_.layer_ids()) {
     const Layer l = host_.layer(id);
-    if (!l.visible || !l.valid()) continue;
-    const Frame& f = frames_[id];
-    computing = computing || (f.shown != f.wanted && f.failed != f.wanted);
-    if (f.image.isNull()) continue;
-    // The lowest layer drawn covers the canvas's grey, additive or not: added to it, black
-    // would show grey.
-    p.setCompositionMode(l.additive && !first ? QPainter::CompositionMode_Plus
-                                              : QPainter::CompositionMode_SourceOver);
-    first = false;
-    p.setOpacity(std::clamp(l.opacity, 0.0, 1.0));
-    p.drawImage(QRectF(offset_, QSizeF(f.image.width() * zoom_, f.image.height() * zoom_)),
-                f.image);
+    additive = additive || (l.visible && l.valid() && l.additive);
   }
-  p.setOpacity(1.0);
-  p.setCompositionMode(QPainter::CompositionMode_SourceOver);
+  // Additive layers add to the layers below them, never to the canvas's grey (black would show
+  // grey): the layers are then put together on a transparent image first, which is drawn over
+  // the canvas. Without one, straight onto the widget.
+  QImage together;
+  if (additive) {
+    const qreal dpr = devicePixelRatioF();
+    together = QImage((QSizeF(size()) * dpr).toSize(), QImage::Format_ARGB32_Premultiplied);
+    together.setDevicePixelRatio(dpr);
+    together.fill(Qt::transparent);
+  }
+  {
+    QPainter lp;
+    QPainter& q = additive ? lp : p;
+    if (additive) lp.begin(&together);
+    // Nearest neighbour when magnifying, so pixels stay pixels; smooth when shrinking.
+    q.setRenderHint(QPainter::SmoothPixmapTransform, zoom_ * devicePixelRatioF() < 1.0);
+    for (int id : host_.layer_ids()) {
+      const Layer l = host_.layer(id);
+      if (!l.visible || !l.valid()) continue;
+      const Frame& f = frames_[id];
+      computing = computing || (f.shown != f.wanted && f.failed != f.wanted);
+      if (f.image.isNull()) continue;
+      q.setCompositionMode(l.additive ? QPainter::CompositionMode_Plus
+                                      : QPainter::CompositionMode_SourceOver);
+      q.setOpacity(std::clamp(l.opacity, 0.0, 1.0));
+      q.drawImage(QRectF(offset_, QSizeF(f.image.width() * zoom_, f.image.height() * zoom_)),
+                  f.image);
+    }
+  }
+  if (additive) p.drawImage(QPointF(0, 0), together);
   if (!highlight_.isEmpty() && slice_ >= highlight_z0_ && slice_ <= highlight_z1_) {
     const QRectF box(offset_ + highlight_.topLeft() * zoom_, highlight_.size() * zoom_);
     p.setPen(QPen(QColor(255, 255, 255), 2));

@@ -39,7 +39,8 @@ struct Layer {
   std::shared_ptr<StackFile> file;
   bool visible = true;
   double opacity = 1.0;
-  // Drawn added to what lies below it (each colour component, saturating) instead of over it:
+  // Drawn added to the layers below it (each colour component, saturating; never to the
+  // canvas's grey) instead of over them:
   // the channels of a hyperstack, each a layer in its own colour, show together as in Fiji's
   // composite mode instead of the top one alone.
   bool additive = false;
