@@ -17,6 +17,7 @@
 #include "gpix/samples.h"
 #include "gpix/slab_files.h"
 #include "gpix/ui/composite.h"
+#include "gpix/ui/render.h"
 #include "gpix/ui/stack_file.h"
 
 namespace gpix::formats {
@@ -163,15 +164,6 @@ Layer layer_of(const QString& path, const gpix::io::Image& img) {
   return l;
 }
 
-// The built-in colour map that runs from black to (r, g, b), or none.
-QString colour_map_of(std::uint8_t r, std::uint8_t g, std::uint8_t b) {
-  const gpix::Lut want = gpix::Lut::colour(r, g, b);
-  for (const gpix::Lut& l : gpix::builtin_luts()) {
-    if (l.table == want.table) return QString::fromStdString(l.name);
-  }
-  return {};
-}
-
 // One layer per channel of a hyperstack (gpix::io::hyperstack_channels): "<name> [C1]"..., the
 // channel's slices (or time points) as its stack.
 QList<Layer> hyperstack_layers(const QString& path, std::size_t channels) {
@@ -194,15 +186,13 @@ QList<Layer> hyperstack_layers(const QString& path, std::size_t channels) {
     // Without LUTs: a composite's channel colours (green, magenta, cyan, yellow, red, blue,
     // then grey).
     const QRgb fallback = gpix::ui::default_channel_colour(int(c), int(channels), false);
-    l.colormap = colour_map_of(std::uint8_t(qRed(fallback)), std::uint8_t(qGreen(fallback)),
-                               std::uint8_t(qBlue(fallback)));
+    l.colormap = gpix::ui::colour_map_of(fallback);
     if (l.colormap.isEmpty()) l.colormap = QStringLiteral("gray");
     if (!colours.empty()) {
       // The channel's own colour where a colour map is black to it (ImageJ's Grays, Red,
       // Green, Blue, Cyan, Magenta, Yellow); another colour is said, and shown in grey.
       const std::uint32_t v = colours[c];
-      const QString mapped =
-          colour_map_of(std::uint8_t(v >> 16), std::uint8_t(v >> 8), std::uint8_t(v));
+      const QString mapped = gpix::ui::colour_map_of(QRgb(v) | 0xff000000u);
       l.colormap = mapped.isEmpty() ? QStringLiteral("gray") : mapped;
       if (mapped.isEmpty()) {
         l.metadata.insert(

@@ -374,7 +374,11 @@ class TestComposite : public QObject {
       const Layer one = host().layer(ids[c + 1]);  // in the composite's place, in order
       QVERIFY(!one.composite());
       QCOMPARE(one.shape(), (Shape{384, 512}));
-      QCOMPARE(one.colormap, QStringLiteral("gray"));
+      // In its channel's colour (as Fiji's Split Channels keeps LUTs), C2 on added over C1:
+      // the split layers look as the composite did.
+      const QString map = ui::colour_map_of(l.channels[std::size_t(c)].colour);
+      QCOMPARE(one.colormap, map.isEmpty() ? QStringLiteral("gray") : map);
+      QCOMPARE(one.additive, c > 0);
       QCOMPARE(one.name, QStringLiteral("%1 [C%2]").arg(name).arg(c + 1));
       const HostArray px = one.array.valid() ? one.array.pull() : one.host;
       QCOMPARE(std::memcmp(px.data(), tiff_data_.data() + std::size_t(c) * plane, plane), 0);

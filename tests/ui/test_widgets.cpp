@@ -627,6 +627,48 @@ class TestWidgets : public QObject {
   // that layer); a second input stays where the user put it; the panel's own result and
   // preview, which are selected when added, do not move it (Run again tries other parameters
   // on the same input; a live preview does not start over on the result).
+  // The result of a channel shown with the others (additive, or a hyperstack's channel) is
+  // shown as that channel, in its colour map and added; a plain layer's result stays gray and
+  // opaque, a label result opaque in the labels map.
+  void channel_results_show_as_their_channel() {
+    ui::FilterPanel panel(host(), workflow_.get());
+    const int plain = add(host(), QStringLiteral("plain"), random_host<float>(Shape{9, 11}));
+    const int c2 = add(host(), QStringLiteral("h [C2]"), random_host<float>(Shape{9, 11}));
+    Layer l = host().layer(c2);
+    l.additive = true;
+    l.colormap = QStringLiteral("magenta");
+    host().replace_layer(c2, l);
+    const int c1 = add(host(), QStringLiteral("h [C1]"), random_host<float>(Shape{9, 11}));
+    l = host().layer(c1);
+    l.colormap = QStringLiteral("green");
+    l.metadata.insert(QStringLiteral("channel"), 1);
+    host().replace_layer(c1, l);
+    const auto result_of = [&](int input, const QString& filter) {
+      host().set_current_layer(input);
+      if (!panel.select_filter(filter)) return Layer{};
+      QSignalSpy finished(&panel, &ui::FilterPanel::finished);
+      panel.run();
+      if (!wait_finished(panel, finished)) return Layer{};
+      return host().layer(host().layer_ids().back());
+    };
+    Layer r = result_of(c2, QStringLiteral("gaussian_blur"));
+    QVERIFY(r.valid());
+    QVERIFY(r.additive);
+    QCOMPARE(r.colormap, QStringLiteral("magenta"));
+    r = result_of(c1, QStringLiteral("mean_box"));
+    QVERIFY(r.valid());
+    QVERIFY(r.additive);
+    QCOMPARE(r.colormap, QStringLiteral("green"));
+    r = result_of(plain, QStringLiteral("gaussian_blur"));
+    QVERIFY(r.valid());
+    QVERIFY(!r.additive);
+    QCOMPARE(r.colormap, QStringLiteral("gray"));
+    r = result_of(c2, QStringLiteral("voronoi_otsu_labeling"));
+    QVERIFY(r.valid());
+    QVERIFY(!r.additive);
+    QCOMPARE(r.colormap, QStringLiteral("labels"));
+  }
+
   void first_input_follows_the_current_layer() {
     ui::FilterPanel panel(host(), workflow_.get());
     const int a = add(host(), QStringLiteral("a"), random_host<float>(Shape{21, 23}));

@@ -86,6 +86,15 @@ const Lut& colormap(const QString& name) {
   return gpix::lut(canonical_colormap(name).toStdString());
 }
 
+QString colour_map_of(QRgb colour) {
+  const Lut want = Lut::colour(std::uint8_t(qRed(colour)), std::uint8_t(qGreen(colour)),
+                               std::uint8_t(qBlue(colour)));
+  for (const Lut& l : builtin_luts()) {
+    if (l.table == want.table) return QString::fromStdString(l.name);
+  }
+  return {};
+}
+
 QImage render(const Array& array, const RenderOptions& o, std::size_t* pulled) {
   if (!array.valid()) throw InvalidArgument("render: the array is null");
   check_slice(array.shape(), o.slice);

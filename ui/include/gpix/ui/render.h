@@ -25,6 +25,9 @@ QStringList colormap_names();
 QString canonical_colormap(const QString& name);
 // Core's table for a name or an old alias; throws gpix::InvalidArgument naming the maps.
 const gpix::Lut& colormap(const QString& name);
+// The built-in colour map that runs from black to `colour` (gray, red, green, blue, cyan,
+// magenta, yellow), or an empty name where none does.
+QString colour_map_of(QRgb colour);
 
 struct RenderOptions {
   int slice = 0;   // z index for 3D arrays (ignored for 1D/2D)
