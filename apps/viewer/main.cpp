@@ -24,7 +24,8 @@ void add_options(QCommandLineParser& p) {
       "FILE may be an image (*.raw, *.png, ...) or sample[:NAME]; with none, the sample opens."));
   p.addHelpOption();
   p.addVersionOption();
-  p.addPositionalArgument(QStringLiteral("files"), QStringLiteral("Images to open."),
+  p.addPositionalArgument(QStringLiteral("files"),
+                          QStringLiteral("Images to open, or one session (NAME.gpix.json)."),
                           QStringLiteral("[FILE...]"));
   p.addOption({QStringLiteral("device"),
                QStringLiteral("Device: index, name part, or cuda:/opencl: prefix."),
@@ -129,10 +130,11 @@ void apply_options(MainWindow& w, const QCommandLineParser& p) {
           w.histogram_panel()->busy())
         return;
       timer->stop();
-      QTimer::singleShot(300, &w, [target, out] {
+      QTimer::singleShot(300, &w, [&w, target, out] {
         const bool ok = target->grab().save(out);
-        std::fprintf(stderr, "gpix-viewer: %s %s\n", ok ? "saved" : "could not save",
-                     qPrintable(out));
+        // With the number of layers shown, for scripts (and tests) that check what opened.
+        std::fprintf(stderr, "gpix-viewer: %s %s (%d layer(s))\n", ok ? "saved" : "could not save",
+                     qPrintable(out), int(w.host().layer_ids().size()));
         QApplication::exit(ok ? 0 : 1);
       });
     });
@@ -202,12 +204,23 @@ int main(int argc, char** argv) {
       gpix::plugin::PluginLoader::default_search_paths(QApplication::applicationDirPath()));
   // The files are read off the GUI thread (the window shows at once); what the options do to
   // them waits until they are in.
-  QObject::connect(
-      &w, &MainWindow::files_opened, &w, [&w, &p] { apply_options(w, p); },
-      Qt::SingleShotConnection);
   const QStringList files = p.positionalArguments();
+  const bool session =
+      files.size() == 1 && files[0].endsWith(QLatin1String(".gpix.json"), Qt::CaseInsensitive);
+  if (!session) {
+    QObject::connect(
+        &w, &MainWindow::files_opened, &w, [&w, &p] { apply_options(w, p); },
+        Qt::SingleShotConnection);
+  }
   if (files.isEmpty()) {
     w.open_default();
+  } else if (session) {
+    // A session, as File > Open session reads it (it was refused: "no reader"); the options
+    // apply once it is in.
+    QObject::connect(
+        &w, &MainWindow::session_opened, &w, [&w, &p](bool) { apply_options(w, p); },
+        Qt::SingleShotConnection);
+    w.open_session(files[0]);
   } else {
     w.open_files(files);
   }

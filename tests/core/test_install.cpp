@@ -99,6 +99,21 @@ class TestInstall : public QObject {
       const QString shot = work.filePath("shot.png");
       run(prefix.filePath("bin/gpix-viewer"), {"--screenshot", shot}, {}, env);
       QVERIFY(QFileInfo(shot).size() > 0);
+      // A session named on the command line opens as File > Open session does (it was
+      // refused: "no reader"), and the options wait for it.
+      const QString image = work.filePath("blurred.tif");
+      run(prefix.filePath("bin/gpix"), {"run", "gaussian_blur", "sample", image}, {}, env);
+      QFile session(work.filePath("work.gpix.json"));
+      QVERIFY(session.open(QIODevice::WriteOnly));
+      session.write(R"({"format": "gpix-session", "version": 1,
+                        "layers": [{"name": "blurred", "file": "blurred.tif"}]})");
+      session.close();
+      const QString session_shot = work.filePath("session.png");
+      const gpix::test::ProcessResult opened = gpix::test::run_process(
+          prefix.filePath("bin/gpix-viewer"), {session.fileName(), "--screenshot", session_shot},
+          {.timeout_ms = 120000, .env = env});
+      QVERIFY2(opened.code == 0 && QFileInfo(session_shot).size() > 0, opened.err.constData());
+      QVERIFY2(opened.err.contains("(1 layer(s))"), opened.err.constData());
       // A usage error exits with 2, as gpix's do (Qt's parser gave 1), before any window.
       const gpix::test::ProcessResult bad =
           gpix::test::run_process(prefix.filePath("bin/gpix-viewer"), {"--no-such-option"},
