@@ -150,6 +150,21 @@ class TestDisplay : public QObject {
     QCOMPARE(host().undo_stack()->index(), steps);
     // Ticking it changes nothing else: limits finer than the spin boxes' 4 decimals and an
     // opacity between whole percents stay as they are.
+    // The overlays are drawn at full strength whatever the top layer's opacity: a picked
+    // label's box (white, 2 px) over a layer at opacity 0.
+    Layer g = host().layer(green);
+    g.opacity = 0;
+    host().replace_layer(green, g);
+    view.set_highlight(QRectF(2, 2, 4, 4));
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 30000);
+    view.fit();
+    const QImage boxed = view.grab().toImage();
+    bool white = false;  // the box's left edge lies near x = 49 (2 image pixels of 25)
+    for (int x = 44; x <= 54; ++x) white = white || QColor(boxed.pixel(x, 100)) == Qt::white;
+    QVERIFY(white);
+    view.clear_highlight();
+    g.opacity = 1;
+    host().replace_layer(green, g);
     const Array tiny = Array::push(test::random_values<float>(s.elements()), s);
     Layer t;
     t.name = QStringLiteral("tiny");

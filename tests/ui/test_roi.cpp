@@ -388,6 +388,9 @@ class TestRoi : public QObject {
     const std::size_t h = 768, w = 1024;
     const std::vector<std::uint16_t> v = cells(1, h, w);
     const int src = add(v, Shape{h, w}, QStringLiteral("cells"), true);
+    ui::Layer shown = host().layer(src);  // a channel shown additively: so is its crop
+    shown.additive = true;
+    host().replace_layer(src, shown);
     overlay_->set_tool(Tool::ellipse);
     drag({300, 200}, {421, 330});
     const Roi e = roi(1);
@@ -408,6 +411,7 @@ class TestRoi : public QObject {
       }
     }
     QCOMPARE(c.unit, QStringLiteral("um"));
+    QVERIFY(c.additive);
     QCOMPARE(c.origin, (std::vector<double>{box.y() * 0.25, box.x() * 0.2}));
     QCOMPARE(host().workflow().steps().size(), 1);
     QCOMPARE(host().workflow().steps()[0].operation, QStringLiteral("crop"));

@@ -838,6 +838,21 @@ class TestWidgets : public QObject {
     const Array r1 = run("gaussian_blur", ob, st[0].params).array;
     const Array r2 = run("multiply_scalar", r1, st[1].params).array;
     QVERIFY(same_bytes(host().layer(made.last()).array.pull(), r2.pull()));
+    // On a channel shown additively, the re-run's results show as that channel, as the
+    // Filters panel's do (channel_results_show_as_their_channel).
+    Layer c = host().layer(b);
+    c.additive = true;
+    c.colormap = QStringLiteral("cyan");
+    host().replace_layer(b, c);
+    const QList<int> again = workflow_->rerun(host(), b);
+    QVERIFY(!again.isEmpty());
+    QVERIFY(host().layer(again.first()).additive);  // the blur of b
+    QCOMPARE(host().layer(again.first()).colormap, QStringLiteral("cyan"));
+    host().undo_stack()->undo();  // one step: this re-run only
+    QCOMPARE(workflow_->steps().size(), 4);
+    c.additive = false;
+    c.colormap = QStringLiteral("gray");
+    host().replace_layer(b, c);
     // The re-run is recorded: two more steps on the new layers, with the names they got.
     QCOMPARE(st.size(), 4);
     QCOMPARE(st[2].operation, QStringLiteral("gaussian_blur"));

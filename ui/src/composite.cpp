@@ -136,7 +136,7 @@ std::vector<Layer> split_channels(const Layer& l) {
     // split, the composite looks as it did (gray and opaque, C2 hid C1).
     const QString map = colour_map_of(ch.colour);
     if (!map.isEmpty()) one.colormap = map;
-    one.additive = c > 0;
+    one.additive = c > 0 || l.additive;
     // The plane keeps y and x.
     if (l.spacing.size() == 3) one.spacing = {l.spacing[1], l.spacing[2]};
     if (l.origin.size() == 3) one.origin = {l.origin[1], l.origin[2]};

@@ -785,13 +785,8 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
     for (Channel& c : out.channels) c.contrast_min = c.contrast_max = 0;
   }
   // The result of a channel shown with the others (an additive layer, a hyperstack's channel)
-  // is shown as that channel: in its colour map, added over the layers below. Gray and
-  // opaque on top, it hid the whole hyperstack. Labels keep their own map, opaque.
-  if ((o.input.additive || o.input.metadata.contains(QStringLiteral("channel"))) &&
-      kind != gpix::OutputKind::labels) {
-    out.additive = true;
-    if (!composite) out.colormap = o.input.colormap;
-  }
+  // is shown as that channel: gray and opaque on top, it hid the whole hyperstack.
+  show_as_channel_of(o.input, out, kind == gpix::OutputKind::labels);
   if (preview) {
     out.name = step.operation + tr(" (preview)");
     out.metadata.insert(QStringLiteral("preview"), true);  // not a result to save

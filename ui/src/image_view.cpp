@@ -356,6 +356,9 @@ void ImageView::paintEvent(QPaintEvent*) {
     }
   }
   if (additive) p.drawImage(QPointF(0, 0), together);
+  // The overlays below at full strength, whatever the top layer's opacity.
+  p.setOpacity(1.0);
+  p.setCompositionMode(QPainter::CompositionMode_SourceOver);
   if (!highlight_.isEmpty() && slice_ >= highlight_z0_ && slice_ <= highlight_z1_) {
     const QRectF box(offset_ + highlight_.topLeft() * zoom_, highlight_.size() * zoom_);
     p.setPen(QPen(QColor(255, 255, 255), 2));

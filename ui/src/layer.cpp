@@ -14,6 +14,15 @@ bool Layer::saves_as_labels() const {
          canonical_colormap(colormap) == QLatin1String("labels");
 }
 
+void show_as_channel_of(const Layer& input, Layer& out, bool labels_result) {
+  if (labels_result) return;
+  if (!input.additive && !input.metadata.contains(QStringLiteral("channel"))) return;
+  out.additive = true;
+  if (!out.composite() && !input.labels &&
+      canonical_colormap(input.colormap) != QLatin1String("labels"))
+    out.colormap = input.colormap;
+}
+
 QString display_unit(const QString& unit) {
   if (unit.isEmpty()) return QStringLiteral("px");
   return unit == QLatin1String("um") ? QStringLiteral("\u00b5m") : unit;

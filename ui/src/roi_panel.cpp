@@ -424,6 +424,7 @@ void RoiPanel::crop(int id) {
         Layer result;
         result.array = *out.value;
         result.colormap = l.colormap;
+        result.additive = l.additive;  // a crop of a channel shows as the channel did
         result.contrast_min = l.contrast_min;
         result.contrast_max = l.contrast_max;
         result.labels = l.labels;

@@ -201,6 +201,9 @@ QList<int> apply(Workspace& h, Workflow* workflow, int input, const std::vector<
       out.channels = first.channels;
       for (Channel& c : out.channels) c.contrast_min = c.contrast_max = 0;
     }
+    // A channel's result shown as that channel, as the Filters panel shows it.
+    show_as_channel_of(
+        first, out, gpix::filter(step.operation.toStdString()).output == gpix::OutputKind::labels);
     auto* cmd = new AddLayerCommand(h, out, workflow, step);
     undo->push(cmd);
     made[i] = cmd->layer_id();

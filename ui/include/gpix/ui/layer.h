@@ -114,6 +114,13 @@ struct Layer {
   }
 };
 
+// A filter's result `out` on `input` (its first input), shown as a channel of the input where
+// the input is one shown with others (additive, or a hyperstack's channel: metadata
+// "channel"): additive, in the input's colour map (not for composites, whose channels carry
+// their colours, nor a label image's map). Label results (`labels_result`) stay opaque. The
+// Filters panel and a workflow's re-run both make results so.
+void show_as_channel_of(const Layer& input, Layer& out, bool labels_result);
+
 // A unit as people read it ("µm" for "um"); "px" for none.
 QString display_unit(const QString& unit);
 // "1.5 × 0.2 × 0.2 µm (z, y, x)", or "1 × 1 px (not calibrated)" without a unit. Spatial axes
