@@ -663,7 +663,8 @@ class TestNeighbourhood : public QObject {
   // 16-bit images, 65536 on 8-bit ones, summed in int32 or int64): bright random data (where
   // float32 sums and quotients had 794 of 512^2 uint16 pixels one off at radius 8), constant
   // images and the types' extremes, through every kind of pass: tiled.kernel's xy tile (8 x 8)
-  // and z pass, separable.kernel's x, y/z and simple passes, and int64 sums.
+  // and z pass, separable.kernel's x, y/z and simple passes, and int64 sums; and below that
+  // range, the xy tile's float32 sums.
   void exact_integer_means_data() { devices_data(); }
   void exact_integer_means() {
     const Device dev = test::fetch_device();
@@ -672,6 +673,13 @@ class TestNeighbourhood : public QObject {
       Radii r;
     };
     const Case cases16[] = {
+        // Windows below 256 pixels sum in float32 (exact below 2^24) in the xy tile: radii equal
+        // to their bucket, below it, different per axis, and 255 pixels (15 x 17), the largest
+        // window a 16-bit mean sums in float32, on the types' extremes.
+        {Shape{133, 69}, {2, 2, 0}},      // 25
+        {Shape{133, 69}, {3, 1, 0}},      // 21
+        {Shape{133, 69}, {7, 8, 0}},      // 255
+        {Shape{13, 67, 37}, {2, 2, 2}},   // 125: a float32 xy tile, then the z pass
         {Shape{70, 75}, {8, 8, 0}},       // tile xy, 289 pixels
         {Shape{70, 75}, {7, 9, 0}},       // 285: separable.kernel's fused pass
         {Shape{40, 45}, {30, 40, 0}},     // 5001: x pass, simple y pass (past 32)
@@ -682,6 +690,8 @@ class TestNeighbourhood : public QObject {
         {Shape{7, 20, 19}, {8, 8, 60}},   // 34969: int64 with x and y radii a tile takes
     };
     const Case cases8[] = {
+        {Shape{133, 69}, {8, 8, 0}},        // 289: float32 sums of 8-bit images in the xy tile
+        {Shape{70, 75}, {2, 3, 0}},         // 35
         {Shape{40, 50}, {128, 128, 0}},     // 66049
         {Shape{5, 20, 19}, {8, 8, 150}},    // 86989: int32 on uint8, x and y radii of 8
         {Shape{5, 6, 7}, {102, 102, 102}},  // 205^3: int64 on uint8
