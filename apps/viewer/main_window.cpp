@@ -25,6 +25,7 @@
 #include <QToolBar>
 #include <QUndoStack>
 #include <QVBoxLayout>
+#include <cmath>
 #include <thread>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -854,12 +855,14 @@ void MainWindow::write_session_file(const QString& path) {
   // The JSON is made here (it reads the layers), the file written on a worker.
   QByteArray json;
   try {
-    json = QJsonDocument(session::to_json(*host_, path, [this](int id) {
-             // The layer's ROIs (roi.h's JSON), where it has any.
-             QJsonArray rois;
-             for (const gpix::ui::Roi& r : rois_->rois(id)) rois.append(r.to_json());
-             return rois.isEmpty() ? QJsonObject{} : QJsonObject{{QStringLiteral("rois"), rois}};
-           })).toJson(QJsonDocument::Indented);
+    QJsonObject root = session::to_json(*host_, path, [this](int id) {
+      // The layer's ROIs (roi.h's JSON), where it has any.
+      QJsonArray rois;
+      for (const gpix::ui::Roi& r : rois_->rois(id)) rois.append(r.to_json());
+      return rois.isEmpty() ? QJsonObject{} : QJsonObject{{QStringLiteral("rois"), rois}};
+    });
+    root.insert(QStringLiteral("view"), view_state());
+    json = QJsonDocument(root).toJson(QJsonDocument::Indented);
   } catch (const std::exception& e) {
     close_when_saved_ = false;  // not written: the window stays, saying why
     session_failed(path, QString::fromUtf8(e.what()));
@@ -943,9 +946,36 @@ bool MainWindow::open_session(const QString& path) {
           emit session_opened(false);
           return;
         }
-        finish_session_open(path, opened);
+        finish_session_open(path, opened, r.root.value(QStringLiteral("view")).toObject());
       });
   return true;
+}
+
+// The view a session keeps: the slice, the zoom and the image point at the view's centre, so
+// that a session of a stack reopens where the user left it (it reopened fitted, on slice 1).
+QJsonObject MainWindow::view_state() const {
+  const QPointF centre = view_->image_pos(QPointF(view_->width() / 2.0, view_->height() / 2.0));
+  return QJsonObject{{QStringLiteral("slice"), view_->slice()},
+                     {QStringLiteral("zoom"), view_->zoom()},
+                     {QStringLiteral("centre"), QJsonArray{centre.x(), centre.y()}}};
+}
+
+// A session's view (view_state), where it has one and it is sound; else the layers fitted.
+// The slice is clamped to the layers' depth (a file may have changed since).
+QStringList MainWindow::restore_view(const QJsonObject& view) {
+  view_->fit();
+  if (view.isEmpty()) return {};  // sessions saved before the view was kept
+  const double zoom = view.value(QStringLiteral("zoom")).toDouble(-1);
+  const QJsonArray c = view.value(QStringLiteral("centre")).toArray();
+  const int slice = view.value(QStringLiteral("slice")).toInt(-1);
+  if (!(zoom > 0 && std::isfinite(zoom)) || c.size() != 2 || !c[0].isDouble() || !c[1].isDouble() ||
+      slice < 0) {
+    return {tr("the view was not restored: 'view' holds no slice, zoom and centre")};
+  }
+  view_->set_zoom(zoom);
+  view_->center_on(QPointF(c[0].toDouble(), c[1].toDouble()));
+  view_->set_slice(slice);
+  return {};
 }
 
 // The layer's ROIs from its session entry (roi.h's JSON); a bad one is reported, not fatal.
@@ -962,14 +992,15 @@ void MainWindow::restore_rois(int id, const QJsonObject& layer, QStringList& err
   if (!rois.isEmpty()) rois_->set_rois(id, rois);
 }
 
-void MainWindow::finish_session_open(const QString& path, const session::Opened& opened) {
+void MainWindow::finish_session_open(const QString& path, const session::Opened& opened,
+                                     const QJsonObject& view) {
   session_path_ = path;
   host_->undo_stack()->clear();  // the layers were opened, not made: nothing to undo
-  view_->fit();
   QStringList problems;
   if (!opened.missing.isEmpty())
     problems << tr("Missing files: %1").arg(opened.missing.join(QStringLiteral("; ")));
   problems << opened.errors;
+  problems << restore_view(view);
   last_error_ = problems.join(QLatin1Char('\n'));
   if (problems.isEmpty()) {
     host_->show_status(tr("Session %1: %n layer(s)", nullptr, int(opened.layers.size())).arg(path));

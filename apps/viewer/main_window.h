@@ -150,7 +150,10 @@ class MainWindow : public QMainWindow {
   void open_session_dialog();
   void save_session_dialog(bool ask_name);
   void clear_workspace();
-  void finish_session_open(const QString& path, const session::Opened& opened);
+  void finish_session_open(const QString& path, const session::Opened& opened,
+                           const QJsonObject& view);
+  QJsonObject view_state() const;
+  QStringList restore_view(const QJsonObject& view);
   void write_session_file(const QString& path);
   void session_failed(const QString& path, const QString& error);
   // Quit was asked while something was written: closes once nothing is (queued).

@@ -1,7 +1,8 @@
 #pragma once
 // Sessions: the layers by file reference (with their names and display settings), the current
 // layer and the workflow, as JSON ("format": "gpix-session", "version": 2; version 2 added
-// gamma and a composite's channels, session_display.h, and reads version 1 as before). Paths are
+// gamma and a composite's channels, session_display.h, and reads version 1 as before; the
+// viewer adds its view, MainWindow::view_state, which older sessions lack). Paths are
 // stored relative to the session file where they lie below its folder, so that a folder of data and
 // its session can move together. Layers without a file (filter results) are written beside
 // the session first (<session name>_data/<layer>.<suffix>) by the caller's writer.

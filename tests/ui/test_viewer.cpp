@@ -39,6 +39,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <functional>
 #include <thread>
 
 #include "gpix/filters.h"
@@ -741,6 +743,16 @@ class TestViewer : public QObject {
     const int result = w->host().layer_ids().last();
     QCOMPARE(w->unsaved_layers(), QStringList{w->host().layer(result).name});
     QTRY_VERIFY_WITH_TIMEOUT(!w->view()->busy(), 30000);  // automatic contrast arrived
+    // The view: slice 3 of the stack's 4, zoomed in on a point that is not the centre.
+    ui::ImageView* view = w->view();
+    const auto centre = [](ui::ImageView* v) {
+      return v->image_pos(QPointF(v->width() / 2.0, v->height() / 2.0));
+    };
+    view->set_slice(2);
+    view->set_zoom(6.5);
+    view->center_on(QPointF(3.25, 5.5));
+    QCOMPARE(view->slice(), 2);
+    const QPointF centre_was = centre(view);
     const QString session = dir.filePath(QStringLiteral("work.gpix.json"));
     QVERIFY2(save_session_and_wait(w.get(), session), qPrintable(w->last_error()));
     QVERIFY(w->unsaved_layers().isEmpty());
@@ -781,6 +793,16 @@ class TestViewer : public QObject {
       QVERIFY2(same_bytes(y.array.pull(), x.array.pull()), qPrintable(x.name));
     }
     QCOMPARE(w2->host().current_layer(), now[2]);
+    QCOMPARE(w2->view()->slice(), 2);
+    QCOMPARE(w2->view()->zoom(), 6.5);
+    const QPointF centre_now = centre(w2->view());
+    QVERIFY2(std::abs(centre_now.x() - centre_was.x()) < 1e-9 &&
+                 std::abs(centre_now.y() - centre_was.y()) < 1e-9,
+             qPrintable(QStringLiteral("centre (%1, %2), saved (%3, %4)")
+                            .arg(centre_now.x())
+                            .arg(centre_now.y())
+                            .arg(centre_was.x())
+                            .arg(centre_was.y())));
     const auto& s1 = w->host().workflow().steps();
     const auto& st = w2->host().workflow().steps();
     QCOMPARE(st.size(), 1);
@@ -822,6 +844,65 @@ class TestViewer : public QObject {
     QVERIFY2(w->last_error().contains(QStringLiteral("not a gpix session")),
              qPrintable(w->last_error()));
     QCOMPARE(w->host().layer_ids().size(), 1);
+  }
+
+  // A session saved before the view was kept opens fitted on slice 1; an unsound view opens the
+  // layers, fitted, and says so; a slice past the layers' depth (the file changed) is the last.
+  void session_view_old_bad_and_past_the_end() {
+    QTemporaryDir dir;
+    const Shape s{5, 7, 6};  // 5 slices
+    const auto a = test::random_values<float>(s.elements());
+    const QString pa = write_raw(dir.path(), QStringLiteral("stack"), a, s);
+    const QString session = dir.filePath(QStringLiteral("s.gpix.json"));
+    double fitted = 0, zoomed = 0;
+    {
+      auto w = make();
+      QCOMPARE(open_and_wait(w.get(), {pa}).size(), 1);
+      w->view()->fit();
+      fitted = w->view()->zoom();
+      w->view()->set_slice(3);
+      w->view()->set_zoom(fitted * 1.5);
+      zoomed = w->view()->zoom();
+      QVERIFY(zoomed > fitted);
+      QVERIFY2(save_session_and_wait(w.get(), session), qPrintable(w->last_error()));
+    }
+    const auto rewrite = [&](const std::function<void(QJsonObject&)>& edit) {
+      QFile f(session);
+      QVERIFY(f.open(QIODevice::ReadOnly));
+      QJsonObject root = QJsonDocument::fromJson(f.readAll()).object();
+      f.close();
+      QVERIFY(root.contains(QStringLiteral("view")));
+      edit(root);
+      QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+      f.write(QJsonDocument(root).toJson());
+    };
+    const auto reopen = [&](const QString& problem, int slice, double zoom) {
+      auto w = make();
+      QVERIFY(open_session_and_wait(w.get(), session));
+      QCOMPARE(w->host().layer_ids().size(), 1);
+      if (problem.isEmpty()) {
+        QVERIFY2(w->last_error().isEmpty(), qPrintable(w->last_error()));
+      } else {
+        QVERIFY2(w->last_error().contains(problem), qPrintable(w->last_error()));
+      }
+      QCOMPARE(w->view()->slice(), slice);
+      QCOMPARE(w->view()->zoom(), zoom);
+    };
+    reopen(QString(), 3, zoomed);
+    if (QTest::currentTestFailed()) return;
+    rewrite([](QJsonObject& root) {
+      QJsonObject v = root.value(QStringLiteral("view")).toObject();
+      v.insert(QStringLiteral("slice"), 40);
+      root.insert(QStringLiteral("view"), v);
+    });
+    reopen(QString(), 4, zoomed);
+    rewrite([](QJsonObject& root) {
+      root.insert(QStringLiteral("view"),
+                  QJsonObject{{QStringLiteral("zoom"), QStringLiteral("x")}});
+    });
+    reopen(QStringLiteral("the view was not restored"), 0, fitted);
+    rewrite([](QJsonObject& root) { root.remove(QStringLiteral("view")); });
+    reopen(QString(), 0, fitted);
   }
 
   void quit_asks_about_unsaved_results() {
