@@ -927,9 +927,7 @@ bool MainWindow::open_session(const QString& path) {
       [this, path](Read r, const QString& error) {
         opening_session_ = false;
         if (!error.isEmpty()) {
-          last_error_ = error;
-          host_->show_status(last_error_, 0);
-          emit session_opened(false);
+          session_not_opened(path, error);
           return;
         }
         session::Opened opened;
@@ -941,9 +939,7 @@ bool MainWindow::open_session(const QString& path) {
               [&](int id, const QJsonObject& layer) { restore_rois(id, layer, roi_errors); });
           opened.errors << roi_errors;
         } catch (const std::exception& e) {
-          last_error_ = QString::fromUtf8(e.what());
-          host_->show_status(last_error_, 0);
-          emit session_opened(false);
+          session_not_opened(path, QString::fromUtf8(e.what()));
           return;
         }
         finish_session_open(path, opened, r.root.value(QStringLiteral("view")).toObject());
@@ -978,6 +974,16 @@ QStringList MainWindow::restore_view(const QJsonObject& view) {
   return {};
 }
 
+// Said in the status bar and in the window's message box (show_error: not modal), whoever
+// asked: File > Open session, `gpix-viewer NAME.gpix.json` (where the status bar alone was easy
+// to miss) or a dropped session.
+void MainWindow::session_not_opened(const QString& path, const QString& error) {
+  last_error_ = error;
+  host_->show_status(last_error_, 0);
+  show_error(tr("Session"), tr("The session %1 was not opened:\n\n%2").arg(path, error));
+  emit session_opened(false);
+}
+
 // The layer's ROIs from its session entry (roi.h's JSON); a bad one is reported, not fatal.
 void MainWindow::restore_rois(int id, const QJsonObject& layer, QStringList& errors) {
   QList<gpix::ui::Roi> rois;
@@ -1006,6 +1012,8 @@ void MainWindow::finish_session_open(const QString& path, const session::Opened&
     host_->show_status(tr("Session %1: %n layer(s)", nullptr, int(opened.layers.size())).arg(path));
   } else {
     host_->show_status(problems.join(QStringLiteral("; ")), 0);
+    show_error(tr("Session"),
+               tr("The session %1 opened with problems:\n\n%2").arg(path, last_error_));
   }
   emit session_opened(true);
 }
@@ -1015,16 +1023,7 @@ void MainWindow::open_session_dialog() {
   const QString path = QFileDialog::getOpenFileName(this, tr("Open session"), dir,
                                                     tr("gpix sessions (*.gpix.json *.json)"));
   if (path.isEmpty()) return;
-  if (!open_session(path)) return;
-  // Once it is read: say what went wrong, if anything.
-  auto* once = new QObject(this);
-  connect(this, &MainWindow::session_opened, once, [this, once, path](bool) {
-    once->deleteLater();
-    if (!last_error_.isEmpty()) {
-      QMessageBox::warning(this, tr("Session"),
-                           tr("The session %1 opened with problems:\n\n%2").arg(path, last_error_));
-    }
-  });
+  open_session(path);  // what went wrong, if anything, it says itself
 }
 
 void MainWindow::save_session_dialog(bool ask_name) {

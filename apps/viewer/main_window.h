@@ -81,8 +81,9 @@ class MainWindow : public QMainWindow {
   // Replaces the layers, undo history and workflow with the session's. Returns at once (false
   // only when the user kept unsaved results: Cancel): the session and its files are read off
   // the GUI thread, and session_opened() tells how it went. Missing or unreadable files are
-  // named in last_error() (and the status bar); the other layers open. A session that cannot
-  // be read leaves the work as it was (session_opened(false)). When the user chose to save
+  // named in last_error(), the status bar and the window's message box (not modal); the other
+  // layers open. A session that cannot be read leaves the work as it was
+  // (session_opened(false)) and says why in the same places. When the user chose to save
   // unsaved results first, they are written off the GUI thread and the session opens after.
   bool open_session(const QString& path);
   // Whether a session is being read.
@@ -152,6 +153,7 @@ class MainWindow : public QMainWindow {
   void clear_workspace();
   void finish_session_open(const QString& path, const session::Opened& opened,
                            const QJsonObject& view);
+  void session_not_opened(const QString& path, const QString& error);
   QJsonObject view_state() const;
   QStringList restore_view(const QJsonObject& view);
   void write_session_file(const QString& path);

@@ -776,6 +776,7 @@ class TestViewer : public QObject {
     w2->open_default();  // still queued for reading: the session cancels it and replaces it
     QVERIFY2(open_session_and_wait(w2.get(), session), qPrintable(w2->last_error()));
     QVERIFY2(w2->last_error().isEmpty(), qPrintable(w2->last_error()));
+    QVERIFY(!w2->error_box());
     QTRY_VERIFY_WITH_TIMEOUT(!w2->view()->busy(), 30000);
     const QList<int> now = w2->host().layer_ids();
     QCOMPARE(now.size(), 3);
@@ -831,6 +832,15 @@ class TestViewer : public QObject {
     QVERIFY2(w->last_error().contains(QStringLiteral("does not exist")),
              qPrintable(w->last_error()));
     QVERIFY2(w->last_error().contains(pb), qPrintable(w->last_error()));
+    // Said in the window's message box too (not modal), whoever opened the session.
+    QPointer<QMessageBox> box = w->error_box();
+    QVERIFY(box);
+    QVERIFY(!box->isModal());
+    QVERIFY2(
+        box->text().contains(QStringLiteral("opened with problems")) && box->text().contains(pb),
+        qPrintable(box->text()));
+    box->close();
+    QTRY_VERIFY(!w->error_box());
     QCOMPARE(w->host().layer_ids().size(), 1);
     QVERIFY(same_bytes(w->host().layer(w->host().layer_ids().first()).array.pull(),
                        HostArray::from(a, s)));
@@ -843,6 +853,10 @@ class TestViewer : public QObject {
     QVERIFY(!open_session_and_wait(w.get(), bad));
     QVERIFY2(w->last_error().contains(QStringLiteral("not a gpix session")),
              qPrintable(w->last_error()));
+    QVERIFY(w->error_box());
+    QVERIFY2(w->error_box()->text().contains(QStringLiteral("was not opened")) &&
+                 w->error_box()->text().contains(QStringLiteral("not a gpix session")),
+             qPrintable(w->error_box()->text()));
     QCOMPARE(w->host().layer_ids().size(), 1);
   }
 
