@@ -110,6 +110,17 @@ class TestDisplay : public QObject {
     additive->setChecked(true);
     QVERIFY(host().layer(green).additive);
     QCOMPARE(centre(), QColor(255, 255, 0));
+    // Larger, the view puts the layers together on an image of its new size (kept between
+    // paints): yellow to its far corner, not a stale 200 x 200 image.
+    view.resize(300, 260);
+    view.fit();
+    {
+      const QImage big = view.grab().toImage();
+      QCOMPARE(big.size(), QSize(300, 260) * view.devicePixelRatio());
+      QCOMPARE(QColor(big.pixel(150, 130)), QColor(255, 255, 0));
+      QCOMPARE(QColor(big.pixel(270, 250)), QColor(255, 255, 0));
+    }
+    view.resize(200, 200);
     // Alone (the red layer hidden), the additive layer is not added to the canvas's grey.
     Layer r = host().layer(red);
     r.visible = false;

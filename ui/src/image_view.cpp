@@ -321,31 +321,43 @@ void ImageView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), QColor(24, 24, 28));
   bool computing = false;
+  // The layers shown, read once (a Layer is a copy of the host's).
+  struct Shown {
+    int id;
+    bool additive;
+    double opacity;
+  };
+  std::vector<Shown> shown;
   bool additive = false;
   for (int id : host_.layer_ids()) {
     const Layer l = host_.layer(id);
-    additive = additive || (l.visible && l.valid() && l.additive);
+    if (!l.visible || !l.valid()) continue;
+    shown.push_back({id, l.additive, l.opacity});
+    additive = additive || l.additive;
   }
   // Additive layers add to the layers below them, never to the canvas's grey (black would show
-  // grey): the layers are then put together on a transparent image first, which is drawn over
-  // the canvas. Without one, straight onto the widget.
-  QImage together;
+  // grey): the layers are then put together on a transparent image first (kept between paints,
+  // made again when the widget's size changes), which is drawn over the canvas. Without one,
+  // straight onto the widget.
   if (additive) {
     const qreal dpr = devicePixelRatioF();
-    together = QImage((QSizeF(size()) * dpr).toSize(), QImage::Format_ARGB32_Premultiplied);
-    together.setDevicePixelRatio(dpr);
-    together.fill(Qt::transparent);
+    const QSize size = (QSizeF(this->size()) * dpr).toSize();
+    if (compose_.size() != size || compose_.devicePixelRatio() != dpr) {
+      compose_ = QImage(size, QImage::Format_ARGB32_Premultiplied);
+      compose_.setDevicePixelRatio(dpr);
+    }
+    compose_.fill(Qt::transparent);
+  } else {
+    compose_ = QImage();  // the memory back while nothing adds
   }
   {
     QPainter lp;
     QPainter& q = additive ? lp : p;
-    if (additive) lp.begin(&together);
+    if (additive) lp.begin(&compose_);
     // Nearest neighbour when magnifying, so pixels stay pixels; smooth when shrinking.
     q.setRenderHint(QPainter::SmoothPixmapTransform, zoom_ * devicePixelRatioF() < 1.0);
-    for (int id : host_.layer_ids()) {
-      const Layer l = host_.layer(id);
-      if (!l.visible || !l.valid()) continue;
-      const Frame& f = frames_[id];
+    for (const Shown& l : shown) {
+      const Frame& f = frames_[l.id];
       computing = computing || (f.shown != f.wanted && f.failed != f.wanted);
       if (f.image.isNull()) continue;
       q.setCompositionMode(l.additive ? QPainter::CompositionMode_Plus
@@ -355,7 +367,7 @@ void ImageView::paintEvent(QPaintEvent*) {
                   f.image);
     }
   }
-  if (additive) p.drawImage(QPointF(0, 0), together);
+  if (additive) p.drawImage(QPointF(0, 0), compose_);
   // The overlays below at full strength, whatever the top layer's opacity.
   p.setOpacity(1.0);
   p.setCompositionMode(QPainter::CompositionMode_SourceOver);

@@ -133,6 +133,7 @@ class ImageView : public QWidget {
   QPointF last_cursor_{-1, -1};
   std::size_t bytes_pulled_ = 0;
   double zoom_ = 1.0;
+  QImage compose_;  // paintEvent's layers put together where one is additive
   QPointF offset_;  // widget position of image pixel (0, 0)
   int slice_ = 0;
   int depth_ = 1;
