@@ -930,6 +930,13 @@ bool MainWindow::open_session(const QString& path) {
           session_not_opened(path, error);
           return;
         }
+        if (const QStringList why = session::none_would_open(r.root, path, r.files);
+            !why.isEmpty()) {
+          session_not_opened(path, tr("none of its layers can be opened (the work is left as it "
+                                      "was): %1")
+                                       .arg(why.join(QStringLiteral("; "))));
+          return;
+        }
         session::Opened opened;
         try {
           clear_workspace();
@@ -961,17 +968,35 @@ QJsonObject MainWindow::view_state() const {
 QStringList MainWindow::restore_view(const QJsonObject& view) {
   view_->fit();
   if (view.isEmpty()) return {};  // sessions saved before the view was kept
-  const double zoom = view.value(QStringLiteral("zoom")).toDouble(-1);
-  const QJsonArray c = view.value(QStringLiteral("centre")).toArray();
-  const int slice = view.value(QStringLiteral("slice")).toInt(-1);
-  if (!(zoom > 0 && std::isfinite(zoom)) || c.size() != 2 || !c[0].isDouble() || !c[1].isDouble() ||
-      slice < 0) {
-    return {tr("the view was not restored: 'view' holds no slice, zoom and centre")};
+  // Each part that is sound is restored; the others are named.
+  QStringList bad;
+  const QJsonValue z = view.value(QStringLiteral("zoom"));
+  if (z.isDouble() && z.toDouble() > 0 && std::isfinite(z.toDouble())) {
+    view_->set_zoom(z.toDouble());
+  } else {
+    bad << QStringLiteral("zoom");
   }
-  view_->set_zoom(zoom);
-  view_->center_on(QPointF(c[0].toDouble(), c[1].toDouble()));
-  view_->set_slice(slice);
-  return {};
+  // A centre within 10^7 pixels of the image's origin (further, nothing would be on screen, and
+  // 1e308 overflows the drawing's coordinates).
+  const QJsonArray c = view.value(QStringLiteral("centre")).toArray();
+  const auto near = [](const QJsonValue& v) {
+    return v.isDouble() && std::abs(v.toDouble()) < 1e7;
+  };
+  if (c.size() == 2 && near(c[0]) && near(c[1])) {
+    view_->center_on(QPointF(c[0].toDouble(), c[1].toDouble()));
+  } else {
+    bad << QStringLiteral("centre");
+  }
+  const QJsonValue s = view.value(QStringLiteral("slice"));
+  const double slice = s.toDouble(-1);
+  if (s.isDouble() && slice >= 0 && slice == std::floor(slice) && slice < 2147483647.0) {
+    view_->set_slice(int(slice));
+  } else {
+    bad << QStringLiteral("slice");
+  }
+  if (bad.isEmpty()) return {};
+  return {tr("the view's %1 not restored: not a usable value in the session's 'view'")
+              .arg(bad.join(QStringLiteral(", ")) + (bad.size() == 1 ? tr(" was") : tr(" were")))};
 }
 
 // Said in the status bar and in the window's message box (show_error: not modal), whoever

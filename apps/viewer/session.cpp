@@ -150,6 +150,31 @@ Preread read_files(const QJsonObject& root, const QString& session_path,
   return pre;
 }
 
+QStringList none_would_open(const QJsonObject& root, const QString& session_path,
+                            const Preread& pre) {
+  const QDir dir = QFileInfo(session_path).absoluteDir();
+  QStringList why;
+  for (const QJsonValue v : root.value(QStringLiteral("layers")).toArray()) {
+    const QJsonObject o = v.toObject();
+    const QString name = o.value(QStringLiteral("name")).toString();
+    const QString file = file_of(o, dir);
+    const int index = o.value(QStringLiteral("index_in_file")).toInt();
+    if (pre.layers.contains(file)) {
+      const int n = int(pre.layers.value(file).size());
+      if (index >= 0 && index < n) return {};  // this one opens
+      why << QObject::tr("layer '%1': %2 holds %3 layer(s), not a layer %4")
+                 .arg(name, file)
+                 .arg(n)
+                 .arg(index + 1);
+    } else if (pre.errors.contains(file)) {
+      why << QObject::tr("layer '%1': %2").arg(name, pre.errors.value(file));
+    } else {
+      why << QObject::tr("layer '%1': %2 does not exist").arg(name, file);
+    }
+  }
+  return why;
+}
+
 Opened open(gpix::plugin::BasicHost& host, const QJsonObject& root, const QString& session_path,
             const Preread* pre,
             const std::function<void(int id, const QJsonObject& layer)>& restore) {

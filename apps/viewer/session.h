@@ -46,6 +46,12 @@ struct Preread {
 Preread read_files(const QJsonObject& session, const QString& session_path,
                    const QList<gpix::plugin::Reader>& readers, const gpix::Device& device);
 
+// Why none of the session's layers would open from `pre` (each one's file missing, unreadable or
+// without that layer), one line a layer; empty where one would, and for a session of no layers.
+// The viewer then leaves the work as it was (a session of missing files emptied the window).
+QStringList none_would_open(const QJsonObject& session, const QString& session_path,
+                            const Preread& pre);
+
 // Opens the session's layers into the host (after the layers already there), restores their
 // names and display settings, the current layer and the workflow. A missing file or one that
 // fails to read is reported and skipped; the other layers open. Relative paths are taken from

@@ -826,6 +826,13 @@ class TestViewer : public QObject {
       QCOMPARE(open_and_wait(w.get(), {pa, pb}).size(), 2);
       QVERIFY2(save_session_and_wait(w.get(), session), qPrintable(w->last_error()));
     }
+    // A session of the other file alone.
+    const QString only_gone = dir.filePath(QStringLiteral("gone.gpix.json"));
+    {
+      auto w2 = make();
+      QCOMPARE(open_and_wait(w2.get(), {pb}).size(), 1);
+      QVERIFY2(save_session_and_wait(w2.get(), only_gone), qPrintable(w2->last_error()));
+    }
     QVERIFY(QFile::remove(pb));
     auto w = make();
     QVERIFY(open_session_and_wait(w.get(), session));
@@ -844,6 +851,17 @@ class TestViewer : public QObject {
     QCOMPARE(w->host().layer_ids().size(), 1);
     QVERIFY(same_bytes(w->host().layer(w->host().layer_ids().first()).array.pull(),
                        HostArray::from(a, s)));
+    // No layer of the session can open (its one file is gone): refused before anything is
+    // cleared, as a session that cannot be read (it emptied the window).
+    QVERIFY(!open_session_and_wait(w.get(), only_gone));
+    QVERIFY2(w->last_error().contains(QStringLiteral("none of its layers can be opened")) &&
+                 w->last_error().contains(QStringLiteral("does not exist")),
+             qPrintable(w->last_error()));
+    QCOMPARE(w->host().layer_ids().size(), 1);
+    QVERIFY2(w->error_box() && w->error_box()->text().contains(QStringLiteral("was not opened")),
+             qPrintable(w->error_box() ? w->error_box()->text() : QString()));
+    w->error_box()->close();
+    QTRY_VERIFY(!w->error_box());
     // Not a session: refused before anything is cleared.
     const QString bad = dir.filePath(QStringLiteral("bad.json"));
     QFile f(bad);
@@ -914,7 +932,15 @@ class TestViewer : public QObject {
       root.insert(QStringLiteral("view"),
                   QJsonObject{{QStringLiteral("zoom"), QStringLiteral("x")}});
     });
-    reopen(QStringLiteral("the view was not restored"), 0, fitted);
+    reopen(QStringLiteral("the view's zoom, centre, slice were not restored"), 0, fitted);
+    // Each sound part is restored, the others named: the slice here.
+    rewrite([](QJsonObject& root) {
+      root.insert(QStringLiteral("view"),
+                  QJsonObject{{QStringLiteral("slice"), 3},
+                              {QStringLiteral("zoom"), -5},
+                              {QStringLiteral("centre"), QJsonArray{1e308, QStringLiteral("x")}}});
+    });
+    reopen(QStringLiteral("the view's zoom, centre were not restored"), 3, fitted);
     rewrite([](QJsonObject& root) { root.remove(QStringLiteral("view")); });
     reopen(QString(), 0, fitted);
   }

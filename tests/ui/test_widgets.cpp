@@ -643,30 +643,60 @@ class TestWidgets : public QObject {
     l.colormap = QStringLiteral("green");
     l.metadata.insert(QStringLiteral("channel"), 1);
     host().replace_layer(c1, l);
+    int made = -1;  // the last result's id
     const auto result_of = [&](int input, const QString& filter) {
       host().set_current_layer(input);
       if (!panel.select_filter(filter)) return Layer{};
+      const QList<int> before = host().layer_ids();
       QSignalSpy finished(&panel, &ui::FilterPanel::finished);
       panel.run();
       if (!wait_finished(panel, finished)) return Layer{};
-      return host().layer(host().layer_ids().back());
+      for (int id : host().layer_ids()) {
+        if (!before.contains(id)) made = id;
+      }
+      return host().layer(made);
     };
+    const auto index = [&](int id) { return int(host().layer_ids().indexOf(id)); };
+    // Shown as the channel and in its place: just above it (on top of every layer, additive, it
+    // added to other images' layers above the hyperstack), the channel hidden (else counted
+    // twice); Undo brings the channel back, Redo puts the result in its place again.
     Layer r = result_of(c2, QStringLiteral("gaussian_blur"));
     QVERIFY(r.valid());
     QVERIFY(r.additive);
     QCOMPARE(r.colormap, QStringLiteral("magenta"));
+    const int r2 = made;
+    QCOMPARE(index(r2), index(c2) + 1);
+    QVERIFY(index(r2) < index(c1));
+    QVERIFY(!host().layer(c2).visible);
+    QVERIFY(host().layer(c1).visible);
+    host().undo_stack()->undo();
+    QVERIFY(!host().has_layer(r2));
+    QVERIFY(host().layer(c2).visible);
+    host().undo_stack()->redo();
+    QCOMPARE(index(r2), index(c2) + 1);
+    QVERIFY(!host().layer(c2).visible);
     r = result_of(c1, QStringLiteral("mean_box"));
     QVERIFY(r.valid());
     QVERIFY(r.additive);
     QCOMPARE(r.colormap, QStringLiteral("green"));
+    QCOMPARE(index(made), index(c1) + 1);
+    QVERIFY(!host().layer(c1).visible);
+    // Other results: on top, their input left as it was.
     r = result_of(plain, QStringLiteral("gaussian_blur"));
     QVERIFY(r.valid());
     QVERIFY(!r.additive);
     QCOMPARE(r.colormap, QStringLiteral("gray"));
+    QCOMPARE(index(made), int(host().layer_ids().size()) - 1);
+    QVERIFY(host().layer(plain).visible);
+    Layer shown = host().layer(c2);
+    shown.visible = true;
+    host().replace_layer(c2, shown);
     r = result_of(c2, QStringLiteral("voronoi_otsu_labeling"));
     QVERIFY(r.valid());
     QVERIFY(!r.additive);
     QCOMPARE(r.colormap, QStringLiteral("labels"));
+    QCOMPARE(index(made), int(host().layer_ids().size()) - 1);
+    QVERIFY(host().layer(c2).visible);
   }
 
   void first_input_follows_the_current_layer() {
@@ -848,7 +878,17 @@ class TestWidgets : public QObject {
     QVERIFY(!again.isEmpty());
     QVERIFY(host().layer(again.first()).additive);  // the blur of b
     QCOMPARE(host().layer(again.first()).colormap, QStringLiteral("cyan"));
+    // In b's place (below the results that were on top), b hidden; each step's result in its
+    // input's place (the last one of a chain shows).
+    const QList<int> order = host().layer_ids();
+    QCOMPARE(again.size(), 4);  // the workflow's four steps, two chains from b
+    for (int id : again) QVERIFY(order.indexOf(id) < order.indexOf(made.first()));
+    QCOMPARE(order.indexOf(again[1]), order.indexOf(again[0]) + 1);
+    QVERIFY(!host().layer(b).visible);
+    QVERIFY(!host().layer(again[0]).visible);
+    QVERIFY(host().layer(again[1]).visible);
     host().undo_stack()->undo();  // one step: this re-run only
+    QVERIFY(host().layer(b).visible);
     QCOMPARE(workflow_->steps().size(), 4);
     c.additive = false;
     c.colormap = QStringLiteral("gray");

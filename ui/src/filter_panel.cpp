@@ -683,12 +683,14 @@ void FilterPanel::start(bool preview) {
             on_done(generation, preview, watcher->result(), step);
             watcher->deleteLater();
           });
-  watcher->setFuture(QtConcurrent::run(
-      [name, arrays, per_channel, files, params, task, gate, title, first, device = host_.device(),
-       stem = result_name(step.operation, step.params, step.inputs,
-                          int(first.shape().ndim()))]() -> Outcome {
+  watcher->setFuture(
+      QtConcurrent::run([name, arrays, per_channel, files, params, task, gate, title, first,
+                         input_id = ids.front(), device = host_.device(),
+                         stem = result_name(step.operation, step.params, step.inputs,
+                                            int(first.shape().ndim()))]() -> Outcome {
         Outcome o;
         o.input = first;
+        o.input_id = input_id;
         try {
           if (gate) gate();
           gpix::RunOptions opts;
@@ -786,7 +788,7 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
   }
   // The result of a channel shown with the others (an additive layer, a hyperstack's channel)
   // is shown as that channel: gray and opaque on top, it hid the whole hyperstack.
-  show_as_channel_of(o.input, out, kind == gpix::OutputKind::labels);
+  const bool as_channel = show_as_channel_of(o.input, out, kind == gpix::OutputKind::labels);
   if (preview) {
     out.name = step.operation + tr(" (preview)");
     out.metadata.insert(QStringLiteral("preview"), true);  // not a result to save
@@ -820,10 +822,18 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
     const auto follow_again = qScopeGuard([form] {
       if (form) form->follow_ = true;
     });
-    host_.undo_stack()->push(new AddLayerCommand(host_, out, workflow_, step));
+    auto* add = new AddLayerCommand(host_, out, workflow_, step);
+    // In the channel's place: above it (not above other images' layers, to which it would
+    // add), the channel hidden (else counted twice).
+    if (as_channel && host_.has_layer(o.input_id)) add->show_in_place_of(o.input_id);
+    host_.undo_stack()->push(add);
   }
-  host_.show_status(o.input.composite() ? tr("%1 done, channel by channel").arg(out.name)
-                                        : tr("%1 done").arg(out.name));
+  QString done = o.input.composite() ? tr("%1 done, channel by channel").arg(out.name)
+                                     : tr("%1 done").arg(out.name);
+  if (as_channel && host_.has_layer(o.input_id) && !host_.layer(o.input_id).visible)
+    done += tr("; shown in place of '%1', which is hidden (Edit > Undo brings it back)")
+                .arg(o.input.name);
+  host_.show_status(done);
   emit finished(true);
 }
 

@@ -14,13 +14,14 @@ bool Layer::saves_as_labels() const {
          canonical_colormap(colormap) == QLatin1String("labels");
 }
 
-void show_as_channel_of(const Layer& input, Layer& out, bool labels_result) {
-  if (labels_result) return;
-  if (!input.additive && !input.metadata.contains(QStringLiteral("channel"))) return;
+bool show_as_channel_of(const Layer& input, Layer& out, bool labels_result) {
+  if (labels_result) return false;
+  if (!input.additive && !input.metadata.contains(QStringLiteral("channel"))) return false;
   out.additive = true;
   if (!out.composite() && !input.labels &&
       canonical_colormap(input.colormap) != QLatin1String("labels"))
     out.colormap = input.colormap;
+  return true;
 }
 
 QString display_unit(const QString& unit) {

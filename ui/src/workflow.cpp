@@ -377,8 +377,19 @@ AddLayerCommand::AddLayerCommand(Workspace& host, Layer layer, Workflow* workflo
 void AddLayerCommand::redo() {
   if (id_ < 0) {
     id_ = host_.add_layer(layer_);
+    if (const auto at = host_.layer_ids().indexOf(in_place_of_); in_place_of_ >= 0 && at >= 0)
+      host_.move_layer(id_, int(at) + 1);
   } else {
     host_.restore_layer(id_, layer_, index_);
+  }
+  hid_input_ = false;
+  if (in_place_of_ >= 0 && host_.has_layer(in_place_of_)) {
+    Layer input = host_.layer(in_place_of_);
+    if (input.visible) {
+      input.visible = false;
+      host_.replace_layer(in_place_of_, input);
+      hid_input_ = true;
+    }
   }
   if (workflow_ && !step_.operation.isEmpty()) {
     step_.output = host_.layer(id_).name;
@@ -391,6 +402,11 @@ void AddLayerCommand::undo() {
     layer_ = host_.layer(id_);  // keep display changes made since, for redo
     index_ = int(host_.layer_ids().indexOf(id_));
     host_.remove_layer(id_);
+  }
+  if (hid_input_ && host_.has_layer(in_place_of_)) {
+    Layer input = host_.layer(in_place_of_);
+    input.visible = true;
+    host_.replace_layer(in_place_of_, input);
   }
   if (workflow_ && !step_.operation.isEmpty()) workflow_->remove_last();
 }

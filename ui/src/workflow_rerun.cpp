@@ -168,6 +168,7 @@ QList<int> apply(Workspace& h, Workflow* workflow, int input, const std::vector<
     if (std::find(p.per_channel.begin(), p.per_channel.end(), true) != p.per_channel.end())
       step.per_channel = QList<bool>(p.per_channel.begin(), p.per_channel.end());
     Layer first;  // its calibration goes to the result
+    int first_id = -1;
     bool lost = false;
     for (std::size_t k = 0; k < p.inputs.size(); ++k) {
       const int id =
@@ -177,7 +178,10 @@ QList<int> apply(Workspace& h, Workflow* workflow, int input, const std::vector<
         break;
       }
       const Layer l = h.layer(id);
-      if (!first.valid()) first = l;
+      if (!first.valid()) {
+        first = l;
+        first_id = id;
+      }
       step.inputs << l.name;
     }
     if (lost) {
@@ -201,10 +205,11 @@ QList<int> apply(Workspace& h, Workflow* workflow, int input, const std::vector<
       out.channels = first.channels;
       for (Channel& c : out.channels) c.contrast_min = c.contrast_max = 0;
     }
-    // A channel's result shown as that channel, as the Filters panel shows it.
-    show_as_channel_of(
+    // A channel's result shown as that channel and in its place, as the Filters panel shows it.
+    const bool as_channel = show_as_channel_of(
         first, out, gpix::filter(step.operation.toStdString()).output == gpix::OutputKind::labels);
     auto* cmd = new AddLayerCommand(h, out, workflow, step);
+    if (as_channel) cmd->show_in_place_of(first_id);
     undo->push(cmd);
     made[i] = cmd->layer_id();
     created << cmd->layer_id();

@@ -130,7 +130,8 @@ class FilterPanel : public QWidget {
     gpix::Result result;
     QString error;
     bool cancelled = false;
-    Layer input;  // the first input (its shape and calibration go to the result)
+    Layer input;        // the first input (its shape and calibration go to the result)
+    int input_id = -1;  // its id
     std::shared_ptr<StackFile> file;  // the result of a run on file-backed layers
   };
   void build_tree();

@@ -118,8 +118,9 @@ struct Layer {
 // the input is one shown with others (additive, or a hyperstack's channel: metadata
 // "channel"): additive, in the input's colour map (not for composites, whose channels carry
 // their colours, nor a label image's map). Label results (`labels_result`) stay opaque. The
-// Filters panel and a workflow's re-run both make results so.
-void show_as_channel_of(const Layer& input, Layer& out, bool labels_result);
+// Filters panel and a workflow's re-run both make results so (and put such a result just above
+// its input, in its place: AddLayerCommand::show_in_place_of). True where it did.
+bool show_as_channel_of(const Layer& input, Layer& out, bool labels_result);
 
 // A unit as people read it ("µm" for "um"); "px" for none.
 QString display_unit(const QString& unit);

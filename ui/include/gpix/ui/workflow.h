@@ -80,6 +80,11 @@ class AddLayerCommand : public QUndoCommand {
   void redo() override;
   void undo() override;
   int layer_id() const { return id_; }
+  // A result shown as a channel of `input` (show_as_channel_of): put just above the input, not
+  // on top of every layer (where, additive, it added to other images' layers above the
+  // input's), and the input hidden while the result is there (both added, the channel counted
+  // twice). Call before the command is pushed; undo shows the input again.
+  void show_in_place_of(int input) { in_place_of_ = input; }
 
  private:
   Workspace& host_;
@@ -88,6 +93,8 @@ class AddLayerCommand : public QUndoCommand {
   WorkflowStep step_;
   int id_ = -1;     // kept across undo: redo restores the layer under the same id
   int index_ = -1;  // its position when undone
+  int in_place_of_ = -1;
+  bool hid_input_ = false;  // whether redo hid it (it may have been hidden already)
 };
 
 // The name of a filter's result: its first input's name, the operation and the parameters
