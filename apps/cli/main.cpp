@@ -874,6 +874,11 @@ int cmd_run(const QCommandLineParser& p, const QStringList& args) {
     QStringList own;
     for (const auto& s : f.params) own << qs(s.name);
     for (const QString& name : p.optionNames()) {
+      // Given twice, the last value won without a word (`--sigma_x 1 --sigma_x 2` ran 2).
+      if (const QStringList v = p.values(name); v.size() > 1) {
+        throw InvalidArgument("--" + name.toStdString() + " is given " + std::to_string(v.size()) +
+                              " times (" + v.join(", ").toStdString() + "): give it once");
+      }
       if (kGlobal.contains(name) || own.contains(name)) continue;
       throw InvalidArgument(f.name + " has no parameter '" + name.toStdString() + "'; " +
                             (own.isEmpty()
@@ -1024,9 +1029,10 @@ int main(int argc, char** argv) {
         return s;
       }()) +
       ") or a raw file with --shape and --dtype\n\n"
-      "Exit codes: 0 done; 2 the command line is wrong (an unknown command, option, filter or\n"
-      "device, a parameter out of range), nothing was done; 1 the work failed (a file that is\n"
-      "missing, unreadable or lacks what was asked, the device).");
+      "Exit codes: 0 done; 2 what was asked cannot be done (an unknown command, option, filter\n"
+      "or device, a parameter out of range, an input the filter refuses: its dtype, its\n"
+      "dimensions or its values, such as negative labels), nothing was done; 1 the work failed\n"
+      "(a file that is missing, unreadable or lacks what was asked, the device).");
   p.addHelpOption();
   p.addVersionOption();
   p.addPositionalArgument("command", "devices | info | filters | run");
@@ -1069,9 +1075,10 @@ int main(int argc, char** argv) {
       p.addOption({n, "Filter parameter (see `gpix filters`).", "VALUE"});
     }
   }
-  // Exit codes: 2 for what the command line asked wrongly (an unknown option, command,
-  // filter, parameter value or device, an input of a dtype the filter or the device does not
-  // take: UnsupportedDType), 1 for what failed while doing it (a file, the device).
+  // Exit codes: 2 for what cannot be done as asked (an unknown option, command, filter,
+  // parameter value or device, an input of a dtype the filter or the device does not take:
+  // UnsupportedDType, an input whose values the filter refuses: the core's InvalidArgument,
+  // before any work), 1 for what failed while doing it (a file, the device).
   // QCommandLineParser::process() exits with 1 on an unknown option.
   if (!p.parse(QCoreApplication::arguments())) {
     std::fprintf(stderr, "gpix: %s\n", qPrintable(p.errorText()));

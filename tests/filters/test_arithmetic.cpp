@@ -554,6 +554,32 @@ class TestArithmetic : public QObject {
     }
   }
 
+  // rescale_intensity of 64-bit integers beyond 2^53 takes each pixel's difference from the
+  // minimum in the integers: through float64 first, int64 2^62 + {0, 1, 2} came out 0, 0, 0
+  // (a constant image) and uint64 2^63 + {0, 1000, 2048} 0, 0, 1.
+  void rescale_wide_integers_data() { test::add_device_rows(); }
+  void rescale_wide_integers() {
+    const Device dev = test::fetch_device();
+    const auto check = [&](const Array& in, const std::vector<float>& expect, const char* what) {
+      const Array r = rescale_intensity(in, 0, 1);
+      QCOMPARE(r.dtype(), DType::f32);
+      QVERIFY2(r.pull_as<float>() == expect, what);
+    };
+    constexpr std::int64_t k62 = std::int64_t{1} << 62;
+    check(Array::push(std::vector<std::int64_t>{k62 + 2, k62, k62 + 1}, Shape{3}, dev),
+          {1.0f, 0.0f, 0.5f}, "int64 2^62 + {2, 0, 1}");
+    constexpr std::uint64_t k63 = std::uint64_t{1} << 63;
+    check(Array::push(std::vector<std::uint64_t>{k63, k63 + 1000, k63 + 2048}, Shape{3, 1}, dev),
+          {0.0f, 0.48828125f, 1.0f}, "uint64 2^63 + {0, 1000, 2048}");
+    // The whole int64 range: its span, 2^64 - 1, does not fit int64.
+    const std::int64_t lo = std::numeric_limits<std::int64_t>::min();
+    const std::int64_t hi = std::numeric_limits<std::int64_t>::max();
+    check(Array::push(std::vector<std::int64_t>{lo, 0, hi, lo + 2048}, Shape{2, 2}, dev),
+          {0.0f, 0.5f, 1.0f, 0x1p-53f}, "int64 min, 0, max");
+    check(Array::push(std::vector<std::int64_t>(5, k62 + 1), Shape{5}, dev),
+          std::vector<float>(5, 0.0f), "a constant int64 image");
+  }
+
   // rescale_intensity's range comes from the non-NaN pixels and stays on the device between its
   // passes: NaN stays NaN and in place, a constant image and a one-pixel image map to out_min,
   // an image of NaN alone stays NaN, and an infinity makes every finite pixel's scale 0. Sizes

@@ -264,6 +264,12 @@ class TestIoCli : public QObject {
                  other.err.contains("--radius_x, --radius_y, --radius_z"),
              other.err);
     QVERIFY(!QFile::exists(never));
+    // A parameter given twice is refused (the last value won without a word).
+    const test::ProcessResult twice =
+        test::run_cli({"run", "gaussian_blur", in, never, "--sigma_x", "1", "--sigma_x", "2"});
+    QCOMPARE(twice.code, 2);
+    QVERIFY2(twice.err.contains("--sigma_x is given 2 times (1, 2): give it once"), twice.err);
+    QVERIFY(!QFile::exists(never));
     // A table into a file named as an image: refused (it was CSV text in a .tif).
     const QString tif = dir.filePath("table.tif");
     const test::ProcessResult table = test::run_cli({"run", "histogram", in, tif});

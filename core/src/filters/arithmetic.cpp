@@ -360,7 +360,9 @@ struct ValueParams {
 const Filter<ValueParams> kAddScalar(
     {.name = "add_scalar",
      .category = Category::arithmetic,
-     .doc = "a + value; the output has the input's dtype and integers saturate",
+     .doc = "a + value; the output has the input's dtype and integers saturate (64-bit "
+            "integers: exact for a whole value; a fractional one computes in float64, which "
+            "rounds pixels beyond 2^53 to 53 bits first)",
      .params = {real(&ValueParams::value, {.name = "value", .def = 1, .doc = "the number to add"})},
      .halo = pointwise,
      .fn = [](std::span<const Array> x, const ValueParams& p, const RunOptions&) {
@@ -373,8 +375,9 @@ struct FactorParams {
 const Filter<FactorParams> kMultiplyScalar(
     {.name = "multiply_scalar",
      .category = Category::arithmetic,
-     .doc =
-         "a * factor; the output has the input's dtype, integers round half to even and saturate",
+     .doc = "a * factor; the output has the input's dtype, integers round half to even and "
+            "saturate (64-bit integers: exact for a whole factor; a fractional one computes in "
+            "float64, which rounds pixels beyond 2^53 to 53 bits first)",
      .params = {real(&FactorParams::factor, {.name = "factor", .def = 2, .doc = "the factor"})},
      .halo = pointwise,
      .fn = [](std::span<const Array> x, const FactorParams& p, const RunOptions&) {
@@ -536,6 +539,21 @@ const Filter<RescaleParams> kRescaleIntensity(
        require_compute(in, compute_type({in.dtype(), out_t}), "rescale_intensity");
        detail::DeviceExtrema e = detail::extrema_on_device(in);
        checkpoint(o, 0.5, "rescale_intensity");
+       if (e.host && (in.dtype() == DType::i64 || in.dtype() == DType::u64)) {
+         // 64-bit integers take pointwise.kernel's rescale, which subtracts the minimum in the
+         // integers (the unary path's float64 lost the low bits above 2^53): the extrema the
+         // host has go to it as the stats pass would have left them.
+         const auto bits = [&](const Scalar& s) {
+           return in.dtype() == DType::i64 ? static_cast<std::uint64_t>(s.exact_as<std::int64_t>())
+                                           : s.exact_as<std::uint64_t>();
+         };
+         const Array ext =
+             Array::push(std::vector<std::uint64_t>{bits(e.host->min), bits(e.host->max)}, Shape{2},
+                         in.device());
+         detail::DeviceExtrema pushed;
+         pushed.memory = detail::Access::impl(ext).memory;
+         return one(rescale_on_device(in, out_t, pushed, p.out_min, p.out_max));
+       }
        if (e.host) {  // stats.kernel's final pass still compiling: the host has the extrema
          // The scale as pointwise.kernel's rescale computes it (RS: float64 where the device
          // has it, else float), for the same bits.
