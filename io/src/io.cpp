@@ -349,7 +349,8 @@ Image read_unchecked(const fs::path& path, const ReadOptions& options) {
     switch (options.channels) {
       case Channels::error:
         fail(path, "holds " + what +
-                       "; choose what to read with ReadOptions::channels (gpix info --channels): "
+                       "; choose what to read with ReadOptions::channels (on the command line "
+                       "`--channels`, which gpix run and gpix info take): "
                        "luminance (RGB/RGBA "
                        "to float32), channel N (one component), or split (components as the first "
                        "axis of a "
