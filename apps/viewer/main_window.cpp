@@ -956,7 +956,12 @@ bool MainWindow::open_session(const QString& path) {
 
 // The view a session keeps: the slice, the zoom and the image point at the view's centre, so
 // that a session of a stack reopens where the user left it (it reopened fitted, on slice 1).
+// A fitted view is kept as fitted (its zoom belongs to the window's size: in a smaller window
+// it would be too large, and it would no longer follow the window).
 QJsonObject MainWindow::view_state() const {
+  if (view_->fitted()) {
+    return QJsonObject{{QStringLiteral("slice"), view_->slice()}, {QStringLiteral("fitted"), true}};
+  }
   const QPointF centre = view_->image_pos(QPointF(view_->width() / 2.0, view_->height() / 2.0));
   return QJsonObject{{QStringLiteral("slice"), view_->slice()},
                      {QStringLiteral("zoom"), view_->zoom()},
@@ -970,22 +975,26 @@ QStringList MainWindow::restore_view(const QJsonObject& view) {
   if (view.isEmpty()) return {};  // sessions saved before the view was kept
   // Each part that is sound is restored; the others are named.
   QStringList bad;
-  const QJsonValue z = view.value(QStringLiteral("zoom"));
-  if (z.isDouble() && z.toDouble() > 0 && std::isfinite(z.toDouble())) {
-    view_->set_zoom(z.toDouble());
-  } else {
-    bad << QStringLiteral("zoom");
-  }
-  // A centre within 10^7 pixels of the image's origin (further, nothing would be on screen, and
-  // 1e308 overflows the drawing's coordinates).
-  const QJsonArray c = view.value(QStringLiteral("centre")).toArray();
-  const auto near = [](const QJsonValue& v) {
-    return v.isDouble() && std::abs(v.toDouble()) < 1e7;
-  };
-  if (c.size() == 2 && near(c[0]) && near(c[1])) {
-    view_->center_on(QPointF(c[0].toDouble(), c[1].toDouble()));
-  } else {
-    bad << QStringLiteral("centre");
+  if (!view.value(QStringLiteral("fitted")).toBool()) {
+    const QJsonValue z = view.value(QStringLiteral("zoom"));
+    if (z.isDouble() && z.toDouble() > 0 && std::isfinite(z.toDouble())) {
+      view_->set_zoom(z.toDouble());
+      // Past the view's zoom range (a fit of a tiny or huge image, then panned): clamped.
+      if (view_->zoom() != z.toDouble()) bad << QStringLiteral("zoom");
+    } else {
+      bad << QStringLiteral("zoom");
+    }
+    // A centre within 10^7 pixels of the image's origin (further, nothing would be on screen,
+    // and 1e308 overflows the drawing's coordinates).
+    const QJsonArray c = view.value(QStringLiteral("centre")).toArray();
+    const auto near = [](const QJsonValue& v) {
+      return v.isDouble() && std::abs(v.toDouble()) < 1e7;
+    };
+    if (c.size() == 2 && near(c[0]) && near(c[1])) {
+      view_->center_on(QPointF(c[0].toDouble(), c[1].toDouble()));
+    } else {
+      bad << QStringLiteral("centre");
+    }
   }
   const QJsonValue s = view.value(QStringLiteral("slice"));
   const double slice = s.toDouble(-1);

@@ -48,7 +48,9 @@ Preread read_files(const QJsonObject& session, const QString& session_path,
 
 // Why none of the session's layers would open from `pre` (each one's file missing, unreadable or
 // without that layer), one line a layer; empty where one would, and for a session of no layers.
-// The viewer then leaves the work as it was (a session of missing files emptied the window).
+// Judged from the files read ahead: the viewer then leaves the work as it was (a session of
+// missing files emptied the window). A layer that reads but then fails to be added (the
+// device's memory) is found only after the work was cleared, as before.
 QStringList none_would_open(const QJsonObject& session, const QString& session_path,
                             const Preread& pre);
 

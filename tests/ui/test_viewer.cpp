@@ -943,6 +943,33 @@ class TestViewer : public QObject {
     reopen(QStringLiteral("the view's zoom, centre were not restored"), 3, fitted);
     rewrite([](QJsonObject& root) { root.remove(QStringLiteral("view")); });
     reopen(QString(), 0, fitted);
+    // A fitted view is kept as fitted, not as its zoom: reopened in a smaller window it fits
+    // that window and follows its size.
+    {
+      auto w = make();
+      QCOMPARE(open_and_wait(w.get(), {pa}).size(), 1);
+      w->view()->fit();
+      w->view()->set_slice(2);
+      QVERIFY(w->view()->fitted());
+      QVERIFY2(save_session_and_wait(w.get(), session), qPrintable(w->last_error()));
+    }
+    {
+      QFile f(session);
+      QVERIFY(f.open(QIODevice::ReadOnly));
+      const QJsonObject v =
+          QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("view")).toObject();
+      QVERIFY(v.value(QStringLiteral("fitted")).toBool());
+      QVERIFY(!v.contains(QStringLiteral("zoom")));
+    }
+    auto small = make();
+    small->view()->resize(small->view()->width() / 2, small->view()->height() / 2);
+    QVERIFY(open_session_and_wait(small.get(), session));
+    QVERIFY2(small->last_error().isEmpty(), qPrintable(small->last_error()));
+    QCOMPARE(small->view()->slice(), 2);
+    QVERIFY(small->view()->fitted());
+    const double zoom = small->view()->zoom();
+    small->view()->fit();
+    QCOMPARE(small->view()->zoom(), zoom);
   }
 
   void quit_asks_about_unsaved_results() {

@@ -669,11 +669,23 @@ class TestWidgets : public QObject {
     QVERIFY(index(r2) < index(c1));
     QVERIFY(!host().layer(c2).visible);
     QVERIFY(host().layer(c1).visible);
+    QVERIFY2(host().last_status().contains(QStringLiteral("which is hidden (Edit > Undo")),
+             qPrintable(host().last_status()));
     host().undo_stack()->undo();
     QVERIFY(!host().has_layer(r2));
     QVERIFY(host().layer(c2).visible);
     host().undo_stack()->redo();
     QCOMPARE(index(r2), index(c2) + 1);
+    QVERIFY(!host().layer(c2).visible);
+    // Again on c2, hidden already: in its place, and the status promises no Undo of a hiding
+    // that this run did not do.
+    r = result_of(c2, QStringLiteral("mean_box"));
+    QVERIFY(r.valid());
+    QCOMPARE(index(made), index(c2) + 1);
+    QVERIFY2(!host().last_status().contains(QStringLiteral("Edit > Undo")),
+             qPrintable(host().last_status()));
+    host().undo_stack()->undo();
+    QVERIFY(!host().has_layer(made));
     QVERIFY(!host().layer(c2).visible);
     r = result_of(c1, QStringLiteral("mean_box"));
     QVERIFY(r.valid());

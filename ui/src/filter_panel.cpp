@@ -815,6 +815,7 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
   // A composite's channels were filtered as 2D images: no z parameters in its name.
   out.name = result_name(step.operation, step.params, step.inputs,
                          out.composite() ? 2 : int(out.shape().ndim()));
+  bool hid_input = false;
   {
     // The result is selected; the form stays on its input.
     const QPointer<ParamForm> form = form_;
@@ -827,10 +828,11 @@ void FilterPanel::on_done(quint64 generation, bool preview, const Outcome& o, Wo
     // add), the channel hidden (else counted twice).
     if (as_channel && host_.has_layer(o.input_id)) add->show_in_place_of(o.input_id);
     host_.undo_stack()->push(add);
+    hid_input = add->hid_input();
   }
   QString done = o.input.composite() ? tr("%1 done, channel by channel").arg(out.name)
                                      : tr("%1 done").arg(out.name);
-  if (as_channel && host_.has_layer(o.input_id) && !host_.layer(o.input_id).visible)
+  if (hid_input)
     done += tr("; shown in place of '%1', which is hidden (Edit > Undo brings it back)")
                 .arg(o.input.name);
   host_.show_status(done);

@@ -26,6 +26,9 @@ class ImageView : public QWidget {
 
   double zoom() const { return zoom_; }  // screen (logical) pixels per image pixel
   int slice() const { return slice_; }
+  // Whether the view fits the image to the widget and follows its size (until the user zooms
+  // or pans; fit() again).
+  bool fitted() const { return auto_fit_; }
   int depth() const;  // slices of the deepest layer (1 for 2D)
   // The image pixel (x, y) under a widget position.
   QPointF image_pos(QPointF widget_pos) const;

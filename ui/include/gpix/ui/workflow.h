@@ -85,6 +85,8 @@ class AddLayerCommand : public QUndoCommand {
   // input's), and the input hidden while the result is there (both added, the channel counted
   // twice). Call before the command is pushed; undo shows the input again.
   void show_in_place_of(int input) { in_place_of_ = input; }
+  // Whether the last redo hid the input (it may have been hidden already).
+  bool hid_input() const { return hid_input_; }
 
  private:
   Workspace& host_;
