@@ -121,6 +121,17 @@ QString file_of(const QJsonObject& layer, const QDir& dir) {
   return file;
 }
 
+// What open() and none_would_open() say of a layer whose file is gone, or holds fewer layers.
+QString missing_file(const QString& name, const QString& file) {
+  return QObject::tr("layer '%1': %2 does not exist").arg(name, file);
+}
+QString no_such_layer(const QString& name, const QString& file, int layers, int index) {
+  return QObject::tr("layer '%1': %2 holds %3 layer(s), not a layer %4")
+      .arg(name, file)
+      .arg(layers)
+      .arg(index + 1);
+}
+
 }  // namespace
 
 Preread read_files(const QJsonObject& root, const QString& session_path,
@@ -162,14 +173,11 @@ QStringList none_would_open(const QJsonObject& root, const QString& session_path
     if (pre.layers.contains(file)) {
       const int n = int(pre.layers.value(file).size());
       if (index >= 0 && index < n) return {};  // this one opens
-      why << QObject::tr("layer '%1': %2 holds %3 layer(s), not a layer %4")
-                 .arg(name, file)
-                 .arg(n)
-                 .arg(index + 1);
+      why << no_such_layer(name, file, n, index);
     } else if (pre.errors.contains(file)) {
       why << QObject::tr("layer '%1': %2").arg(name, pre.errors.value(file));
     } else {
-      why << QObject::tr("layer '%1': %2 does not exist").arg(name, file);
+      why << missing_file(name, file);
     }
   }
   return why;
@@ -189,7 +197,7 @@ Opened open(gpix::plugin::BasicHost& host, const QJsonObject& root, const QStrin
     const QString file = file_of(o, dir);
     if (pre ? !pre->layers.contains(file) && !pre->errors.contains(file)
             : !is_sample(file) && !QFileInfo::exists(file)) {
-      out.missing << QObject::tr("layer '%1': %2 does not exist").arg(name, file);
+      out.missing << missing_file(name, file);
       continue;
     }
     const int index = o.value(QStringLiteral("index_in_file")).toInt();
@@ -213,10 +221,7 @@ Opened open(gpix::plugin::BasicHost& host, const QJsonObject& root, const QStrin
     const QList<int> ids = opened.value(file);
     if (index < 0 || index >= ids.size()) {
       if (!ids.isEmpty()) {
-        out.errors << QObject::tr("layer '%1': %2 holds %3 layer(s), not a layer %4")
-                          .arg(name, file)
-                          .arg(ids.size())
-                          .arg(index + 1);
+        out.errors << no_such_layer(name, file, int(ids.size()), index);
       }
       continue;
     }
